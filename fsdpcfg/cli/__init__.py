@@ -1,0 +1,1 @@
+"""Command-line interface: one small module per subcommand, dispatched by :mod:`fsdpcfg.cli.main`."""

@@ -1,0 +1,74 @@
+"""Dispatch ``fsdpcfg SUBCOMMAND ...`` to ``fsdpcfg.cli.<subcommand>``; anything else is a run.
+
+``python -m fsdpcfg +recipe=qwen_grpo [OVERRIDES]`` composes, validates, plans and launches a run
+(:mod:`fsdpcfg.cli.run`). ``fsdpcfg check|export|ls|show|cp|diff|schema|explain|doctor|assets ...`` run the
+subcommand of that name. Each subcommand module defines ``add_arguments(parser)`` and ``run(args) -> int``
+and is imported only when chosen, so ``fsdpcfg check`` stays free of torch.
+
+User mistakes (:class:`fsdpcfg.errors.ConfigError`) are printed without a traceback; the exit code is 1 for
+a bad config and 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: subcommand -> one-line help. The module ``fsdpcfg.cli.<name>`` implements it.
+COMMANDS: dict[str, str] = {
+    "run": "compose, check, plan and launch a run (the default when no subcommand is given)",
+    "check": "pre-flight checks and lint of a config, recipe files or a verl run script",
+    "export": "write a runnable verl script and YAML for a config",
+    "ls": "list recipes and every group option",
+    "show": "print the resolved config with each value's provenance",
+    "cp": "copy a recipe into a new child recipe",
+    "diff": "difference of two resolved configs",
+    "schema": "export JSON Schema from the Pydantic models",
+    "explain": "explain a config key or a rule ID",
+    "doctor": "validate a model for training and rollout, cheapest stage first",
+    "assets": "build the offline assets (tiny models) the offline recipes use",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    name = "run"
+    if argv and argv[0] in COMMANDS:
+        name = argv.pop(0)
+    elif argv and argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0
+    from fsdpcfg.errors import ConfigError
+
+    try:
+        module = importlib.import_module(f"fsdpcfg.cli.{name}")
+    except ModuleNotFoundError as e:
+        if e.name == f"fsdpcfg.cli.{name}":
+            print(f"fsdpcfg: the `{name}` command is not available in this version", file=sys.stderr)
+            return 2
+        raise
+    parser = argparse.ArgumentParser(prog=f"fsdpcfg {name}" if name != "run" else "python -m fsdpcfg",
+                                     description=COMMANDS[name])
+    module.add_arguments(parser)
+    try:
+        args = parser.parse_args(argv) if not getattr(module, "PASS_THROUGH", False) else module.parse(parser, argv)
+        return int(module.run(args) or 0)
+    except ConfigError as e:
+        print(f"fsdpcfg: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("fsdpcfg: interrupted", file=sys.stderr)
+        return 130
+
+
+def _usage() -> str:
+    lines = ["usage: fsdpcfg [SUBCOMMAND] [ARGS...]", "       python -m fsdpcfg +recipe=NAME [OVERRIDES...]", "",
+             "subcommands:"]
+    lines += [f"  {k:<8} {v}" for k, v in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

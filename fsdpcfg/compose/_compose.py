@@ -1,0 +1,261 @@
+"""Compose a run config with Hydra's compose API and translate Hydra's errors into :class:`ConfigError`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from fsdpcfg import paths
+from fsdpcfg.compose import resolvers
+from fsdpcfg.compose.provenance import Provenance
+from fsdpcfg.errors import ConfigError, UsageError, did_you_mean
+
+#: Config groups of the tree, in the order the root config's defaults list names them.
+GROUPS = ("engine", "patches", "rollout", "algorithm", "model", "data", "reward", "trainer", "launcher")
+
+
+@dataclass
+class Composed:
+    """A composed config and what is known about how it was made.
+
+    Attributes:
+        cfg: the composed config (verl key names plus the ``fsdpcfg`` section), interpolations unresolved.
+        choices: group -> chosen option (``recipe`` included when one was selected).
+        overrides: the command-line overrides as given.
+        added: dotted keys that overrides created with ``+``/``++`` (they exist in no config file).
+        deleted: dotted keys removed with ``~``.
+        provenance: where each value came from.
+        origin: ``"compose"`` (Hydra tree) or ``"file"`` (a full config file read as it is).
+    """
+
+    cfg: DictConfig
+    choices: dict[str, str] = field(default_factory=dict)
+    overrides: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    provenance: Provenance = field(default_factory=Provenance)
+    origin: str = "compose"
+
+    def to_container(self, resolve: bool = True) -> dict[str, Any]:
+        """Return the config as plain dicts and lists (interpolations resolved unless ``resolve=False``).
+
+        Raises:
+            ConfigError: an interpolation cannot be resolved (names the key and the reference).
+        """
+        try:
+            return OmegaConf.to_container(self.cfg, resolve=resolve)  # type: ignore[return-value]
+        except Exception as e:  # omegaconf.errors.InterpolationResolutionError and friends
+            key = getattr(e, "full_key", None)
+            raise ConfigError(f"cannot resolve an interpolation: {_first_line(e)}", key=key,
+                              fix="set the referenced key, or replace the ${...} value with a literal") from None
+
+
+def _parse_overrides(overrides: list[str]):
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    try:
+        return OverridesParser.create().parse_overrides(overrides=overrides)
+    except OverrideParseException as e:
+        raise UsageError(f"cannot parse the override: {_first_line(e)}",
+                         fix="write overrides as key=value, +new.key=value, ~key or group=option") from None
+
+
+def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path] | None = None) -> Composed:
+    """Compose the root config with ``overrides`` (Hydra syntax: ``key=value``, ``+key=value``, ``~key``,
+    ``group=option``, ``+recipe=NAME``).
+
+    ``extra_recipe_dirs`` adds folders whose ``*.yaml`` files can be selected as ``+recipe=NAME`` (used to
+    check users' own recipe files).
+
+    Raises:
+        ConfigError: an unknown key (with a did-you-mean), an unknown group option (with the options), a
+            bad override, a recipe that does not exist.
+    """
+    overrides = list(overrides or [])
+    resolvers.register()
+    parsed = _parse_overrides(overrides)
+    for o in parsed:
+        if o.is_sweep_override():
+            raise UsageError(f"`{o.input_line}` is a sweep; a single config cannot hold it",
+                             fix="run sweeps with `python -m fsdpcfg -m ...`, or give one value")
+    extra_dirs = [Path(d) for d in (extra_recipe_dirs or [])]
+    tmp = None
+    search = []
+    if extra_dirs:
+        tmp = Path(tempfile.mkdtemp(prefix="fsdpcfg-recipes-"))
+        (tmp / "recipe").mkdir()
+        for d in extra_dirs:
+            for f in d.glob("*.yaml"):
+                dst = tmp / "recipe" / f.name
+                if not dst.exists():
+                    os.symlink(f.resolve(), dst)
+        search = [f"hydra.searchpath=[file://{tmp}]"]
+    try:
+        cfg = _hydra_compose(overrides + search, parsed)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    choices = {k: v for k, v in (cfg.hydra.runtime.choices or {}).items() if not k.startswith("hydra/") and v}
+    with open_dict(cfg):
+        del cfg["hydra"]
+    OmegaConf.set_struct(cfg, False)
+
+    prov = Provenance()
+    conf = paths.conf_dir()
+    root = conf.parent
+    prov.add_file(conf / "config.yaml", "default", None, root)
+    for g in GROUPS:
+        if g in choices:
+            prov.add_file(conf / g / f"{choices[g]}.yaml", "group", f"{g}={choices[g]}", root)
+    if "recipe" in choices:
+        rfile = _recipe_file(choices["recipe"], extra_dirs)
+        if rfile is not None:
+            prov.add_file(rfile, "recipe", f"recipe={choices['recipe']}", root)
+    added, deleted = [], []
+    for o in parsed:
+        key = o.key_or_group
+        if key in GROUPS or key == "recipe" or key.startswith("hydra"):
+            continue
+        text = o.input_line
+        if o.is_delete():
+            deleted.append(key)
+            continue
+        if o.is_add() or o.is_force_add():
+            if o.is_add() or key not in _keys_of(conf):
+                added.append(key)
+        prov.add_override(key, text)
+    return Composed(cfg=cfg, choices=choices, overrides=overrides, added=added, deleted=deleted,
+                    provenance=prov, origin="compose")
+
+
+def _keys_of(conf: Path) -> set[str]:
+    return set()
+
+
+def _recipe_file(name: str, extra_dirs: list[Path]) -> Path | None:
+    for d in [paths.recipes_dir(), *extra_dirs]:
+        f = Path(d) / f"{name}.yaml"
+        if f.is_file():
+            return f
+    return None
+
+
+def available_options(group: str) -> list[str]:
+    """Return the option names of a config group (``recipe`` included), sorted."""
+    d = paths.recipes_dir() if group == "recipe" else paths.conf_dir() / group
+    return sorted(p.stem for p in Path(d).glob("*.yaml"))
+
+
+def _hydra_compose(overrides: list[str], parsed) -> DictConfig:
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import ConfigCompositionException, MissingConfigException
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(paths.conf_dir()), version_base="1.3"):
+            return hydra_compose(config_name="config", overrides=overrides, return_hydra_config=True)
+    except MissingConfigException as e:
+        raise _missing_option(e, parsed) from None
+    except ConfigCompositionException as e:
+        raise _composition_error(e, parsed) from None
+    except Exception as e:  # omegaconf errors raised while merging (type mismatches and the like)
+        if type(e).__module__.startswith(("omegaconf", "hydra")):
+            raise ConfigError(f"cannot compose the config: {_first_line(e)}",
+                              key=getattr(e, "full_key", None),
+                              fix="check the override's value type against the key's default") from None
+        raise
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def _missing_option(e: Exception, parsed) -> ConfigError:
+    msg = str(e)
+    for o in parsed:
+        g = o.key_or_group
+        if g in GROUPS or g == "recipe":
+            opts = available_options(g)
+            val = o.value()
+            if isinstance(val, str) and val not in opts:
+                close = did_you_mean(val, opts)
+                hint = f"did you mean {g}={close[0]}? " if close else ""
+                return ConfigError(f"no option `{val}` in group `{g}`; available: {', '.join(opts)}",
+                                   key=g, value=val, fix=f"{hint}choose one of: {', '.join(opts)} "
+                                   f"(`fsdpcfg ls` lists them with descriptions)")
+    return ConfigError(f"cannot compose the config: {_first_line(msg)}", fix="`fsdpcfg ls` lists the groups and options")
+
+
+def _composition_error(e: Exception, parsed) -> ConfigError:
+    msg = str(e)
+    cause = e.__cause__ or e
+    full_key = getattr(cause, "full_key", None)
+    if "Could not override" in msg or "Could not delete" in msg or "Could not append" in msg:
+        key = msg.split("'")[1] if "'" in msg else full_key
+        known = _known_keys()
+        close = did_you_mean(key, known)
+        if "Could not delete" in msg:
+            return ConfigError("cannot delete a key that is not in the config", key=key,
+                               fix=(f"did you mean ~{close[0]}?" if close else "check the key name"))
+        if "Could not append" in msg:
+            return ConfigError("the key already exists, so `+` cannot add it", key=key,
+                               fix=f"set it without the plus: {key}=VALUE (or force with ++{key}=VALUE)")
+        hint = f"did you mean {close[0]}?" if close else "check the key name (`fsdpcfg show` prints the tree)"
+        return ConfigError("is not a key of the config", key=key,
+                           fix=f"{hint} A key verl reads that the tree does not list is added with +{key}=VALUE")
+    if "in group" in msg.lower() or "Could not find" in msg:
+        return _missing_option(e, parsed)
+    return ConfigError(f"cannot compose the config: {_first_line(msg)}", key=full_key,
+                       fix="check the override against `fsdpcfg show`")
+
+
+def _known_keys() -> list[str]:
+    """Dotted keys of the root config and every group option (for did-you-mean on overrides)."""
+    from fsdpcfg.compose.provenance import yaml_leaf_lines
+
+    conf = paths.conf_dir()
+    keys: set[str] = set(yaml_leaf_lines(conf / "config.yaml"))
+    for g in GROUPS:
+        for f in (conf / g).glob("*.yaml"):
+            keys.update(yaml_leaf_lines(f))
+    try:
+        from fsdpcfg.schema.keys import verl_keys
+
+        keys.update(verl_keys())
+    except Exception:
+        pass
+    return sorted(keys)
+
+
+def load_yaml_config(path: Path) -> Composed:
+    """Read a full config file (a dumped fsdpcfg or verl config) as it is, with provenance from its lines.
+
+    Raises:
+        ConfigError: the file is missing, is not YAML, or is not a mapping.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"no such file: {path}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {_first_line(e)}", fix="fix the YAML syntax") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of keys at the top level", fix="write key: value pairs")
+    resolvers.register()
+    cfg = OmegaConf.create(data)
+    prov = Provenance()
+    prov.add_file(path, "file")
+    return Composed(cfg=cfg, provenance=prov, origin="file")
+
+
+def _first_line(e: Any) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

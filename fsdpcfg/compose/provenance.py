@@ -1,0 +1,114 @@
+"""Where each value of a composed config came from: ``file:line``, a group option, or the command line.
+
+Hydra does not record provenance, so it is replayed: the sources Hydra merged (root config, the chosen
+group options in defaults order, the recipe, the command-line overrides) are read again with their YAML
+line numbers, and each leaf key is attributed to the last source that set it or one of its parents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import yaml
+
+
+@dataclass(frozen=True)
+class Source:
+    """One place a value came from.
+
+    Attributes:
+        kind: ``"default"`` (root config), ``"group"`` (a group option), ``"recipe"``, ``"file"``,
+            ``"override"`` (command line) or ``"schema"`` (a default filled in by the schema).
+        where: ``path:line`` for files, the override text for the command line.
+        option: ``group=option`` for group options and recipes, else ``None``.
+    """
+
+    kind: str
+    where: str
+    option: str | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "override":
+            return f"command line `{self.where}`"
+        if self.kind == "schema":
+            return f"default ({self.where})"
+        if self.option:
+            return f"{self.option} ({self.where})"
+        return self.where
+
+
+def yaml_leaf_lines(path: Path) -> dict[str, int]:
+    """Map each dotted key set by the YAML file at ``path`` to its 1-based line (lists are leaves).
+
+    The top-level ``defaults`` list (Hydra's) is skipped. Raises ``yaml.YAMLError`` on invalid YAML.
+    """
+    text = Path(path).read_text()
+    node = yaml.compose(text)
+    out: dict[str, int] = {}
+    if node is None or not isinstance(node, yaml.MappingNode):
+        return out
+    for key, line in _walk(node, ""):
+        if key == "defaults" or key.startswith("defaults."):
+            continue
+        out[key] = line
+    return out
+
+
+def _walk(node: yaml.MappingNode, prefix: str) -> Iterator[tuple[str, int]]:
+    for k, v in node.value:
+        name = f"{prefix}{k.value}"
+        if isinstance(v, yaml.MappingNode) and v.value:
+            yield name, k.start_mark.line + 1
+            yield from _walk(v, name + ".")
+        else:
+            yield name, k.start_mark.line + 1
+
+
+class Provenance:
+    """Records, for each dotted key, the last :class:`Source` that set it (or one of its parents)."""
+
+    def __init__(self) -> None:
+        self._set: dict[str, Source] = {}
+
+    def add_file(self, path: Path, kind: str, option: str | None = None, display_root: Path | None = None) -> None:
+        """Attribute every key the YAML file sets to it (later calls win over earlier ones)."""
+        shown = _display(path, display_root)
+        for key, line in yaml_leaf_lines(path).items():
+            self._set[key] = Source(kind, f"{shown}:{line}", option)
+
+    def add_override(self, key: str, text: str) -> None:
+        """Attribute ``key`` (and everything under it) to the command-line override ``text``."""
+        for k in [k for k in self._set if k == key or k.startswith(key + ".")]:
+            del self._set[k]
+        self._set[key] = Source("override", text)
+
+    def add_schema_default(self, key: str, note: str = "schema default, verl 0.9.1's") -> None:
+        """Attribute ``key`` to a default that the schema filled in (the key was absent or deleted)."""
+        self._set[key] = Source("schema", note)
+
+    def source_of(self, key: str) -> Source | None:
+        """Return the source of ``key``: its own entry, else the nearest parent's, else ``None``."""
+        k = key
+        while True:
+            if k in self._set:
+                return self._set[k]
+            if "." not in k:
+                return None
+            k = k.rsplit(".", 1)[0]
+
+    def as_dict(self) -> dict[str, str]:
+        """Return ``{dotted key: str(source)}`` for every recorded key."""
+        return {k: str(v) for k, v in self._set.items()}
+
+
+def _display(path: Path, root: Path | None) -> str:
+    p = Path(path).resolve()
+    for base in [root, Path.cwd()]:
+        if base is not None:
+            try:
+                return str(p.relative_to(base.resolve()))
+            except ValueError:
+                pass
+    return str(p)
