@@ -1,0 +1,104 @@
+"""verl's own key set and defaults for the pinned release, as data in the package.
+
+``fsdpcfg/data/verl_reference.json`` holds, for each verl entry-point config (``ppo_trainer`` for
+``verl.trainer.main_ppo``, ``sft_trainer_engine`` for ``verl.trainer.sft_trainer``), every leaf key with its
+default as written (interpolations kept as ``${...}`` text) and as resolved. It is generated from the
+installed verl by ``scripts/gen_verl_reference.py`` (:func:`build_reference`) and a test keeps it in sync.
+Reading it needs neither verl nor torch.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from fsdpcfg import paths
+
+#: verl release the reference was generated from, and the one fsdpcfg's key names follow.
+VERL_VERSION = "0.9.1"
+#: verl config name -> the entry point that reads it.
+ENTRY_POINTS = {"ppo_trainer": "verl.trainer.main_ppo", "sft_trainer_engine": "verl.trainer.sft_trainer"}
+_MISSING = "???"
+
+
+@lru_cache(maxsize=None)
+def _load() -> dict[str, Any]:
+    return json.loads((paths.data_dir() / "verl_reference.json").read_text())
+
+
+def verl_version() -> str:
+    """Return the verl version the shipped reference was generated from."""
+    return _load()["verl_version"]
+
+
+def defaults(config: str = "ppo_trainer", resolved: bool = True) -> dict[str, Any]:
+    """Return ``{dotted key: default}`` for every leaf of verl's ``config`` (``ppo_trainer`` or
+    ``sft_trainer_engine``). Lists and empty mappings are leaves. ``resolved=False`` gives the values as
+    written, interpolations as ``${...}`` text; ``"???"`` marks a required value.
+
+    Raises:
+        KeyError: ``config`` is not one of :data:`ENTRY_POINTS`.
+    """
+    entry = _load()["configs"][config]
+    return dict(entry["defaults"] if resolved else entry["raw"])
+
+
+def keys(config: str = "ppo_trainer") -> frozenset[str]:
+    """Return the set of dotted leaf keys verl's ``config`` knows."""
+    return frozenset(_load()["configs"][config]["defaults"])
+
+
+def prefixes(config: str = "ppo_trainer") -> frozenset[str]:
+    """Return every dotted prefix of a known key (the mapping nodes), e.g. ``actor_rollout_ref.actor``."""
+    out: set[str] = set()
+    for k in keys(config):
+        parts = k.split(".")
+        for i in range(1, len(parts)):
+            out.add(".".join(parts[:i]))
+    return frozenset(out)
+
+
+def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """Flatten nested dicts into ``{dotted key: leaf}``; lists and empty dicts are leaves."""
+    if isinstance(tree, dict) and tree:
+        out: dict[str, Any] = {}
+        for k, v in tree.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: tree}
+
+
+def build_reference() -> dict[str, Any]:
+    """Compose verl's configs from the installed verl and return the reference document (imports verl).
+
+    Raises:
+        ImportError: verl is not installed.
+    """
+    import os
+
+    import verl
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    cfg_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
+    configs: dict[str, Any] = {}
+    for name in ENTRY_POINTS:
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=cfg_dir, version_base=None):
+            cfg = compose(config_name=name)
+        raw = flatten(OmegaConf.to_container(cfg, resolve=False))
+        resolved = {}
+        for k, v in raw.items():
+            if v == _MISSING:
+                resolved[k] = _MISSING
+                continue
+            try:
+                node = OmegaConf.select(cfg, k, throw_on_missing=False)
+                resolved[k] = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+            except Exception:  # an interpolation that needs another config (verl resolves it at run time)
+                resolved[k] = v
+        configs[name] = {"entry_point": ENTRY_POINTS[name], "raw": raw, "defaults": resolved}
+        GlobalHydra.instance().clear()
+    return {"verl_version": verl.__version__, "configs": configs}
