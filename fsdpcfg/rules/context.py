@@ -1,0 +1,91 @@
+"""What a rule sees: the effective config, where each value came from, and (lazily) the model's files."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from fsdpcfg import verlref
+from fsdpcfg.rules.finding import Finding, Severity
+
+if TYPE_CHECKING:
+    from fsdpcfg.compose import Composed
+
+_ABSENT = object()
+
+
+def get_dotted(tree: Any, key: str, default: Any = _ABSENT) -> Any:
+    """Return ``tree[a][b][c]`` for ``key="a.b.c"``; ``default`` (or ``KeyError``) when a part is absent."""
+    node = tree
+    for part in key.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            if default is _ABSENT:
+                raise KeyError(key)
+            return default
+    return node
+
+
+class Context:
+    """The input of every rule.
+
+    Args:
+        composed: the composed config (``fsdpcfg.compose.Composed``), for provenance and ``+``/``~`` keys.
+        cfg: the resolved config as nested dicts (verl key names plus the ``fsdpcfg`` section).
+
+    A key absent from ``cfg`` reads as verl 0.9.1's default (``fsdpcfg.verlref``), with the source
+    "verl 0.9.1 default": verl fills it in exactly so when the config is handed over, and the native
+    launcher's schema defaults are the same values.
+    """
+
+    def __init__(self, composed: "Composed", cfg: dict[str, Any]) -> None:
+        self.composed = composed
+        self.cfg = cfg
+
+    # -- values ---------------------------------------------------------------------------------------
+    def get(self, key: str, default: Any = None) -> Any:
+        """Return the effective value of dotted ``key``: the config's, else verl's default, else ``default``."""
+        v = get_dotted(self.cfg, key, _ABSENT)
+        if v is not _ABSENT:
+            return v
+        d = verlref.defaults().get(key, _ABSENT)
+        return default if d is _ABSENT else d
+
+    def is_set(self, key: str) -> bool:
+        """True when ``key`` is present in the config itself (not only a verl default)."""
+        return get_dotted(self.cfg, key, _ABSENT) is not _ABSENT
+
+    @property
+    def launcher(self) -> str:
+        """``native`` or ``verl`` (``fsdpcfg.launcher``)."""
+        return str(self.get("fsdpcfg.launcher", "native"))
+
+    @property
+    def world_size(self) -> int:
+        """Trainer ranks: ``trainer.nnodes x trainer.n_gpus_per_node``."""
+        return int(self.get("trainer.nnodes", 1)) * int(self.get("trainer.n_gpus_per_node", 1))
+
+    # -- provenance -----------------------------------------------------------------------------------
+    def source(self, key: str) -> str:
+        """Where the value of ``key`` came from: ``file:line``, ``group=option (file:line)``, the command
+        line, or ``verl 0.9.1 default`` when the config does not hold it."""
+        if not self.is_set(key):
+            return f"verl {verlref.VERL_VERSION} default"
+        src = self.composed.provenance.source_of(key)
+        return str(src) if src is not None else "unknown"
+
+    def finding(self, rule: str, keys: list[str], message: str, fix: str, *, severity: Severity = "error",
+                derivation: str | None = None) -> Finding:
+        """Build a :class:`Finding` whose provenance covers ``keys``."""
+        return Finding(rule=rule, severity=severity, keys=list(keys), message=message, fix=fix,
+                       derivation=derivation, provenance={k: self.source(k) for k in keys})
+
+    # -- model files (read as JSON, never executed) ---------------------------------------------------
+    @cached_property
+    def model(self) -> Any:
+        """The model inspection (``fsdpcfg.rules.model_files.inspect_model``) for
+        ``actor_rollout_ref.model.path``, or ``None`` when the path cannot be inspected here."""
+        from fsdpcfg.rules.model_files import inspect_model
+
+        return inspect_model(self.get("actor_rollout_ref.model.path"), self.get("actor_rollout_ref.model.tokenizer_path"))
