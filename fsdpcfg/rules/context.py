@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from fsdpcfg.compose import Composed
 
 _ABSENT = object()
+_NOT_IN_CFG = object()  # distinct from _ABSENT, which makes get_dotted raise
 
 
 def get_dotted(tree: Any, key: str, default: Any = _ABSENT) -> Any:
@@ -46,15 +47,15 @@ class Context:
     # -- values ---------------------------------------------------------------------------------------
     def get(self, key: str, default: Any = None) -> Any:
         """Return the effective value of dotted ``key``: the config's, else verl's default, else ``default``."""
-        v = get_dotted(self.cfg, key, _ABSENT)
-        if v is not _ABSENT:
+        v = get_dotted(self.cfg, key, _NOT_IN_CFG)
+        if v is not _NOT_IN_CFG:
             return v
         d = verlref.defaults().get(key, _ABSENT)
         return default if d is _ABSENT else d
 
     def is_set(self, key: str) -> bool:
         """True when ``key`` is present in the config itself (not only a verl default)."""
-        return get_dotted(self.cfg, key, _ABSENT) is not _ABSENT
+        return get_dotted(self.cfg, key, _NOT_IN_CFG) is not _NOT_IN_CFG
 
     @property
     def launcher(self) -> str:
