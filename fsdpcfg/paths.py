@@ -14,17 +14,28 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_DIR = PACKAGE_DIR.parent
 
 
-def conf_dir() -> Path:
-    """Return the Hydra config directory (the one holding ``config.yaml`` and the group folders)."""
+#: Config kinds and their tree, relative to ``conf/``: ``ppo`` is verl's ppo_trainer layout (RL: GRPO/PPO),
+#: ``sft`` verl's sft_trainer_engine layout. A recipe says which it extends with ``fsdpcfg.kind``.
+KINDS = {"ppo": ".", "sft": "sft"}
+
+
+def conf_dir(kind: str = "ppo") -> Path:
+    """Return the Hydra config directory of ``kind`` (the folder holding ``config.yaml`` and the groups).
+
+    Raises:
+        FileNotFoundError: the tree is missing (a broken install).
+        KeyError: ``kind`` is not one of :data:`KINDS`.
+    """
+    rel = KINDS[kind]
     for candidate in (REPO_DIR / "conf", PACKAGE_DIR / "_tree" / "conf"):
-        if (candidate / "config.yaml").is_file():
-            return candidate
+        if (candidate / rel / "config.yaml").is_file():
+            return (candidate / rel).resolve()
     raise FileNotFoundError(f"fsdpcfg config tree not found under {REPO_DIR / 'conf'} or {PACKAGE_DIR / '_tree'}")
 
 
 def recipes_dir() -> Path:
-    """Return the directory of recipe YAML files (the ``recipe`` config group)."""
-    return conf_dir() / "recipe"
+    """Return the directory of recipe YAML files (the ``recipe`` config group, shared by every kind)."""
+    return (conf_dir("ppo") / "recipe").resolve()
 
 
 def data_dir() -> Path:

@@ -17,8 +17,34 @@ from fsdpcfg.compose import resolvers
 from fsdpcfg.compose.provenance import Provenance
 from fsdpcfg.errors import ConfigError, UsageError, did_you_mean
 
-#: Config groups of the tree, in the order the root config's defaults list names them.
-GROUPS = ("engine", "patches", "rollout", "algorithm", "model", "data", "reward", "trainer", "launcher")
+def groups(kind: str = "ppo") -> tuple[str, ...]:
+    """Return the config groups of the ``kind`` tree, in the order its root ``config.yaml`` lists them."""
+    data = yaml.safe_load((paths.conf_dir(kind) / "config.yaml").read_text()) or {}
+    out = []
+    for entry in data.get("defaults", []):
+        if isinstance(entry, dict):
+            for k in entry:
+                name = str(k).replace("override ", "").strip().lstrip("/").split("@")[0]
+                if name != "_self_":
+                    out.append(name)
+    return tuple(out)
+
+
+#: Config groups of the RL (ppo) tree, in the order the root config's defaults list names them.
+GROUPS = groups("ppo")
+
+
+def recipe_kind(name: str, extra_dirs: list[Path] | None = None) -> str:
+    """Return the kind (``ppo`` or ``sft``) a recipe extends: its ``fsdpcfg.kind``, default ``ppo``."""
+    f = _recipe_file(name, list(extra_dirs or []))
+    if f is None:
+        return "ppo"
+    try:
+        data = yaml.safe_load(f.read_text()) or {}
+    except yaml.YAMLError:
+        return "ppo"
+    kind = (data.get("fsdpcfg") or {}).get("kind", "ppo") if isinstance(data, dict) else "ppo"
+    return kind if kind in paths.KINDS else "ppo"
 
 
 @dataclass
@@ -33,10 +59,12 @@ class Composed:
         deleted: dotted keys removed with ``~``.
         provenance: where each value came from.
         origin: ``"compose"`` (Hydra tree) or ``"file"`` (a full config file read as it is).
+        kind: ``"ppo"`` (verl's ppo_trainer layout) or ``"sft"`` (sft_trainer_engine layout).
     """
 
     cfg: DictConfig
     choices: dict[str, str] = field(default_factory=dict)
+    kind: str = "ppo"
     overrides: list[str] = field(default_factory=list)
     added: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
@@ -98,8 +126,12 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
                 if not dst.exists():
                     os.symlink(f.resolve(), dst)
         search = [f"hydra.searchpath=[file://{tmp}]"]
+    kind = "ppo"
+    for o in parsed:
+        if o.key_or_group == "recipe" and isinstance(o.value(), str):
+            kind = recipe_kind(o.value(), extra_dirs)
     try:
-        cfg = _hydra_compose(overrides + search, parsed)
+        cfg = _hydra_compose(overrides + search, parsed, kind)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -109,10 +141,11 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
     OmegaConf.set_struct(cfg, False)
 
     prov = Provenance()
-    conf = paths.conf_dir()
-    root = conf.parent
+    conf = paths.conf_dir(kind)
+    root = paths.conf_dir("ppo").parent
     prov.add_file(conf / "config.yaml", "default", None, root)
-    for g in GROUPS:
+    kind_groups = groups(kind)
+    for g in kind_groups:
         if g in choices:
             prov.add_file(conf / g / f"{choices[g]}.yaml", "group", f"{g}={choices[g]}", root)
     if "recipe" in choices:
@@ -122,22 +155,17 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
     added, deleted = [], []
     for o in parsed:
         key = o.key_or_group
-        if key in GROUPS or key == "recipe" or key.startswith("hydra"):
+        if key in kind_groups or key == "recipe" or key.startswith("hydra"):
             continue
         text = o.input_line
         if o.is_delete():
             deleted.append(key)
             continue
-        if o.is_add() or o.is_force_add():
-            if o.is_add() or key not in _keys_of(conf):
-                added.append(key)
+        if o.is_add() or (o.is_force_add() and prov.source_of(key) is None):
+            added.append(key)
         prov.add_override(key, text)
-    return Composed(cfg=cfg, choices=choices, overrides=overrides, added=added, deleted=deleted,
+    return Composed(cfg=cfg, choices=choices, kind=kind, overrides=overrides, added=added, deleted=deleted,
                     provenance=prov, origin="compose")
-
-
-def _keys_of(conf: Path) -> set[str]:
-    return set()
 
 
 def _recipe_file(name: str, extra_dirs: list[Path]) -> Path | None:
@@ -148,13 +176,13 @@ def _recipe_file(name: str, extra_dirs: list[Path]) -> Path | None:
     return None
 
 
-def available_options(group: str) -> list[str]:
-    """Return the option names of a config group (``recipe`` included), sorted."""
-    d = paths.recipes_dir() if group == "recipe" else paths.conf_dir() / group
+def available_options(group: str, kind: str = "ppo") -> list[str]:
+    """Return the option names of a config group of the ``kind`` tree (``recipe`` included), sorted."""
+    d = paths.recipes_dir() if group == "recipe" else paths.conf_dir(kind) / group
     return sorted(p.stem for p in Path(d).glob("*.yaml"))
 
 
-def _hydra_compose(overrides: list[str], parsed) -> DictConfig:
+def _hydra_compose(overrides: list[str], parsed, kind: str = "ppo") -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -162,12 +190,12 @@ def _hydra_compose(overrides: list[str], parsed) -> DictConfig:
 
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(paths.conf_dir()), version_base="1.3"):
+        with initialize_config_dir(config_dir=str(paths.conf_dir(kind)), version_base="1.3"):
             return hydra_compose(config_name="config", overrides=overrides, return_hydra_config=True)
     except MissingConfigException as e:
-        raise _missing_option(e, parsed) from None
+        raise _missing_option(e, parsed, kind) from None
     except ConfigCompositionException as e:
-        raise _composition_error(e, parsed) from None
+        raise _composition_error(e, parsed, kind) from None
     except Exception as e:  # omegaconf errors raised while merging (type mismatches and the like)
         if type(e).__module__.startswith(("omegaconf", "hydra")):
             raise ConfigError(f"cannot compose the config: {_first_line(e)}",
@@ -178,12 +206,12 @@ def _hydra_compose(overrides: list[str], parsed) -> DictConfig:
         GlobalHydra.instance().clear()
 
 
-def _missing_option(e: Exception, parsed) -> ConfigError:
+def _missing_option(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
     msg = str(e)
     for o in parsed:
         g = o.key_or_group
-        if g in GROUPS or g == "recipe":
-            opts = available_options(g)
+        if g in groups(kind) or g == "recipe":
+            opts = available_options(g, kind)
             val = o.value()
             if isinstance(val, str) and val not in opts:
                 close = did_you_mean(val, opts)
@@ -194,13 +222,13 @@ def _missing_option(e: Exception, parsed) -> ConfigError:
     return ConfigError(f"cannot compose the config: {_first_line(msg)}", fix="`fsdpcfg ls` lists the groups and options")
 
 
-def _composition_error(e: Exception, parsed) -> ConfigError:
+def _composition_error(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
     msg = str(e)
     cause = e.__cause__ or e
     full_key = getattr(cause, "full_key", None)
     if "Could not override" in msg or "Could not delete" in msg or "Could not append" in msg:
         key = msg.split("'")[1] if "'" in msg else full_key
-        known = _known_keys()
+        known = _known_keys(kind)
         close = did_you_mean(key, known)
         if "Could not delete" in msg:
             return ConfigError("cannot delete a key that is not in the config", key=key,
@@ -208,30 +236,31 @@ def _composition_error(e: Exception, parsed) -> ConfigError:
         if "Could not append" in msg:
             return ConfigError("the key already exists, so `+` cannot add it", key=key,
                                fix=f"set it without the plus: {key}=VALUE (or force with ++{key}=VALUE)")
+        from fsdpcfg import verlref
+
+        if key in verlref.keys("sft_trainer_engine" if kind == "sft" else "ppo_trainer"):
+            return ConfigError("is a verl key that this config tree does not list", key=key,
+                               fix=f"add it with +{key}=VALUE (launcher=verl passes it to verl)")
         hint = f"did you mean {close[0]}?" if close else "check the key name (`fsdpcfg show` prints the tree)"
-        return ConfigError("is not a key of the config", key=key,
-                           fix=f"{hint} A key verl reads that the tree does not list is added with +{key}=VALUE")
+        return ConfigError("is not a key of the config", key=key, fix=hint)
     if "in group" in msg.lower() or "Could not find" in msg:
-        return _missing_option(e, parsed)
+        return _missing_option(e, parsed, kind)
     return ConfigError(f"cannot compose the config: {_first_line(msg)}", key=full_key,
                        fix="check the override against `fsdpcfg show`")
 
 
-def _known_keys() -> list[str]:
-    """Dotted keys of the root config and every group option (for did-you-mean on overrides)."""
+def _known_keys(kind: str = "ppo") -> list[str]:
+    """Dotted keys of the root config, every group option and verl's own config of the same kind (for
+    did-you-mean on overrides)."""
+    from fsdpcfg import verlref
     from fsdpcfg.compose.provenance import yaml_leaf_lines
 
-    conf = paths.conf_dir()
+    conf = paths.conf_dir(kind)
     keys: set[str] = set(yaml_leaf_lines(conf / "config.yaml"))
-    for g in GROUPS:
+    for g in groups(kind):
         for f in (conf / g).glob("*.yaml"):
             keys.update(yaml_leaf_lines(f))
-    try:
-        from fsdpcfg.schema.keys import verl_keys
-
-        keys.update(verl_keys())
-    except Exception:
-        pass
+    keys.update(verlref.keys("sft_trainer_engine" if kind == "sft" else "ppo_trainer"))
     return sorted(keys)
 
 
