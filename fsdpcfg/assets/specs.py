@@ -1,0 +1,133 @@
+"""The table of offline model assets: which real config each tiny model scales down, with which tokenizer.
+
+Pure data, no torch: ``fsdpcfg assets list`` and the checker may read it cheaply. Real configs live in
+``fsdpcfg/data/model_configs/<dir>/`` and real tokenizers in ``fsdpcfg/data/tokenizers/<name>/`` (copied from
+``../shared/data``, provenance in the ``SOURCES.md`` beside them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Default scale-down: small enough that the whole default set builds in seconds on 2 CPU cores.
+TINY: dict[str, Any] = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                        "intermediate_size": 128}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One buildable (or config-only) offline model folder under ``$FSDPCFG_HOME/models/<name>``.
+
+    Attributes:
+        name: folder name, e.g. ``tiny-qwen2``.
+        source: directory under ``fsdpcfg/data/model_configs`` holding the real ``config.json``.
+        tokenizer: directory under ``fsdpcfg/data/tokenizers`` whose files are copied verbatim, or ``None``.
+        model_tokenizer_files: files of the real model's folder copied over the tokenizer's own (its real
+            ``tokenizer_config.json`` etc.), used when the model's tokenizer is the tokenizer folder's family.
+        scale: keys set on the real config (after the generic :data:`TINY` scale-down).
+        weights: ``False`` for a config-only folder (the installed transformers cannot build the model_type
+            without remote code).
+        default: built by ``fsdpcfg assets build`` without ``--all``.
+        seed: torch seed of the random initialisation (byte-identical weights for a given seed).
+        notes: why a stand-in tokenizer or an unusual choice was made; written to the folder's SOURCES.md.
+        warmstart: name of a post-build step (see :mod:`fsdpcfg.assets.warmstart`), or ``None``.
+        base: for a warm-started asset, the spec whose config and tokenizer it starts from.
+    """
+
+    name: str
+    source: str
+    tokenizer: str | None
+    model_tokenizer_files: tuple[str, ...] = ()
+    scale: dict[str, Any] = field(default_factory=dict)
+    weights: bool = True
+    default: bool = True
+    seed: int = 0
+    notes: str = ""
+    warmstart: str | None = None
+    base: str | None = None
+
+
+_QWEN_TOK = ("qwen2.5-0.5b-instruct", "Qwen2.5 BPE (vocab.json + merges.txt) and its real tokenizer_config.json")
+
+SPECS: dict[str, ModelSpec] = {s.name: s for s in [
+    ModelSpec("tiny-qwen2", "Qwen__Qwen2.5-0.5B-Instruct__resaved", "qwen2.5-0.5b-instruct",
+              notes="The main offline model: Qwen2.5-0.5B-Instruct scaled down, real Qwen2.5 tokenizer and chat "
+                    "template (tokenizer_config.json is the Hub original, not the resaved one)."),
+    ModelSpec("tiny-qwen3", "Qwen__Qwen3-8B", "qwen3",
+              notes="Qwen3-8B scaled down (head_dim set explicitly, as Qwen3 configs do), real Qwen3 tokenizer."),
+    ModelSpec("tiny-llama3", "meta-llama__Llama-3.2-3B-Instruct", "gpt2",
+              notes="Llama-3.2's own tiktoken-style tokenizer (128256 ids) is not available offline; the GPT-2 "
+                    "byte-level BPE stands in (ids < 50257 fit the real 128256-row embedding). Its special "
+                    "ids therefore differ from config.json's bos 128000 / eos 128009, and there is no chat "
+                    "template. tokenizer_config.json is authored (tokenizer_class GPT2Tokenizer)."),
+    ModelSpec("tiny-llama2", "meta-llama__Llama-2-7b-hf", "llama2-7b-hf",
+              notes="Llama-2-7b base: real sentencepiece tokenizer, no chat template, no pad token (both real)."),
+    ModelSpec("tiny-mistral", "mistralai__Mistral-7B-Instruct-v0.3", "mistral-7b-instruct-v0.3",
+              notes="Mistral-7B-Instruct-v0.3: real v3 tokenizer (32768) and [INST] chat template; pad null."),
+    ModelSpec("tiny-mixtral", "mistralai__Mixtral-8x7B-v0.1", "llama2-7b-hf",
+              model_tokenizer_files=("tokenizer_config.json", "special_tokens_map.json"),
+              scale={"num_local_experts": 4, "num_experts_per_tok": 2},
+              notes="Mixtral-8x7B base (4 of its 8 experts kept, top-2 routing kept). Mixtral uses the Mistral "
+                    "v0.1 sentencepiece (32000 ids), which is not available; the v0.3 tokenizer has 32768 ids "
+                    "and would overflow the real 32000-row embedding, so the Llama-2 sentencepiece (32000 ids, "
+                    "same <unk>/<s>/</s> = 0/1/2) stands in, with Mixtral's real tokenizer_config.json "
+                    "(no chat template, pad null)."),
+    ModelSpec("tiny-gemma", "google__gemma-2b-it", "llama2-7b-hf",
+              notes="gemma-2b-it (MQA: 1 KV head kept, real 256000-row embedding). Gemma's sentencepiece is not "
+                    "available: the Llama-2 tokenizer stands in, so token ids and specials differ from Gemma's "
+                    "and there is no chat template; config.json's hidden_act 'gelu' is kept as in the real file."),
+    ModelSpec("tiny-phi3", "microsoft__Phi-3-mini-128k-instruct", "llama2-7b-hf",
+              model_tokenizer_files=("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json"),
+              notes="Phi-3-mini-128k-instruct built with the native phi3 class (config.json keeps its real "
+                    "auto_map). Phi-3 uses the Llama-2 sentencepiece plus 11 added tokens (32000-32010): the "
+                    "Llama-2 tokenizer with Phi-3's real tokenizer_config.json/added_tokens.json is that "
+                    "tokenizer. longrope long/short factors are subsampled to head_dim/2 entries."),
+    ModelSpec("tiny-deepseek-v2", "deepseek-ai__DeepSeek-V2-Lite", "llama2-7b-hf",
+              scale={"n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2,
+                     "moe_intermediate_size": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16,
+                     "qk_rope_head_dim": 8, "v_head_dim": 16},
+              notes="DeepSeek-V2-Lite (MLA + MoE, first layer dense) built with the native deepseek_v2 class; "
+                    "config.json keeps its real auto_map. DeepSeek's own tokenizer (102400 ids) is not "
+                    "available: the Llama-2 sentencepiece stands in, so its bos/eos (1/2) differ from "
+                    "config.json's 100000/100001."),
+    ModelSpec("tiny-deepseek-v3", "deepseek-ai__DeepSeek-R1", None, default=False,
+              scale={"n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2, "n_group": 1,
+                     "topk_group": 1, "moe_intermediate_size": 32, "q_lora_rank": 16, "kv_lora_rank": 16,
+                     "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
+                     "first_k_dense_replace": 1, "num_nextn_predict_layers": 0, "quantization_config": None},
+              notes="DeepSeek-R1 (deepseek_v3) scaled down, fp8 quantization_config dropped (random fp32 "
+                    "weights), no tokenizer (DeepSeek's is not available)."),
+    ModelSpec("qwen-v1-config", "Qwen__Qwen-7B", None, weights=False, default=True,
+              model_tokenizer_files=("tokenizer_config.json",),
+              notes="Qwen-7B (model_type 'qwen', QWenLMHeadModel): transformers has no native class, it needs "
+                    "trust_remote_code and the repository's modeling_qwen.py, which is not available offline. "
+                    "Config-only folder (the real config.json, tokenizer_config.json and generation_config.json, "
+                    "no weights), for the checker and the doctor's remote-code case."),
+    ModelSpec("qwen2-100m", "Qwen__Qwen2.5-0.5B-Instruct__resaved", "qwen2.5-0.5b-instruct", default=False,
+              scale={"hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8,
+                     "num_key_value_heads": 2, "intermediate_size": 2048},
+              notes="About 100M parameters (78M of them the tied 151936 x 512 embedding), Qwen2 architecture, "
+                    "for memory and throughput work. Built on demand only."),
+    ModelSpec("tiny-qwen2-arith", "Qwen__Qwen2.5-0.5B-Instruct__resaved", "qwen2.5-0.5b-instruct", default=False,
+              warmstart="arith_format", base="tiny-qwen2",
+              notes="tiny-qwen2 after a short deterministic SFT on the arith prompts with RANDOM digit labels: "
+                    "it answers with one digit then <|im_end|>, but which digit is independent of the "
+                    "question, so GRPO on the arith task starts at chance accuracy and has to learn the sums."),
+]}
+
+
+def get_spec(name: str) -> ModelSpec:
+    """Return the spec called ``name``.
+
+    Raises:
+        fsdpcfg.errors.ConfigError: unknown name (the message lists the known ones and the closest match).
+    """
+    from fsdpcfg.errors import ConfigError, did_you_mean
+
+    if name not in SPECS:
+        close = did_you_mean(name, SPECS)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(f"unknown offline asset {name!r}", key="asset", value=name,
+                          fix=f"{hint}known assets: {', '.join(SPECS)}")
+    return SPECS[name]

@@ -1,0 +1,136 @@
+#!/usr/bin/env python
+"""Regenerate the datasets shipped in ``fsdpcfg/data/datasets/`` (deterministic: same bytes every run).
+
+    python scripts/prepare_data.py [--gsm8k-source ../shared/data/gsm8k] [--out fsdpcfg/data/datasets]
+
+Writes:
+- ``gsm8k/{train,test}.jsonl``: the first 256 train / 64 test GSM8K problems in verl's RL format, converted
+  as verl's ``examples/data_preprocess/gsm8k.py`` does (prompt = question + " " + instruction, ground truth
+  = the number after "####" without commas, extra_info with split, index, answer, question).
+- ``gsm8k_sft/train.jsonl``: the same 256 train problems as chat ``messages`` (user question, assistant
+  worked answer ending in "#### N"), the layout of verl's SFT trainer ``data.messages_key``.
+- ``arith/{train,test}.jsonl``: the synthetic one-digit addition task (see ``arith/README.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_SOURCE = REPO.parent / "shared" / "data" / "gsm8k"
+DEFAULT_OUT = REPO / "fsdpcfg" / "data" / "datasets"
+
+GSM8K_DATA_SOURCE = "openai/gsm8k"
+GSM8K_INSTRUCTION = 'Let\'s think step by step and output the final answer after "####".'
+GSM8K_SIZES = {"train": 256, "test": 64}
+
+ARITH_DATA_SOURCE = "fsdpcfg/arith"
+ARITH_SYSTEM = "Answer with a single digit."
+ARITH_TRAIN_ROWS = 256
+ARITH_SEED = 1234
+
+
+def gsm8k_ground_truth(answer: str) -> str:
+    """Return the number after the first ``#### `` of a GSM8K answer, commas removed (verl's preprocessing).
+
+    Raises:
+        ValueError: no ``#### <number>`` in ``answer``.
+    """
+    m = re.search(r"#### (\-?[0-9\.\,]+)", answer)
+    if m is None:
+        raise ValueError(f"GSM8K answer without '#### <number>': {answer[-80:]!r}")
+    return m.group(1).replace(",", "")
+
+
+def gsm8k_rl_row(example: dict[str, str], split: str, index: int) -> dict[str, Any]:
+    """Convert one raw GSM8K ``{"question", "answer"}`` record to verl's RL row (key order as verl's map)."""
+    question, answer = example["question"], example["answer"]
+    return {
+        "data_source": GSM8K_DATA_SOURCE,
+        "prompt": [{"role": "user", "content": question + " " + GSM8K_INSTRUCTION}],
+        "ability": "math",
+        "reward_model": {"style": "rule", "ground_truth": gsm8k_ground_truth(answer)},
+        "extra_info": {"split": split, "index": index, "answer": answer, "question": question},
+    }
+
+
+def gsm8k_sft_row(example: dict[str, str]) -> dict[str, Any]:
+    """Convert one raw GSM8K record to a chat ``messages`` row for SFT (loss on the assistant turn)."""
+    return {"messages": [{"role": "user", "content": example["question"] + " " + GSM8K_INSTRUCTION},
+                         {"role": "assistant", "content": example["answer"]}]}
+
+
+def arith_pairs() -> list[tuple[int, int]]:
+    """Return every (a, b) with a, b >= 0 and a + b <= 9: the 55 questions of the arith task."""
+    return [(a, b) for a in range(10) for b in range(10) if a + b <= 9]
+
+
+def arith_row(a: int, b: int, split: str, index: int) -> dict[str, Any]:
+    """Return the verl RL row of the question ``a + b`` (one-digit answer)."""
+    return {
+        "data_source": ARITH_DATA_SOURCE,
+        "prompt": [{"role": "system", "content": ARITH_SYSTEM}, {"role": "user", "content": f"{a}+{b}="}],
+        "ability": "arithmetic",
+        "reward_model": {"style": "rule", "ground_truth": str(a + b)},
+        "extra_info": {"split": split, "index": index, "a": a, "b": b},
+    }
+
+
+def arith_rows(split: str) -> list[dict[str, Any]]:
+    """Return the arith split: ``test`` is the 55 questions once; ``train`` is 256 questions drawn
+    uniformly with replacement from the same 55 under a fixed seed (a one-digit sum table has no held-out
+    part worth the name: learning is measured as reward on these questions)."""
+    pairs = arith_pairs()
+    if split == "test":
+        chosen = pairs
+    else:
+        rng = random.Random(ARITH_SEED)
+        chosen = [rng.choice(pairs) for _ in range(ARITH_TRAIN_ROWS)]
+    return [arith_row(a, b, split, i) for i, (a, b) in enumerate(chosen)]
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Read a JSON-lines file into a list of dicts."""
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def dumps_jsonl(rows: Iterable[dict[str, Any]]) -> str:
+    """Serialise rows as JSON lines (UTF-8 kept, one row per line, trailing newline)."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def render_all(gsm8k_source: Path) -> dict[str, str]:
+    """Return ``{relative path: file text}`` of every generated dataset file."""
+    out: dict[str, str] = {}
+    raw = {split: read_jsonl(gsm8k_source / f"{split}.jsonl")[:n] for split, n in GSM8K_SIZES.items()}
+    for split, rows in raw.items():
+        out[f"gsm8k/{split}.jsonl"] = dumps_jsonl(gsm8k_rl_row(r, split, i) for i, r in enumerate(rows))
+    out["gsm8k_sft/train.jsonl"] = dumps_jsonl(gsm8k_sft_row(r) for r in raw["train"])
+    for split in ("train", "test"):
+        out[f"arith/{split}.jsonl"] = dumps_jsonl(arith_rows(split))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the datasets under ``--out``; returns 0."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--gsm8k-source", type=Path, default=DEFAULT_SOURCE,
+                   help="folder with the raw GSM8K train.jsonl/test.jsonl (openai/grade-school-math)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = p.parse_args(argv)
+    for rel, text in render_all(args.gsm8k_source).items():
+        path = args.out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path} ({text.count(chr(10))} rows)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,83 @@
+"""The shipped datasets: verl's RL schema, values from the real GSM8K, and byte-exact regeneration."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from fsdpcfg import paths
+from fsdpcfg.rewards import default_compute_score
+
+DATASETS = paths.data_dir() / "datasets"
+SHARED_GSM8K = paths.REPO_DIR.parent / "shared" / "data" / "gsm8k"
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("prepare_data", paths.REPO_DIR / "scripts" / "prepare_data.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _rows(rel: str) -> list[dict]:
+    return [json.loads(line) for line in (DATASETS / rel).read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize("rel,n,source", [("gsm8k/train.jsonl", 256, "openai/gsm8k"),
+                                          ("gsm8k/test.jsonl", 64, "openai/gsm8k"),
+                                          ("arith/train.jsonl", 256, "fsdpcfg/arith"),
+                                          ("arith/test.jsonl", 55, "fsdpcfg/arith")])
+def test_rl_schema(rel, n, source):
+    rows = _rows(rel)
+    assert len(rows) == n
+    split = rel.split("/")[1].split(".")[0]
+    for i, r in enumerate(rows):
+        assert list(r) == ["data_source", "prompt", "ability", "reward_model", "extra_info"]
+        assert r["data_source"] == source
+        assert r["prompt"][-1]["role"] == "user" and all(set(m) == {"role", "content"} for m in r["prompt"])
+        assert r["reward_model"]["style"] == "rule" and isinstance(r["reward_model"]["ground_truth"], str)
+        assert r["extra_info"]["split"] == split and r["extra_info"]["index"] == i
+
+
+def test_gsm8k_values_match_the_real_set():
+    first = _rows("gsm8k/train.jsonl")[0]
+    assert first["reward_model"]["ground_truth"] == "72"
+    assert first["prompt"][0]["content"].startswith("Natalia sold clips to 48 of her friends")
+    assert first["prompt"][0]["content"].endswith(' Let\'s think step by step and output the final answer after "####".')
+    for r in _rows("gsm8k/test.jsonl") + _rows("gsm8k/train.jsonl"):
+        # the worked answer scores 1.0 against its own ground truth (commas included, e.g. "#### 1,600")
+        assert default_compute_score(r["data_source"], r["extra_info"]["answer"], r["reward_model"]["ground_truth"]) == 1.0
+        assert "," not in r["reward_model"]["ground_truth"]
+
+
+def test_arith_answers_are_one_digit_sums():
+    for r in _rows("arith/train.jsonl") + _rows("arith/test.jsonl"):
+        a, b = r["extra_info"]["a"], r["extra_info"]["b"]
+        assert r["prompt"][-1]["content"] == f"{a}+{b}="
+        assert r["reward_model"]["ground_truth"] == str(a + b) and 0 <= a + b <= 9
+    assert {(r["extra_info"]["a"], r["extra_info"]["b"]) for r in _rows("arith/test.jsonl")} == \
+        {(a, b) for a in range(10) for b in range(10) if a + b <= 9}
+
+
+def test_sft_messages():
+    rows = _rows("gsm8k_sft/train.jsonl")
+    assert len(rows) == 256
+    assert [m["role"] for m in rows[0]["messages"]] == ["user", "assistant"]
+    assert rows[0]["messages"][1]["content"].endswith("#### 72")
+
+
+@pytest.mark.skipif(not SHARED_GSM8K.is_dir(), reason="needs ../shared/data/gsm8k (the raw GSM8K)")
+def test_regeneration_matches_shipped_bytes():
+    rendered = _load_script().render_all(SHARED_GSM8K)
+    assert set(rendered) == {"gsm8k/train.jsonl", "gsm8k/test.jsonl", "gsm8k_sft/train.jsonl",
+                             "arith/train.jsonl", "arith/test.jsonl"}
+    for rel, text in rendered.items():
+        assert (DATASETS / rel).read_bytes() == text.encode("utf-8"), rel
+
+
+def test_licenses_shipped():
+    assert "MIT" in (DATASETS / "gsm8k" / "LICENSE").read_text()
+    assert (DATASETS / "gsm8k" / "SOURCES.md").is_file()

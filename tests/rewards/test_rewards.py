@@ -1,0 +1,80 @@
+"""Reward values against verl's GSM8K semantics and the arith rule; the dispatcher and the loader."""
+
+from __future__ import annotations
+
+import pytest
+
+from fsdpcfg import paths
+from fsdpcfg.errors import ConfigError
+from fsdpcfg.rewards import arith, default_compute_score, gsm8k, load_reward_fn
+
+
+@pytest.mark.parametrize("response,truth,expected", [
+    ("She sold 48+24 = 72 clips.\n#### 72", "72", 1.0),
+    ("#### 1,234", "1234", 1.0),               # commas removed (strict)
+    ("#### $15", "15", 0.0),                   # "$" is not part of the strict pattern after "#### "
+    ("#### 72.0", "72", 0.0),                  # verl compares strings: 72.0 != 72
+    ("#### -3", "-3", 1.0),
+    ("#### 7\n#### 8", "8", 1.0),              # the last #### wins
+    ("The answer is 72", "72", 0.0),           # strict needs "#### "
+    ("####72", "72", 0.0),                     # ... with the space
+])
+def test_gsm8k_strict(response, truth, expected):
+    assert gsm8k.compute_score(response, truth) == expected
+
+
+def test_gsm8k_only_last_300_chars_are_read():
+    assert gsm8k.compute_score("#### 72" + " " * 300, "72") == 0.0
+    assert gsm8k.compute_score("x" * 1000 + "#### 72", "72") == 1.0
+
+
+def test_gsm8k_format_score_and_flexible():
+    assert gsm8k.compute_score("#### 71", "72", format_score=0.1) == 0.1
+    assert gsm8k.extract_answer("so 3 apples, then 72.", "flexible") == "72."
+    assert gsm8k.extract_answer("it is 5 and then 72", "flexible") == "72"
+    assert gsm8k.extract_answer("no digits", "flexible") is None
+    with pytest.raises(ValueError):
+        gsm8k.extract_answer("#### 1", "lenient")
+
+
+@pytest.mark.parametrize("response,truth,expected", [
+    ("7", "7", 1.0), (" 7<|im_end|>", "7", 1.0), ("7 because 3+4", "7", 1.0),
+    ("78", "7", 0.0), ("8", "7", 0.0), ("", "7", 0.0), ("seven", "7", 0.0), ("0", "0", 1.0),
+])
+def test_arith(response, truth, expected):
+    assert arith.compute_score("fsdpcfg/arith", response, truth) == expected
+
+
+def test_default_dispatch():
+    assert default_compute_score("openai/gsm8k", "#### 1,234", "1234") == 1.0
+    assert default_compute_score("fsdpcfg/arith", "5", "5") == 1.0
+    with pytest.raises(ConfigError) as e:
+        default_compute_score("lighteval/MATH", "x", "y")
+    msg = str(e.value)
+    assert "lighteval/MATH" in msg and "openai/gsm8k" in msg and "fsdpcfg/arith" in msg
+
+
+def test_load_reward_fn_default_and_custom(tmp_path):
+    assert load_reward_fn({"custom_reward_function": {"path": None, "name": "compute_score"}}) is default_compute_score
+    fn = load_reward_fn({"custom_reward_function": {"path": str(paths.PACKAGE_DIR / "rewards" / "arith.py"),
+                                                    "name": "compute_score"}})
+    assert fn("fsdpcfg/arith", "9", "9") == 1.0 and fn("fsdpcfg/arith", "1", "9") == 0.0
+    f = tmp_path / "my_reward.py"
+    f.write_text("def score(data_source, solution_str, ground_truth, extra_info=None, bonus=0.0):\n"
+                 "    return float(solution_str == ground_truth) + bonus\n")
+    fn = load_reward_fn({"custom_reward_function": {"path": str(f), "name": "score", "reward_kwargs": {"bonus": 0.5}}})
+    assert fn("x", "a", "a") == 1.5
+
+
+def test_load_reward_fn_errors(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_reward_fn({"custom_reward_function": {"path": str(tmp_path / "nope.py"), "name": "compute_score"}})
+    f = tmp_path / "r.py"
+    f.write_text("def other(*a):\n    return 0.0\n")
+    with pytest.raises(ConfigError) as e:
+        load_reward_fn({"custom_reward_function": {"path": str(f), "name": "compute_score"}})
+    assert "other" in str(e.value) and e.value.key == "reward.custom_reward_function.name"
+    bad = tmp_path / "bad.py"
+    bad.write_text("import not_a_module_xyz\n")
+    with pytest.raises(ConfigError, match="ModuleNotFoundError"):
+        load_reward_fn({"custom_reward_function": {"path": str(bad), "name": "compute_score"}})
