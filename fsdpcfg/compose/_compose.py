@@ -34,17 +34,41 @@ def groups(kind: str = "ppo") -> tuple[str, ...]:
 GROUPS = groups("ppo")
 
 
+def recipe_chain(name: str, extra_dirs: list[Path] | None = None) -> list[Path]:
+    """Return the recipe files ``name`` is composed from, parents first: a recipe whose defaults list names
+    another recipe (``- qwen_grpo`` or ``- /recipe/qwen_grpo@_global_``) extends it."""
+    chain: list[Path] = []
+    todo = [name]
+    while todo:
+        f = _recipe_file(todo.pop(), list(extra_dirs or []))
+        if f is None or f in chain:
+            continue
+        chain.insert(0, f)
+        try:
+            data = yaml.safe_load(f.read_text()) or {}
+        except yaml.YAMLError:
+            break
+        for entry in (data.get("defaults") or []) if isinstance(data, dict) else []:
+            if isinstance(entry, str) and entry != "_self_":
+                ref = entry.split("@")[0].lstrip("/")
+                ref = ref[len("recipe/"):] if ref.startswith("recipe/") else ref
+                if "/" not in ref:
+                    todo.append(ref)
+    return chain
+
+
 def recipe_kind(name: str, extra_dirs: list[Path] | None = None) -> str:
-    """Return the kind (``ppo`` or ``sft``) a recipe extends: its ``fsdpcfg.kind``, default ``ppo``."""
-    f = _recipe_file(name, list(extra_dirs or []))
-    if f is None:
-        return "ppo"
-    try:
-        data = yaml.safe_load(f.read_text()) or {}
-    except yaml.YAMLError:
-        return "ppo"
-    kind = (data.get("fsdpcfg") or {}).get("kind", "ppo") if isinstance(data, dict) else "ppo"
-    return kind if kind in paths.KINDS else "ppo"
+    """Return the kind (``ppo`` or ``sft``) a recipe extends: the ``fsdpcfg.kind`` of it or of the recipe
+    it extends, default ``ppo``."""
+    for f in reversed(recipe_chain(name, extra_dirs)):
+        try:
+            data = yaml.safe_load(f.read_text()) or {}
+        except yaml.YAMLError:
+            return "ppo"
+        kind = (data.get("fsdpcfg") or {}).get("kind") if isinstance(data, dict) else None
+        if kind is not None:
+            return kind if kind in paths.KINDS else "ppo"
+    return "ppo"
 
 
 @dataclass
@@ -101,13 +125,19 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
     ``group=option``, ``+recipe=NAME``).
 
     ``extra_recipe_dirs`` adds folders whose ``*.yaml`` files can be selected as ``+recipe=NAME`` (used to
-    check users' own recipe files).
+    check users' own recipe files). ``+recipe=PATH.yaml`` selects a recipe file anywhere (its folder is added).
 
     Raises:
         ConfigError: an unknown key (with a did-you-mean), an unknown group option (with the options), a
             bad override, a recipe that does not exist.
     """
     overrides = list(overrides or [])
+    extra_recipe_dirs = list(extra_recipe_dirs or [])
+    for i, o in enumerate(overrides):
+        if o.startswith("+recipe=") and o.endswith((".yaml", ".yml")):
+            f = Path(o.split("=", 1)[1]).expanduser()
+            overrides[i] = f"+recipe={f.stem}"
+            extra_recipe_dirs.append(f.resolve().parent)
     resolvers.register()
     parsed = _parse_overrides(overrides)
     for o in parsed:
@@ -149,9 +179,8 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
         if g in choices:
             prov.add_file(conf / g / f"{choices[g]}.yaml", "group", f"{g}={choices[g]}", root)
     if "recipe" in choices:
-        rfile = _recipe_file(choices["recipe"], extra_dirs)
-        if rfile is not None:
-            prov.add_file(rfile, "recipe", f"recipe={choices['recipe']}", root)
+        for rfile in recipe_chain(choices["recipe"], extra_dirs):
+            prov.add_file(rfile, "recipe", f"recipe={rfile.stem}", root)
     added, deleted = [], []
     for o in parsed:
         key = o.key_or_group
