@@ -1,0 +1,55 @@
+"""``fsdpcfg show``: the resolved config with each value's provenance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from fsdpcfg.cli.main import main
+
+
+def test_show_table_has_value_and_source(capsys):
+    assert main(["show", "+recipe=qwen_grpo", "-k", "actor_rollout_ref.rollout.n", "-k", "data.train_batch_size",
+                 "data.train_batch_size=16"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("choices: recipe=qwen_grpo engine=fsdp2 ")
+    rows = {l.split()[0]: l for l in out.splitlines()[2:]}
+    assert rows["actor_rollout_ref.rollout.n"].split()[1] == "4"
+    assert "recipe=qwen_grpo (recipes/qwen_grpo.yaml:" in rows["actor_rollout_ref.rollout.n"]
+    assert rows["data.train_batch_size"].split()[1] == "16"
+    assert rows["data.train_batch_size"].endswith("command line `data.train_batch_size=16`")
+
+
+def test_show_yaml_and_json(capsys):
+    assert main(["show", "qwen_grpo", "--format", "yaml", "-k", "trainer"]) == 0
+    text = capsys.readouterr().out
+    assert "nnodes: 1  # trainer=cpu (conf/trainer/cpu.yaml:" in text
+    assert yaml.safe_load(text)["trainer"]["experiment_name"] == "qwen_grpo"
+    assert main(["show", "--format", "json", "qwen_grpo", "rollout=vllm"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["choices"]["rollout"] == "vllm"
+    assert doc["config"]["actor_rollout_ref"]["rollout"]["name"] == "vllm"
+    assert doc["provenance"]["actor_rollout_ref.rollout.name"].startswith("rollout=vllm (conf/rollout/vllm.yaml:")
+
+
+def test_show_accepts_a_recipe_file(tmp_path: Path, capsys):
+    f = tmp_path / "mine.yaml"
+    f.write_text("# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\ndata:\n  train_batch_size: 12\n")
+    assert main(["show", str(f), "-k", "data.train_batch_size", "-k", "trainer.experiment_name"]) == 0
+    out = capsys.readouterr().out
+    assert f"recipe=mine ({f.resolve()}:6)" in out or "recipe=mine (" in out
+    line = next(l for l in out.splitlines() if l.startswith("data.train_batch_size"))
+    assert line.split()[1] == "12"
+    # keys the parent recipe sets are attributed to the parent file, not to the root config
+    line = next(l for l in out.splitlines() if l.startswith("trainer.experiment_name"))
+    assert "recipe=qwen_grpo (recipes/qwen_grpo.yaml:" in line
+
+
+def test_show_mistakes_exit_without_traceback(capsys):
+    assert main(["show", "qwen_grpo", "-k", "actor_rollout_ref.rolout.n"]) == 2
+    assert "did you mean actor_rollout_ref.rollout.n?" in capsys.readouterr().err
+    assert main(["show", "+recipe=qwen_grpo", "data.train_batch_sizes=3"]) == 1
+    err = capsys.readouterr().err
+    assert "did you mean data.train_batch_size?" in err and "Traceback" not in err
