@@ -1,0 +1,336 @@
+"""launcher=verl: turn a validated composed config into verl 0.9.1's own invocation.
+
+How the config reaches verl: a YAML file passed with ``--config-path DIR --config-name NAME``, whose
+defaults list puts verl's own entry-point config first and the fsdpcfg config on top::
+
+    defaults: [ppo_trainer, _self_]          # or sft_trainer_engine for SFT
+    hydra: {searchpath: [pkg://verl.trainer.config]}
+    actor_rollout_ref: {...}                 # the keys fsdpcfg composed, verl's names, fsdpcfg section gone
+
+Why a YAML rather than a list of ``key=value`` overrides on verl's command line:
+
+* verl composes its full tree itself (its defaults, its interpolations, its ``_target_`` dataclass
+  markers) exactly as ``python -m verl.trainer.main_ppo`` does with no arguments; fsdpcfg's keys merge on
+  top, like a verl user's own config file. ``pkg://verl.trainer.config`` finds verl's configs wherever verl
+  is installed, so the file moves to a cluster unchanged.
+* Keys verl reads but does not list (``ray_kwargs.ray_init.address``, ray's ``runtime_env.env_vars``,
+  ``engine_kwargs``) need ``+`` on a command line but merge plainly from a file, and lists, dicts and
+  strings with spaces need no shell-plus-Hydra quoting.
+* The user reads one file and can still append ``key=value`` overrides to the command.
+
+Hydra merges a file's keys without rejecting unknown ones, so the config must have passed fsdpcfg's
+check first (:func:`require_valid`; ``fsdpcfg check --verl`` also lists the keys verl would ignore).
+
+SFT (``fsdpcfg.kind: sft``, verl's ``sft_trainer_engine`` layout) runs ``torchrun -m
+verl.trainer.sft_trainer`` with the same YAML mechanism; the entry point comes from
+:data:`fsdpcfg.verlref.ENTRY_POINTS`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from fsdpcfg import paths, verlref
+from fsdpcfg.errors import ConfigError
+
+#: fsdpcfg config kind -> verl entry-point config name (see :data:`fsdpcfg.verlref.ENTRY_POINTS`).
+KIND_TO_VERL_CONFIG = {"ppo": "ppo_trainer", "sft": "sft_trainer_engine"}
+#: Hydra search path entry that finds verl's configs inside the installed verl package.
+VERL_SEARCHPATH = "pkg://verl.trainer.config"
+#: File name of the written config (``--config-name`` is its stem).
+CONFIG_FILE = "config.yaml"
+
+_INTERP = re.compile(r"\$\{([^}]*)\}")
+
+
+@dataclass
+class VerlInvocation:
+    """Everything needed to start verl on a config.
+
+    Attributes:
+        argv: the command, e.g. ``[python, -m, verl.trainer.main_ppo, --config-path=DIR, --config-name=config]``.
+        env: environment variables to set on top of the current environment (``fsdpcfg.env``).
+        yaml_text: the config file's full text (header comment, defaults list, verl keys).
+        config_dir: the folder ``--config-path`` names; the YAML must be written there
+            (:meth:`write`) before ``argv`` runs.
+        kind: ``ppo`` or ``sft``.
+        verl_config: verl's entry-point config the YAML extends (``ppo_trainer``, ``sft_trainer_engine``).
+        entry_point: the verl module run (``verl.trainer.main_ppo``, ``verl.trainer.sft_trainer``).
+        tree: the verl config as nested dicts (what the YAML holds besides ``defaults``/``hydra``).
+        notes: things the user should know about the hand-over (local paths, data formats).
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    yaml_text: str
+    config_dir: Path
+    kind: str
+    verl_config: str
+    entry_point: str
+    tree: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def config_path(self) -> Path:
+        """Path of the YAML file the command reads."""
+        return self.config_dir / CONFIG_FILE
+
+    def write(self) -> Path:
+        """Write the YAML into :attr:`config_dir` (created if needed) and return its path."""
+        self.config_dir.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text(self.yaml_text)
+        return self.config_path
+
+    def command_line(self) -> str:
+        """The exact command as one shell line, ``env`` assignments first."""
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
+        return (prefix + " " if prefix else "") + shlex.join(self.argv)
+
+
+def verl_config_name(kind: str) -> str:
+    """Return verl's entry-point config name for an fsdpcfg config ``kind``.
+
+    Raises:
+        ConfigError: ``kind`` is neither ``ppo`` nor ``sft``.
+    """
+    try:
+        return KIND_TO_VERL_CONFIG[kind]
+    except KeyError:
+        raise ConfigError(f"config kind `{kind}` has no verl entry point", key="fsdpcfg.kind", value=kind,
+                          fix=f"use one of: {', '.join(KIND_TO_VERL_CONFIG)}") from None
+
+
+def _keep_interpolation(text: str, known: frozenset[str]) -> bool:
+    """True when every ``${...}`` in ``text`` is a plain reference verl can resolve itself: relative
+    (``${.x}``) or an absolute verl key. Resolver calls (``${fsdpcfg_data:...}``, ``${oc.env:...}``) and
+    references into the ``fsdpcfg`` section are resolved by fsdpcfg instead."""
+    refs = _INTERP.findall(text)
+    if not refs:
+        return False
+    for ref in refs:
+        if ":" in ref or "$" in ref:
+            return False
+        if ref.startswith("."):
+            continue
+        if ref.startswith("fsdpcfg") or ref not in known:
+            return False
+    return True
+
+
+def _merge_raw(raw: Any, resolved: Any, known: frozenset[str]) -> Any:
+    if isinstance(raw, dict):
+        return {k: _merge_raw(v, resolved.get(k) if isinstance(resolved, dict) else None, known)
+                for k, v in raw.items()}
+    if isinstance(raw, list):
+        res = resolved if isinstance(resolved, list) and len(resolved) == len(raw) else [None] * len(raw)
+        return [_merge_raw(a, b, known) for a, b in zip(raw, res)]
+    if isinstance(raw, str) and "${" in raw and _keep_interpolation(raw, known):
+        return raw
+    return resolved
+
+
+def verl_tree(composed: Any, *, strict: bool = True) -> dict[str, Any]:
+    """Return the config as verl should see it: nested dicts in verl's key names, the ``fsdpcfg`` section
+    removed, fsdpcfg's resolvers (``${fsdpcfg_data:...}``) resolved to absolute paths, and plain
+    references between verl keys (``${data.max_prompt_length}``) kept so verl resolves them as usual.
+
+    ``strict=False`` leaves required values (``???``) in place for verl to meet (the second opinion).
+
+    Raises:
+        ConfigError: an interpolation cannot be resolved, or (``strict``) a required value is not set.
+    """
+    config = verl_config_name(getattr(composed, "kind", "ppo"))
+    known = verlref.keys(config) | verlref.prefixes(config)
+    resolved = composed.to_container(resolve=True)
+    raw = composed.to_container(resolve=False)
+    tree = _merge_raw(raw, resolved, known)
+    tree.pop("fsdpcfg", None)
+    missing = [k for k, v in verlref.flatten(tree).items() if v == "???"]
+    if missing and strict:
+        raise ConfigError(f"required value not set (verl would stop on it): {', '.join(missing)}", key=missing[0],
+                          fix=f"set it, e.g. {missing[0]}=VALUE")
+    return tree
+
+
+def env_of(composed: Any) -> dict[str, str]:
+    """Return ``fsdpcfg.env`` (environment variables for the verl run) as ``{str: str}``.
+
+    Raises:
+        ConfigError: ``fsdpcfg.env`` is not a mapping of names to scalars.
+    """
+    cfg = composed.to_container(resolve=True)
+    env = (cfg.get("fsdpcfg") or {}).get("env") or {}
+    if not isinstance(env, dict):
+        raise ConfigError("must be a mapping of environment variable names to values", key="fsdpcfg.env",
+                          value=env, fix="write it as fsdpcfg.env: {NCCL_DEBUG: WARN} or +fsdpcfg.env.NAME=VALUE")
+    out = {}
+    for k, v in env.items():
+        if isinstance(v, (dict, list)) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k)):
+            raise ConfigError("an environment variable needs a NAME and a scalar value", key=f"fsdpcfg.env.{k}",
+                              value=v, fix="use a shell-style name (letters, digits, _) and a string or number")
+        out[str(k)] = "" if v is None else (str(v).lower() if isinstance(v, bool) else str(v))
+    return out
+
+
+def _header(config: str, entry: str, composed: Any, notes: list[str]) -> str:
+    lines = [f"verl {verlref.VERL_VERSION} config written by fsdpcfg (launcher=verl): {entry} reads verl's own",
+             f"`{config}` config first, then the keys below on top (this file's defaults list).",
+             f"Run: python -m {entry} --config-path=<this folder> --config-name={Path(CONFIG_FILE).stem} [key=value ...]"]
+    choices = getattr(composed, "choices", {}) or {}
+    if choices:
+        lines.append("Composed from: " + " ".join(f"{k}={v}" for k, v in choices.items()))
+    if getattr(composed, "overrides", None):
+        lines.append("Overrides: " + " ".join(composed.overrides))
+    lines += [f"Note: {n}" for n in notes]
+    return "".join(f"# {line}\n" for line in lines)
+
+
+def _notes(tree: dict[str, Any], config: str) -> list[str]:
+    notes = []
+    flat = verlref.flatten(tree)
+    for key in ("data.train_files", "data.val_files"):
+        files = flat.get(key)
+        for f in files if isinstance(files, list) else [files]:
+            if isinstance(f, str) and f.endswith((".jsonl", ".json")):
+                notes.append(f"{key} is JSON lines; verl {verlref.VERL_VERSION}'s datasets read .jsonl/.json as "
+                             "well as .parquet, so it is passed as it is")
+                break
+    home = str(paths.home_dir())
+    for key, v in flat.items():
+        if isinstance(v, str) and (v.startswith(home) or v.startswith(str(paths.PACKAGE_DIR))):
+            notes.append(f"{key} is a path on this machine ({v}); on a cluster every node needs it there, "
+                         f"or override it")
+    return notes
+
+
+def build_verl_invocation(composed: Any, config_dir: str | Path | None = None, *,
+                          python: str | None = None) -> VerlInvocation:
+    """Build verl's invocation for a validated composed config (``fsdpcfg.compose.Composed``).
+
+    Args:
+        composed: the composed config (kind ``ppo`` or ``sft``).
+        config_dir: where the YAML will be written (``--config-path``); default ``<fsdpcfg.run_dir>/verl``.
+        python: the interpreter in the command (default ``python3``, what a cluster node has on PATH).
+
+    RL runs ``python3 -m verl.trainer.main_ppo``; SFT runs ``torchrun --nnodes=N --nproc_per_node=G -m
+    verl.trainer.sft_trainer`` (multi-node SFT rendezvous at ``$MASTER_ADDR:$MASTER_PORT``, which must be
+    set). Node and GPU counts are verl's own ``trainer.nnodes``/``trainer.n_gpus_per_node``; attaching to a
+    running Ray cluster is verl's ``ray_kwargs.ray_init.address`` (``+ray_kwargs.ray_init.address=auto``).
+
+    Raises:
+        ConfigError: a required value not set, a bad ``fsdpcfg.env``, multi-node SFT without ``MASTER_ADDR``.
+    """
+    kind = getattr(composed, "kind", "ppo")
+    config = verl_config_name(kind)
+    entry = verlref.ENTRY_POINTS[config]
+    tree = verl_tree(composed)
+    env = env_of(composed)
+    if env and kind == "ppo":
+        # Ray workers on other nodes do not inherit the driver's environment; runtime_env reaches them.
+        ray_env = tree.setdefault("ray_kwargs", {}).setdefault("ray_init", {}).setdefault("runtime_env", {})
+        env_vars = ray_env.setdefault("env_vars", {})
+        for k, v in env.items():
+            env_vars.setdefault(k, v)  # an explicit runtime_env.env_vars entry wins
+    if config_dir is None:
+        run_dir = (composed.to_container(resolve=True).get("fsdpcfg") or {}).get("run_dir") or "runs/verl"
+        config_dir = Path(run_dir) / "verl"
+    config_dir = Path(config_dir).absolute()
+    notes = _notes(tree, config)
+    doc = {"defaults": [config, "_self_"], "hydra": {"searchpath": [VERL_SEARCHPATH]}, **tree}
+    text = _header(config, entry, composed, notes) + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False,
+                                                                    width=120)
+    cfg_args = [f"--config-path={config_dir}", f"--config-name={Path(CONFIG_FILE).stem}"]
+    py = python or "python3"
+    if kind == "ppo":
+        argv = [py, "-m", entry, *cfg_args]
+    else:
+        trainer = tree.get("trainer", {})
+        nnodes = int(trainer.get("nnodes", verlref.defaults(config)["trainer.nnodes"]))
+        ngpus = int(trainer.get("n_gpus_per_node", verlref.defaults(config)["trainer.n_gpus_per_node"]))
+        argv = ["torchrun", f"--nnodes={nnodes}", f"--nproc_per_node={ngpus}"]
+        if nnodes > 1:
+            addr = env.get("MASTER_ADDR") or os.environ.get("MASTER_ADDR")
+            if not addr:
+                raise ConfigError(f"multi-node SFT ({nnodes} nodes) needs a rendezvous address", key="trainer.nnodes",
+                                  value=nnodes, fix="set MASTER_ADDR (and MASTER_PORT) in the environment or in "
+                                  "fsdpcfg.env, and start the same command on every node")
+            port = env.get("MASTER_PORT") or os.environ.get("MASTER_PORT") or "29500"
+            argv += ["--rdzv_backend=c10d", f"--rdzv_endpoint={addr}:{port}"]
+        argv += ["-m", entry, *cfg_args]
+    return VerlInvocation(argv=argv, env=env, yaml_text=text, config_dir=config_dir, kind=kind, verl_config=config,
+                          entry_point=entry, tree=tree, notes=notes)
+
+
+def require_valid(composed: Any) -> list[Any]:
+    """Run fsdpcfg's checks (:func:`fsdpcfg.check.check_config`, or the schema's key and type validation
+    where the full check is not available) and return the non-error findings.
+
+    Raises:
+        ConfigError: the first error, with the number of further errors (``fsdpcfg check`` lists them all).
+    """
+    try:
+        from fsdpcfg.check import check_config
+    except ImportError:
+        check_config = None
+    if check_config is not None:
+        findings = list(check_config(composed))
+        errors = [f for f in findings if f.severity == "error"]
+        if errors:
+            f = errors[0]
+            more = f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else ""
+            raise ConfigError(f"[{f.rule}] {f.message}{more}", key=f.keys[0] if f.keys else None,
+                              fix=f"{f.fix}; `fsdpcfg check` lists every finding")
+        return [f for f in findings if f.severity != "error"]
+    from fsdpcfg.schema.validate import validate_tree
+
+    report = validate_tree(composed.to_container(resolve=True))
+    if report.issues:
+        i = report.issues[0]
+        raise ConfigError(i.message, key=i.key, value=i.value, fix=i.fix)
+    if report.legacy:
+        raise ConfigError("is under a section verl 0.9 no longer reads; it would be ignored", key=report.legacy[0],
+                          fix="move it under reward.custom_reward_function.* / reward.reward_model.*")
+    return []
+
+
+def launch_verl(composed: Any, *, dry_run: bool = False, config_dir: str | Path | None = None,
+                echo: Callable[[str], None] = print, check_machine: bool = True) -> int:
+    """Start verl on ``composed`` and return its exit code (0 for a dry run).
+
+    Writes the YAML, then (unless ``dry_run``) runs the command with ``fsdpcfg.env`` added to the current
+    environment, streaming verl's output. Before anything starts, :func:`fsdpcfg.rules.verl_launch.
+    launch_findings` checks this machine (CUDA GPUs, verl and the rollout engine installed); on a dry run
+    its findings are printed as warnings instead.
+
+    Raises:
+        ConfigError: the machine cannot run verl (a GPU-less machine: use launcher=native), or the config
+            cannot be handed over (see :func:`build_verl_invocation`).
+    """
+    from fsdpcfg.rules.verl_launch import launch_findings
+
+    inv = build_verl_invocation(composed, config_dir)
+    findings = launch_findings(composed.to_container(resolve=True)) if check_machine else []
+    errors = [f for f in findings if f.severity == "error"]
+    if errors and not dry_run:
+        f = errors[0]
+        raise ConfigError(f"[{f.rule}] {f.message}", key=f.keys[0] if f.keys else None, fix=f.fix)
+    path = inv.write()
+    echo(f"verl config: {path}")
+    for n in inv.notes:
+        echo(f"note: {n}")
+    for f in findings:
+        echo(f"{'warning' if dry_run else f.severity}: [{f.rule}] {f.message}")
+    echo(inv.command_line())
+    if dry_run:
+        return 0
+    sys.stdout.flush()
+    return subprocess.call(inv.argv, env={**os.environ, **inv.env})

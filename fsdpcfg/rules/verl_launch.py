@@ -1,0 +1,144 @@
+"""Launch-time checks of launcher=verl against *this machine* (FC85x): CUDA GPUs, verl and a rollout engine.
+
+These are not config rules: the same config is right on a GPU cluster and wrong on a laptop, and
+``fsdpcfg check`` (pre-commit, on a laptop) must accept a cluster config. So they are not registered in
+:mod:`fsdpcfg.rules.registry`; :func:`fsdpcfg.launch.verl.launch_verl` runs them right before verl would
+start Ray, and ``python -m fsdpcfg ... launcher=verl`` fails there with the finding.
+
+IDs (stable, never reused):
+    FC850  no CUDA GPU visible on this machine (verl 0.9.1 has no CPU device)
+    FC851  fewer GPUs visible than ``trainer.n_gpus_per_node`` on a one-node run
+    FC852  verl is not installed in this environment
+    FC853  the rollout engine (``actor_rollout_ref.rollout.name``) is not installed or is native-only
+
+GPU detection never imports torch: ``CUDA_VISIBLE_DEVICES``, ``nvidia-smi -L``, ``/proc/driver/nvidia/gpus``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fsdpcfg.rules.context import get_dotted
+from fsdpcfg.rules.finding import Finding
+
+#: verl rollout name -> the Python package that must be importable for it.
+ROLLOUT_PACKAGES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm"}
+_NATIVE = "launcher=native runs here (CPU, gloo, the hf rollout): drop launcher=verl, or use a machine with CUDA GPUs"
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """CUDA GPUs this process can see.
+
+    Attributes:
+        count: number of visible GPUs (0 when none).
+        source: how it was found (``nvidia-smi -L``, ``/proc/driver/nvidia/gpus``, ``CUDA_VISIBLE_DEVICES``,
+            or ``no NVIDIA driver``).
+    """
+
+    count: int
+    source: str
+
+
+def _physical_gpus(timeout: float = 10.0) -> GpuInfo:
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=timeout)
+            if out.returncode == 0:
+                n = sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+                return GpuInfo(n, "nvidia-smi -L")
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    proc = Path("/proc/driver/nvidia/gpus")
+    if proc.is_dir():
+        return GpuInfo(sum(1 for _ in proc.iterdir()), str(proc))
+    return GpuInfo(0, "no NVIDIA driver (no nvidia-smi, no /proc/driver/nvidia)")
+
+
+def detect_gpus(environ: dict[str, str] | None = None) -> GpuInfo:
+    """Count the CUDA GPUs visible to a process started with ``environ`` (default ``os.environ``).
+
+    The driver's count (``nvidia-smi -L`` or ``/proc/driver/nvidia/gpus``) is narrowed by
+    ``CUDA_VISIBLE_DEVICES`` when that is set (empty or ``-1`` hides every GPU).
+    """
+    env = os.environ if environ is None else environ
+    phys = _physical_gpus()
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    if cvd is None or phys.count == 0:
+        return phys
+    items = [x for x in cvd.split(",") if x.strip()]
+    if not items or items[0].strip() == "-1":
+        return GpuInfo(0, f"CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU")
+    return GpuInfo(min(len(items), phys.count), f"CUDA_VISIBLE_DEVICES={cvd} ({phys.count} on the driver)")
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def launch_findings(cfg: dict[str, Any], *, gpus: GpuInfo | None = None,
+                    installed: Any = _installed) -> list[Finding]:
+    """Check that this machine can start verl on the resolved config ``cfg`` (nested dicts).
+
+    Args:
+        cfg: the resolved config (verl keys plus the ``fsdpcfg`` section).
+        gpus: the GPUs to assume (default: :func:`detect_gpus` with ``fsdpcfg.env`` on top of the environment).
+        installed: ``module name -> bool`` (default: ``importlib.util.find_spec``, which imports nothing).
+
+    Returns the findings (FC850-FC853); empty when verl can start here. With
+    ``ray_kwargs.ray_init.address`` set, the driver attaches to a running Ray cluster whose nodes hold the
+    GPUs, so the GPU count of this machine is not checked.
+    """
+    out: list[Finding] = []
+    kind = get_dotted(cfg, "fsdpcfg.kind", "ppo")
+    env = {**os.environ, **{str(k): str(v) for k, v in (get_dotted(cfg, "fsdpcfg.env", None) or {}).items()}}
+    address = get_dotted(cfg, "ray_kwargs.ray_init.address", None)
+    nnodes = int(get_dotted(cfg, "trainer.nnodes", 1) or 1)
+    per_node = int(get_dotted(cfg, "trainer.n_gpus_per_node", 1) or 1)
+    device = str(get_dotted(cfg, "trainer.device", "cuda"))
+    needs = ("verl 0.9.1 needs CUDA GPUs (it has no CPU device) and, for RL, a rollout engine such as vllm or "
+             "sglang installed beside it")
+    if not installed("verl"):
+        out.append(Finding("FC852", "error", ["fsdpcfg.launcher"], "launcher=verl, but verl is not installed in "
+                           f"this environment; {needs}", f"pip install 'verl[verl-core]==0.9.1' plus a rollout engine "
+                           f"(verl's vllm/sglang extras) on the GPU machine, or: {_NATIVE}"))
+    if kind == "ppo":
+        name = str(get_dotted(cfg, "actor_rollout_ref.rollout.name", ""))
+        pkg = ROLLOUT_PACKAGES.get(name)
+        if pkg is None:
+            out.append(Finding("FC853", "error", ["actor_rollout_ref.rollout.name"],
+                               f"rollout `{name}` is not a verl rollout engine; {needs}",
+                               f"choose rollout=vllm or rollout=sglang for launcher=verl, or: {_NATIVE}"))
+        elif not installed(pkg):
+            out.append(Finding("FC853", "error", ["actor_rollout_ref.rollout.name"],
+                               f"rollout `{name}` needs the `{pkg}` package, which is not installed here; {needs}",
+                               f"install verl's `{name}` extra on the GPU machine (it pins its own CUDA torch), "
+                               f"or: {_NATIVE}"))
+    if address and kind == "ppo":
+        return out
+    if device == "npu":
+        return out  # Ascend: verl detects it itself; no CUDA check applies
+    g = gpus if gpus is not None else detect_gpus(env)
+    if g.count == 0:
+        out.append(Finding("FC850", "error", ["fsdpcfg.launcher", "trainer.device"],
+                           f"no CUDA GPU on this machine ({g.source}); {needs}. Started here, verl rewrites "
+                           "trainer.device to cuda and then waits for GPUs Ray does not have",
+                           f"{_NATIVE}; or run on a GPU node, or attach to a GPU Ray cluster with "
+                           "+ray_kwargs.ray_init.address=HOST:PORT"))
+    elif nnodes == 1 and g.count < per_node:
+        out.append(Finding("FC851", "error", ["trainer.n_gpus_per_node"],
+                           f"trainer.n_gpus_per_node={per_node}, but this machine shows {g.count} GPU(s) "
+                           f"({g.source}); Ray would wait for GPUs that do not exist",
+                           f"set trainer.n_gpus_per_node={g.count} (and re-check the batch sizes), or run where "
+                           f"{per_node} GPUs are visible"))
+    return out

@@ -1,0 +1,164 @@
+"""Second opinion: verl 0.9.1's own config-time validation, run in a subprocess, compared with fsdpcfg's.
+
+``fsdpcfg check --verl`` asks verl itself what it thinks of a config: verl composes it with its own Hydra
+configs, runs ``auto_set_device`` and ``validate_config`` (as ``verl.trainer.main_ppo`` does before Ray
+starts) and converts the sections its workers convert into its config dataclasses (see
+:mod:`fsdpcfg.verlcheck._worker`). It costs one Python process that imports verl (~10 s), so it runs
+only when asked; many configs share one process (:func:`verl_opinions`).
+
+Reading the comparison (:func:`compare`):
+
+* ``agree``: both reject or both accept.
+* ``fsdpcfg-bug``: verl rejects a config fsdpcfg accepted. A missing fsdpcfg rule; report it.
+* ``verl-gap``: fsdpcfg rejects a config verl accepts. Usually what fsdpcfg exists for: verl accepts it
+  at config time and fails (or silently misbehaves) later, on the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from fsdpcfg import paths
+
+#: Seconds one worker process may take (import ~10 s, then well under a second per config).
+DEFAULT_TIMEOUT = 300
+
+
+class VerlUnavailable(RuntimeError):
+    """verl cannot be imported in the interpreter the worker runs (not installed, or broken)."""
+
+
+@dataclass
+class VerlOpinion:
+    """What verl 0.9.1 says about one config at config time (before any GPU work).
+
+    Attributes:
+        accepted: True when verl composed, validated and converted the config without an error.
+        error: verl's error (``ExceptionType: message``) when it rejected the config, else None.
+        stage: where verl stopped: ``compose``, ``auto_set_device``, ``validate_config``, ``resolve`` or
+            ``dataclass:<section>`` (e.g. ``dataclass:actor_rollout_ref.rollout``); None when accepted.
+        ignored_keys: keys of the config that verl's own config does not define: verl takes them without a
+            word and never reads them.
+        missing_keys: required values (``???``) left unset that verl's defaults would not fill.
+        notices: what verl printed or changed on the way (``auto_set_device: trainer.device cpu -> cuda``,
+            its WARNING/NOTICE lines).
+        seconds: time verl spent on this config (the import excluded).
+    """
+
+    accepted: bool
+    error: str | None = None
+    stage: str | None = None
+    ignored_keys: list[str] = field(default_factory=list)
+    missing_keys: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _tree(composed: Any) -> dict[str, Any]:
+    from fsdpcfg.launch.verl import verl_tree
+
+    return verl_tree(composed, strict=False)
+
+
+def run_worker(jobs: list[dict[str, Any]], *, timeout: float = DEFAULT_TIMEOUT,
+               python: str | None = None) -> dict[str, Any]:
+    """Run :mod:`fsdpcfg.verlcheck._worker` on ``jobs`` (``{"kind", "tree"}`` dicts) in one subprocess and
+    return its JSON answer (``verl_version``, ``import_seconds``, ``results``).
+
+    Raises:
+        VerlUnavailable: verl cannot be imported by ``python`` (default: this interpreter).
+        RuntimeError: the worker crashed or ran past ``timeout`` (its stderr tail is in the message).
+    """
+    with tempfile.TemporaryDirectory(prefix="fsdpcfg-verlcheck-") as d:
+        inp, out = Path(d, "in.json"), Path(d, "out.json")
+        inp.write_text(json.dumps({"jobs": jobs}))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.REPO_DIR),
+                                                                         os.environ.get("PYTHONPATH")]))}
+        try:
+            proc = subprocess.run([python or sys.executable, "-m", "fsdpcfg.verlcheck._worker", str(inp), str(out)],
+                                  capture_output=True, text=True, timeout=timeout, env=env, cwd=d)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"verl's validation ran past {timeout} s") from None
+        answer = json.loads(out.read_text()) if out.is_file() else {}
+        if proc.returncode == 3:
+            raise VerlUnavailable(answer.get("error", "verl is not importable"))
+        if proc.returncode != 0 or "results" not in answer:
+            tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+            raise RuntimeError(f"verl's validation worker failed (exit {proc.returncode}):\n{tail}")
+        return answer
+
+
+def verl_opinions(composeds: Iterable[Any], *, timeout: float = DEFAULT_TIMEOUT) -> list[VerlOpinion]:
+    """Return verl's opinion of each composed config (``fsdpcfg.compose.Composed``), all in one subprocess.
+
+    Raises:
+        ConfigError: a config cannot be turned into verl's tree (an unresolvable interpolation).
+        VerlUnavailable, RuntimeError: see :func:`run_worker`.
+    """
+    jobs = [{"kind": getattr(c, "kind", "ppo"), "tree": _tree(c)} for c in composeds]
+    if not jobs:
+        return []
+    answer = run_worker(jobs, timeout=timeout)
+    return [VerlOpinion(**r) for r in answer["results"]]
+
+
+def verl_opinion(composed: Any, *, timeout: float = DEFAULT_TIMEOUT) -> VerlOpinion:
+    """Return verl's opinion of one composed config (one subprocess, ~10 s). See :func:`verl_opinions`."""
+    return verl_opinions([composed], timeout=timeout)[0]
+
+
+@dataclass
+class Comparison:
+    """fsdpcfg's verdict next to verl's.
+
+    Attributes:
+        outcome: ``agree``, ``fsdpcfg-bug`` (verl rejects, fsdpcfg accepted) or ``verl-gap`` (fsdpcfg
+            rejects, verl accepts).
+        fsdpcfg_errors: rule IDs of fsdpcfg's error findings.
+        opinion: verl's opinion.
+        explanation: one or two sentences for the user.
+    """
+
+    outcome: str
+    fsdpcfg_errors: list[str]
+    opinion: VerlOpinion
+    explanation: str
+
+
+def compare(findings: Iterable[Any], opinion: VerlOpinion) -> Comparison:
+    """Compare fsdpcfg's findings (objects with ``rule`` and ``severity``) with verl's opinion."""
+    errors = [f.rule for f in findings if f.severity == "error"]
+    if opinion.accepted and not errors:
+        outcome, text = "agree", "both accept the config"
+    elif not opinion.accepted and errors:
+        outcome, text = "agree", f"both reject it (verl at {opinion.stage}: {opinion.error})"
+    elif not opinion.accepted:
+        outcome = "fsdpcfg-bug"
+        text = (f"verl rejects it at {opinion.stage} ({opinion.error}) but fsdpcfg found no error: a missing "
+                "fsdpcfg rule, please report it")
+    else:
+        outcome = "verl-gap"
+        extra = f"; verl ignores {', '.join(opinion.ignored_keys)}" if opinion.ignored_keys else ""
+        text = (f"fsdpcfg rejects it ({', '.join(errors)}) and verl accepts it at config time{extra}: verl would "
+                "fail or misbehave later, after the cluster started")
+    return Comparison(outcome, errors, opinion, text)
+
+
+def format_opinion(cmp: Comparison) -> str:
+    """Render a comparison for ``fsdpcfg check --verl``."""
+    op = cmp.opinion
+    head = "accepts" if op.accepted else f"rejects at {op.stage}"
+    lines = [f"verl 0.9.1 {head} [{cmp.outcome}] {cmp.explanation}"]
+    if op.ignored_keys:
+        lines.append(f"  verl would ignore: {', '.join(op.ignored_keys)}")
+    if op.missing_keys:
+        lines.append(f"  verl finds unset required values: {', '.join(op.missing_keys)}")
+    lines += [f"  verl: {n}" for n in op.notices]
+    return "\n".join(lines)

@@ -1,0 +1,252 @@
+"""The subprocess side of :mod:`fsdpcfg.verlcheck`: run verl 0.9.1's own config-time checks on configs.
+
+Usage (by :func:`fsdpcfg.verlcheck.verl_opinions`, not by hand)::
+
+    python -m fsdpcfg.verlcheck._worker IN.json OUT.json
+
+``IN.json`` is ``{"jobs": [{"kind": "ppo"|"sft", "tree": {...}}, ...]}`` (trees as
+:func:`fsdpcfg.launch.verl.verl_tree` builds them). For each job, exactly what verl does before any GPU
+work, in verl's order:
+
+1. compose: the tree as a YAML whose defaults list is ``[ppo_trainer, _self_]`` (or
+   ``sft_trainer_engine``) with ``pkg://verl.trainer.config`` on the search path: what ``python -m
+   verl.trainer.main_ppo --config-path=DIR --config-name=config`` composes;
+2. ``verl.utils.device.auto_set_device`` (main_ppo/sft_trainer ``main``);
+3. RL: ``verl.utils.config.validate_config`` with ``use_reference_policy``/``use_critic`` derived by
+   ``verl.trainer.ppo.utils.need_reference_policy``/``need_critic`` (main_ppo ``main``);
+4. the config dataclasses the trainer and workers build, via ``omega_conf_to_dataclass`` on the resolved
+   config (``OmegaConf.resolve`` as TaskRunner.run does): RL actor, rollout, ref (when used; rewritten as
+   ``ActorRolloutRefWorker.init_model`` rewrites it), critic (when used), algorithm,
+   rollout.checkpoint_engine; SFT engine, optim, checkpoint, profiler (SFTTrainer
+   ``_build_config``). ``model`` (HFModelConfig) is not converted: it loads the tokenizer and the HF config
+   from the model path and may run remote code.
+
+Without vLLM installed (CPU machines), verl's LoRA-rank check in ``validate_config`` cannot import
+``verl.workers.rollout.vllm_rollout.utils``; the worker then loads verl's own ``get_vllm_max_lora_rank``
+from that file's source (its vLLM-less fallback table) so the check still runs as verl wrote it.
+
+It also reports, per job, the keys verl's config does not define (verl ignores them silently) and the
+required values (``???``) left unset. Imports verl (~10 s once per process).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import copy
+import io
+import json
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CONFIGS = {"ppo": "ppo_trainer", "sft": "sft_trainer_engine"}
+OPEN_MAPPINGS = ("ray_kwargs.ray_init",)
+
+
+def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(tree, dict) and tree:
+        out: dict[str, Any] = {}
+        for k, v in tree.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: tree}
+
+
+def _compose(config: str, tree: dict[str, Any] | None):
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    doc = {"defaults": [config, "_self_"], "hydra": {"searchpath": ["pkg://verl.trainer.config"]}, **(tree or {})}
+    with tempfile.TemporaryDirectory(prefix="fsdpcfg-verlcheck-") as d:
+        Path(d, "config.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        GlobalHydra.instance().clear()
+        try:
+            with initialize_config_dir(config_dir=d, version_base=None):
+                return compose(config_name="config")
+        finally:
+            GlobalHydra.instance().clear()
+
+
+_BASE: dict[str, Any] = {}
+
+
+def _base(config: str):
+    """verl's own config with nothing on top (composed once per process)."""
+    from omegaconf import OmegaConf
+
+    if config not in _BASE:
+        cfg = _compose(config, None)
+        raw = _flatten(OmegaConf.to_container(cfg, resolve=False))
+        open_ = OPEN_MAPPINGS + tuple(k for k, v in raw.items() if v == {})
+        _BASE[config] = (raw, open_, set(OmegaConf.missing_keys(cfg)))
+    return _BASE[config]
+
+
+def _dataclass_field(key: str, base: dict[str, Any]) -> bool:
+    """True when ``key`` is a field of the config dataclass its section names in ``_target_`` (verl's YAML
+    omits some fields, e.g. ``fsdp_config.mixed_precision``; ``omega_conf_to_dataclass`` still reads them),
+    or lies below a mapping-typed field."""
+    import dataclasses
+
+    from hydra.utils import get_class
+
+    parts = key.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        target = base.get(".".join(parts[:i]) + "._target_")
+        if not isinstance(target, str):
+            continue
+        try:
+            fields = {f.name: f for f in dataclasses.fields(get_class(target))}
+        except Exception:
+            return False
+        f = fields.get(parts[i])
+        if f is None:
+            return False
+        return i == len(parts) - 1 or "dict" in str(f.type).lower() or "Any" in str(f.type)
+    return False
+
+
+def _install_lora_rank_fallback() -> str | None:
+    """Make ``from verl.workers.rollout.vllm_rollout.utils import get_vllm_max_lora_rank`` work without
+    vLLM, with verl's own function from that file's source. Returns a notice, or None when not needed."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        return None
+    import verl
+
+    src_path = Path(verl.__file__).parent / "workers" / "rollout" / "vllm_rollout" / "utils.py"
+    tree = ast.parse(src_path.read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_vllm_max_lora_rank")
+    ns: dict[str, Any] = {}
+    exec("from typing import Literal, get_args", ns)
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), str(src_path), "exec"), ns)
+    pkg = types.ModuleType("verl.workers.rollout.vllm_rollout")
+    pkg.__path__ = []  # type: ignore[attr-defined]
+    mod = types.ModuleType("verl.workers.rollout.vllm_rollout.utils")
+    mod.get_vllm_max_lora_rank = ns["get_vllm_max_lora_rank"]  # type: ignore[attr-defined]
+    sys.modules.setdefault("verl.workers.rollout.vllm_rollout", pkg)
+    sys.modules.setdefault("verl.workers.rollout.vllm_rollout.utils", mod)
+    return "vllm is not installed: verl's LoRA-rank check ran from its source with its built-in rank table"
+
+
+def _ref_as_worker_sees_it(cfg):
+    """The ref section as ``ActorRolloutRefWorker.init_model`` (verl/workers/engine_workers.py) rewrites it
+    before ``omega_conf_to_dataclass``: the actor's mini batch, the log-prob keys renamed to ppo_* keys."""
+    from omegaconf import open_dict
+
+    ref = copy.deepcopy(cfg.actor_rollout_ref.ref)
+    with open_dict(ref):
+        ref.ppo_mini_batch_size = cfg.actor_rollout_ref.actor.ppo_mini_batch_size
+        ref.ppo_micro_batch_size = ref.pop("log_prob_micro_batch_size", None)
+        ref.ppo_micro_batch_size_per_gpu = ref.pop("log_prob_micro_batch_size_per_gpu", None)
+        ref.use_dynamic_bsz = ref.pop("log_prob_use_dynamic_bsz", False)
+        ref.ppo_max_token_len_per_gpu = ref.pop("log_prob_max_token_len_per_gpu", None)
+    return ref
+
+
+def _err(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return f"{type(e).__name__}: {text}"[:1500]
+
+
+def check_one(kind: str, tree: dict[str, Any]) -> dict[str, Any]:
+    """Run verl's checks on one tree and return the opinion as a JSON-able dict (see module doc)."""
+    from omegaconf import OmegaConf
+
+    from verl.utils.config import omega_conf_to_dataclass, validate_config
+    from verl.utils.device import auto_set_device
+
+    config = CONFIGS[kind]
+    res: dict[str, Any] = {"accepted": True, "stage": None, "error": None, "ignored_keys": [], "missing_keys": [],
+                           "notices": [], "seconds": 0.0}
+    t0 = time.perf_counter()
+    base_keys, open_, base_missing = _base(config)
+    res["ignored_keys"] = [k for k in _flatten(tree) if k not in base_keys
+                           and not any(k == p or k.startswith(p + ".") for p in open_)
+                           and not _dataclass_field(k, base_keys)]
+
+    def fail(stage: str, e: BaseException) -> dict[str, Any]:
+        res.update(accepted=False, stage=stage, error=_err(e), seconds=round(time.perf_counter() - t0, 3))
+        return res
+
+    try:
+        cfg = _compose(config, tree)
+    except Exception as e:
+        return fail("compose", e)
+    res["missing_keys"] = sorted(set(OmegaConf.missing_keys(cfg)) - base_missing)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            before = cfg.trainer.device
+            auto_set_device(cfg)
+            if cfg.trainer.device != before:
+                res["notices"].append(f"auto_set_device: trainer.device {before} -> {cfg.trainer.device}")
+        except Exception as e:
+            return fail("auto_set_device", e)
+        if kind == "ppo":
+            from verl.trainer.ppo.utils import need_critic, need_reference_policy
+
+            try:
+                import warnings
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    use_ref, use_critic = bool(need_reference_policy(cfg)), bool(need_critic(cfg))
+                notice = _install_lora_rank_fallback()
+                lora = cfg.actor_rollout_ref.model.get("lora_rank", 0) or 0
+                if notice and lora > 0 and cfg.actor_rollout_ref.rollout.name == "vllm":
+                    res["notices"].append(notice)
+                validate_config(cfg, use_reference_policy=use_ref, use_critic=use_critic)
+            except Exception as e:
+                return fail("validate_config", e)
+            sections = ["actor_rollout_ref.actor", "actor_rollout_ref.rollout", "algorithm",
+                        "actor_rollout_ref.rollout.checkpoint_engine"]
+            if use_ref:
+                sections.append("actor_rollout_ref.ref")
+            if use_critic:
+                sections.append("critic")
+        else:
+            sections = ["engine", "optim", "checkpoint", "profiler"]
+        try:
+            resolved = copy.deepcopy(cfg)
+            OmegaConf.resolve(resolved)
+        except Exception as e:
+            return fail("resolve", e)
+        for sec in sections:
+            try:
+                node = OmegaConf.select(resolved, sec)
+                if sec == "actor_rollout_ref.ref":
+                    node = _ref_as_worker_sees_it(resolved)
+                omega_conf_to_dataclass(node)
+            except Exception as e:
+                return fail(f"dataclass:{sec}", e)
+    res["notices"] += [line for line in out.getvalue().splitlines() if line.startswith(("WARNING", "NOTICE"))]
+    res["seconds"] = round(time.perf_counter() - t0, 3)
+    return res
+
+
+def main(argv: list[str]) -> int:
+    """Read jobs from ``argv[0]``, write one opinion per job to ``argv[1]``; exit 0 unless verl is missing."""
+    jobs = json.loads(Path(argv[0]).read_text())["jobs"]
+    t0 = time.perf_counter()
+    try:
+        import verl  # noqa: F401
+    except ImportError as e:
+        Path(argv[1]).write_text(json.dumps({"error": f"verl is not importable: {e}"}))
+        return 3
+    import_s = time.perf_counter() - t0
+    results = [check_one(j.get("kind", "ppo"), j["tree"]) for j in jobs]
+    Path(argv[1]).write_text(json.dumps({"verl_version": verl.__version__, "import_seconds": round(import_s, 3),
+                                         "results": results}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
