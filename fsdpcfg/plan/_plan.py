@@ -1,0 +1,230 @@
+"""Derive a run's plan from the resolved config: world size, backend, per-rank batch sizes, the torchrun command.
+
+Batch arithmetic follows verl 0.9.1 (``verl/workers/config/actor.py``, ``verl/trainer/ppo/ray_trainer.py``):
+
+- one training step consumes ``data.train_batch_size`` prompts x ``rollout.n`` samples = ``sequences_per_step``;
+- ``actor.ppo_mini_batch_size`` counts prompts; one mini-batch is ``ppo_mini_batch_size x n`` sequences, split
+  over the data-parallel ranks, so each rank holds ``mini_batch_per_rank`` sequences of it;
+- each mini-batch is one optimizer step, so a training step makes
+  ``train_batch_size / ppo_mini_batch_size x ppo_epochs`` optimizer steps;
+- ``ppo_micro_batch_size_per_gpu`` sequences go through one forward/backward; gradient accumulation is
+  ``mini_batch_per_rank / ppo_micro_batch_size_per_gpu`` micro-batches per optimizer step.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from fsdpcfg.errors import ConfigError
+
+_MISSING = object()
+
+
+def _get(cfg: dict, key: str) -> Any:
+    node: Any = cfg
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise ConfigError("is missing from the config", key=key,
+                              fix="compose the config with `python -m fsdpcfg` (conf/config.yaml lists the key)")
+        node = node[part]
+    return node
+
+
+def _pos_int(cfg: dict, key: str) -> int:
+    v = _get(cfg, key)
+    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+        raise ConfigError(f"must be a positive integer, got {v!r}", key=key, value=v, fix=f"set {key}=<int > 0>")
+    return v
+
+
+@dataclass
+class Plan:
+    """What a native run does, derived from the config (all sizes count sequences unless named ``prompts``).
+
+    Attributes:
+        nnodes, nproc_per_node, world_size: torchrun's layout; ``world_size = nnodes x nproc_per_node``.
+        device: ``cpu`` or ``cuda`` (``trainer.device``).
+        backend: ``gloo`` on CPU, ``nccl`` on CUDA.
+        strategy: ``fsdp`` or ``fsdp2`` (``actor_rollout_ref.actor.strategy``).
+        train_batch_prompts: prompts per training step (``data.train_batch_size``).
+        n: samples per prompt (``rollout.n``).
+        sequences_per_step: ``train_batch_prompts x n``.
+        sequences_per_rank: ``sequences_per_step / world_size`` (each rank generates and trains on these).
+        mini_batch_prompts: ``actor.ppo_mini_batch_size`` (prompts).
+        mini_batch_per_rank: sequences of one mini-batch on one rank: ``mini_batch_prompts x n / world_size``.
+        micro_batch_per_rank: ``actor.ppo_micro_batch_size_per_gpu`` sequences per forward/backward.
+        grad_accum: micro-batches per optimizer step: ``mini_batch_per_rank / micro_batch_per_rank``.
+        optimizer_steps_per_step: ``train_batch_prompts / mini_batch_prompts x ppo_epochs``.
+        log_prob_micro_batch_per_rank: sequences per forward when recomputing the old log-probs.
+        ref_log_prob_micro_batch_per_rank: sequences per forward of the reference model.
+        use_reference: a frozen reference model is built (``actor.use_kl_loss`` or ``algorithm.use_kl_in_reward``).
+        derivations: human-readable derivation of each number (for ``--dry-run`` and error messages).
+    """
+
+    nnodes: int
+    nproc_per_node: int
+    world_size: int
+    device: str
+    backend: str
+    strategy: str
+    train_batch_prompts: int
+    n: int
+    sequences_per_step: int
+    sequences_per_rank: int
+    mini_batch_prompts: int
+    mini_batch_per_rank: int
+    micro_batch_per_rank: int
+    grad_accum: int
+    ppo_epochs: int
+    optimizer_steps_per_step: int
+    log_prob_micro_batch_per_rank: int
+    ref_log_prob_micro_batch_per_rank: int
+    use_reference: bool
+    derivations: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the plan as a plain dict (for JSON/YAML output)."""
+        return asdict(self)
+
+    def describe(self) -> str:
+        """Return a few lines a person reads before a run starts."""
+        return "\n".join(f"  {k}: {v}" for k, v in self.derivations.items())
+
+
+def _per_gpu(cfg: dict, per_gpu_key: str, global_key: str, world: int) -> int:
+    per_gpu = _get(cfg, per_gpu_key)
+    if per_gpu is not None:
+        return _pos_int(cfg, per_gpu_key)
+    glob = _get(cfg, global_key)
+    if glob is None:
+        raise ConfigError("is not set (nor the deprecated global form)", key=per_gpu_key,
+                          fix=f"set {per_gpu_key}=<sequences per forward on one rank>")
+    glob = _pos_int(cfg, global_key)
+    if glob % world:
+        raise ConfigError(f"{glob} sequences do not split over {world} ranks", key=global_key, value=glob,
+                          fix=f"set {per_gpu_key} instead (verl deprecates {global_key})")
+    return glob // world
+
+
+def make_plan(cfg: dict) -> Plan:
+    """Derive the :class:`Plan` of a native run from a resolved config (plain nested dicts, verl key names).
+
+    Raises:
+        ConfigError: a batch size that does not divide (the numbers and the derivation in the message), a
+            missing key, ``use_dynamic_bsz`` (the native loop uses fixed micro-batches), an unknown device.
+    """
+    nnodes = _pos_int(cfg, "trainer.nnodes")
+    nproc = _pos_int(cfg, "trainer.n_gpus_per_node")
+    world = nnodes * nproc
+    device = _get(cfg, "trainer.device")
+    if device not in ("cpu", "cuda"):
+        raise ConfigError(f"unknown device {device!r}; allowed: cpu, cuda", key="trainer.device", value=device,
+                          fix="set trainer.device=cpu (gloo) or trainer.device=cuda (NCCL)")
+    backend = "gloo" if device == "cpu" else "nccl"
+    strategy = _get(cfg, "actor_rollout_ref.actor.strategy")
+    if _get(cfg, "actor_rollout_ref.actor.use_dynamic_bsz"):
+        raise ConfigError("dynamic batch sizes are not implemented by the native launcher",
+                          key="actor_rollout_ref.actor.use_dynamic_bsz", value=True,
+                          fix="set actor_rollout_ref.actor.use_dynamic_bsz=false, or launcher=verl")
+    tbs = _pos_int(cfg, "data.train_batch_size")
+    n = _pos_int(cfg, "actor_rollout_ref.rollout.n")
+    mini = _pos_int(cfg, "actor_rollout_ref.actor.ppo_mini_batch_size")
+    epochs = _pos_int(cfg, "actor_rollout_ref.actor.ppo_epochs")
+    seqs = tbs * n
+    d: dict[str, str] = {
+        "world_size": f"{world} = trainer.nnodes {nnodes} x trainer.n_gpus_per_node {nproc}",
+        "backend": f"{backend} (trainer.device={device})",
+        "sequences_per_step": f"{seqs} = data.train_batch_size {tbs} x rollout.n {n}",
+    }
+    if seqs % world:
+        raise ConfigError(f"{d['sequences_per_step']} sequences do not split over world size {world}",
+                          key="data.train_batch_size", value=tbs,
+                          fix=f"make train_batch_size x n a multiple of {world}")
+    if tbs % mini:
+        raise ConfigError(f"data.train_batch_size {tbs} is not a multiple of ppo_mini_batch_size {mini} (prompts)",
+                          key="actor_rollout_ref.actor.ppo_mini_batch_size", value=mini,
+                          fix=f"choose a divisor of {tbs}")
+    if (mini * n) % world:
+        raise ConfigError(f"one mini-batch of {mini} prompts x n {n} = {mini * n} sequences does not split over "
+                          f"{world} ranks", key="actor_rollout_ref.actor.ppo_mini_batch_size", value=mini,
+                          fix=f"make ppo_mini_batch_size x rollout.n a multiple of {world}")
+    mini_rank = mini * n // world
+    micro = _per_gpu(cfg, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+                     "actor_rollout_ref.actor.ppo_micro_batch_size", world)
+    d["mini_batch_per_rank"] = (f"{mini_rank} = ppo_mini_batch_size {mini} x n {n} / world {world} "
+                                "(sequences)")
+    if mini_rank % micro:
+        raise ConfigError(f"{d['mini_batch_per_rank']} is not a multiple of ppo_micro_batch_size_per_gpu {micro}",
+                          key="actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", value=micro,
+                          fix=f"choose a divisor of {mini_rank}")
+    accum = mini_rank // micro
+    d["grad_accum"] = f"{accum} = mini_batch_per_rank {mini_rank} / ppo_micro_batch_size_per_gpu {micro}"
+    opt_steps = tbs // mini * epochs
+    d["optimizer_steps_per_step"] = (f"{opt_steps} = train_batch_size {tbs} / ppo_mini_batch_size {mini} "
+                                     f"x ppo_epochs {epochs}")
+    lp = _per_gpu(cfg, "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+                  "actor_rollout_ref.rollout.log_prob_micro_batch_size", world)
+    use_ref = bool(_get(cfg, "actor_rollout_ref.actor.use_kl_loss")) or bool(
+        _get(cfg, "algorithm.use_kl_in_reward"))
+    ref_lp = (_per_gpu(cfg, "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+                       "actor_rollout_ref.ref.log_prob_micro_batch_size", world) if use_ref else lp)
+    return Plan(nnodes=nnodes, nproc_per_node=nproc, world_size=world, device=device, backend=backend,
+                strategy=strategy, train_batch_prompts=tbs, n=n, sequences_per_step=seqs,
+                sequences_per_rank=seqs // world, mini_batch_prompts=mini, mini_batch_per_rank=mini_rank,
+                micro_batch_per_rank=micro, grad_accum=accum, ppo_epochs=epochs, optimizer_steps_per_step=opt_steps,
+                log_prob_micro_batch_per_rank=lp, ref_log_prob_micro_batch_per_rank=ref_lp, use_reference=use_ref,
+                derivations=d)
+
+
+def total_training_steps(cfg: dict, num_train_prompts: int) -> int:
+    """Return the number of training steps: ``trainer.total_training_steps`` when set, else
+    ``trainer.total_epochs x (num_train_prompts // data.train_batch_size)`` (verl drops the last partial batch).
+
+    Raises:
+        ConfigError: the dataset holds fewer prompts than one batch.
+    """
+    steps = _get(cfg, "trainer.total_training_steps")
+    if steps is not None:
+        return _pos_int(cfg, "trainer.total_training_steps")
+    tbs = _pos_int(cfg, "data.train_batch_size")
+    per_epoch = num_train_prompts // tbs
+    if per_epoch == 0:
+        raise ConfigError(f"the training set has {num_train_prompts} prompts, fewer than one batch of {tbs}",
+                          key="data.train_batch_size", value=tbs, fix="lower data.train_batch_size or add data")
+    return _pos_int(cfg, "trainer.total_epochs") * per_epoch
+
+
+def torchrun_command(plan: Plan, config_path: str, *, python: str | None = None,
+                     rdzv_endpoint: str | None = None) -> list[str]:
+    """Return the torchrun command line that runs ``python -m fsdpcfg.train <config_path>`` on every rank.
+
+    Single node: ``--standalone`` (torchrun picks a free port). Several nodes: torchrun's c10d rendezvous at
+    ``rdzv_endpoint`` (default ``$FSDPCFG_RDZV_ENDPOINT``, else ``$MASTER_ADDR:$MASTER_PORT``); run the same
+    command on every node.
+
+    Raises:
+        ConfigError: several nodes and no rendezvous endpoint.
+    """
+    cmd = [python or sys.executable, "-m", "torch.distributed.run", "--nnodes", str(plan.nnodes),
+           "--nproc_per_node", str(plan.nproc_per_node)]
+    if plan.nnodes == 1:
+        cmd.append("--standalone")
+    else:
+        ep = rdzv_endpoint or os.environ.get("FSDPCFG_RDZV_ENDPOINT")
+        if not ep and os.environ.get("MASTER_ADDR"):
+            ep = f"{os.environ['MASTER_ADDR']}:{os.environ.get('MASTER_PORT', '29500')}"
+        if not ep:
+            raise ConfigError(f"trainer.nnodes={plan.nnodes} needs a rendezvous endpoint", key="trainer.nnodes",
+                              value=plan.nnodes, fix="export FSDPCFG_RDZV_ENDPOINT=host:port (the same on every node)")
+        cmd += ["--rdzv_backend", "c10d", "--rdzv_endpoint", ep]
+    cmd += ["-m", "fsdpcfg.train", str(config_path)]
+    return cmd
+
+
+def format_command(cmd: list[str]) -> str:
+    """Return ``cmd`` as one shell-quoted line."""
+    return " ".join(shlex.quote(c) for c in cmd)

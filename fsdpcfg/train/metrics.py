@@ -1,0 +1,80 @@
+"""Per-step metrics of the native loop, in verl's metric names: to the console under a progress bar (rank 0),
+to ``<run_dir>/metrics.jsonl`` and to TensorBoard (``<run_dir>/tensorboard``), as ``fsdpcfg.metrics`` selects."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+#: the metrics shown on the progress bar, in order, with short labels.
+BAR_KEYS = {"critic/rewards/mean": "reward", "actor/pg_loss": "pg", "actor/kl_loss": "kl",
+            "actor/grad_norm": "gnorm", "response_length/mean": "len", "timing_s/step": "s/step"}
+
+
+def mean_over(values: list[dict[str, float]]) -> dict[str, float]:
+    """Average a list of metric dicts key by key (keys missing from some dicts average over the others)."""
+    sums: dict[str, list[float]] = {}
+    for d in values:
+        for k, v in d.items():
+            sums.setdefault(k, []).append(float(v))
+    return {k: sum(v) / len(v) for k, v in sums.items()}
+
+
+class MetricsLogger:
+    """Writes each step's metrics; only rank 0 creates one (``enabled=False`` elsewhere does nothing).
+
+    Args:
+        run_dir: the run folder (``fsdpcfg.run_dir``).
+        total_steps: for the progress bar; start_step: the step already done (resume).
+        jsonl, tensorboard: the ``fsdpcfg.metrics`` switches.
+    """
+
+    def __init__(self, run_dir: str | Path, total_steps: int, start_step: int = 0, *, jsonl: bool = True,
+                 tensorboard: bool = True, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._jsonl = self._tb = self._bar = None
+        if not enabled:
+            return
+        run_dir = Path(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if jsonl:
+            self._jsonl = open(run_dir / "metrics.jsonl", "a", buffering=1)
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tb = SummaryWriter(log_dir=str(run_dir / "tensorboard"))
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=total_steps, initial=start_step, desc="GRPO", unit="step", dynamic_ncols=True,
+                         file=sys.stderr, leave=True)
+
+    def log(self, step: int, metrics: dict[str, Any]) -> None:
+        """Record ``metrics`` of training step ``step`` (1-based) everywhere that is switched on."""
+        if not self.enabled:
+            return
+        clean = {k: (float(v) if isinstance(v, (int, float)) else v) for k, v in metrics.items()}
+        if self._jsonl is not None:
+            self._jsonl.write(json.dumps({"step": step, **clean}) + "\n")
+        if self._tb is not None:
+            for k, v in clean.items():
+                if isinstance(v, float) and math.isfinite(v):
+                    self._tb.add_scalar(k, v, step)
+            self._tb.flush()
+        if self._bar is not None:
+            shown = {label: f"{clean[k]:.4g}" for k, label in BAR_KEYS.items() if k in clean}
+            self._bar.set_postfix(shown, refresh=False)
+            self._bar.update(1)
+            self._bar.write(f"step {step}: " + " ".join(f"{k}={clean[k]:.4g}" for k in sorted(clean)
+                                                         if isinstance(clean[k], float)))
+
+    def close(self) -> None:
+        """Flush and close the sinks."""
+        if self._bar is not None:
+            self._bar.close()
+        if self._jsonl is not None:
+            self._jsonl.close()
+        if self._tb is not None:
+            self._tb.close()

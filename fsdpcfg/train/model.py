@@ -1,0 +1,138 @@
+"""Load the Hugging Face model and tokenizer a run trains, exactly as configured (launch time, in the workers).
+
+``actor_rollout_ref.model.external_lib`` is imported first (it may register model classes), then the auto class
+is resolved from ``config.json`` and ``from_pretrained`` is called with the configured ``trust_remote_code``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import torch
+
+from fsdpcfg.errors import ConfigError
+
+_DTYPES = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
+           "fp16": torch.float16, "float16": torch.float16, "half": torch.float16, "float": torch.float32}
+
+
+def to_dtype(name: str | torch.dtype, key: str = "dtype") -> torch.dtype:
+    """Map a config dtype name (``fp32``, ``bfloat16``, ...) to a torch dtype.
+
+    Raises:
+        ConfigError: an unknown name (names ``key`` and the allowed values).
+    """
+    if isinstance(name, torch.dtype):
+        return name
+    try:
+        return _DTYPES[str(name).lower()]
+    except KeyError:
+        raise ConfigError(f"unknown dtype {name!r}; allowed: {', '.join(_DTYPES)}", key=key, value=name,
+                          fix="use fp32, bf16 or fp16") from None
+
+
+def import_external_libs(libs: str | list[str] | None) -> None:
+    """Import ``actor_rollout_ref.model.external_lib`` (a module name or a list of them).
+
+    Raises:
+        ConfigError: a module cannot be imported (names it).
+    """
+    if not libs:
+        return
+    for name in [libs] if isinstance(libs, str) else list(libs):
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            raise ConfigError(f"cannot import {name!r}: {e}", key="actor_rollout_ref.model.external_lib",
+                              value=name, fix="install the module or remove it from external_lib") from None
+
+
+def load_hf_config(path: str, trust_remote_code: bool, override_config: dict | None = None):
+    """Read ``config.json`` with ``AutoConfig`` (``override_config`` entries set on it).
+
+    Raises:
+        ConfigError: the model cannot be found or read.
+    """
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except Exception as e:  # OSError (missing), ValueError (remote code refused), ...
+        raise ConfigError(f"cannot load the model config from {path!r}: {str(e).splitlines()[0]}",
+                          key="actor_rollout_ref.model.path", value=path,
+                          fix="point it at a local folder with config.json (model=tiny_qwen2 for the offline "
+                              "model; `fsdpcfg assets build` builds it)") from None
+    for k, v in (override_config or {}).items():
+        setattr(config, k, v)
+    return config
+
+
+def auto_class_for(config) -> Any:
+    """Return the Hugging Face auto class for ``config``: the one ``auto_map`` names for its architecture
+    (remote code), else ``AutoModelForCausalLM`` for causal-LM architectures.
+
+    Raises:
+        ConfigError: the model is not a causal language model (the native loop trains only those).
+    """
+    import transformers
+
+    arch = (getattr(config, "architectures", None) or [""])[0]
+    auto_map = getattr(config, "auto_map", None) or {}
+    for auto_name, target in auto_map.items():
+        if arch and arch in str(target) and hasattr(transformers, auto_name):
+            return getattr(transformers, auto_name)
+    if type(config) in transformers.AutoModelForCausalLM._model_mapping.keys() or arch.endswith("ForCausalLM"):
+        return transformers.AutoModelForCausalLM
+    raise ConfigError(f"model type {getattr(config, 'model_type', '?')!r} ({arch or 'no architecture'}) is not a "
+                      "causal language model", key="actor_rollout_ref.model.path",
+                      fix="use a *ForCausalLM checkpoint, or launcher=verl for other model kinds")
+
+
+def load_model(model_cfg: dict, dtype: torch.dtype, *, weights: bool = True) -> torch.nn.Module:
+    """Build the model of ``actor_rollout_ref.model`` in ``dtype``: ``from_pretrained`` (``weights=True``) or
+    ``from_config`` (a replica whose weights arrive by synchronisation). Imports ``external_lib`` first.
+
+    Raises:
+        ConfigError: the model or an external library cannot be loaded.
+    """
+    import_external_libs(model_cfg["external_lib"])
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    trust = bool(model_cfg["trust_remote_code"])
+    config = load_hf_config(model_cfg["path"], trust, model_cfg["override_config"])
+    auto = auto_class_for(config)
+    if weights:
+        try:
+            model = auto.from_pretrained(model_cfg["path"], config=config, trust_remote_code=trust, dtype=dtype)
+        except OSError as e:
+            raise ConfigError(f"cannot load weights from {model_cfg['path']!r}: {str(e).splitlines()[0]}",
+                              key="actor_rollout_ref.model.path", value=model_cfg["path"],
+                              fix="check the folder holds *.safetensors") from None
+    else:
+        model = auto.from_config(config, trust_remote_code=trust, dtype=dtype)
+    model.config.use_cache = False
+    return model
+
+
+def load_tokenizer(model_cfg: dict):
+    """Load the tokenizer (``model.tokenizer_path`` or ``model.path``) and make sure it has a pad token.
+
+    Raises:
+        ConfigError: the tokenizer cannot be loaded.
+    """
+    from transformers import AutoTokenizer
+
+    path = model_cfg["tokenizer_path"] or model_cfg["path"]
+    try:
+        tok = AutoTokenizer.from_pretrained(path, trust_remote_code=bool(model_cfg["trust_remote_code"]))
+    except Exception as e:
+        raise ConfigError(f"cannot load the tokenizer from {path!r}: {str(e).splitlines()[0]}",
+                          key="actor_rollout_ref.model.tokenizer_path", value=path,
+                          fix="point model.tokenizer_path (or model.path) at a folder with tokenizer files") from None
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    if model_cfg["custom_chat_template"]:
+        tok.chat_template = model_cfg["custom_chat_template"]
+    return tok

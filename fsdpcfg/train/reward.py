@@ -1,0 +1,58 @@
+"""Score generated responses with the run's reward function (``fsdpcfg.rewards.load_reward_fn``), the way verl's
+``naive`` reward manager does: decode the valid response tokens (special tokens skipped) and call
+``fn(data_source, solution_str, ground_truth, extra_info)`` once per response."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from fsdpcfg.errors import ConfigError
+
+
+def make_reward_fn(reward_cfg: dict) -> Callable[..., float]:
+    """The reward function the ``reward`` section selects (custom file or the built-in dispatcher).
+
+    Raises:
+        ConfigError: a reward manager other than ``naive``, or a custom reward file that cannot be loaded.
+    """
+    from fsdpcfg.rewards import load_reward_fn
+
+    manager = reward_cfg["reward_manager"]["name"]
+    if manager != "naive":
+        raise ConfigError(f"reward manager {manager!r} is not implemented by the native launcher; allowed: naive",
+                          key="reward.reward_manager.name", value=manager, fix="set it to naive, or launcher=verl")
+    return load_reward_fn(reward_cfg)
+
+
+def score_responses(fn: Callable[..., float], tokenizer, responses: torch.Tensor, response_mask: torch.Tensor,
+                    rows: list[dict], reward_fn_key: str = "data_source") -> tuple[torch.Tensor, list[str]]:
+    """Score each response.
+
+    Args:
+        fn: the reward function.
+        tokenizer: decodes the responses.
+        responses: ``(batch, response_len)`` token ids; response_mask: same shape, 1 on valid tokens.
+        rows: the dataset row of each response (``reward_model.ground_truth``, ``extra_info``, the source).
+        reward_fn_key: the row key holding the data source (``data.reward_fn_key``).
+
+    Returns:
+        ``(scores, texts)``: ``(batch,)`` float32 scores and the decoded responses.
+
+    Raises:
+        ConfigError: a row without ``reward_model.ground_truth``.
+    """
+    scores, texts = [], []
+    for i, row in enumerate(rows):
+        valid = responses[i][response_mask[i].bool()].tolist()
+        text = tokenizer.decode(valid, skip_special_tokens=True)
+        try:
+            truth = row["reward_model"]["ground_truth"]
+        except (KeyError, TypeError):
+            raise ConfigError("a training row has no reward_model.ground_truth", key="data.train_files",
+                              fix="write rows in verl's RL format") from None
+        out = fn(row.get(reward_fn_key), text, truth, row.get("extra_info"))
+        scores.append(float(out["score"]) if isinstance(out, dict) else float(out))
+        texts.append(text)
+    return torch.tensor(scores, dtype=torch.float32), texts
