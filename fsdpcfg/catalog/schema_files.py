@@ -1,0 +1,113 @@
+"""JSON Schema files for editors, exported from the Pydantic models (``model_json_schema()``).
+
+Two files per config layout, written to ``schemas/``:
+
+* ``fsdpcfg.schema.json`` -- for the files people edit: recipes and group options. Those are *partial*
+  configs (``@package _global_``: keys at their full path, any subset of them), so the editor schema
+  has no ``required`` keys; it still forbids unknown keys (``additionalProperties: false``) so a typo is
+  underlined. Every leaf also accepts a Hydra interpolation (``${data.max_prompt_length}``) or ``???``,
+  and the root accepts Hydra's ``defaults:`` list. Recipes point at it with their first lines::
+
+      # @package _global_
+      # yaml-language-server: $schema=../schemas/fsdpcfg.schema.json
+
+* ``fsdpcfg.strict.schema.json`` -- the models' schema as it is: a complete, resolved config (a dumped
+  config, ``fsdpcfg export`` output) with its required keys and exact types.
+
+A test regenerates both in memory and compares them with the checked-in files; ``fsdpcfg schema`` rewrites
+them after a model changes.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from fsdpcfg import paths
+
+#: Schema dialect of Pydantic 2's output.
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+#: A value Hydra fills in later: an interpolation or the missing marker.
+HYDRA_VALUE = {"type": "string", "pattern": r"^(\$\{.*\}|\?\?\?)$",
+               "description": "a Hydra interpolation (${other.key}) or ??? (must be set later)"}
+#: Hydra's defaults list: `- group: option`, `- override /group: option`, `- parent_recipe`, `- _self_`.
+DEFAULTS_LIST = {
+    "type": "array",
+    "description": "Hydra defaults list: `override /GROUP: OPTION` picks a group option, a recipe name "
+                   "(`- qwen_grpo`) extends that recipe, `_self_` places this file's own keys",
+    "items": {"anyOf": [{"type": "string"},
+                        {"type": "object", "minProperties": 1, "maxProperties": 1,
+                         "additionalProperties": {"type": ["string", "null"]}}]},
+}
+
+
+def schemas_dir() -> Path:
+    """Return the repository's ``schemas/`` folder (next to ``conf/`` and ``recipes/``)."""
+    return paths.REPO_DIR / "schemas"
+
+
+def _roots() -> dict[str, Any]:
+    """Return ``{file stem: root model}``; a new config layout (the SFT tree) adds its root model here."""
+    from fsdpcfg.schema import RunConfig
+
+    return {"fsdpcfg": RunConfig}
+
+
+def _is_section(prop: dict[str, Any]) -> bool:
+    return "$ref" in prop or any("$ref" in p for p in prop.get("allOf", []))
+
+
+def editor_schema(strict: dict[str, Any], title: str) -> dict[str, Any]:
+    """Return the partial editor schema made from a model's ``model_json_schema()`` (see module doc)."""
+    doc = copy.deepcopy(strict)
+    for model in [doc, *doc.get("$defs", {}).values()]:
+        model.pop("required", None)
+        for name, prop in list(model.get("properties", {}).items()):
+            if _is_section(prop):
+                continue
+            core = {k: v for k, v in prop.items() if k not in ("title", "description", "default")}
+            wrapped = {k: prop[k] for k in ("title", "description", "default") if k in prop}
+            wrapped["anyOf"] = [core, {"$ref": "#/$defs/HydraValue"}]
+            model["properties"][name] = wrapped
+    doc.setdefault("$defs", {})["HydraValue"] = HYDRA_VALUE
+    doc["properties"] = {"defaults": DEFAULTS_LIST, **doc["properties"]}
+    return {"$schema": DIALECT, "title": title, **{k: v for k, v in doc.items() if k != "title"}}
+
+
+def build() -> dict[str, dict[str, Any]]:
+    """Return ``{file name: schema document}`` for every file of ``schemas/``."""
+    out: dict[str, dict[str, Any]] = {}
+    for stem, model in _roots().items():
+        strict = model.model_json_schema()
+        desc = strict.get("description", "")
+        out[f"{stem}.schema.json"] = editor_schema(
+            strict, f"{stem} recipe or group option (partial config; {model.__name__})")
+        out[f"{stem}.strict.schema.json"] = {"$schema": DIALECT, **strict,
+                                             "title": f"{stem} complete config ({model.__name__})",
+                                             "description": desc}
+    return out
+
+
+def render(doc: dict[str, Any]) -> str:
+    """Serialise a schema the way the checked-in files are written (stable, 2-space indent, newline)."""
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def stale(folder: Path | None = None) -> list[str]:
+    """Return the schema files under ``folder`` (default ``schemas/``) that are missing or out of date."""
+    folder = Path(folder or schemas_dir())
+    return [name for name, doc in build().items()
+            if not (folder / name).is_file() or (folder / name).read_text() != render(doc)]
+
+
+def write(folder: Path | None = None) -> list[Path]:
+    """Write every schema file under ``folder`` (default ``schemas/``); return the paths written."""
+    folder = Path(folder or schemas_dir())
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, doc in build().items():
+        (folder / name).write_text(render(doc))
+        written.append(folder / name)
+    return written
