@@ -84,6 +84,13 @@ class Provenance:
             del self._set[k]
         self._set[key] = Source("override", text)
 
+    def record(self, key: str, source: Source) -> None:
+        """Attribute ``key`` (and everything under it) to ``source`` (for inputs other than Hydra's, such as
+        the overrides read from a run script)."""
+        for k in [k for k in self._set if k == key or k.startswith(key + ".")]:
+            del self._set[k]
+        self._set[key] = source
+
     def add_schema_default(self, key: str, note: str = "schema default, verl 0.9.1's") -> None:
         """Attribute ``key`` to a default that the schema filled in (the key was absent or deleted)."""
         self._set[key] = Source("schema", note)

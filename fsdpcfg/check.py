@@ -1,0 +1,167 @@
+"""Public API of the pre-flight checker: run the schema and every rule over a composed config.
+
+    from fsdpcfg.check import check_config, check_overrides, has_errors
+    findings = check_overrides(["+recipe=qwen_grpo", "actor_rollout_ref.actor.strategy=fsdp3"])
+
+:func:`check_config` never raises for a config mistake: every problem is a :class:`Finding` (a rule that
+crashes becomes an ``FC000`` finding). It imports every module of :mod:`fsdpcfg.rules` (discovered with
+pkgutil, so a new rule module needs no change here) and never imports torch, transformers, verl or the
+config's ``external_lib``, and opens no network connection.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import lru_cache
+from typing import Any, Iterable
+
+from omegaconf import OmegaConf
+
+from fsdpcfg import verlref
+from fsdpcfg.errors import ConfigError, UsageError
+from fsdpcfg.rules.finding import Finding
+
+#: modules of fsdpcfg.rules that hold machinery, not rules.
+_NOT_RULES = {"context", "finding", "registry"}
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+#: resolvers whose ``${...}`` values are paths, not copies of another key.
+_VALUE_RESOLVERS = ("${fsdpcfg_", "${oc.env", "${oc.decode")
+
+
+@lru_cache(maxsize=None)
+def load_rule_modules() -> tuple[tuple[str, str | None], ...]:
+    """Import every rule module of :mod:`fsdpcfg.rules`; return ``(module, import error or None)`` pairs."""
+    import fsdpcfg.rules as pkg
+
+    out = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("_") or info.name in _NOT_RULES:
+            continue
+        name = f"{pkg.__name__}.{info.name}"
+        try:
+            importlib.import_module(name)
+            out.append((name, None))
+        except Exception as e:  # a broken rule module must not take the checker down
+            out.append((name, f"{type(e).__name__}: {e}"))
+    return tuple(out)
+
+
+def resolve(composed: Any) -> tuple[dict[str, Any], dict[str, str], frozenset[str]]:
+    """Resolve the composed config without raising.
+
+    Returns:
+        (config as nested dicts, {key: why its interpolation failed} (those keys are left out),
+        keys whose value copies another key through an interpolation).
+    """
+    raw = OmegaConf.to_container(composed.cfg, resolve=False)
+    flat = verlref.flatten(raw)
+    derived = frozenset(k for k, v in flat.items()
+                        if isinstance(v, str) and v.startswith("${") and not v.startswith(_VALUE_RESOLVERS))
+    try:
+        return composed.to_container(resolve=True), {}, derived
+    except ConfigError:
+        pass
+    failed: dict[str, str] = {}
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        if isinstance(value, str) and "${" in value or isinstance(value, list):
+            try:
+                node = OmegaConf.select(composed.cfg, key, throw_on_resolution_failure=True)
+                value = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+            except Exception as e:
+                failed[key] = f"{value!r} cannot be resolved: {str(e).strip().splitlines()[0]}"
+                continue
+        _set(out, key, value)
+    return out, failed, derived
+
+
+def _set(tree: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    for p in parts[:-1]:
+        tree = tree.setdefault(p, {})
+    tree[parts[-1]] = value
+
+
+def check_config(composed: Any) -> list[Finding]:
+    """Check a composed config (:class:`fsdpcfg.compose.Composed`): schema, unknown keys, then every rule.
+
+    Returns the findings sorted by severity (errors first), then rule ID. Never raises for a config mistake.
+    """
+    from fsdpcfg.rules.context import Context
+    from fsdpcfg.rules.registry import RULES
+
+    cfg, failed, derived = resolve(composed)
+    ctx = Context(composed, cfg)
+    ctx.unresolved = failed  # read by FC100; keys left out of cfg
+    ctx.derived = derived  # read by the schema rules
+    findings: list[Finding] = []
+    for module, err in load_rule_modules():
+        if err:
+            findings.append(Finding("FC000", "warning", [], f"the rule module {module} cannot be imported ({err}); "
+                                    "its rules did not run", "report this to the fsdpcfg maintainers"))
+    schema_errors = False
+    for rid in sorted(RULES):
+        r = RULES[rid]
+        try:
+            got = list(r.fn(ctx) or [])
+        except Exception as e:
+            if schema_errors:
+                findings.append(Finding("FC000", "info", list(r.keys), f"{rid} ({r.title}) was skipped: it cannot "
+                                        "run on the invalid values reported above", "fix the errors above"))
+            else:
+                findings.append(Finding("FC000", "warning", list(r.keys), f"{rid} ({r.title}) failed: "
+                                        f"{type(e).__name__}: {e}", "report this to the fsdpcfg maintainers"))
+            continue
+        findings.extend(got)
+        if rid.startswith("FC1") and any(f.severity == "error" for f in got):
+            schema_errors = True
+    return sort_findings(_dedupe(findings))
+
+
+def check_overrides(overrides: list[str], *, extra_recipe_dirs: Iterable[Any] | None = None) -> list[Finding]:
+    """Compose ``overrides`` (Hydra syntax, e.g. ``["+recipe=qwen_grpo", "data.train_batch_size=8"]``) and
+    check the result. A config that cannot be composed is an ``FC100``/``FC101`` finding.
+
+    Raises:
+        UsageError: an override that cannot be parsed, or a sweep.
+    """
+    from fsdpcfg.compose import compose
+
+    try:
+        composed = compose(list(overrides), extra_recipe_dirs=list(extra_recipe_dirs or []) or None)
+    except UsageError:
+        raise
+    except ConfigError as e:
+        return [compose_error_finding(e)]
+    return check_config(composed)
+
+
+def compose_error_finding(e: ConfigError) -> Finding:
+    """Turn a :class:`ConfigError` raised while composing or reading a config into a finding."""
+    key = e.key if isinstance(e.key, str) else None
+    rule = "FC101" if key and "not a key" in e.message else "FC100"
+    msg = f"{e.message} ({e.value!r})" if e.value is not None and repr(e.value) not in e.message else e.message
+    if key and key not in msg:
+        msg = f"{key}: {msg}"
+    return Finding(rule, "error", [key] if key else [], msg, e.fix or "fix the config so it composes")
+
+
+def has_errors(findings: Iterable[Finding]) -> bool:
+    """True when any finding is an error (the run must not start)."""
+    return any(f.severity == "error" for f in findings)
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Errors first, then warnings, then infos; by rule ID within a severity (stable otherwise)."""
+    return sorted(findings, key=lambda f: (_SEVERITY_ORDER.get(f.severity, 3), f.rule))
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    seen, out = set(), []
+    for f in findings:
+        k = (f.rule, f.severity, tuple(f.keys), f.message)
+        if k not in seen:
+            seen.add(k)
+            out.append(f)
+    return out

@@ -1,0 +1,104 @@
+"""FC8xx: what each launcher can run. The native launcher (fsdpcfg/train under torchrun) implements a
+subset of verl's keys; verl (Ray) runs the inference-engine rollouts. Which keys the native launcher
+honours is data in :mod:`fsdpcfg.schema.keys` (``NATIVE_UNSUPPORTED``, ``NATIVE_VALUES``).
+
+Source: DESIGN.md "A key that verl knows but the chosen launcher does not implement is an error that says so
+and names the launcher that does (no silent no-ops)"; issue 2.3 (rollout backend per launcher).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator
+
+from fsdpcfg import verlref
+from fsdpcfg.rules.registry import rule
+from fsdpcfg.rules.schema_rules import schema_report
+from fsdpcfg.schema import keys as K
+from fsdpcfg.schema.rollout import BACKEND_LAUNCHERS
+
+if TYPE_CHECKING:
+    from fsdpcfg.rules.context import Context
+    from fsdpcfg.rules.finding import Finding
+
+NAME = "actor_rollout_ref.rollout.name"
+LAUNCHER = "fsdpcfg.launcher"
+
+
+@rule("FC801", "the rollout backend is one the chosen launcher runs", keys=(NAME, LAUNCHER),
+      example=("+recipe=qwen_grpo", "rollout=vllm"))
+def backend_launcher(ctx: "Context") -> Iterator["Finding"]:
+    """hf rollout runs only in the native loop; vllm, sglang and trtllm only under verl. Source: issue 2.3;
+    verl 0.9.1 ``verl/workers/rollout/base.py`` (its rollout registry has no hf backend)."""
+    name, launcher = ctx.get(NAME), ctx.launcher
+    can = BACKEND_LAUNCHERS.get(name) if isinstance(name, str) else None
+    if not can or launcher in can:
+        return
+    other = can[0]
+    alt = "rollout=hf" if launcher == "native" else "rollout=vllm (or sglang)"
+    yield ctx.finding("FC801", [NAME, LAUNCHER], f"{NAME}: the {name!r} rollout is not run by the {launcher} "
+                      f"launcher; it runs under launcher={other}",
+                      f"choose launcher={other}, or keep launcher={launcher} with {alt}")
+
+
+def _default(key: str) -> Any:
+    return verlref.defaults().get(key, K.schema_default(key) if K.field_info(key) is not None
+                                  and not K.field_info(key).is_required() else None)
+
+
+def _differs(value: Any, default: Any) -> bool:
+    if isinstance(value, (int, float)) and isinstance(default, (int, float)) and not isinstance(value, bool) \
+            and not isinstance(default, bool):
+        return float(value) != float(default)
+    return value != default
+
+
+@rule("FC802", "every key set away from verl's default is implemented by the native launcher",
+      keys=tuple(K.NATIVE_UNSUPPORTED), example=("+recipe=qwen_grpo", "actor_rollout_ref.rollout.gpu_memory_utilization=0.6"))
+def native_unsupported_key(ctx: "Context") -> Iterator["Finding"]:
+    """Under ``fsdpcfg.launcher=native``: a key the native loop does not implement (``NATIVE_UNSUPPORTED``)
+    or a key only verl reads (not in fsdpcfg's schema), with a value other than verl 0.9.1's default, would
+    be a silent no-op. Keys at verl's default are fine. Keys whose value copies another key
+    (``${...}``) are reported on the key they copy. Source: DESIGN.md "no silent no-ops"."""
+    if ctx.launcher != "native":
+        return
+    derived = getattr(ctx, "derived", frozenset())
+    for key, why in K.NATIVE_UNSUPPORTED.items():
+        if key in derived or not ctx.is_set(key):
+            continue
+        value, default = ctx.get(key), _default(key)
+        if _differs(value, default):
+            yield ctx.finding("FC802", [key, LAUNCHER], f"{key}={value!r} is not implemented by the native "
+                              f"launcher ({why}); only verl's default {default!r} is", f"use launcher=verl to "
+                              f"run it, or set {key}={_text(default)}")
+    for key, value in schema_report(ctx).verl_only.items():
+        if key in derived or key.endswith("._target_"):
+            continue
+        default = verlref.defaults().get(key)
+        if _differs(value, default):
+            yield ctx.finding("FC802", [key, LAUNCHER], f"{key}={value!r} is read by verl only; the native "
+                              f"launcher does not implement it (verl's default is {default!r})",
+                              f"use launcher=verl to run it, or remove {key}")
+
+
+@rule("FC803", "values the native launcher implements", keys=tuple(K.NATIVE_VALUES),
+      example=("+recipe=qwen_grpo", "algorithm.adv_estimator=rloo"))
+def native_unsupported_value(ctx: "Context") -> Iterator["Finding"]:
+    """Under ``fsdpcfg.launcher=native``: keys whose values the native loop implements only in part
+    (``NATIVE_VALUES``: GRPO advantages, the vanilla PPO-clip loss, AdamW). The rollout backend is FC801's.
+    Source: fsdpcfg/train (algorithm/grpo.py, engine/optim.py)."""
+    if ctx.launcher != "native":
+        return
+    for key, allowed in K.NATIVE_VALUES.items():
+        if key == NAME:
+            continue
+        value = ctx.get(key)
+        if value not in allowed and value in K.allowed_values(key) + [v for v in [value] if key.endswith("optimizer")]:
+            yield ctx.finding("FC803", [key, LAUNCHER], f"{key}={value!r} is not implemented by the native "
+                              f"launcher (it implements {', '.join(map(str, allowed))})",
+                              f"use launcher=verl to run {value!r}, or set {key}={allowed[0]}")
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, bool):
+        return str(v).lower()
+    return "null" if v is None else str(v)

@@ -1,0 +1,152 @@
+"""FC1xx: the schema, unknown and unread keys, types and allowed values, the model path.
+
+These rules report what :func:`fsdpcfg.schema.validate_tree` finds (computed once per check and cached on
+the context). Sources: DESIGN.md "Unknown keys are never ignored"; verl 0.9.1's dataclass checks
+(``verl/workers/config/*.py``) for the allowed values; ../shared/cases c09, c20, c23.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+from fsdpcfg import paths
+from fsdpcfg.rules.finding import Finding
+from fsdpcfg.rules.registry import rule
+from fsdpcfg.schema import keys as K
+from fsdpcfg.schema.model import OFFLINE_OPTION, model_path_status
+from fsdpcfg.schema.validate import SchemaReport, validate_tree
+
+if TYPE_CHECKING:
+    from fsdpcfg.rules.context import Context
+
+
+def schema_report(ctx: "Context") -> SchemaReport:
+    """Return the schema validation of ``ctx.cfg`` (computed once per context)."""
+    rep = ctx.__dict__.get("_schema_report")
+    if rep is None:
+        rep = validate_tree(ctx.cfg, skip=frozenset(getattr(ctx, "unresolved", {})),
+                            derived=frozenset(getattr(ctx, "derived", ())))
+        ctx.__dict__["_schema_report"] = rep
+    return rep
+
+
+def _added(ctx: "Context") -> list[str]:
+    return list(getattr(ctx.composed, "added", []) or [])
+
+
+def _under(key: str, prefix: str) -> bool:
+    return key == prefix or key.startswith(prefix + ".")
+
+
+@rule("FC100", "every value can be resolved (interpolations point at existing keys)",
+      keys=(), example=("+recipe=qwen_grpo", "data.max_prompt_length=${data.nope}"))
+def unresolved_interpolation(ctx: "Context") -> Iterator[Finding]:
+    """A ``${...}`` value whose target does not exist or cannot be resolved. Source: OmegaConf's
+    interpolation errors, which otherwise surface as a traceback when the config is first read."""
+    failed = getattr(ctx, "unresolved", {})
+    derived = getattr(ctx, "derived", frozenset())
+    own = [k for k in failed if k not in derived] or list(failed)  # copies of a broken key are not repeated
+    for key in sorted(own):
+        src = ctx.composed.provenance.source_of(key)
+        yield Finding("FC100", "error", [key], f"{key}: {failed[key]}", f"set {key} to a literal value, or point "
+                      "the ${...} at an existing key (`fsdpcfg show` prints the tree)",
+                      provenance={key: str(src) if src else "unknown"})
+
+
+@rule("FC101", "every key is one the schema or verl 0.9.1 knows", keys=(),
+      example=("+recipe=qwen_grpo", "+trainer.nnode=2"))
+def unknown_key(ctx: "Context") -> Iterator[Finding]:
+    """A key that neither fsdpcfg's schema nor verl 0.9.1's ``ppo_trainer`` config defines, from a config
+    file (keys created on the command line with ``+`` are FC102). verl and Hydra ignore such keys silently
+    when they sit in a file. Source: DESIGN.md "Unknown keys are never ignored"."""
+    added = _added(ctx)
+    for i in schema_report(ctx).issues:
+        if i.kind != "unknown" or any(_under(a, i.key) or _under(i.key, a) for a in added):
+            continue
+        yield ctx.finding("FC101", [i.key] + i.suggestions[:1], f"{i.key} {i.message}", i.fix)
+
+
+@rule("FC102", "a key created with `+` is one something reads", keys=(),
+      example=("+recipe=qwen_grpo", "+actor_rollout_ref.actor.ppo_micro_batch_size_pergpu=4"))
+def unread_added_key(ctx: "Context") -> Iterator[Finding]:
+    """``+key=value`` creates a key even when nothing reads it, so a typo in a ``+`` override is silently
+    accepted by Hydra and by verl. Source: ../shared/cases c09 (``+model.trust_remote_code``) and c20."""
+    for key in _added(ctx):
+        if K.classify(key) != "unknown":
+            continue
+        sugg = K.suggest(key)
+        real = sugg[0] if sugg else None
+        fix = (f"use the real key: {real}={_shown(ctx, key)}" + (" (drop the `+`: it already exists)"
+               if real in K.schema_keys() else "")) if real else "check the key name (`fsdpcfg show`)"
+        yield ctx.finding("FC102", [key] + ([real] if real else []),
+                          f"+{key} created a key that nothing reads (neither fsdpcfg nor verl 0.9.1 knows it)"
+                          + (f"; the closest real key is {real}" if real else ""), fix)
+
+
+def _shown(ctx: "Context", key: str) -> str:
+    v = ctx.get(key)
+    if isinstance(v, bool):
+        return str(v).lower()
+    return "VALUE" if isinstance(v, (dict, list)) or v is None else str(v)
+
+
+@rule("FC103", "values have the right type and are among the allowed values", keys=(),
+      example=("+recipe=qwen_grpo", "actor_rollout_ref.actor.strategy=fsdp3"))
+def invalid_value(ctx: "Context") -> Iterator[Finding]:
+    """Types, ranges and allowed values of the schema (Pydantic, ``fsdpcfg/schema/``), and values of
+    verl-only keys whose type differs from verl's default. Source: verl 0.9.1 ``verl/workers/config/*.py``
+    (``__post_init__`` checks), ``verl/trainer/ppo/core_algos.py`` (estimators, KL types, policy losses);
+    ../shared/cases c23."""
+    for i in schema_report(ctx).issues:
+        if i.kind in ("invalid", "verl_type", "conflict"):
+            yield ctx.finding("FC103", [i.key], f"{i.key}: {i.message}", i.fix)
+
+
+@rule("FC104", "required values are set", keys=("actor_rollout_ref.model.path", "data.train_files",
+                                               "actor_rollout_ref.rollout.name"),
+      example=("actor_rollout_ref.model.path=???",))
+def missing_value(ctx: "Context") -> Iterator[Finding]:
+    """A required value left as ``???`` or deleted with ``~``; verl fails on it only after start-up
+    (``omegaconf.errors.MissingMandatoryValue``). Source: verl 0.9.1 ``ppo_trainer.yaml`` (``???`` keys)."""
+    for i in schema_report(ctx).issues:
+        if i.kind == "missing":
+            yield ctx.finding("FC104", [i.key], f"{i.key} {i.message}", i.fix)
+
+
+@rule("FC106", "the model path can be found (offline: a folder with config.json, or a cached hub id)",
+      keys=("actor_rollout_ref.model.path", "actor_rollout_ref.model.tokenizer_path"),
+      example=("+recipe=qwen_grpo", "actor_rollout_ref.model.path=/nonexistent/model"))
+def model_path(ctx: "Context") -> Iterator[Finding]:
+    """A folder without config.json is an error; a hub id that is not cached here or a path that does not
+    exist on this machine (a cluster path checked on a laptop) cannot be inspected: info, and the rules that
+    read config.json are skipped; it becomes an error at launch (:func:`fsdpcfg.schema.require_model_path`).
+    Source: ../shared/cases/README.md "Offline inspection"."""
+    for key in ("actor_rollout_ref.model.path", "actor_rollout_ref.model.tokenizer_path"):
+        value = ctx.get(key)
+        if not isinstance(value, str) or value == "???" or not value.strip():
+            continue
+        st = model_path_status(value)
+        if st.kind in ("folder", "hub_cached"):
+            continue
+        if st.kind == "incomplete":
+            yield ctx.finding("FC106", [key], f"{key}: {st.detail}",
+                              "point it at a Hugging Face model folder (config.json, tokenizer files, weights)")
+        elif st.kind == "invalid":
+            yield ctx.finding("FC106", [key], f"{key}: {st.detail}",
+                              "give a local folder with config.json or a hub id `org/name`")
+        else:
+            built = _under_home(value)
+            fix = ("build it with `fsdpcfg assets build` (python -m fsdpcfg builds it when missing)" if built else
+                   f"download it or point the path at a local copy before launch; offline runs use {OFFLINE_OPTION}")
+            yield ctx.finding("FC106", [key], f"{key}: {st.detail}; it cannot be inspected here, so the checks "
+                              "that read config.json were skipped (launch fails if it is still unreachable)",
+                              fix, severity="info")
+
+
+def _under_home(value: str) -> bool:
+    try:
+        Path(value).expanduser().resolve().relative_to(paths.home_dir().resolve())
+        return True
+    except (ValueError, OSError):
+        return False

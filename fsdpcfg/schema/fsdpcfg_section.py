@@ -1,0 +1,24 @@
+"""``fsdpcfg``: fsdpcfg's own choices, which verl has no key for (removed when a config is handed to verl)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fsdpcfg.schema._base import F, Section, Sub
+
+
+class Metrics(Section):
+    """Metric sinks of the native loop besides the console progress bar."""
+
+    jsonl: bool = F(True, description="write metrics.jsonl in the run folder")
+    tensorboard: bool = F(True, description="write TensorBoard events in the run folder")
+
+
+class FsdpcfgSection(Section):
+    """Launcher and run-folder settings."""
+
+    launcher: Literal["native", "verl"] = F("native", description="who runs the loop: native (torchrun, "
+                                            "built-in FSDP loop) or verl (Ray)")
+    run_dir: str = F("runs/fsdpcfg/run", description="run folder (metrics, resolved config)")
+    update_weights_bucket_megabytes: int = F(512, gt=0, description="weight-sync bucket size in MiB")
+    metrics: Metrics = Sub(Metrics, "metric sinks")

@@ -1,0 +1,213 @@
+"""The key universe: which dotted keys the schema defines, which verl 0.9.1 knows, which are free-form, and
+which ones the native launcher implements.
+
+Every key of a composed config is classified by :func:`classify` as one of
+
+- ``schema``: a field of :class:`fsdpcfg.schema.root.RunConfig` (validated by Pydantic);
+- ``free``: below a free-form mapping (``override_config.rope_scaling.type``, ``engine_kwargs.vllm.x``);
+- ``verl``: a key verl 0.9.1's ``ppo_trainer`` config knows that the schema does not model (passed to verl);
+- ``legacy``: under a top-level section verl 0.9 no longer reads (``custom_reward_function``, ``reward_model``),
+  reported by the trap rule FC701 and by nothing else;
+- ``conflict``: below a key whose value is not a mapping (``actor_rollout_ref.rollout.n.x``);
+- ``unknown``: none of these (an error with a did-you-mean, rules FC101/FC102).
+
+Nothing here imports verl, torch or the user's code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from functools import lru_cache
+from typing import Any, Iterable, Literal
+
+from pydantic import BaseModel
+
+from fsdpcfg import verlref
+from fsdpcfg.errors import did_you_mean
+
+KeyKind = Literal["schema", "free", "verl", "legacy", "conflict", "unknown"]
+
+#: Top-level sections verl 0.9 ignores; rule FC701 (fsdpcfg/rules/traps.py) reports them.
+LEGACY_PREFIXES = ("custom_reward_function", "reward_model")
+
+#: Keys the native launcher does not implement: a value other than verl's default is an error (FC802) that
+#: names ``launcher=verl``. The training loop is fsdpcfg/train; extend this table when it grows.
+NATIVE_UNSUPPORTED: dict[str, str] = {
+    "actor_rollout_ref.actor.use_dynamic_bsz": "the native loop uses fixed micro-batches",
+    "actor_rollout_ref.ref.log_prob_use_dynamic_bsz": "the native loop uses fixed micro-batches",
+    "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz": "the native loop uses fixed micro-batches",
+    "actor_rollout_ref.actor.ulysses_sequence_parallel_size": "the native loop has no sequence parallelism",
+    "actor_rollout_ref.ref.ulysses_sequence_parallel_size": "the native loop has no sequence parallelism",
+    "actor_rollout_ref.model.use_liger": "the native loop has no Liger kernels",
+    "actor_rollout_ref.model.use_fused_kernels": "the native loop has no fused log-prob kernels",
+    "actor_rollout_ref.actor.fsdp_config.fsdp_size": "the native loop shards over all ranks (no HSDP)",
+    "actor_rollout_ref.ref.fsdp_config.fsdp_size": "the native loop shards over all ranks (no HSDP)",
+    "algorithm.use_kl_in_reward": "the native loop applies KL as a loss term only (actor.use_kl_loss)",
+    **{f"actor_rollout_ref.rollout.{k}": "the hf rollout has no inference-engine settings" for k in (
+        "gpu_memory_utilization", "enforce_eager", "free_cache_engine", "tensor_model_parallel_size",
+        "data_parallel_size", "expert_parallel_size", "pipeline_model_parallel_size", "max_num_batched_tokens",
+        "max_model_len", "max_num_seqs", "enable_chunked_prefill", "enable_prefix_caching", "load_format",
+        "layered_summon")},
+}
+
+#: Keys whose values the native launcher implements only in part: key -> the values it runs (FC803).
+NATIVE_VALUES: dict[str, tuple[Any, ...]] = {
+    "algorithm.adv_estimator": ("grpo",),
+    "actor_rollout_ref.actor.policy_loss.loss_mode": ("vanilla",),
+    "actor_rollout_ref.actor.optim.optimizer": ("AdamW",),
+    "actor_rollout_ref.rollout.name": ("hf",),
+}
+
+
+def _model_fields(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_fields
+
+
+def _sub_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _is_mapping(annotation: Any) -> bool:
+    if annotation is dict or typing.get_origin(annotation) is dict:
+        return True
+    return any(_is_mapping(a) for a in typing.get_args(annotation))
+
+
+@lru_cache(maxsize=None)
+def _schema_index() -> tuple[dict[str, Any], frozenset[str]]:
+    """Return ({leaf key: FieldInfo}, {section prefixes})."""
+    from fsdpcfg.schema.root import RunConfig
+
+    leaves: dict[str, Any] = {}
+    prefixes: set[str] = set()
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for name, info in _model_fields(model).items():
+            key = f"{prefix}{name}"
+            sub = _sub_model(info.annotation)
+            if sub is not None:
+                prefixes.add(key)
+                walk(sub, key + ".")
+            else:
+                leaves[key] = info
+
+    walk(RunConfig, "")
+    return leaves, frozenset(prefixes)
+
+
+def schema_keys() -> frozenset[str]:
+    """Dotted leaf keys the schema defines."""
+    return frozenset(_schema_index()[0])
+
+
+def schema_prefixes() -> frozenset[str]:
+    """Dotted keys of the schema's sections (``actor_rollout_ref.actor.optim``, ...)."""
+    return _schema_index()[1]
+
+
+def field_info(key: str) -> Any:
+    """Return the Pydantic ``FieldInfo`` of a schema leaf key, or ``None``."""
+    return _schema_index()[0].get(key)
+
+
+def verl_keys() -> frozenset[str]:
+    """Dotted leaf keys of verl 0.9.1's ``ppo_trainer`` config (``fsdpcfg.verlref``)."""
+    return verlref.keys()
+
+
+def schema_default(key: str) -> Any:
+    """Return the schema's default for ``key`` (``KeyError`` when the key has none or is not a leaf)."""
+    info = field_info(key)
+    if info is None or info.is_required():
+        raise KeyError(key)
+    return info.get_default(call_default_factory=True)
+
+
+def allowed_values(key: str) -> list[Any]:
+    """Return the literal values a schema key accepts (empty when it is not a literal)."""
+    info = field_info(key)
+    if info is None:
+        return []
+    out: list[Any] = []
+
+    def collect(a: Any) -> None:
+        if typing.get_origin(a) is Literal:
+            out.extend(typing.get_args(a))
+        else:
+            for x in typing.get_args(a):
+                collect(x)
+
+    collect(info.annotation)
+    return list(dict.fromkeys(out))
+
+
+@lru_cache(maxsize=None)
+def _verl_prefixes() -> frozenset[str]:
+    return verlref.prefixes()
+
+
+def _verl_free(key: str) -> bool:
+    d = verlref.defaults().get(key, 0)
+    return d is None or d == {}
+
+
+def classify(key: str) -> KeyKind:
+    """Classify a dotted key (a leaf or a section of a config) as described in the module docstring."""
+    if key.split(".", 1)[0] in LEGACY_PREFIXES:
+        return "legacy"
+    leaves, prefixes = _schema_index()
+    if key in leaves or key in prefixes:
+        return "schema"
+    vkeys = verl_keys()
+    if key in vkeys or key in _verl_prefixes():
+        return "verl"
+    parts = key.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        parent = ".".join(parts[:i])
+        if parent in leaves:
+            return "free" if _is_mapping(leaves[parent].annotation) else "conflict"
+        if parent in vkeys:
+            return "free" if _verl_free(parent) else "conflict"
+    return "unknown"
+
+
+def known_parent(key: str) -> str | None:
+    """For a ``conflict`` key, return the leaf above it whose value is not a mapping."""
+    leaves = _schema_index()[0]
+    parts = key.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        parent = ".".join(parts[:i])
+        if parent in leaves or parent in verl_keys():
+            return parent
+    return None
+
+
+@lru_cache(maxsize=None)
+def suggestion_pool() -> tuple[str, ...]:
+    """Every real key and section (schema and verl), legacy sections excluded: the did-you-mean candidates."""
+    pool = set(schema_keys()) | set(schema_prefixes()) | set(verl_keys()) | set(_verl_prefixes())
+    return tuple(sorted(k for k in pool if k.split(".", 1)[0] not in LEGACY_PREFIXES and "_target_" not in k))
+
+
+def suggest(key: str, n: int = 3, pool: Iterable[str] | None = None) -> list[str]:
+    """Return up to ``n`` real keys closest to ``key``, best first.
+
+    A real key that ends with the whole of ``key`` comes first (``model.trust_remote_code`` ->
+    ``actor_rollout_ref.model.trust_remote_code``), then keys that share its last component under a similar
+    parent, then difflib's closest keys.
+    """
+    cands = list(pool if pool is not None else suggestion_pool())
+    suffix = [c for c in cands if c.endswith("." + key)]
+    suffix.sort(key=lambda c: (c.count("."), c))
+    out = list(suffix)
+    for c in did_you_mean(key, cands, n=n + 2):
+        if c not in out:
+            out.append(c)
+    head = key.split(".", 1)[0]
+    # a key in the same top-level section is a better guess than an equally similar one elsewhere
+    out[len(suffix):] = sorted(out[len(suffix):], key=lambda c: (c.split(".", 1)[0] != head,
+                                                                 -difflib.SequenceMatcher(None, key, c).ratio()))
+    return out[:n]

@@ -1,0 +1,31 @@
+"""``reward``: the reward function (verl 0.9's ``reward`` section; the old top-level keys are rule FC701's)."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from fsdpcfg.schema._base import F, Section, Sub
+
+
+class CustomRewardFunction(Section):
+    """A Python file with a scoring function (read at launch, never imported by check)."""
+
+    path: Optional[str] = F(None, description="file defining the function; null: verl's default_compute_score "
+                            "by data_source")
+    name: str = F("compute_score", description="function name in that file")
+
+
+class RewardManager(Section):
+    """How scores are computed over a batch."""
+
+    source: Literal["register", "importlib"] = F("register", description="look the manager up by registered "
+                                                 "name or import it")
+    name: str = F("naive", description="reward manager name (naive, prime, dapo, ...)")
+
+
+class RewardSection(Section):
+    """Rule-based reward."""
+
+    num_workers: int = F(8, ge=1, description="reward worker processes")
+    custom_reward_function: CustomRewardFunction = Sub(CustomRewardFunction, "custom scoring function")
+    reward_manager: RewardManager = Sub(RewardManager, "reward manager")

@@ -1,0 +1,271 @@
+"""Validate a resolved config against the schema and the key universe, without raising.
+
+:func:`validate_tree` splits the config by :func:`fsdpcfg.schema.keys.classify`: schema keys go to Pydantic,
+verl-only keys are type-checked against verl's defaults, legacy sections are left to rule FC701, unknown keys
+are reported with a did-you-mean. Every problem becomes a :class:`SchemaIssue`; the rules in
+``fsdpcfg/rules/schema_rules.py`` turn them into findings. :func:`parse_run_config` is the raising variant
+for code that needs the typed model.
+"""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ValidationError
+
+from fsdpcfg import verlref
+from fsdpcfg.errors import ConfigError
+from fsdpcfg.schema import keys as K
+from fsdpcfg.schema.root import RunConfig
+
+IssueKind = Literal["unknown", "invalid", "missing", "verl_type", "conflict"]
+MISSING = "???"
+
+
+@dataclass
+class SchemaIssue:
+    """One problem found by :func:`validate_tree`.
+
+    Attributes:
+        kind: ``unknown`` (no such key), ``invalid`` (a value the schema rejects), ``missing`` (a required
+            value is not set), ``verl_type`` (a verl-only key with a value of another type than verl's
+            default), ``conflict`` (a key below a value that is not a mapping).
+        key: the full dotted key.
+        value: the offending value (``None`` for missing keys).
+        message: what is wrong, naming the value and what is allowed.
+        fix: what to do.
+        suggestions: closest real keys (unknown keys) or values (literals).
+    """
+
+    kind: IssueKind
+    key: str
+    value: Any
+    message: str
+    fix: str
+    suggestions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SchemaReport:
+    """Result of :func:`validate_tree`.
+
+    Attributes:
+        model: the validated :class:`RunConfig`, or ``None`` when Pydantic rejected the schema part.
+        issues: every problem, in config order.
+        verl_only: verl-only leaf keys present in the config, with their values.
+        legacy: leaf keys under legacy sections (left to FC701).
+    """
+
+    model: Optional[RunConfig]
+    issues: list[SchemaIssue]
+    verl_only: dict[str, Any] = field(default_factory=dict)
+    legacy: list[str] = field(default_factory=list)
+
+
+def _type_name(v: Any) -> str:
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int):
+        return "an integer"
+    if isinstance(v, float):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "a mapping"
+    return type(v).__name__
+
+
+def _verl_type_ok(default: Any, v: Any) -> bool:
+    if v is None or default is None:
+        return True
+    if isinstance(default, bool):
+        return isinstance(v, bool)
+    if isinstance(default, int):
+        return isinstance(v, int) and not isinstance(v, bool)
+    if isinstance(default, float):
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if isinstance(default, str):
+        return isinstance(v, str) or (default.startswith("${"))
+    if isinstance(default, list):
+        return isinstance(v, (list, str))
+    if isinstance(default, dict):
+        return isinstance(v, dict)
+    return True
+
+
+def validate_tree(cfg: dict[str, Any], *, skip: frozenset[str] = frozenset(),
+                  derived: frozenset[str] = frozenset()) -> SchemaReport:
+    """Validate the resolved config ``cfg`` (nested dicts). Never raises for any input mapping.
+
+    Args:
+        skip: keys already reported elsewhere (unresolvable interpolations), left out of validation.
+        derived: keys whose value is an interpolation of another key (``${actor_rollout_ref.actor.strategy}``);
+            a bad value is reported once, on the key it was set on, not again on each key that copies it.
+    """
+    issues: list[SchemaIssue] = []
+    verl_only: dict[str, Any] = {}
+    legacy: list[str] = []
+    missing: set[str] = set()
+    raw_defaults = verlref.defaults(resolved=False)
+
+    def walk(node: dict[str, Any], prefix: str) -> dict[str, Any]:
+        kept: dict[str, Any] = {}
+        for k, v in node.items():
+            key = f"{prefix}{k}"
+            if key in skip:
+                continue
+            if v == MISSING:
+                missing.add(key)
+                continue
+            kind = K.classify(key) if isinstance(k, str) else "unknown"
+            if kind == "schema":
+                if isinstance(v, dict) and key in K.schema_prefixes():
+                    kept[k] = walk(v, key + ".")
+                else:
+                    kept[k] = v
+            elif kind == "verl":
+                if isinstance(v, dict) and v and key not in K.verl_keys():
+                    walk(v, key + ".")  # report unknown keys inside verl-only sections
+                else:
+                    verl_only[key] = v
+                    default = verlref.defaults().get(key)
+                    if not (isinstance(raw_defaults.get(key), str) and "${" in raw_defaults[key]) \
+                            and not _verl_type_ok(default, v):
+                        issues.append(SchemaIssue(
+                            "verl_type", key, v, f"{v!r} is {_type_name(v)}; verl 0.9.1 expects "
+                            f"{_type_name(default)} (its default is {default!r})",
+                            f"set {key} to {_type_name(default)}"))
+            elif kind == "legacy":
+                legacy.append(key)
+            elif kind == "conflict":
+                parent = K.known_parent(key) or key
+                issues.append(SchemaIssue("conflict", key, v, f"{parent} holds a single value, so it has no "
+                                          f"key `{key[len(parent) + 1:]}`",
+                                          f"set {parent}=VALUE instead", [parent]))
+            elif kind == "free":
+                kept[k] = v
+            else:
+                sugg = K.suggest(str(key))
+                hint = f"did you mean {sugg[0]}?" if sugg else "`fsdpcfg show` prints the keys"
+                issues.append(SchemaIssue("unknown", str(key), v, "is not a key fsdpcfg or verl 0.9.1 knows",
+                                          hint, sugg))
+        return kept
+
+    tree = walk(cfg if isinstance(cfg, dict) else {}, "")
+    model = None
+    try:
+        model = RunConfig.model_validate(tree)
+    except ValidationError as e:
+        issues.extend(_issues_from(e, cfg, missing))
+    for key in sorted(missing):
+        issues.append(SchemaIssue("missing", key, None, "is required and has no value (`???`)",
+                                  f"set {key}=VALUE" + _describe(key)))
+    reported = [(i.key, i.value) for i in issues if i.kind == "invalid" and i.key not in derived]
+    issues = [i for i in issues if not (i.kind == "invalid" and i.key in derived
+                                        and any(v == i.value for _, v in reported))]
+    order = {k: i for i, k in enumerate(verlref.flatten(cfg) if isinstance(cfg, dict) else {})}
+    issues.sort(key=lambda i: order.get(i.key, len(order)))
+    return SchemaReport(model, issues, verl_only, legacy)
+
+
+def _describe(key: str) -> str:
+    info = K.field_info(key)
+    return f" ({info.description})" if info is not None and info.description else ""
+
+
+def _field_key(loc: tuple[Any, ...]) -> str:
+    model: Optional[type[BaseModel]] = RunConfig
+    parts: list[str] = []
+    for el in loc:
+        if model is None or not isinstance(el, str) or el not in model.model_fields:
+            break
+        parts.append(el)
+        ann = model.model_fields[el].annotation
+        model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+    return ".".join(parts)
+
+
+def _get(cfg: Any, key: str) -> Any:
+    node = cfg
+    for p in key.split("."):
+        if not isinstance(node, dict) or p not in node:
+            return None
+        node = node[p]
+    return node
+
+
+def _msg(e: dict[str, Any]) -> str:
+    m = str(e.get("msg", "")).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    return m[:1].lower() + m[1:]
+
+
+def _issues_from(err: ValidationError, cfg: dict[str, Any], missing: set[str]) -> list[SchemaIssue]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for e in err.errors():
+        groups.setdefault(_field_key(tuple(e["loc"])), []).append(e)
+    out = []
+    for key, errs in groups.items():
+        types = {e["type"] for e in errs}
+        value = _get(cfg, key)
+        if "missing" in types:
+            missing.add(key)
+            continue
+        if "extra_forbidden" in types:  # only reachable when classify() and the models disagree
+            for e in errs:
+                k = ".".join(str(x) for x in e["loc"])
+                out.append(SchemaIssue("unknown", k, e.get("input"), "is not a key of the schema",
+                                       "check the key name (`fsdpcfg show`)", K.suggest(k)))
+            continue
+        allowed = K.allowed_values(key)
+        if allowed and "literal_error" in types:
+            bad = [e.get("input") for e in errs if e["type"] == "literal_error"]
+            shown = bad[0] if len(bad) == 1 else value
+            close = difflib.get_close_matches(str(shown), [str(a) for a in allowed], n=1, cutoff=0.5)
+            hint = f"did you mean {key}={close[0]}? " if close else ""
+            out.append(SchemaIssue("invalid", key, value, f"{shown!r} is not one of {', '.join(map(str, allowed))}",
+                                   f"{hint}set {key} to one of: {', '.join(map(str, allowed))}", close))
+            continue
+        msgs = list(dict.fromkeys(_msg(e) for e in errs))
+        if len(errs) > 1 and all(len(e["loc"]) > len(key.split(".")) for e in errs):
+            expected = _annotation_text(K.field_info(key).annotation) if K.field_info(key) else ""
+            text = f"{value!r} is {_type_name(value)}; expected {expected}" if expected else "; ".join(msgs)
+        else:
+            text = f"{value!r}: " + "; ".join(msgs)
+        out.append(SchemaIssue("invalid", key, value, text, f"set {key} to a valid value" + _describe(key)))
+    return out
+
+
+def _annotation_text(a: Any) -> str:
+    origin = typing.get_origin(a)
+    if a is type(None):
+        return "null"
+    if origin is Literal:
+        return "one of " + ", ".join(map(str, typing.get_args(a)))
+    if origin is list:
+        args = typing.get_args(a)
+        return f"a list of {_annotation_text(args[0])}s" if args else "a list"
+    if origin is dict:
+        return "a mapping"
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return " or ".join(_annotation_text(x) for x in typing.get_args(a))
+    return {int: "an integer", float: "a number", str: "a string", bool: "a boolean"}.get(a, getattr(a, "__name__", str(a)))
+
+
+def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
+    """Return the typed :class:`RunConfig` of a resolved config, for code that needs typed values.
+
+    Raises:
+        ConfigError: the config has schema issues (the first one is the message; all are counted).
+    """
+    rep = validate_tree(cfg)
+    if rep.issues or rep.model is None:
+        first = rep.issues[0] if rep.issues else SchemaIssue("invalid", "", None, "invalid config", "run fsdpcfg check")
+        more = f" (and {len(rep.issues) - 1} more; `fsdpcfg check` lists them)" if len(rep.issues) > 1 else ""
+        raise ConfigError(first.message + more, key=first.key or None, value=first.value, fix=first.fix)
+    return rep.model
