@@ -1,0 +1,188 @@
+"""Shared helpers of the FC2xx-FC7xx rules: effective values through verl's own interpolated defaults, the
+roles that run in a PPO/GRPO step, and the data-parallel arithmetic verl's workers use.
+
+Nothing here registers a rule; the rule modules import it. No torch, transformers or verl imports.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fsdpcfg import verlref
+
+if TYPE_CHECKING:
+    from fsdpcfg.rules.context import Context
+
+A = "actor_rollout_ref"
+#: Rollout backends that run a separate inference engine (verl/workers/rollout/base.py _ROLLOUT_REGISTRY).
+ENGINE_ROLLOUTS = ("vllm", "sglang", "trtllm")
+
+_INTERP = re.compile(r"^\$\{(?:oc\.select:)?([^,}]+)(?:,([^}]*))?\}$")
+
+
+def val(ctx: "Context", key: str) -> Any:
+    """Return the effective value of ``key``; a verl default written as ``${other.key}`` or
+    ``${oc.select:other.key,default}`` (``critic.ppo_mini_batch_size``, ``actor_rollout_ref.ref.*``) is
+    resolved against *this* config, as verl resolves it when the config is handed over."""
+    if ctx.is_set(key):
+        return ctx.get(key)
+    raw = verlref.defaults(resolved=False).get(key)
+    if isinstance(raw, str):
+        m = _INTERP.match(raw.strip())
+        if m:
+            target, fallback = m.group(1).strip(), m.group(2)
+            if target.startswith("."):
+                target = key.rsplit(".", 1)[0] + target
+            if target != key:
+                got = val(ctx, target)
+                if got is not None:
+                    return got
+                if fallback is not None:
+                    return _literal(fallback.strip())
+    return ctx.get(key)
+
+
+def _literal(text: str) -> Any:
+    if text in ("null", "None", ""):
+        return None
+    if text in ("true", "false"):
+        return text == "true"
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+def num(x: Any) -> int | None:
+    """``x`` as an int, or ``None`` when it is not a whole number (the schema reports the type)."""
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int):
+        return x
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    if isinstance(x, str) and re.fullmatch(r"-?\d+", x.strip()):
+        return int(x)
+    return None
+
+
+def flag(x: Any) -> bool:
+    """Truthiness of a config flag (``"true"`` strings from a shell script count)."""
+    if isinstance(x, str):
+        return x.strip().lower() in ("true", "1", "yes", "on")
+    return bool(x)
+
+
+def need_critic(ctx: "Context") -> bool:
+    """verl/trainer/ppo/utils.py ``need_critic``: ``critic.enable`` if set, else ``adv_estimator == gae``."""
+    enable = ctx.get("critic.enable")
+    if enable is not None:
+        return flag(enable)
+    return str(ctx.get("algorithm.adv_estimator")) == "gae"
+
+
+def need_ref(ctx: "Context") -> bool:
+    """verl/trainer/ppo/utils.py ``need_reference_policy``: KL in the reward or KL as a loss."""
+    return flag(ctx.get("algorithm.use_kl_in_reward")) or flag(ctx.get(f"{A}.actor.use_kl_loss"))
+
+
+def rollout_name(ctx: "Context") -> str:
+    return str(ctx.get(f"{A}.rollout.name"))
+
+
+def engine_rollout(ctx: "Context") -> bool:
+    """True when the rollout is a separate inference engine (vLLM, SGLang, TensorRT-LLM)."""
+    return rollout_name(ctx) in ENGINE_ROLLOUTS
+
+
+def actor_sp(ctx: "Context") -> int:
+    """The actor's Ulysses size: ``actor.ulysses_sequence_parallel_size`` when > 1 (FSDPActorConfig copies
+    it into the engine config), else ``actor.fsdp_config.ulysses_sequence_parallel_size``."""
+    top = num(val(ctx, f"{A}.actor.ulysses_sequence_parallel_size")) or 1
+    if top > 1:
+        return top
+    return num(val(ctx, f"{A}.actor.fsdp_config.ulysses_sequence_parallel_size")) or 1
+
+
+@dataclass(frozen=True)
+class Role:
+    """One model role that consumes batches: who, its keys, and its Ulysses size.
+
+    ``mini`` is the mini-batch key (``None`` for forward-only roles); ``micro``/``micro_gpu`` the global
+    (deprecated) and per-GPU micro-batch keys; ``dyn`` the dynamic-batch flag; ``tokens`` the per-GPU token
+    budget key; ``sp`` the Ulysses size of the engine that runs it.
+    """
+
+    name: str
+    mini: str | None
+    micro: str
+    micro_gpu: str
+    dyn: str
+    tokens: str
+    sp: int
+
+
+def roles(ctx: "Context") -> list[Role]:
+    """The roles a PPO/GRPO step runs, as verl 0.9.1 builds them (verl/workers/engine_workers.py
+    ``ActorRolloutRefWorker.init_model``; the critic from ``need_critic``): the actor update, the old
+    log-prob pass (run by the actor engine with the rollout's log-prob keys), the reference log-prob pass
+    when KL is used, and the critic's update and value pass when a critic is used."""
+    asp = actor_sp(ctx)
+    out = [
+        Role("actor update", f"{A}.actor.ppo_mini_batch_size", f"{A}.actor.ppo_micro_batch_size",
+             f"{A}.actor.ppo_micro_batch_size_per_gpu", f"{A}.actor.use_dynamic_bsz",
+             f"{A}.actor.ppo_max_token_len_per_gpu", asp),
+        Role("old log-prob (actor engine)", None, f"{A}.rollout.log_prob_micro_batch_size",
+             f"{A}.rollout.log_prob_micro_batch_size_per_gpu", f"{A}.rollout.log_prob_use_dynamic_bsz",
+             f"{A}.rollout.log_prob_max_token_len_per_gpu", asp),
+    ]
+    if need_ref(ctx):
+        rsp = num(val(ctx, f"{A}.ref.ulysses_sequence_parallel_size")) or 1
+        out.append(Role("reference log-prob", None, f"{A}.ref.log_prob_micro_batch_size",
+                        f"{A}.ref.log_prob_micro_batch_size_per_gpu", f"{A}.ref.log_prob_use_dynamic_bsz",
+                        f"{A}.ref.log_prob_max_token_len_per_gpu", rsp))
+    if need_critic(ctx):
+        csp = num(val(ctx, "critic.ulysses_sequence_parallel_size")) or 1
+        out.append(Role("critic update", "critic.ppo_mini_batch_size", "critic.ppo_micro_batch_size",
+                        "critic.ppo_micro_batch_size_per_gpu", "critic.use_dynamic_bsz",
+                        "critic.ppo_max_token_len_per_gpu", csp))
+        out.append(Role("critic values", None, "critic.forward_micro_batch_size",
+                        "critic.forward_micro_batch_size_per_gpu", "critic.use_dynamic_bsz",
+                        "critic.forward_max_token_len_per_gpu", csp))
+    return out
+
+
+def world(ctx: "Context") -> int | None:
+    """Trainer ranks (``trainer.nnodes x trainer.n_gpus_per_node``), ``None`` when either is not a positive
+    whole number (the schema reports that)."""
+    nn, g = num(ctx.get("trainer.nnodes")), num(ctx.get("trainer.n_gpus_per_node"))
+    if not nn or not g or nn < 1 or g < 1:
+        return None
+    return nn * g
+
+
+def world_derivation(ctx: "Context") -> str:
+    """``16 ranks = 2 nodes x 8 GPUs``."""
+    nn, g = ctx.get("trainer.nnodes"), ctx.get("trainer.n_gpus_per_node")
+    unit = "GPUs" if str(ctx.get("trainer.device")) != "cpu" else "processes"
+    return f"{world(ctx)} ranks = {nn} node(s) x {g} {unit} (trainer.nnodes x trainer.n_gpus_per_node)"
+
+
+def smallest_multiple(step: int, need: int) -> int:
+    """The smallest positive ``m`` with ``m * step`` divisible by ``need``."""
+    return need // math.gcd(step, need)
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def src(ctx: "Context", key: str) -> str:
+    """``(from verl 0.9.1 default)`` / ``(from recipes/x.yaml:3)`` for messages."""
+    return f"(from {ctx.source(key)})"

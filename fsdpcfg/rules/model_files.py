@@ -1,0 +1,249 @@
+"""Read a model's files as JSON/text, never executing them: ``config.json``, ``generation_config.json``,
+``tokenizer_config.json``, ``special_tokens_map.json``, ``added_tokens.json``, ``chat_template.jinja``; and
+what the *installed* transformers implements, from its files on disk (no ``import transformers``).
+
+:func:`inspect_model` is what :attr:`fsdpcfg.rules.context.Context.model` returns. The FC4xx rules that use
+it live in :mod:`fsdpcfg.rules.model_rules`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+#: Files a model folder must have for a run (the tokenizer files may sit in ``tokenizer_path``).
+CONFIG = "config.json"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+
+
+@dataclass
+class ModelInfo:
+    """What could be read for one model path.
+
+    Attributes:
+        path: the configured ``actor_rollout_ref.model.path``.
+        status: ``ok``; ``not_local`` (a hub id with no local snapshot, or a path absent on this machine: it
+            cannot be inspected here); ``no_config`` (the folder exists but has no config.json);
+            ``bad_config`` (config.json is not a JSON object).
+        folder: the local folder read (a hub snapshot when the path is a hub id), if any.
+        tokenizer_folder: the folder the tokenizer files were read from, if any.
+        config, generation_config, tokenizer_config, special_tokens_map, added_tokens: parsed JSON or None.
+        chat_template_file: a ``chat_template.jinja``/``chat_template.json`` exists next to the tokenizer.
+        tokenizer_json: path of ``tokenizer.json`` when present (scanned as text only on demand).
+    """
+
+    path: str
+    status: str
+    folder: Path | None = None
+    tokenizer_folder: Path | None = None
+    config: dict | None = None
+    generation_config: dict | None = None
+    tokenizer_config: dict | None = None
+    special_tokens_map: dict | None = None
+    added_tokens: dict | None = None
+    chat_template_file: bool = False
+    tokenizer_json: Path | None = None
+    problems: list[str] = field(default_factory=list)
+
+    # -- architecture ---------------------------------------------------------------------------------
+    @property
+    def text_config(self) -> dict:
+        """The language-model part of the config (``text_config`` for multimodal checkpoints)."""
+        cfg = self.config or {}
+        inner = cfg.get("text_config")
+        return inner if isinstance(inner, dict) and "num_attention_heads" in inner else cfg
+
+    @property
+    def model_type(self) -> str | None:
+        return (self.config or {}).get("model_type")
+
+    @property
+    def architectures(self) -> list[str]:
+        a = (self.config or {}).get("architectures") or []
+        return [str(x) for x in a] if isinstance(a, list) else []
+
+    @property
+    def auto_map(self) -> dict:
+        am = (self.config or {}).get("auto_map")
+        return am if isinstance(am, dict) else {}
+
+    # -- tokenizer ------------------------------------------------------------------------------------
+    def special_token(self, name: str) -> str | None:
+        """The content of special token ``name`` (``pad_token``, ``eos_token``) from tokenizer_config.json,
+        else special_tokens_map.json; ``None`` when neither defines it."""
+        for src in (self.tokenizer_config, self.special_tokens_map):
+            if isinstance(src, dict) and src.get(name) is not None:
+                v = src[name]
+                return v.get("content") if isinstance(v, dict) else str(v)
+        return None
+
+    @property
+    def has_chat_template(self) -> bool:
+        tc = self.tokenizer_config or {}
+        return bool(tc.get("chat_template")) or self.chat_template_file
+
+    def token_id(self, content: str | None) -> int | None:
+        """The id of token ``content`` from added_tokens_decoder, added_tokens.json, or tokenizer.json's
+        added tokens (scanned as text); ``None`` when not found."""
+        if content is None:
+            return None
+        dec = (self.tokenizer_config or {}).get("added_tokens_decoder") or {}
+        for i, tok in dec.items():
+            if isinstance(tok, dict) and tok.get("content") == content and str(i).isdigit():
+                return int(i)
+        if isinstance(self.added_tokens, dict) and isinstance(self.added_tokens.get(content), int):
+            return self.added_tokens[content]
+        if self.tokenizer_json is not None:
+            return _scan_tokenizer_json(str(self.tokenizer_json), content)
+        return None
+
+
+def _read_json(p: Path, info: ModelInfo) -> dict | None:
+    if not p.is_file():
+        return None
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        info.problems.append(f"{p.name} is not valid JSON ({e.__class__.__name__})")
+        return None
+    return data if isinstance(data, dict) else None
+
+
+@lru_cache(maxsize=64)
+def _scan_tokenizer_json(path: str, content: str) -> int | None:
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    m = re.search(r'\{\s*"id"\s*:\s*(\d+)\s*,\s*"content"\s*:\s*' + re.escape(json.dumps(content)), text)
+    return int(m.group(1)) if m else None
+
+
+def _hub_snapshot(repo_id: str) -> Path | None:
+    """A local snapshot of hub id ``org/name`` in the Hugging Face cache (no network), if any."""
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo_id):
+        return None
+    roots = [os.environ.get("HF_HUB_CACHE"),
+             os.path.join(os.environ["HF_HOME"], "hub") if os.environ.get("HF_HOME") else None,
+             os.path.join(Path.home(), ".cache", "huggingface", "hub")]
+    for root in filter(None, roots):
+        snaps = Path(root) / f"models--{repo_id.replace('/', '--')}" / "snapshots"
+        if snaps.is_dir():
+            for s in sorted(snaps.iterdir(), reverse=True):
+                if (s / CONFIG).is_file():
+                    return s
+    return None
+
+
+def _local_folder(path: str) -> tuple[Path | None, bool]:
+    """``(folder, exists)``: the local folder for ``path`` (a hub snapshot for a hub id)."""
+    p = Path(os.path.expanduser(path))
+    if p.is_dir():
+        return p, True
+    if p.exists():  # a file, e.g. a .safetensors: treat its folder as the model
+        return p.parent, True
+    snap = _hub_snapshot(path)
+    return (snap, True) if snap is not None else (None, False)
+
+
+def inspect_model(path: Any, tokenizer_path: Any = None) -> ModelInfo | None:
+    """Read what is readable of the model at ``path`` (and its tokenizer at ``tokenizer_path`` or ``path``).
+
+    Returns ``None`` when ``path`` is not set (``???`` or empty); otherwise a :class:`ModelInfo` whose
+    ``status`` says whether it could be inspected. Never raises on a bad folder; never imports anything.
+    """
+    if not isinstance(path, str) or not path.strip() or path.strip() == "???":
+        return None
+    folder, exists = _local_folder(path)
+    if not exists or folder is None:
+        return ModelInfo(path=path, status="not_local")
+    info = ModelInfo(path=path, status="ok", folder=folder)
+    info.config = _read_json(folder / CONFIG, info)
+    if not (folder / CONFIG).is_file():
+        info.status = "no_config"
+    elif info.config is None:
+        info.status = "bad_config"
+    info.generation_config = _read_json(folder / "generation_config.json", info)
+    tfolder = folder
+    if isinstance(tokenizer_path, str) and tokenizer_path.strip():
+        tf, texists = _local_folder(tokenizer_path)
+        tfolder = tf if texists else None
+    if tfolder is not None:
+        info.tokenizer_folder = tfolder
+        info.tokenizer_config = _read_json(tfolder / TOKENIZER_CONFIG, info)
+        info.special_tokens_map = _read_json(tfolder / "special_tokens_map.json", info)
+        info.added_tokens = _read_json(tfolder / "added_tokens.json", info)
+        info.chat_template_file = any((tfolder / n).is_file() for n in ("chat_template.jinja", "chat_template.json"))
+        tj = tfolder / "tokenizer.json"
+        info.tokenizer_json = tj if tj.is_file() else None
+    return info
+
+
+# -- the installed transformers, read from its files -------------------------------------------------------
+@lru_cache(maxsize=1)
+def _transformers_root() -> Path | None:
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+
+        root = Path(str(distribution("transformers").locate_file("transformers")))
+    except (ImportError, PackageNotFoundError, OSError):
+        return None
+    return root if root.is_dir() else None
+
+
+def transformers_version() -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version("transformers")
+    except Exception:
+        return None
+
+
+@lru_cache(maxsize=1)
+def native_model_types() -> frozenset[str] | None:
+    """``model_type`` values the installed transformers maps to a config class (``CONFIG_MAPPING_NAMES`` in
+    ``models/auto/auto_mappings.py`` or ``configuration_auto.py``, parsed as text); ``None`` when
+    transformers is not installed."""
+    root = _transformers_root()
+    if root is None:
+        return None
+    found: set[str] = set()
+    for rel in ("models/auto/auto_mappings.py", "models/auto/configuration_auto.py"):
+        f = root / rel
+        if f.is_file():
+            text = f.read_text(encoding="utf-8", errors="replace")
+            found.update(re.findall(r'\(\s*"([\w-]+)"\s*,\s*"\w+Config"\s*\)', text))
+            found.update(re.findall(r'"([\w-]+)"\s*:\s*"\w+Config"', text))
+    return frozenset(found) if found else None
+
+
+def _modeling_text(model_type: str) -> str | None:
+    root = _transformers_root()
+    if root is None:
+        return None
+    mod = model_type.replace("-", "_")
+    f = root / "models" / mod / f"modeling_{mod}.py"
+    if not f.is_file():
+        return None
+    return f.read_text(encoding="utf-8", errors="replace")
+
+
+@lru_cache(maxsize=64)
+def layer_classes(model_type: str) -> tuple[tuple[str, ...], frozenset[str]] | None:
+    """``(no_split_modules, defined_classes)`` of transformers' ``modeling_<type>.py``, read as text: the
+    decoder-layer class names FSDP should wrap, and every ``nn.Module`` class the file defines. ``None``
+    when transformers has no such modeling file."""
+    text = _modeling_text(model_type)
+    if text is None:
+        return None
+    ns: list[str] = []
+    for m in re.finditer(r"_no_split_modules\s*=\s*\[([^\]]*)\]", text):
+        ns.extend(re.findall(r'"(\w+)"', m.group(1)))
+    classes = frozenset(re.findall(r"^class (\w+)\(", text, flags=re.M))
+    return tuple(dict.fromkeys(ns)), classes
