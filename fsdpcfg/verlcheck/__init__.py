@@ -109,6 +109,20 @@ def verl_opinions(composeds: Iterable[Any], *, timeout: float = DEFAULT_TIMEOUT)
     return [VerlOpinion(**r) for r in answer["results"]]
 
 
+def verl_opinions_of_exports(exports: Iterable[tuple[str, str | Path, list[str]]], *,
+                             timeout: float = DEFAULT_TIMEOUT) -> list[VerlOpinion]:
+    """Return verl's opinion of exported configs: ``(kind, folder holding config.yaml, overrides)`` each,
+    composed the way verl's command line composes them, all in one subprocess.
+
+    Raises:
+        VerlUnavailable, RuntimeError: see :func:`run_worker`.
+    """
+    jobs = [{"kind": k, "config_dir": str(Path(d).absolute()), "overrides": list(o)} for k, d, o in exports]
+    if not jobs:
+        return []
+    return [VerlOpinion(**r) for r in run_worker(jobs, timeout=timeout)["results"]]
+
+
 def verl_opinion(composed: Any, *, timeout: float = DEFAULT_TIMEOUT) -> VerlOpinion:
     """Return verl's opinion of one composed config (one subprocess, ~10 s). See :func:`verl_opinions`."""
     return verl_opinions([composed], timeout=timeout)[0]

@@ -5,7 +5,8 @@ Usage (by :func:`fsdpcfg.verlcheck.verl_opinions`, not by hand)::
     python -m fsdpcfg.verlcheck._worker IN.json OUT.json
 
 ``IN.json`` is ``{"jobs": [{"kind": "ppo"|"sft", "tree": {...}}, ...]}`` (trees as
-:func:`fsdpcfg.launch.verl.verl_tree` builds them). For each job, exactly what verl does before any GPU
+:func:`fsdpcfg.launch.verl.verl_tree` builds them), or jobs ``{"kind", "config_dir", "overrides"}`` naming an
+exported ``config.yaml`` and the overrides its ``run_verl.sh`` adds. For each job, exactly what verl does before any GPU
 work, in verl's order:
 
 1. compose: the tree as a YAML whose defaults list is ``[ppo_trainer, _self_]`` (or
@@ -156,8 +157,26 @@ def _err(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"[:1500]
 
 
-def check_one(kind: str, tree: dict[str, Any]) -> dict[str, Any]:
-    """Run verl's checks on one tree and return the opinion as a JSON-able dict (see module doc)."""
+def _compose_dir(config_dir: str, overrides: list[str]):
+    """Compose ``config_dir/config.yaml`` with ``overrides``, as verl's command line
+    ``--config-path=config_dir --config-name=config OVERRIDES`` does."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=config_dir, version_base=None):
+            return compose(config_name="config", overrides=list(overrides))
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def check_one(kind: str, tree: dict[str, Any] | None = None, config_dir: str | None = None,
+              overrides: list[str] | None = None) -> dict[str, Any]:
+    """Run verl's checks on one config and return the opinion as a JSON-able dict (see module doc).
+
+    The config is ``tree`` composed on verl's defaults, or (``config_dir``) an exported ``config.yaml``
+    composed with command-line ``overrides`` exactly as verl's entry point composes it."""
     from omegaconf import OmegaConf
 
     from verl.utils.config import omega_conf_to_dataclass, validate_config
@@ -168,6 +187,9 @@ def check_one(kind: str, tree: dict[str, Any]) -> dict[str, Any]:
                            "notices": [], "seconds": 0.0}
     t0 = time.perf_counter()
     base_keys, open_, base_missing = _base(config)
+    if config_dir is not None:
+        doc = yaml.safe_load(Path(config_dir, "config.yaml").read_text()) or {}
+        tree = {k: v for k, v in doc.items() if k not in ("defaults", "hydra")}
     res["ignored_keys"] = [k for k in _flatten(tree) if k not in base_keys
                            and not any(k == p or k.startswith(p + ".") for p in open_)
                            and not _dataclass_field(k, base_keys)]
@@ -177,7 +199,7 @@ def check_one(kind: str, tree: dict[str, Any]) -> dict[str, Any]:
         return res
 
     try:
-        cfg = _compose(config, tree)
+        cfg = _compose_dir(config_dir, overrides or []) if config_dir is not None else _compose(config, tree)
     except Exception as e:
         return fail("compose", e)
     res["missing_keys"] = sorted(set(OmegaConf.missing_keys(cfg)) - base_missing)
@@ -242,7 +264,8 @@ def main(argv: list[str]) -> int:
         Path(argv[1]).write_text(json.dumps({"error": f"verl is not importable: {e}"}))
         return 3
     import_s = time.perf_counter() - t0
-    results = [check_one(j.get("kind", "ppo"), j["tree"]) for j in jobs]
+    results = [check_one(j.get("kind", "ppo"), j.get("tree"), j.get("config_dir"), j.get("overrides"))
+               for j in jobs]
     Path(argv[1]).write_text(json.dumps({"verl_version": verl.__version__, "import_seconds": round(import_s, 3),
                                          "results": results}))
     return 0
