@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Union
 
 from fsdpcfg.schema._base import F, Section, Sub
 
@@ -22,3 +22,7 @@ class FsdpcfgSection(Section):
     run_dir: str = F("runs/fsdpcfg/run", description="run folder (metrics, resolved config)")
     update_weights_bucket_megabytes: int = F(512, gt=0, description="weight-sync bucket size in MiB")
     metrics: Metrics = Sub(Metrics, "metric sinks")
+    env: dict[str, Union[str, int, float, bool]] = F(
+        default_factory=dict, description="environment variables for the launched run (NAME: value); launcher=verl "
+        "sets them for the verl process and passes them to every Ray worker on every node through "
+        "ray_kwargs.ray_init.runtime_env.env_vars; e.g. +fsdpcfg.env.NCCL_DEBUG=WARN")
