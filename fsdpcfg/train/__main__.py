@@ -1,6 +1,7 @@
 """torchrun entry of one rank: ``python -m torch.distributed.run ... -m fsdpcfg.train <run_dir>/config.yaml``.
 
-A :class:`fsdpcfg.errors.ConfigError` is printed (rank 0 only) without a traceback and exits 1.
+A :class:`fsdpcfg.errors.ConfigError` is reported without a traceback: rank 0 writes it to
+``$FSDPCFG_ERROR_FILE`` when the launcher set one (the launcher prints it and exits 1), else prints it.
 """
 
 from __future__ import annotations
@@ -21,8 +22,13 @@ def _main(argv: list[str]) -> int:
 
         return main(argv[0])
     except ConfigError as e:
+        target = os.environ.get("FSDPCFG_ERROR_FILE")
         if os.environ.get("RANK", "0") == "0":
-            print(f"fsdpcfg: error: {e}", file=sys.stderr)
+            if target:
+                with open(target, "w") as fh:
+                    fh.write(str(e) + "\n")
+            else:
+                print(f"fsdpcfg: error: {e}", file=sys.stderr)
         return e.exit_code
 
 

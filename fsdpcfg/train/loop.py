@@ -236,6 +236,11 @@ class Trainer:
         logger = MetricsLogger(fc["run_dir"], self.total_steps, self.start_step, jsonl=bool(fc["metrics"]["jsonl"]),
                                tensorboard=bool(fc["metrics"]["tensorboard"]), enabled=self.rank == 0)
         save_freq = int(self.cfg["trainer"]["save_freq"])
+        if self.resume_from is not None:
+            logger.message(f"fsdpcfg: resumed from {self.resume_from} (step {self.start_step} of {self.total_steps})")
+            if self.start_step >= self.total_steps:
+                logger.message("fsdpcfg: trainer.total_training_steps already reached; nothing to do "
+                               "(raise it, or trainer.resume_mode=disable to start over)")
         try:
             for step in range(self.start_step + 1, self.total_steps + 1):
                 metrics = self.step(step)

@@ -12,6 +12,9 @@ from typing import Any
 #: the metrics shown on the progress bar, in order, with short labels.
 BAR_KEYS = {"critic/rewards/mean": "reward", "actor/pg_loss": "pg", "actor/kl_loss": "kl",
             "actor/grad_norm": "gnorm", "response_length/mean": "len", "timing_s/step": "s/step"}
+#: the metrics printed on each step's console line (all of them go to the JSONL file and TensorBoard).
+LINE_KEYS = ("critic/rewards/mean", "critic/rewards/max", "actor/pg_loss", "actor/kl_loss", "actor/pg_clipfrac",
+             "actor/grad_norm", "actor/lr", "response_length/mean", "perf/throughput", "timing_s/step")
 
 
 def mean_over(values: list[dict[str, float]]) -> dict[str, float]:
@@ -67,8 +70,12 @@ class MetricsLogger:
             shown = {label: f"{clean[k]:.4g}" for k, label in BAR_KEYS.items() if k in clean}
             self._bar.set_postfix(shown, refresh=False)
             self._bar.update(1)
-            self._bar.write(f"step {step}: " + " ".join(f"{k}={clean[k]:.4g}" for k in sorted(clean)
-                                                         if isinstance(clean[k], float)))
+            self._bar.write(f"step {step}: " + " ".join(f"{k}={clean[k]:.4g}" for k in LINE_KEYS if k in clean))
+
+    def message(self, text: str) -> None:
+        """Print one line above the progress bar (rank 0 only)."""
+        if self._bar is not None:
+            self._bar.write(text)
 
     def close(self) -> None:
         """Flush and close the sinks."""

@@ -1,0 +1,154 @@
+"""``python -m fsdpcfg +recipe=NAME [OVERRIDES...]``: compose, check, plan and launch a run.
+
+    python -m fsdpcfg +recipe=qwen_grpo                                  # one run
+    python -m fsdpcfg +recipe=qwen_grpo --dry-run                        # everything but the launch
+    python -m fsdpcfg +recipe=qwen_grpo -m actor_rollout_ref.actor.optim.lr=1e-6,3e-6   # a sweep
+
+Every finding of :func:`fsdpcfg.check.check_config` is printed; any error stops the run before anything
+starts. A sweep (``-m``) expands comma lists and Hydra sweep syntax into points, checks and plans every point
+first, then runs them one after another, each in ``<run_dir>/<i>`` with checkpoints in
+``<default_local_dir>/<i>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+
+from fsdpcfg.errors import ConfigError, UsageError
+
+PASS_THROUGH = True
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Register the options (for ``--help``; :func:`parse` reads the command line itself)."""
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides: +recipe=NAME, group=option, key=value")
+    parser.add_argument("-m", "--multirun", action="store_true", help="sweep over comma-separated values")
+    parser.add_argument("--dry-run", action="store_true", help="compose, check and plan; print the command")
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Split ``argv`` into flags and overrides (overrides may start with ``+``, ``~`` or contain ``=``)."""
+    ns = argparse.Namespace(overrides=[], multirun=False, dry_run=False)
+    for a in argv:
+        if a in ("-m", "--multirun"):
+            ns.multirun = True
+        elif a == "--dry-run":
+            ns.dry_run = True
+        elif a in ("-h", "--help"):
+            parser.print_help()
+            raise SystemExit(0)
+        elif a.startswith("-") and not a.startswith("--") or a.startswith("--") and "=" not in a:
+            raise UsageError(f"unknown option {a}", fix="options: -m/--multirun, --dry-run; the rest are overrides")
+        else:
+            ns.overrides.append(a)
+    return ns
+
+
+def _echo(text: str) -> None:
+    print(text, flush=True)
+
+
+def _format(f, composed) -> str:
+    where = ""
+    if f.keys:
+        src = composed.provenance.source_of(f.keys[0]) if composed is not None else None
+        where = f"{src}: " if src else ""
+    keys = ", ".join(k for k in f.keys if k not in f.message)
+    head = f"{f.severity}: [{f.rule}] {where}{keys + ': ' if keys else ''}{f.message}"
+    return f"{head}\n  -> {f.fix}" if f.fix else head
+
+
+def check_or_refuse(composed) -> None:
+    """Run the pre-flight checks, print every finding, and refuse to continue on any error.
+
+    Raises:
+        ConfigError: at least one error-severity finding (all were printed first).
+    """
+    from fsdpcfg.check import check_config, has_errors
+
+    findings = check_config(composed)
+    for f in findings:
+        print(_format(f, composed), file=sys.stderr if f.severity == "error" else sys.stdout, flush=True)
+    if has_errors(findings):
+        n = sum(f.severity == "error" for f in findings)
+        raise ConfigError(f"{n} error(s) in the config; nothing was started")
+
+
+def prepare(overrides: list[str]):
+    """Compose ``overrides``, check the result (refusing on errors) and plan it.
+
+    Returns:
+        ``(composed, cfg, plan)``; ``plan`` is ``None`` for launcher=verl (verl plans its own run).
+
+    Raises:
+        ConfigError: a composition error, an error finding, or a plan that does not divide.
+    """
+    from fsdpcfg.compose import compose
+
+    composed = compose(overrides)
+    check_or_refuse(composed)
+    cfg = composed.to_container(resolve=True)
+    if cfg["fsdpcfg"]["launcher"] != "native":
+        return composed, cfg, None
+    from fsdpcfg.plan import make_plan
+
+    return composed, cfg, make_plan(cfg)
+
+
+def _launch(composed, cfg, plan, dry_run: bool) -> int:
+    if plan is None:
+        from fsdpcfg.launch.verl import launch_verl
+
+        return launch_verl(composed, dry_run=dry_run, echo=_echo)
+    from fsdpcfg.launch.native import launch_native
+
+    return launch_native(cfg, plan=plan, dry_run=dry_run, echo=_echo)
+
+
+def sweep_points(overrides: list[str]) -> list[list[str]]:
+    """Expand sweep overrides (``key=a,b``, ``key=range(...)``, ``key=choice(...)``) into the list of
+    single-valued override lists, in Hydra's order (the last key varies fastest).
+
+    Raises:
+        UsageError: an override that cannot be parsed.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides=overrides)
+    except OverrideParseException as e:
+        raise UsageError(f"cannot parse the override: {str(e).splitlines()[0]}") from None
+    axes = []
+    for o in parsed:
+        if o.is_sweep_override():
+            prefix = o.get_key_element()
+            axes.append([f"{prefix}={v}" for v in o.sweep_string_iterator()])
+        else:
+            axes.append([o.input_line])
+    return [list(p) for p in itertools.product(*axes)]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one config, or every point of a sweep; return the exit code (the first failing run's)."""
+    if not args.multirun:
+        composed, cfg, plan = prepare(args.overrides)
+        return _launch(composed, cfg, plan, args.dry_run)
+    points = sweep_points(args.overrides)
+    prepared = []
+    for i, point in enumerate(points):
+        print(f"sweep point {i}: {' '.join(point)}", flush=True)
+        composed, cfg, plan = prepare(point)
+        if plan is not None:
+            cfg["fsdpcfg"]["run_dir"] = f"{cfg['fsdpcfg']['run_dir']}/{i}"
+            cfg["trainer"]["default_local_dir"] = f"{cfg['trainer']['default_local_dir']}/{i}"
+        prepared.append((composed, cfg, plan))
+    print(f"all {len(points)} sweep points pass the checks", flush=True)
+    for i, (composed, cfg, plan) in enumerate(prepared):
+        print(f"=== sweep point {i} of {len(points)}", flush=True)
+        rc = _launch(composed, cfg, plan, args.dry_run)
+        if rc:
+            return rc
+    return 0

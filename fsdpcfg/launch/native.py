@@ -1,0 +1,106 @@
+"""launcher=native: write the resolved config into the run folder and start torchrun on the built-in loop.
+
+    <fsdpcfg.run_dir>/config.yaml      the resolved config (interpolations resolved, absolute paths)
+    python -m torch.distributed.run --nnodes N --nproc_per_node P --standalone -m fsdpcfg.train <that file>
+
+The offline model assets a config points at (``$FSDPCFG_HOME/models/<name>``) are built first when missing.
+A mistake the workers find while starting (for example a prompt longer than ``data.max_prompt_length``) is
+written by rank 0 to ``<run_dir>/error.txt`` and reported here without a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from fsdpcfg import paths
+from fsdpcfg.errors import ConfigError
+from fsdpcfg.plan import Plan, make_plan, torchrun_command
+from fsdpcfg.plan._plan import format_command
+
+#: file in the run folder where a worker reports a ConfigError (read back by :func:`launch_native`).
+ERROR_FILE = "error.txt"
+
+
+def ensure_assets(cfg: dict[str, Any], echo: Callable[[str], None] = print) -> list[Path]:
+    """Build the offline assets the config's model and tokenizer paths point at (``$FSDPCFG_HOME/models/X``)
+    when they are missing; return their folders. Paths elsewhere are left alone.
+
+    Raises:
+        ConfigError: the path names an asset folder that fsdpcfg does not know how to build.
+    """
+    models = (paths.home_dir() / "models").resolve()
+    model = cfg["actor_rollout_ref"]["model"]
+    built = []
+    for key in ("path", "tokenizer_path"):
+        value = model[key]
+        if not value:
+            continue
+        p = Path(str(value)).expanduser()
+        if p.is_absolute() and p.resolve().parent == models:
+            from fsdpcfg import assets
+
+            if p.name not in assets.SPECS:
+                if p.is_dir():
+                    continue
+                raise ConfigError(f"{p} does not exist and is not an asset fsdpcfg can build "
+                                  f"(known: {', '.join(assets.SPECS)})", key=f"actor_rollout_ref.model.{key}",
+                                  value=str(value), fix="choose model=tiny_qwen2 or point it at a model folder")
+            built.append(assets.ensure(p.name))
+    return built
+
+
+def write_run_config(cfg: dict[str, Any]) -> Path:
+    """Write ``cfg`` to ``<fsdpcfg.run_dir>/config.yaml`` atomically (temp file, fsync, rename); return the path."""
+    run_dir = Path(cfg["fsdpcfg"]["run_dir"]).expanduser()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    target = run_dir / "config.yaml"
+    tmp = run_dir / f".config.yaml.tmp-{os.getpid()}"
+    with open(tmp, "w") as fh:
+        yaml.safe_dump(cfg, fh, sort_keys=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, target)
+    return target
+
+
+def absolutise(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Make the run folder and checkpoint folder absolute (relative to the current directory), so the workers
+    and the saved config mean the same folders wherever they are read."""
+    cfg["fsdpcfg"]["run_dir"] = str(Path(cfg["fsdpcfg"]["run_dir"]).expanduser().absolute())
+    cfg["trainer"]["default_local_dir"] = str(Path(cfg["trainer"]["default_local_dir"]).expanduser().absolute())
+    return cfg
+
+
+def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: bool = False,
+                  echo: Callable[[str], None] = print) -> int:
+    """Start the native loop on the resolved config ``cfg`` and return torchrun's exit code (0 for a dry run).
+
+    Raises:
+        ConfigError: the plan cannot be made (batch sizes), an asset cannot be built, or a worker reported a
+            config mistake while starting (read from ``<run_dir>/error.txt``).
+    """
+    cfg = absolutise(cfg)
+    plan = plan or make_plan(cfg)
+    echo("plan:\n" + plan.describe())
+    if not dry_run:
+        ensure_assets(cfg, echo)
+    config_path = write_run_config(cfg)
+    cmd = torchrun_command(plan, str(config_path))
+    echo(f"run folder: {config_path.parent}")
+    echo(format_command(cmd))
+    if dry_run:
+        return 0
+    err = config_path.parent / ERROR_FILE
+    err.unlink(missing_ok=True)
+    sys.stdout.flush()
+    rc = subprocess.call(cmd, env={**os.environ, "FSDPCFG_ERROR_FILE": str(err)})
+    if err.is_file():
+        text = err.read_text().strip()
+        raise ConfigError(text)
+    return rc
