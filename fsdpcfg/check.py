@@ -126,15 +126,45 @@ def check_overrides(overrides: list[str], *, extra_recipe_dirs: Iterable[Any] | 
     Raises:
         UsageError: an override that cannot be parsed, or a sweep.
     """
-    from fsdpcfg.compose import compose
+    composed, findings = compose_for_check(overrides, extra_recipe_dirs=extra_recipe_dirs)
+    return findings if composed is None else check_config(composed)
 
-    try:
-        composed = compose(list(overrides), extra_recipe_dirs=list(extra_recipe_dirs or []) or None)
-    except UsageError:
-        raise
-    except ConfigError as e:
-        return [compose_error_finding(e)]
-    return check_config(composed)
+
+def compose_for_check(overrides: list[str], *, extra_recipe_dirs: Iterable[Any] | None = None
+                      ) -> tuple[Any, list[Finding]]:
+    """Compose ``overrides`` for checking: ``(composed or None, findings)``.
+
+    ``key=value`` for a key that fsdpcfg's schema or verl defines but that no file of the tree sets is
+    rejected by Hydra (and by verl's own Hydra). It is composed again as ``+key=value``, so that every other
+    finding is reported in the same run, and recorded as ``composed.plus_needed`` ({key: override}) for
+    rule FC105. ``findings`` is non-empty only when the config cannot be composed.
+
+    Raises:
+        UsageError: an override that cannot be parsed, or a sweep.
+    """
+    from fsdpcfg.compose import compose
+    from fsdpcfg.schema.keys import classify
+
+    overrides = list(overrides)
+    dirs = list(extra_recipe_dirs or []) or None
+    plus_needed: dict[str, str] = {}
+    first_error: ConfigError | None = None
+    for _ in range(len(overrides) + 1):
+        try:
+            composed = compose(overrides, extra_recipe_dirs=dirs)
+            composed.plus_needed = plus_needed
+            return composed, []
+        except UsageError:
+            raise
+        except ConfigError as e:
+            key = e.key if isinstance(e.key, str) else None
+            idx = next((i for i, o in enumerate(overrides) if key and o.split("=", 1)[0] == key), None)
+            if idx is None or key in plus_needed or classify(key) not in ("schema", "verl", "free"):
+                return None, [compose_error_finding(first_error or e)]
+            first_error = first_error or e
+            plus_needed[key] = overrides[idx]
+            overrides[idx] = "+" + overrides[idx]
+    return None, [Finding("FC100", "error", [], "the overrides cannot be composed", "check them with `fsdpcfg show`")]
 
 
 def compose_error_finding(e: ConfigError) -> Finding:

@@ -50,7 +50,7 @@ def collect(args: argparse.Namespace) -> list[Any]:
     Raises:
         UsageError: files mixed with overrides, a missing file, an unparsable override.
     """
-    from fsdpcfg.check import check_overrides
+    from fsdpcfg.check import check_config, compose_for_check
     from fsdpcfg.check_sources import Checked, check_run_script, check_yaml_file
 
     kinds = [_kind(a) for a in args.inputs]
@@ -60,17 +60,10 @@ def collect(args: argparse.Namespace) -> list[Any]:
         raise UsageError(f"give either files ({', '.join(files)}) or overrides ({', '.join(overrides)}), not both",
                          fix="put the overrides in a recipe file, or check the files on their own")
     if not files:
-        from fsdpcfg.compose import compose
-
-        try:
-            composed = compose(overrides)
-        except UsageError:
-            raise
-        except Exception:  # ConfigError: check_overrides turns it into a finding
-            return [Checked(" ".join(overrides) or "(defaults)", check_overrides(overrides))]
-        from fsdpcfg.check import check_config
-
-        return [Checked(" ".join(overrides) or "(defaults)", check_config(composed), composed)]
+        composed, findings = compose_for_check(overrides)
+        if composed is not None:
+            findings = check_config(composed)
+        return [Checked(" ".join(overrides) or "(defaults)", findings, composed)]
     out = []
     for f, k in zip(files, kinds):
         if k == "yaml":

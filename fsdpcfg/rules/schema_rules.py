@@ -103,6 +103,19 @@ def invalid_value(ctx: "Context") -> Iterator[Finding]:
             yield ctx.finding("FC103", [i.key], f"{i.key}: {i.message}", i.fix)
 
 
+@rule("FC105", "a key missing from the tree is added with `+`", keys=(),
+      example=("+recipe=qwen_grpo", "actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap=[X]"))
+def needs_plus(ctx: "Context") -> Iterator[Finding]:
+    """``key=value`` for a key that no file of the config sets is rejected by Hydra ("Could not override
+    ... use +"), by fsdpcfg and by verl alike. :func:`fsdpcfg.check.compose_for_check` composes again with
+    ``+`` so that the other rules still run, and records the override in ``composed.plus_needed``. Source:
+    Hydra's override grammar; STYLE.md "Errors a person can act on"."""
+    for key, text in sorted((getattr(ctx.composed, "plus_needed", None) or {}).items()):
+        yield ctx.finding("FC105", [key], f"{key} is a key fsdpcfg/verl define, but no file of the config sets "
+                          "it, so `key=value` cannot override it (Hydra and verl both reject it)",
+                          f"add it with a plus: +{text}")
+
+
 @rule("FC104", "required values are set", keys=("actor_rollout_ref.model.path", "data.train_files",
                                                "actor_rollout_ref.rollout.name"),
       example=("actor_rollout_ref.model.path=???",))

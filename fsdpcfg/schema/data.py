@@ -12,7 +12,7 @@ class DataSection(Section):
 
     tokenizer: Optional[str] = F(None, description="tokenizer for the dataset (null: the model's)")
     train_files: Union[str, list[str]] = F(description="parquet/jsonl file(s) of training prompts")
-    val_files: Optional[Union[str, list[str]]] = F(None, description="validation file(s)")
+    val_files: Optional[Union[str, list[str]]] = F("~/data/rlhf/gsm8k/test.parquet", description="validation file(s) (verl's default is its example path)")
     train_max_samples: int = F(-1, ge=-1, description="use at most this many training rows (-1: all)")
     val_max_samples: int = F(-1, ge=-1, description="use at most this many validation rows (-1: all)")
     prompt_key: str = F("prompt", description="column holding the prompt (chat messages)")

@@ -17,8 +17,8 @@ from pydantic import field_validator
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.schema._base import F, Section
 
-#: ``org/name`` as the Hugging Face Hub spells repository ids.
-HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: ``org/name`` as the Hugging Face Hub spells repository ids (or a bare legacy id such as ``gpt2``).
+HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: a dotted Python module name (``external_lib``); checked as text, never imported while validating.
 MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 #: what ``--offline`` users select instead of a hub model (conf/model/tiny_qwen2.yaml).
@@ -124,7 +124,7 @@ def model_path_status(path: Any) -> ModelPathStatus:
                                f"{', '.join(present) or 'nothing'})")
     if p.exists():
         return ModelPathStatus("incomplete", None, f"{p} is a file, not a model folder")
-    looks_like_path = path.startswith(("/", "~", ".")) or path.count("/") != 1
+    looks_like_path = path.startswith(("/", "~", ".")) or path.count("/") > 1
     if not looks_like_path and HUB_ID.match(path):
         snap = hub_snapshot(path)
         if snap is not None:

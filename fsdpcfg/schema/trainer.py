@@ -31,7 +31,7 @@ class TrainerSection(Section):
     logger: Union[Logger, list[Logger]] = F(default_factory=lambda: ["console", "wandb"],
                                             description="metric sinks")
     log_val_generations: int = F(0, ge=0, description="validation generations to log")
-    nnodes: int = F(1, ge=1, description="nodes")
+    nnodes: int = F(1, ge=1, description="nodes in the run (torchrun --nnodes / Ray nodes)")
     n_gpus_per_node: int = F(8, ge=1, description="ranks per node (GPUs, or CPU processes with device=cpu)")
     save_freq: int = F(-1, description="checkpoint every N steps (-1: only at the end)")
     resume_mode: Literal["auto", "disable", "resume_path"] = F("auto", description="resume from the latest "

@@ -257,13 +257,23 @@ def _annotation_text(a: Any) -> str:
     return {int: "an integer", float: "a number", str: "a string", bool: "a boolean"}.get(a, getattr(a, "__name__", str(a)))
 
 
-def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
-    """Return the typed :class:`RunConfig` of a resolved config, for code that needs typed values.
+def parse_run_config(cfg: Any) -> RunConfig:
+    """Return the typed :class:`RunConfig` of a config, for code that needs typed values: a
+    :class:`fsdpcfg.compose.Composed` (a bad value copied by interpolations is counted once) or a resolved
+    config as nested dicts.
 
     Raises:
         ConfigError: the config has schema issues (the first one is the message; all are counted).
     """
-    rep = validate_tree(cfg)
+    derived: frozenset[str] = frozenset()
+    if hasattr(cfg, "cfg") and hasattr(cfg, "provenance"):
+        from fsdpcfg.check import resolve
+
+        cfg, failed, derived = resolve(cfg)
+        if failed:
+            key, why = next(iter(failed.items()))
+            raise ConfigError(why, key=key, fix="set it to a literal value or point the ${...} at an existing key")
+    rep = validate_tree(cfg, derived=derived)
     if rep.issues or rep.model is None:
         first = rep.issues[0] if rep.issues else SchemaIssue("invalid", "", None, "invalid config", "run fsdpcfg check")
         more = f" (and {len(rep.issues) - 1} more; `fsdpcfg check` lists them)" if len(rep.issues) > 1 else ""
