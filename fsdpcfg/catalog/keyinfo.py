@@ -37,6 +37,7 @@ class KeyInfo:
         rules: ``(rule ID, title)`` of every rule that reads the key.
         native: why the native launcher does not implement it, or the values it runs, else ``None``.
         children: for a section, ``(child key, description)`` of its direct members.
+        parent: for an entry of a free-form mapping, the mapping's key.
     """
 
     key: str
@@ -50,6 +51,7 @@ class KeyInfo:
     rules: list[tuple[str, str]] = field(default_factory=list)
     native: str | None = None
     children: list[tuple[str, str]] = field(default_factory=list)
+    parent: str | None = None
 
     @staticmethod
     def has(value: Any) -> bool:
@@ -172,6 +174,8 @@ def key_info(key: str) -> KeyInfo | None:
     elif kind == "verl" and key not in raw_verl:
         info.kind = "section"
         info.children = [(k, "") for k in sorted(raw_verl) if k.startswith(key + ".") and "." not in k[len(key) + 1:]]
+    if info.kind == "free":
+        info.parent = keys.known_parent(key)
     if key in keys.NATIVE_UNSUPPORTED:
         info.native = f"not implemented by the native launcher ({keys.NATIVE_UNSUPPORTED[key]}); use launcher=verl"
     elif key in keys.NATIVE_VALUES:

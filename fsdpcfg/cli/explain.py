@@ -60,7 +60,9 @@ def key_page(key: str, tokens: list[str]) -> str:
         raise UsageError(f"no config key or rule `{key}`", key=key,
                          fix=(f"did you mean {' or '.join(close)}? " if close else "")
                          + "`fsdpcfg show +recipe=NAME` lists every key; rule IDs look like FC201")
-    lines = [key, f"  {info.description}" if info.description else "  (not modelled by fsdpcfg's schema)", ""]
+    desc = info.description or (f"an entry of the free-form mapping {info.parent}" if info.parent
+                                else "(not modelled by fsdpcfg's schema)")
+    lines = [key, f"  {desc}", ""]
     kind = {"schema": "key", "section": "section", "verl": f"verl {verlref.VERL_VERSION} key the schema does "
             "not model (passed to verl unchanged)", "free": "entry of a free-form mapping",
             "legacy": "legacy key verl 0.9 ignores (rule FC701)"}.get(info.kind, info.kind)
@@ -72,8 +74,9 @@ def key_page(key: str, tokens: list[str]) -> str:
     if info.kind != "section":
         if info.kind == "schema":
             rows.append(("default", _fmt(info.default) if info.has(info.default) else "none (required)"))
-        rows.append((f"verl {verlref.VERL_VERSION}", _fmt(info.verl_default) if info.has(info.verl_default)
-                     else "not a verl key"))
+        if info.kind != "free" or info.has(info.verl_default):
+            rows.append((f"verl {verlref.VERL_VERSION}", _fmt(info.verl_default) if info.has(info.verl_default)
+                         else "not a verl key"))
     if info.native:
         rows.append(("launcher", info.native))
     lines += [f"  {k + ':':<12} {v}" for k, v in rows]

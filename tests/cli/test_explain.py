@@ -89,3 +89,8 @@ def test_unknown_topics_exit_2_with_suggestions(capsys, topic, message):
     assert main(["explain", topic]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_free_form_entry_names_its_mapping(capsys):
+    out = _page(capsys, "actor_rollout_ref.model.override_config.rope_scaling")
+    assert "an entry of the free-form mapping actor_rollout_ref.model.override_config" in out
