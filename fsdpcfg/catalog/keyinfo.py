@@ -105,10 +105,10 @@ def type_text(prop: dict[str, Any]) -> str:
 
 @lru_cache(maxsize=None)
 def _tree_lines() -> list[tuple[str, dict[str, int]]]:
-    from fsdpcfg.catalog.tree import all_options, recipes
+    from fsdpcfg.catalog.tree import all_options, kinds, recipes
     from fsdpcfg.compose.provenance import yaml_leaf_lines
 
-    files: list[Path] = [paths.conf_dir("ppo") / "config.yaml"] + [o.path for o in all_options()]
+    files: list[Path] = [paths.conf_dir(k) / "config.yaml" for k in kinds()] + [o.path for o in all_options()]
     files += [r.path for r in recipes()]
     root = paths.REPO_DIR
     out = []
