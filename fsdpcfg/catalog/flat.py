@@ -48,9 +48,7 @@ def _leaves(node: Any, prefix: str) -> Iterable[tuple[str, Any]]:
 def _value(cfg: DictConfig, key: str, node: Any) -> tuple[Any, Any]:
     raw = OmegaConf.to_container(node, resolve=False) if isinstance(node, (DictConfig, ListConfig)) \
         else node._value() if hasattr(node, "_value") else node
-    if OmegaConf.is_missing(cfg, key):
-        return "???", None
-    try:
+    try:  # a ``???`` value or a broken interpolation raises: show it as written
         got = OmegaConf.select(cfg, key, throw_on_missing=True)
         val = OmegaConf.to_container(got, resolve=True) if isinstance(got, (DictConfig, ListConfig)) else got
     except Exception:
