@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from functools import lru_cache
 from typing import Any, Iterable
 
@@ -73,7 +74,14 @@ def resolve(composed: Any) -> tuple[dict[str, Any], dict[str, str], frozenset[st
                 failed[key] = f"{value!r} cannot be resolved: {str(e).strip().splitlines()[0]}"
                 continue
         _set(out, key, value)
-    return out, failed, derived
+    # a key that copies a broken key is left out too, but only the broken key is reported
+    roots = {k: why for k, why in failed.items() if _target(flat.get(k)) not in failed}
+    return out, roots or failed, derived
+
+
+def _target(raw: Any) -> str | None:
+    m = re.match(r"^\$\{(?:oc\.select:)?([^,}:]+)", raw) if isinstance(raw, str) else None
+    return m.group(1).strip() if m else None
 
 
 def _set(tree: dict[str, Any], key: str, value: Any) -> None:

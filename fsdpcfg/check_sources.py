@@ -114,12 +114,14 @@ def parse_run_script(text: str) -> list[ScriptCommand]:
         i += 1
         stripped = logical.strip()
         m = _ASSIGN.match(stripped)
-        if m and " " not in m.group(2).strip().strip("\"'"):
+        if m:
             try:
-                env[m.group(1)] = _expand(" ".join(shlex.split(m.group(2))), env)
+                words = shlex.split(m.group(2), comments=True)
             except ValueError:
-                pass
-            continue
+                words = []
+            if len(words) <= 1:
+                env[m.group(1)] = _expand(words[0] if words else "", env)
+                continue
         try:
             tokens = shlex.split(logical, comments=True)
         except ValueError:

@@ -45,9 +45,7 @@ def unresolved_interpolation(ctx: "Context") -> Iterator[Finding]:
     """A ``${...}`` value whose target does not exist or cannot be resolved. Source: OmegaConf's
     interpolation errors, which otherwise surface as a traceback when the config is first read."""
     failed = getattr(ctx, "unresolved", {})
-    derived = getattr(ctx, "derived", frozenset())
-    own = [k for k in failed if k not in derived] or list(failed)  # copies of a broken key are not repeated
-    for key in sorted(own):
+    for key in sorted(failed):
         src = ctx.composed.provenance.source_of(key)
         yield Finding("FC100", "error", [key], f"{key}: {failed[key]}", f"set {key} to a literal value, or point "
                       "the ${...} at an existing key (`fsdpcfg show` prints the tree)",
