@@ -317,12 +317,14 @@ def launch_verl(composed: Any, *, dry_run: bool = False, config_dir: str | Path 
     """
     from fsdpcfg.rules.verl_launch import launch_findings
 
-    inv = build_verl_invocation(composed, config_dir)
+    inv = build_verl_invocation(composed, config_dir, python=sys.executable)  # the interpreter verl was found in
     findings = launch_findings(composed.to_container(resolve=True)) if check_machine else []
     errors = [f for f in findings if f.severity == "error"]
     if errors and not dry_run:
         f = errors[0]
-        raise ConfigError(f"[{f.rule}] {f.message}", key=f.keys[0] if f.keys else None, fix=f.fix)
+        more = "".join(f"\n  [{g.rule}] {g.message}\n    -> {g.fix}" for g in errors[1:])
+        raise ConfigError(f"[{f.rule}] this machine cannot start verl (nothing was started): {f.message}{more}",
+                          key=f.keys[0] if f.keys else None, fix=f.fix)
     path = inv.write()
     echo(f"verl config: {path}")
     for n in inv.notes:

@@ -9,7 +9,7 @@ IDs (stable, never reused):
     FC850  no CUDA GPU visible on this machine (verl 0.9.1 has no CPU device)
     FC851  fewer GPUs visible than ``trainer.n_gpus_per_node`` on a one-node run
     FC852  verl is not installed in this environment
-    FC853  the rollout engine (``actor_rollout_ref.rollout.name``) is not installed or is native-only
+    FC853  the rollout engine (``actor_rollout_ref.rollout.name``) is not installed
 
 GPU detection never imports torch: ``CUDA_VISIBLE_DEVICES``, ``nvidia-smi -L``, ``/proc/driver/nvidia/gpus``.
 """
@@ -87,7 +87,7 @@ def _installed(module: str) -> bool:
 
 
 def launch_findings(cfg: dict[str, Any], *, gpus: GpuInfo | None = None,
-                    installed: Any = _installed) -> list[Finding]:
+                    installed: Any = None) -> list[Finding]:
     """Check that this machine can start verl on the resolved config ``cfg`` (nested dicts).
 
     Args:
@@ -99,6 +99,7 @@ def launch_findings(cfg: dict[str, Any], *, gpus: GpuInfo | None = None,
     ``ray_kwargs.ray_init.address`` set, the driver attaches to a running Ray cluster whose nodes hold the
     GPUs, so the GPU count of this machine is not checked.
     """
+    installed = installed or _installed
     out: list[Finding] = []
     kind = get_dotted(cfg, "fsdpcfg.kind", "ppo")
     env = {**os.environ, **{str(k): str(v) for k, v in (get_dotted(cfg, "fsdpcfg.env", None) or {}).items()}}
@@ -115,11 +116,8 @@ def launch_findings(cfg: dict[str, Any], *, gpus: GpuInfo | None = None,
     if kind == "ppo":
         name = str(get_dotted(cfg, "actor_rollout_ref.rollout.name", ""))
         pkg = ROLLOUT_PACKAGES.get(name)
-        if pkg is None:
-            out.append(Finding("FC853", "error", ["actor_rollout_ref.rollout.name"],
-                               f"rollout `{name}` is not a verl rollout engine; {needs}",
-                               f"choose rollout=vllm or rollout=sglang for launcher=verl, or: {_NATIVE}"))
-        elif not installed(pkg):
+        # a rollout that is not a verl engine (hf) is a config error, reported by fsdpcfg check (FC801)
+        if pkg is not None and not installed(pkg):
             out.append(Finding("FC853", "error", ["actor_rollout_ref.rollout.name"],
                                f"rollout `{name}` needs the `{pkg}` package, which is not installed here; {needs}",
                                f"install verl's `{name}` extra on the GPU machine (it pins its own CUDA torch), "
