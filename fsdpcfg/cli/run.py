@@ -69,6 +69,11 @@ def check_or_refuse(composed) -> None:
     from fsdpcfg.check import check_config, has_errors
 
     findings = check_config(composed)
+    if has_errors(findings) and composed.cfg.get("fsdpcfg", {}).get("launcher") == "verl":
+        # the run stops anyway: also say what verl needs that this machine lacks (FC85x, fsdpcfg/rules/verl_launch.py)
+        from fsdpcfg.rules.verl_launch import launch_findings
+
+        findings = list(findings) + launch_findings(composed.to_container(resolve=True))
     for f in findings:
         print(_format(f, composed), file=sys.stderr if f.severity == "error" else sys.stdout, flush=True)
     if has_errors(findings):
