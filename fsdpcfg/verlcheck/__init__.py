@@ -176,3 +176,78 @@ def format_opinion(cmp: Comparison) -> str:
         lines.append(f"  verl finds unset required values: {', '.join(op.missing_keys)}")
     lines += [f"  verl: {n}" for n in op.notices]
     return "\n".join(lines)
+
+
+@dataclass
+class SecondOpinion:
+    """verl's opinion of every checked config, for ``fsdpcfg check --verl``.
+
+    Attributes:
+        rows: ``(label, comparison or None, note)`` per checked input; None with a note when verl could not
+            be asked (no composed config, a tree verl cannot take).
+        text: the human report.
+    """
+
+    rows: list[tuple[str, Comparison | None, str]]
+    text: str
+
+    @property
+    def verl_rejects(self) -> bool:
+        """True when verl rejected at least one config."""
+        return any(c is not None and not c.opinion.accepted for _, c, _ in self.rows)
+
+    @property
+    def fsdpcfg_bugs(self) -> list[str]:
+        """Labels of the configs verl rejects although fsdpcfg found no error."""
+        return [label for label, c, _ in self.rows if c is not None and c.outcome == "fsdpcfg-bug"]
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """One ``{"input", "outcome", "accepted", "stage", "error", "ignored_keys", "note"}`` per input."""
+        out = []
+        for label, c, note in self.rows:
+            op = c.opinion if c else None
+            out.append({"input": label, "outcome": c.outcome if c else None, "accepted": op.accepted if op else None,
+                        "stage": op.stage if op else None, "error": op.error if op else None,
+                        "ignored_keys": op.ignored_keys if op else [], "note": note or (c.explanation if c else "")})
+        return out
+
+
+def second_opinion(results: Iterable[Any], *, timeout: float = DEFAULT_TIMEOUT) -> SecondOpinion:
+    """Ask verl about every checked input (objects with ``label``, ``findings``, ``composed``, as
+    ``fsdpcfg check`` collects them) in one subprocess and compare with fsdpcfg's findings.
+
+    Raises:
+        UsageError: verl is not installed (``--verl`` needs it).
+    """
+    from fsdpcfg.errors import ConfigError, UsageError
+
+    results = list(results)
+    rows: list[tuple[str, Comparison | None, str]] = []
+    asked: list[tuple[int, Any]] = []
+    for r in results:
+        if getattr(r, "composed", None) is None:
+            rows.append((r.label, None, "not asked: no composed config (the input did not compose)"))
+            continue
+        try:
+            asked.append((len(rows), {"kind": getattr(r.composed, "kind", "ppo"), "tree": _tree(r.composed)}))
+            rows.append((r.label, None, ""))
+        except ConfigError as e:
+            rows.append((r.label, None, f"not asked: {e.message}"))
+    if asked:
+        try:
+            answer = run_worker([job for _, job in asked], timeout=timeout)
+        except VerlUnavailable as e:
+            raise UsageError(f"--verl needs verl 0.9.1 in this environment: {e}",
+                             fix="pip install 'verl[verl-core]==0.9.1' (CPU is enough), or drop --verl") from None
+        for (i, _), res in zip(asked, answer["results"]):
+            label = rows[i][0]
+            findings = next(r.findings for r in results if r.label == label)
+            rows[i] = (label, compare(findings, VerlOpinion(**res)), "")
+    lines = [f"VERL {'(' + answer['verl_version'] + ') ' if asked else ''}SECOND OPINION"]
+    for label, c, note in rows:
+        prefix = f"  {label}: " if len(rows) > 1 else "  "
+        if c is None:
+            lines.append(prefix + note)
+        else:
+            lines.append(prefix + format_opinion(c).replace("\n", "\n  "))
+    return SecondOpinion(rows, "\n".join(lines))
