@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     plan.add_argument("--plan", dest="plan", action="store_true", default=None,
                       help="show the derived numbers (default when one config is checked)")
     plan.add_argument("--no-plan", dest="plan", action="store_false", help="do not show the derived numbers")
+    parser.add_argument("--verl", action="store_true",
+                        help="also run verl 0.9.1's own validation (a subprocess importing verl, ~10 s) and report "
+                             "where it disagrees (fsdpcfg.verlcheck); exit 1 when verl rejects")
 
 
 def _kind(arg: str) -> str:
@@ -78,8 +81,16 @@ def run(args: argparse.Namespace) -> int:
     results = collect(args)
     show_plan = args.plan if args.plan is not None else len(results) == 1
     text = render(results, fmt=args.format, plan=show_plan)
+    verl_rejects = False
+    if getattr(args, "verl", False):
+        from fsdpcfg.verlcheck import second_opinion
+
+        op = second_opinion(results)
+        verl_rejects = op.verl_rejects
+        text = (json.dumps({**json.loads(text), "verl": op.to_json()}, indent=2) if args.format == "json"
+                else f"{text}\n\n{op.text}")
     sys.stdout.write(text + ("\n" if text and not text.endswith("\n") else ""))
-    return 1 if any(f.severity == "error" for r in results for f in r.findings) else 0
+    return 1 if verl_rejects or any(f.severity == "error" for r in results for f in r.findings) else 0
 
 
 def render(results: list[Any], *, fmt: str = "human", plan: bool = False) -> str:
