@@ -46,7 +46,9 @@ def test_fc601_groups():
 def test_fc701_fc702():
     f = errors(run(traps.legacy_reward_keys, "+custom_reward_function.path=r.py"))
     assert f and "reward.custom_reward_function.path" in f[0].keys
-    assert errors(run(traps.verl_on_cpu, "launcher=verl", "rollout=vllm"))
+    # launcher=verl implies trainer.device=cuda; an explicit cpu on the command line is the trap
+    assert errors(run(traps.verl_on_cpu, "launcher=verl", "rollout=vllm", "trainer.device=cpu"))
+    assert not run(traps.verl_on_cpu, "launcher=verl", "rollout=vllm")
     assert not run(traps.verl_on_cpu, "launcher=verl", "rollout=vllm", "trainer=gpu_8x")
     assert not run(traps.verl_on_cpu)  # native on CPU is the supported way
 
