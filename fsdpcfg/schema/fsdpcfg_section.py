@@ -21,6 +21,10 @@ class FsdpcfgSection(Section):
                                             "built-in FSDP loop) or verl (Ray)")
     run_dir: str = F("runs/fsdpcfg/run", description="run folder (metrics, resolved config)")
     update_weights_bucket_megabytes: int = F(512, gt=0, description="weight-sync bucket size in MiB")
+    lora_layer_prefixes: list[str] = F(
+        default_factory=lambda: ["layers."], min_length=1, description="LoRA with rollout.layered_summon: names of "
+        "the block containers whose numbered children are gathered one at a time for the rollout (layers. -> "
+        "model.layers.0); set it for models whose blocks are named otherwise, e.g. [transformer_blocks.]")
     metrics: Metrics = Sub(Metrics, "metric sinks")
     env: dict[str, Union[str, int, float, bool]] = F(
         default_factory=dict, description="environment variables for the launched run (NAME: value); launcher=verl "

@@ -49,46 +49,98 @@ class Precision:
                    buffer=torch.float32)
 
 
-def decoder_layer_classes(model: nn.Module) -> set[type]:
-    """The module classes to shard one by one: the model's ``_no_split_modules`` (its decoder layers).
+def decoder_layer_classes(model: nn.Module, names: str | list[str] | None = None,
+                          key: str = "actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap"
+                          ) -> set[type]:
+    """The module classes to shard one by one, found by class name in ``model``.
+
+    Args:
+        names: ``wrap_policy.transformer_layer_cls_to_wrap`` (a name or a list); ``None``: the model's
+            ``_no_split_modules`` (its decoder layers). As verl's ``get_fsdp_wrap_policy``, a
+            ``_no_split_modules`` name the model does not contain is skipped when another one resolves;
+            a name the user configured must resolve (rule FC405 checks it before launch from the files).
+        key: the config key reported in errors.
 
     Raises:
-        ConfigError: the model declares none, or none of them occurs in it.
+        ConfigError: a configured name is not a class of the model, or nothing resolves; the message lists
+            the module classes the model has.
     """
-    names = set(getattr(model, "_no_split_modules", None) or [])
-    classes = {type(m) for m in model.modules() if type(m).__name__ in names}
-    if not classes:
-        raise ConfigError(f"cannot find the decoder layers of {type(model).__name__} (_no_split_modules={sorted(names)})",
-                          key="actor_rollout_ref.actor.strategy",
-                          fix="this model cannot be auto-wrapped by the native launcher; try launcher=verl")
+    configured = names is not None
+    wanted = [names] if isinstance(names, str) else list(names if configured else
+                                                         (getattr(model, "_no_split_modules", None) or []))
+    present = {type(m).__name__: type(m) for m in model.modules()}
+    missing = [n for n in wanted if n not in present]
+    classes = {present[n] for n in wanted if n in present}
+    if (configured and missing) or not classes:
+        what = (f"{key} = {wanted}: {', '.join(missing)} not found" if configured else
+                f"cannot find the decoder layers of {type(model).__name__} (_no_split_modules={wanted})")
+        raise ConfigError(f"{what}; the model's module classes are: {', '.join(sorted(present))}", key=key,
+                          value=names, fix=f"set {key} to the decoder layer class (one of the classes above), or "
+                                           "null for the model's _no_split_modules")
     return classes
 
 
-def shard_model(model: nn.Module, strategy: str, precision: Precision, *, device: torch.device,
-                reshard_after_forward: bool = True) -> nn.Module:
-    """Shard ``model`` over all ranks (it must already be on ``device`` or the CPU, in its master dtype).
+def build_mesh(device: torch.device, fsdp_size: int):
+    """The FSDP device mesh, as verl's ``create_device_mesh`` (verl/workers/engine/fsdp/utils.py): 1-D
+    ``("fsdp",)`` over all ranks when ``fsdp_size < 0`` or ``>= world``; else 2-D ``("ddp", "fsdp")`` of shape
+    ``(world // fsdp_size, fsdp_size)``: shard within groups of ``fsdp_size`` ranks, replicate across them (HSDP).
 
-    ``fsdp2``: ``fully_shard`` on every decoder layer, then on the root, over a 1-D mesh of all ranks.
-    ``fsdp``: ``FullyShardedDataParallel`` with a transformer-layer auto-wrap policy, ``device_id=device``
-    (FSDP1 needs it explicitly on the CPU) and ``FULL_SHARD`` (``SHARD_GRAD_OP`` when not resharding).
+    Raises:
+        ConfigError: ``fsdp_size`` is 0 or does not divide the world size (rule FC301 checks it before launch).
+    """
+    from torch.distributed.device_mesh import init_device_mesh
+
+    world = dist.get_world_size()
+    if fsdp_size < 0 or fsdp_size >= world:
+        return init_device_mesh(device.type, (world,), mesh_dim_names=("fsdp",))
+    if fsdp_size == 0 or world % fsdp_size:
+        raise ConfigError(f"fsdp_size {fsdp_size} does not divide the world size {world}",
+                          key="actor_rollout_ref.actor.fsdp_config.fsdp_size", value=fsdp_size,
+                          fix="set fsdp_size to -1 (shard over all ranks) or a divisor of the world size")
+    return init_device_mesh(device.type, (world // fsdp_size, fsdp_size), mesh_dim_names=("ddp", "fsdp"))
+
+
+def shard_model(model: nn.Module, strategy: str, precision: Precision, *, device: torch.device,
+                reshard_after_forward: bool = True, wrap_classes: str | list[str] | None = None,
+                fsdp_size: int = -1, offload_policy: bool = False) -> nn.Module:
+    """Shard ``model`` (it must already be on ``device`` or the CPU, in its master dtype), as verl's
+    ``FSDPEngine._build_fsdp_module`` does.
+
+    ``fsdp2``: ``fully_shard`` on every decoder layer, then on the root, over :func:`build_mesh` (a 2-D mesh
+    gives HSDP: replicate over ``ddp``, shard over ``fsdp``); ``offload_policy`` -> ``CPUOffloadPolicy`` (CUDA
+    only). ``fsdp``: ``FullyShardedDataParallel`` with a transformer-layer auto-wrap policy,
+    ``device_id=device`` (FSDP1 needs it explicitly on the CPU) and verl's ``get_sharding_strategy``:
+    ``FULL_SHARD``/``SHARD_GRAD_OP`` on a 1-D mesh, ``HYBRID_SHARD``/``_HYBRID_SHARD_ZERO2`` on a 2-D one
+    (the second of each pair when not resharding after forward).
+
+    Args:
+        wrap_classes: ``wrap_policy.transformer_layer_cls_to_wrap`` (``None``: ``_no_split_modules``).
+        fsdp_size: ``fsdp_config.fsdp_size`` (-1: shard over all ranks).
+        offload_policy: ``fsdp_config.offload_policy`` (FSDP2 ``CPUOffloadPolicy``).
 
     Returns:
         The sharded module (FSDP2: ``model`` itself, now an ``FSDPModule``; FSDP1: the wrapper).
 
     Raises:
-        ConfigError: an unknown strategy.
+        ConfigError: an unknown strategy, wrap classes that do not resolve, a bad ``fsdp_size``, or
+            ``offload_policy`` without an accelerator or under FSDP1.
     """
-    layers = decoder_layer_classes(model)
+    layers = decoder_layer_classes(model, wrap_classes)
+    if offload_policy and (device.type == "cpu" or strategy != "fsdp2"):
+        raise ConfigError("offload_policy (FSDP2 CPUOffloadPolicy) needs strategy fsdp2 on an accelerator, got "
+                          f"strategy {strategy} on {device.type}", key="actor_rollout_ref.actor.fsdp_config.offload_policy",
+                          value=True, fix="set actor_rollout_ref.actor.fsdp_config.offload_policy=false")
+    mesh = build_mesh(device, fsdp_size)
     if strategy == "fsdp2":
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 
-        mesh = init_device_mesh(device.type, (dist.get_world_size(),))
         mp = MixedPrecisionPolicy(param_dtype=precision.param, reduce_dtype=precision.reduce, cast_forward_inputs=True)
+        kw = dict(mesh=mesh, mp_policy=mp, reshard_after_forward=reshard_after_forward,
+                  offload_policy=CPUOffloadPolicy(pin_memory=True) if offload_policy else OffloadPolicy())
         for module in list(model.modules()):
             if type(module) in layers:
-                fully_shard(module, mesh=mesh, mp_policy=mp, reshard_after_forward=reshard_after_forward)
-        fully_shard(model, mesh=mesh, mp_policy=mp, reshard_after_forward=reshard_after_forward)
+                fully_shard(module, **kw)
+        fully_shard(model, **kw)
         return model
     if strategy == "fsdp":
         import functools
@@ -98,12 +150,62 @@ def shard_model(model: nn.Module, strategy: str, precision: Precision, *, device
         from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
 
         policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls=layers)
+        grads = {p.requires_grad for p in model.parameters()}
+        if len(grads) == 2:  # LoRA: trainable adapter leaves get units of their own (a flat param has one
+            # requires_grad), as verl's get_fsdp_wrap_policy(is_lora=True) does
+            from torch.distributed.fsdp.wrap import _or_policy, lambda_auto_wrap_policy
+
+            def _trainable_leaf(m: nn.Module) -> bool:
+                w = getattr(m, "weight", None)
+                return not list(m.children()) and isinstance(w, torch.Tensor) and w.requires_grad
+
+            policy = functools.partial(_or_policy, policies=[
+                policy, functools.partial(lambda_auto_wrap_policy, lambda_fn=_trainable_leaf)])
         mp = MixedPrecision(param_dtype=precision.param, reduce_dtype=precision.reduce, buffer_dtype=precision.buffer)
-        sharding = ShardingStrategy.FULL_SHARD if reshard_after_forward else ShardingStrategy.SHARD_GRAD_OP
+        if mesh.ndim == 1:
+            sharding = ShardingStrategy.FULL_SHARD if reshard_after_forward else ShardingStrategy.SHARD_GRAD_OP
+        elif mesh.shape[1] == 1:  # rule FC364: FSDP1 turns this into NO_SHARD without the cross-replica all-reduce
+            raise ConfigError("strategy fsdp with fsdp_size=1: FSDP1's HYBRID_SHARD over shard groups of one rank "
+                              "falls back to NO_SHARD and never all-reduces gradients across the replicas",
+                              key="actor_rollout_ref.actor.fsdp_config.fsdp_size", value=1,
+                              fix="use strategy fsdp2 (its HSDP mesh replicates correctly), or fsdp_size -1 or > 1")
+        else:
+            sharding = ShardingStrategy.HYBRID_SHARD if reshard_after_forward else ShardingStrategy._HYBRID_SHARD_ZERO2
         return FSDP(model, auto_wrap_policy=policy, mixed_precision=mp, sharding_strategy=sharding,
-                    device_id=device, sync_module_states=False, use_orig_params=False)
+                    device_id=device, device_mesh=mesh, sync_module_states=False, use_orig_params=False)
     raise ConfigError(f"unknown strategy {strategy!r}; allowed: fsdp, fsdp2", key="actor_rollout_ref.actor.strategy",
                       value=strategy, fix="set actor_rollout_ref.actor.strategy=fsdp2 (or fsdp)")
+
+
+def shard_from_config(model: nn.Module, strategy: str, fsdp_cfg: dict, section: str, *,
+                      device: torch.device) -> nn.Module:
+    """:func:`shard_model` with the settings of ``<section>.fsdp_config`` (``section`` is
+    ``actor_rollout_ref.actor`` or ``actor_rollout_ref.ref``): mixed precision, ``reshard_after_forward``,
+    ``wrap_policy.transformer_layer_cls_to_wrap``, ``fsdp_size``, ``offload_policy``.
+
+    Raises:
+        ConfigError: settings the native engine cannot honour: ``param_offload``/``optimizer_offload``
+            (verl moves shards to the CPU between phases; the native engine does not, and on a CPU run there is
+            nothing to offload from: rule FC704), ``wrap_policy.min_num_params > 0`` (size-based wrapping), and
+            everything :func:`shard_model` refuses.
+    """
+    key = f"{section}.fsdp_config"
+    for flag in ("param_offload", "optimizer_offload"):
+        if fsdp_cfg.get(flag):
+            raise ConfigError(f"{flag}=true is not implemented by the native engine"
+                              + (" (on a CPU run the parameters already live in host memory)" if device.type == "cpu"
+                                 else ""), key=f"{key}.{flag}", value=True,
+                              fix=f"set {key}.{flag}=false" + ("" if device.type == "cpu" else
+                                                              ", or launcher=verl (or offload_policy=true with fsdp2)"))
+    wrap = fsdp_cfg.get("wrap_policy") or {}
+    if (wrap.get("min_num_params") or 0) > 0:
+        raise ConfigError(f"size-based wrapping (min_num_params={wrap['min_num_params']}) is not implemented by the "
+                          "native engine", key=f"{key}.wrap_policy.min_num_params", value=wrap["min_num_params"],
+                          fix=f"set {key}.wrap_policy.min_num_params=0 (wrap the decoder layers)")
+    return shard_model(model, strategy, Precision.from_fsdp_config(fsdp_cfg, section), device=device,
+                       reshard_after_forward=bool(fsdp_cfg["reshard_after_forward"]),
+                       wrap_classes=wrap.get("transformer_layer_cls_to_wrap"), fsdp_size=int(fsdp_cfg["fsdp_size"]),
+                       offload_policy=bool(fsdp_cfg.get("offload_policy")))
 
 
 def is_fsdp1(module: nn.Module) -> bool:

@@ -1,0 +1,197 @@
+"""The ``hf`` rollout for a LoRA actor, and the synchronisation that feeds it.
+
+Design: the replica is a **PEFT model** (the unsharded base model wrapped with the actor's ``LoraConfig`` under
+the same adapter name), not a merged plain model. The first synchronisation loads the base weights (sent under
+Hugging Face names) into the replica's ``base_layer`` weights, then the adapter; every later synchronisation
+loads only the adapter weights (PEFT adapter-file keys), which is what changes during LoRA training. The replica
+computes exactly what the actor computes (the same un-merged LoRA forward), so rollout and actor log-probs agree
+to fp32 rounding; a merged replica would agree only to the rounding of ``W + s B A``. It is what verl's vLLM and
+SGLang adapters do with ``base_sync_done`` (base once, then adapters).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import torch
+from torch import nn
+
+from fsdpcfg.errors import ConfigError
+from fsdpcfg.train.engine.fsdp import bucketed
+from fsdpcfg.train.lora import names
+from fsdpcfg.train.lora.collect import iter_adapter_params, iter_base_params
+from fsdpcfg.train.lora.setup import LoraSettings
+from fsdpcfg.train.rollout.hf import HFRollout
+
+Bucket = list[tuple[str, torch.Tensor]]
+
+
+class LoraHFRollout(HFRollout):
+    """An unsharded PEFT replica of a LoRA policy that generates responses.
+
+    Args:
+        base_model: the replica's base model (built from the model's config, weights arriving by sync, or read
+            from ``model.path`` when the base is preloaded).
+        lora_config: the actor's ``peft.LoraConfig``; adapter_name: the actor's adapter name.
+        dtype, eos_token_ids, pad_token_id: as for :class:`HFRollout`.
+        base_loaded: the base weights are already in ``base_model`` (preloaded from disk).
+    """
+
+    def __init__(self, base_model: nn.Module, lora_config, adapter_name: str, dtype: torch.dtype,
+                 eos_token_ids: list[int], pad_token_id: int, *, base_loaded: bool = False) -> None:
+        from peft import get_peft_model
+
+        self.adapter_name = adapter_name
+        super().__init__(get_peft_model(base_model, lora_config, adapter_name=adapter_name), dtype, eos_token_ids,
+                         pad_token_id)
+        self.base_loaded = base_loaded
+        self.adapter_syncs = 0
+        params = dict(self.model.named_parameters(remove_duplicate=False))
+        self._base_targets: dict[str, list[torch.Tensor]] = {}
+        for n, t in self.model.state_dict(keep_vars=True).items():  # parameters and persistent buffers
+            hf = names.base_name(n)
+            if hf is not None:
+                self._base_targets.setdefault(hf, []).append(t)
+        self._adapter_targets = {k: params[n] for n in params
+                                 if (k := names.adapter_key(n, adapter_name)) is not None}
+
+    def update_weights(self, buckets: Iterable[Bucket]) -> int:
+        """Load base weights sent under Hugging Face names into the replica's base layers (first sync).
+
+        Returns:
+            The number of tensors loaded.
+
+        Raises:
+            RuntimeError: an unknown name, a shape mismatch, or a base parameter that did not arrive (tied
+                copies excepted).
+        """
+        loaded: set[str] = set()
+        with torch.no_grad():
+            for bucket in buckets:
+                for name, tensor in bucket:
+                    targets = self._base_targets.get(name)
+                    if targets is None:
+                        raise RuntimeError(f"weight sync: the LoRA replica has no base weight named {name!r}"
+                                           + (" (an adapter key: send it with update_adapter)"
+                                              if names.is_lora_name(name) or "base_layer" in name else ""))
+                    for t in targets:
+                        if t.shape != tensor.shape:
+                            raise RuntimeError(f"weight sync: {name} has shape {tuple(tensor.shape)}, the replica "
+                                               f"expects {tuple(t.shape)}")
+                        t.copy_(tensor.to(device=t.device, dtype=t.dtype))
+                    loaded.add(name)
+        if getattr(self.model.config, "tie_word_embeddings", False):
+            self.model.get_base_model().tie_weights()
+        missing = {k for k in set(self._base_targets) - loaded if not self._is_tied_copy(k, loaded)}
+        if missing:
+            raise RuntimeError(f"weight sync: no base weights arrived for {sorted(missing)[:5]} ({len(missing)} "
+                               "tensors)")
+        self.base_loaded = True
+        self.model.eval()
+        return len(loaded)
+
+    def update_adapter(self, buckets: Iterable[Bucket]) -> int:
+        """Load adapter weights (PEFT adapter-file keys, adapter name removed) into the replica's adapter.
+
+        Returns:
+            The number of tensors loaded.
+
+        Raises:
+            RuntimeError: the base has not been loaded yet, an unknown key, a shape mismatch, or an adapter weight
+                that did not arrive.
+        """
+        if not self.base_loaded:
+            raise RuntimeError("weight sync: adapter weights arrived before the base weights; send the base first")
+        loaded: set[str] = set()
+        with torch.no_grad():
+            for bucket in buckets:
+                for key, tensor in bucket:
+                    target = self._adapter_targets.get(key)
+                    if target is None:
+                        raise RuntimeError(f"weight sync: the replica's adapter {self.adapter_name!r} has no weight "
+                                           f"{key!r}")
+                    if target.shape != tensor.shape:
+                        raise RuntimeError(f"weight sync: {key} has shape {tuple(tensor.shape)}, the replica expects "
+                                           f"{tuple(target.shape)}")
+                    target.copy_(tensor.to(device=target.device, dtype=target.dtype))
+                    loaded.add(key)
+        missing = set(self._adapter_targets) - loaded
+        if missing:
+            raise RuntimeError(f"weight sync: no adapter weights arrived for {sorted(missing)[:5]} ({len(missing)} "
+                               "tensors)")
+        self.model.eval()
+        self.adapter_syncs += 1
+        self.syncs += 1
+        return len(loaded)
+
+
+@dataclass
+class SyncReport:
+    """What one synchronisation sent: ``base_tensors`` (0 after the first), ``adapter_tensors``, the bucket count,
+    and the first names of each kind (for tests and logs)."""
+
+    base_tensors: int
+    adapter_tensors: int
+    buckets: int
+    base_names: list[str]
+    adapter_names: list[str]
+
+
+class LoraWeightSync:
+    """Synchronises a LoRA actor (plain, FSDP1 or FSDP2 ``PeftModel``) into a :class:`LoraHFRollout`.
+
+    First call: the full base weights under Hugging Face names (unless the rollout preloaded them), then the
+    adapter; later calls: the adapter only. Every rank calls it together.
+
+    Args:
+        actor: the (sharded) PEFT model; settings: its :class:`LoraSettings`; bucket_megabytes: bucket size.
+    """
+
+    def __init__(self, actor: nn.Module, settings: LoraSettings, bucket_megabytes: float) -> None:
+        self.actor = actor
+        self.settings = settings
+        self.bucket_megabytes = float(bucket_megabytes)
+        self.base_sent = settings.base_preloaded
+
+    def base_stream(self):
+        """The base weights, bucketed (collective).
+
+        Raises:
+            ConfigError: layered mode (``rollout.layered_summon``): it gathers adapters only, so the base must be
+                preloaded in the rollout.
+        """
+        if self.settings.layered_summon:
+            raise ConfigError("layered_summon gathers only the adapter weights, one layer at a time, and the base "
+                              "model has not been sent to the rollout yet: preload the base in the rollout",
+                              key="actor_rollout_ref.rollout.layered_summon", value=True,
+                              fix="set actor_rollout_ref.rollout.load_format=safetensors (the rollout reads the base "
+                                  "from model.path), or actor_rollout_ref.rollout.layered_summon=false")
+        return bucketed(iter_base_params(self.actor), self.bucket_megabytes)
+
+    def adapter_stream(self):
+        """The adapter weights of ``settings.adapter_name``, bucketed (collective; layered when configured)."""
+        s = self.settings
+        return bucketed(iter_adapter_params(self.actor, s.adapter_name, layered=s.layered_summon,
+                                            layer_prefixes=s.layer_prefixes), self.bucket_megabytes)
+
+    def __call__(self, rollout: LoraHFRollout) -> SyncReport:
+        """Run one synchronisation; return what it sent."""
+        base_names: list[str] = []
+        adapter_names: list[str] = []
+        n_buckets = 0
+        base_n = 0
+
+        def counted(stream, sink):
+            nonlocal n_buckets
+            for b in stream:
+                n_buckets += 1
+                sink.extend(n for n, _ in b)
+                yield b
+
+        if not self.base_sent:
+            base_n = rollout.update_weights(counted(self.base_stream(), base_names))
+            self.base_sent = True
+        adapter_n = rollout.update_adapter(counted(self.adapter_stream(), adapter_names))
+        return SyncReport(base_tensors=base_n, adapter_tensors=adapter_n, buckets=n_buckets, base_names=base_names,
+                          adapter_names=adapter_names)

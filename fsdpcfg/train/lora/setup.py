@@ -1,0 +1,137 @@
+"""LoRA settings from the config and wrapping a Hugging Face model with PEFT before it is sharded.
+
+Keys (verl 0.9.1 names): ``actor_rollout_ref.model.lora_rank`` (0 = no LoRA), ``lora_alpha``, ``target_modules``
+(``all-linear`` or a list of module names), ``exclude_modules``, ``lora_adapter_path`` (an adapter folder to
+start from); ``actor_rollout_ref.rollout.layered_summon`` and ``load_format``; fsdpcfg's
+``fsdpcfg.lora_layer_prefixes``. The SFT tree uses the same ``model.*`` keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch import nn
+
+from fsdpcfg.errors import ConfigError
+
+DEFAULT_ADAPTER = "default"
+DEFAULT_LAYER_PREFIXES = ("layers.",)
+
+
+@dataclass
+class LoraSettings:
+    """What the LoRA adapter looks like and how its weights reach the rollout.
+
+    Attributes:
+        rank: LoRA rank ``r`` (> 0); alpha: ``lora_alpha`` (the update is scaled by ``alpha / rank``).
+        target_modules: ``"all-linear"`` or module names PEFT matches; exclude_modules: names PEFT skips.
+        adapter_name: the PEFT adapter trained and synchronised (any name; ``"default"`` unless set).
+        adapter_path: a saved adapter folder to start from (``model.lora_adapter_path``), or ``None``.
+        layered_summon: gather adapter weights one layer (FSDP unit) at a time (needs the base preloaded).
+        base_preloaded: the rollout already holds the base weights (``rollout.load_format`` is not ``dummy``:
+            it read them from ``model.path``), so the first synchronisation sends only the adapter.
+        layer_prefixes: names of the block containers followed by an index (``layers.`` -> ``layers.0``).
+        key_prefix: where these keys live in the config (for error messages).
+    """
+
+    rank: int
+    alpha: float
+    target_modules: Any = "all-linear"
+    exclude_modules: Any = None
+    adapter_name: str = DEFAULT_ADAPTER
+    adapter_path: str | None = None
+    layered_summon: bool = False
+    base_preloaded: bool = False
+    layer_prefixes: tuple[str, ...] = field(default=DEFAULT_LAYER_PREFIXES)
+    key_prefix: str = "actor_rollout_ref.model"
+
+    @classmethod
+    def from_model_cfg(cls, model_cfg: dict, *, rollout_cfg: dict | None = None, fsdpcfg_cfg: dict | None = None,
+                       key_prefix: str = "actor_rollout_ref.model", adapter_name: str = DEFAULT_ADAPTER
+                       ) -> "LoraSettings | None":
+        """Read the LoRA keys of a ``model`` section; ``None`` when ``lora_rank`` is 0 (no LoRA).
+
+        Raises:
+            ConfigError: a negative rank, a non-positive alpha, empty target modules or layer prefixes.
+        """
+        rank = model_cfg.get("lora_rank", 0) or 0
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise ConfigError(f"must be an integer >= 0 (0 = no LoRA), got {rank!r}", key=f"{key_prefix}.lora_rank",
+                              value=rank, fix=f"set {key_prefix}.lora_rank=8 (or 0 to train all weights)")
+        if rank == 0:
+            return None
+        alpha = model_cfg.get("lora_alpha", 16)
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
+            raise ConfigError(f"must be a positive number, got {alpha!r}", key=f"{key_prefix}.lora_alpha",
+                              value=alpha, fix=f"set {key_prefix}.lora_alpha=16")
+        targets = model_cfg.get("target_modules", "all-linear")
+        if not targets:
+            raise ConfigError("names no module to adapt", key=f"{key_prefix}.target_modules", value=targets,
+                              fix=f"set {key_prefix}.target_modules=all-linear or a list such as [q_proj,v_proj]")
+        rollout_cfg = rollout_cfg or {}
+        prefixes = tuple((fsdpcfg_cfg or {}).get("lora_layer_prefixes") or DEFAULT_LAYER_PREFIXES)
+        if any(not isinstance(p, str) or not p for p in prefixes):
+            raise ConfigError(f"layer-name prefixes must be non-empty strings, got {list(prefixes)!r}",
+                              key="fsdpcfg.lora_layer_prefixes", fix="e.g. [layers.] or [transformer_blocks.]")
+        return cls(rank=rank, alpha=float(alpha), target_modules=_plain(targets),
+                   exclude_modules=_plain(model_cfg.get("exclude_modules")), adapter_name=adapter_name,
+                   adapter_path=model_cfg.get("lora_adapter_path"),
+                   layered_summon=bool(rollout_cfg.get("layered_summon", False)),
+                   base_preloaded="dummy" not in str(rollout_cfg.get("load_format", "dummy")),
+                   layer_prefixes=prefixes, key_prefix=key_prefix)
+
+    def lora_config(self):
+        """The ``peft.LoraConfig`` (causal LM, no bias, no dropout: rollout and actor must compute alike)."""
+        from peft import LoraConfig, TaskType
+
+        return LoraConfig(task_type=TaskType.CAUSAL_LM, r=self.rank, lora_alpha=self.alpha,
+                          target_modules=self.target_modules, exclude_modules=self.exclude_modules,
+                          lora_dropout=0.0, bias="none")
+
+
+def _plain(v: Any) -> Any:
+    return list(v) if isinstance(v, (list, tuple)) else v
+
+
+def apply_lora(model: nn.Module, settings: LoraSettings) -> nn.Module:
+    """Wrap ``model`` with a LoRA adapter named ``settings.adapter_name`` (base weights frozen, adapter trainable);
+    with ``adapter_path`` the adapter is loaded from that folder instead of freshly initialised (B = 0).
+
+    Adapter parameters take the base weights' dtype, so FSDP can flatten them together.
+
+    Returns:
+        The ``peft.PeftModel`` (shard it, not the inner model).
+
+    Raises:
+        ConfigError: the target modules match nothing in the model, or the adapter folder cannot be read.
+    """
+    from peft import PeftModel, get_peft_model
+
+    try:
+        if settings.adapter_path:
+            peft_model = PeftModel.from_pretrained(model, settings.adapter_path, adapter_name=settings.adapter_name,
+                                                   is_trainable=True)
+        else:
+            peft_model = get_peft_model(model, settings.lora_config(), adapter_name=settings.adapter_name)
+    except (ValueError, OSError) as e:
+        key = "lora_adapter_path" if settings.adapter_path else "target_modules"
+        raise ConfigError(f"cannot add the LoRA adapter: {str(e).splitlines()[0]}", key=f"{settings.key_prefix}.{key}",
+                          fix="name modules the model has (e.g. [q_proj,k_proj,v_proj,o_proj]) or all-linear") from None
+    base_dtype = next((p.dtype for p in peft_model.parameters() if not p.requires_grad), None)
+    if base_dtype is not None:
+        for p in peft_model.parameters():
+            if p.requires_grad and p.dtype != base_dtype:
+                p.data = p.data.to(base_dtype)
+    return peft_model
+
+
+def is_peft_model(module: nn.Module) -> bool:
+    """True when ``module`` (or the model FSDP1 wraps) carries a PEFT config."""
+    inner = getattr(module, "_fsdp_wrapped_module", module)
+    return hasattr(inner, "peft_config")
+
+
+def peft_inner(module: nn.Module) -> nn.Module:
+    """The ``PeftModel`` inside an FSDP1 wrapper (FSDP2 and plain modules are returned as they are)."""
+    return getattr(module, "_fsdp_wrapped_module", module)
