@@ -54,10 +54,9 @@ def _local_optimizer_state(optimizer: torch.optim.Optimizer) -> dict:
     from torch.distributed.tensor import DTensor
 
     sd = optimizer.state_dict()
-    for st in sd["state"].values():
-        for k, v in list(st.items()):
-            if isinstance(v, DTensor):
-                st[k] = v.to_local().clone()
+    # the per-parameter dicts of state_dict() are the optimizer's live ones: build new ones, never mutate them
+    sd["state"] = {idx: {k: (v.to_local().clone() if isinstance(v, DTensor) else v) for k, v in st.items()}
+                   for idx, st in sd["state"].items()}
     return sd
 
 
