@@ -47,7 +47,7 @@ def group_needs_samples(ctx: Context) -> Iterable[Finding]:
 
 
 @rule("FC602", "advantage estimator and loss aggregation must be ones verl implements",
-      keys=[ADV, f"{A}.actor.loss_agg_mode", "critic.loss_agg_mode"])
+      keys=[ADV, f"{A}.actor.loss_agg_mode", "critic.loss_agg_mode"], example=["algorithm.adv_estimator=grpoo"])
 def known_names(ctx: Context) -> Iterable[Finding]:
     """``algorithm.adv_estimator`` must be registered (verl/trainer/ppo/core_algos.py
     ``get_adv_estimator_fn`` raises otherwise, after rollout); ``loss_agg_mode`` must be one of verl's modes

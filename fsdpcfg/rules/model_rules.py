@@ -44,7 +44,8 @@ def model_not_local(ctx: Context) -> Iterable[Finding]:
                           severity="info")
 
 
-@rule("FC401", "a model folder must hold config.json and the tokenizer files", keys=[P, TP])
+@rule("FC401", "a model folder must hold config.json and the tokenizer files", keys=[P, TP],
+      example=["actor_rollout_ref.model.path=<Qwen/Qwen3-8B folder>"])
 def model_folder_incomplete(ctx: Context) -> Iterable[Finding]:
     """A folder that exists but lacks ``config.json`` (or has an unreadable one), or whose tokenizer folder
     lacks ``tokenizer_config.json``, fails on every rank at start-up.
@@ -248,7 +249,7 @@ def arch_table() -> dict:
 
 
 @rule("FC406", "architecture support of the rollout backend", severity="warning",
-      keys=[P, f"{A}.rollout.name"], example=["launcher=verl", "rollout=sglang"])
+      keys=[P, f"{A}.rollout.name"])
 def rollout_architecture(ctx: Context) -> Iterable[Finding]:
     """vLLM and SGLang implement a fixed set of architectures natively (the versions verl 0.9.1 pins); for
     others they fall back to their Transformers backend (slower, some features missing) or fail.

@@ -202,7 +202,8 @@ def load_format(ctx: Context) -> Iterable[Finding]:
                       "first rollout)", severity=sev)
 
 
-@rule("FC506", "rollout sampling settings verl rejects", keys=[f"{R}.val_kwargs.do_sample", f"{R}.temperature", f"{R}.mode"])
+@rule("FC506", "rollout sampling settings verl rejects", keys=[f"{R}.val_kwargs.do_sample", f"{R}.temperature", f"{R}.mode"],
+      example=["actor_rollout_ref.rollout.temperature=0", "actor_rollout_ref.rollout.val_kwargs.do_sample=true"])
 def sampling(ctx: Context) -> Iterable[Finding]:
     """Validation sampling needs ``rollout.temperature > 0`` (verl checks the training temperature); rollout
     ``mode=sync`` was removed.

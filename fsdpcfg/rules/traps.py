@@ -114,7 +114,8 @@ def offload_on_cpu(ctx: Context) -> Iterable[Finding]:
 
 @rule("FC705", "on-policy micro-batch mismatch between old log-prob and update", severity="warning",
       keys=[f"{A}.rollout.log_prob_micro_batch_size_per_gpu", f"{A}.actor.ppo_micro_batch_size_per_gpu"],
-      example=["data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=64",
+      example=["launcher=verl", "rollout=vllm", "trainer.n_gpus_per_node=8",
+               "data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=64",
                "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=32",
                "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"])
 def on_policy_micro_mismatch(ctx: Context) -> Iterable[Finding]:

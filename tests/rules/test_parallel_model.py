@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import errors, run, warnings
+from conftest import MODELS, errors, run, warnings
 
 from fsdpcfg.rules import model_files, model_rules, parallel
 
@@ -91,3 +91,18 @@ def test_inspection_imports_nothing_heavy(shared_models):
                          cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_fc406_warns_for_an_architecture_outside_the_backend_table(tmp_path):
+    import json
+    import shutil
+
+    src = MODELS / "Qwen__Qwen2.5-0.5B-Instruct__resaved"
+    for f in src.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    cfg["architectures"] = ["NotARealArchForCausalLM"]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    w = warnings(run(model_rules.rollout_architecture, *GPU, f"actor_rollout_ref.model.path={tmp_path}"))
+    assert w and "NotARealArchForCausalLM" in w[0].message and "vllm" in w[0].message
+    assert w[0].keys == ["actor_rollout_ref.model.path", "actor_rollout_ref.rollout.name"]
