@@ -59,6 +59,10 @@ def fingerprint(name: str) -> str:
         h.update(f.read_bytes())
     if spec.base:
         h.update(fingerprint(spec.base).encode())
+    if spec.warmstart:
+        from fsdpcfg.assets import warmstart
+
+        h.update(repr(warmstart.settings(spec.warmstart)).encode())
     return h.hexdigest()[:16]
 
 

@@ -79,3 +79,52 @@ def test_rebuild_is_byte_identical(tiny_model_path, tmp_path, monkeypatch):
     assert _store.file_hashes(fresh) == _store.file_hashes(tiny_model_path)
     assert assets.is_complete("tiny-qwen2")
     assert assets.build("tiny-qwen2", verbose=False) == fresh  # idempotent: no rebuild
+
+
+#: "Hello world" without special tokens, per tokenizer (values from fsdpcfg/data/tokenizers/SOURCES.md).
+HELLO = {"qwen2.5-0.5b-instruct": [9707, 1879], "qwen3": [9707, 1879], "gpt2": [15496, 995],
+         "llama2-7b-hf": [15043, 3186], "mistral-7b-instruct-v0.3": [23325, 2294]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BUILT)
+def test_each_default_architecture_builds_and_runs(name, tiny_model):
+    """Every default tiny model loads with the auto classes (no remote code) and gives finite logits."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    spec = assets.get_spec(name)
+    path = tiny_model(name)
+    real = tiny_models.real_config(spec)
+    config = AutoConfig.from_pretrained(path)
+    assert config.model_type == real["model_type"] and config.vocab_size == real["vocab_size"]
+    assert config.num_hidden_layers == 2 and config.hidden_size == 64
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    assert type(model).__name__ == real["architectures"][0]
+    tok = AutoTokenizer.from_pretrained(path)
+    ids = tok("Hello world", add_special_tokens=False).input_ids
+    assert ids == HELLO[spec.tokenizer]
+    assert max(ids) < config.vocab_size
+    logits = model(torch.tensor([ids])).logits
+    assert logits.shape == (1, len(ids), real["vocab_size"]) and torch.isfinite(logits).all()
+    loss = model(torch.tensor([ids]), labels=torch.tensor([ids])).loss
+    loss.backward()
+    assert all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def test_real_tokenizer_facts_are_kept(tiny_model):
+    """Chat template / pad facts come from the real files: Mistral v0.3 has [INST], Llama-2 base has none."""
+    from transformers import AutoTokenizer
+
+    mistral = AutoTokenizer.from_pretrained(tiny_model("tiny-mistral"))
+    assert mistral.apply_chat_template([{"role": "user", "content": "Hi"}], tokenize=False) == "<s>[INST] Hi [/INST]"
+    assert mistral.pad_token is None
+    llama2 = AutoTokenizer.from_pretrained(tiny_model("tiny-llama2"))
+    assert llama2.chat_template is None and llama2.pad_token is None
+
+
+def test_config_only_folder_for_remote_code_model(tiny_model):
+    path = tiny_model("qwen-v1-config")
+    cfg = json.loads((path / "config.json").read_text())
+    assert cfg["model_type"] == "qwen" and "AutoModelForCausalLM" in cfg["auto_map"]
+    assert not (path / "model.safetensors").exists() and (path / "tokenizer_config.json").is_file()
