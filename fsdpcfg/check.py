@@ -109,8 +109,11 @@ def check_config(composed: Any) -> list[Finding]:
             findings.append(Finding("FC000", "warning", [], f"the rule module {module} cannot be imported ({err}); "
                                     "its rules did not run", "report this to the fsdpcfg maintainers"))
     schema_errors = False
+    kind = getattr(composed, "kind", "ppo")
     for rid in sorted(RULES):
         r = RULES[rid]
+        if kind not in r.kinds:  # ppo rules read ppo keys; sft rules sft keys
+            continue
         try:
             got = list(r.fn(ctx) or [])
         except Exception as e:
@@ -172,6 +175,8 @@ def compose_for_check(overrides: list[str], *, extra_recipe_dirs: Iterable[Any] 
             first_error = first_error or e
             plus_needed[key] = overrides[idx]
             overrides[idx] = "+" + overrides[idx]
+        except Exception as e:  # Hydra raises a few plain ValueErrors (e.g. `trainer=0`); never a traceback
+            return None, [unexpected_compose_finding(e, overrides)]
     return None, [Finding("FC100", "error", [], "the overrides cannot be composed", "check them with `fsdpcfg show`")]
 
 
@@ -183,6 +188,13 @@ def compose_error_finding(e: ConfigError) -> Finding:
     if key and key not in msg:
         msg = f"{key}: {msg}"
     return Finding(rule, "error", [key] if key else [], msg, e.fix or "fix the config so it composes")
+
+
+def unexpected_compose_finding(e: Exception, overrides: list[str]) -> Finding:
+    """An exception Hydra or OmegaConf raised while composing that is not a :class:`ConfigError`."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return Finding("FC100", "error", [], f"the config cannot be composed: {text}",
+                   f"check the overrides ({' '.join(overrides)}) against `fsdpcfg ls` and `fsdpcfg show`")
 
 
 def has_errors(findings: Iterable[Finding]) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, Optional
 import yaml
 
 from fsdpcfg import verlref
-from fsdpcfg.check import check_config, compose_error_finding, sort_findings
+from fsdpcfg.check import check_config, compose_error_finding, sort_findings, unexpected_compose_finding
 from fsdpcfg.errors import ConfigError, UsageError
 from fsdpcfg.rules.finding import Finding
 
@@ -84,6 +84,8 @@ def check_yaml_file(path: Path) -> Checked:
         raise
     except ConfigError as e:
         return Checked(label, [compose_error_finding(e)])
+    except Exception as e:  # Hydra/OmegaConf errors that are not ConfigError: still a finding
+        return Checked(label, [unexpected_compose_finding(e, [str(path)])])
     return Checked(label, check_config(composed), composed)
 
 
@@ -263,6 +265,9 @@ def check_run_script(path: Path) -> list[Checked]:
             composed = compose(overrides)
         except ConfigError as e:
             out.append(Checked(label, [compose_error_finding(e)]))
+            continue
+        except Exception as e:  # Hydra/OmegaConf errors that are not ConfigError: still a finding
+            out.append(Checked(label, [unexpected_compose_finding(e, [o for o, _ in cmd.overrides])]))
             continue
         for key, line in lines.items():
             composed.provenance.record(key, Source("file", f"{path}:{line}"))

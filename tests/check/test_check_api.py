@@ -141,6 +141,12 @@ def test_unknown_group_option_is_a_finding():
     assert f.rule == "FC100" and "vllm" in f.fix
 
 
+@pytest.mark.parametrize("override", ["trainer=0", "rollout=[hf,vllm]", "engine=null"])
+def test_odd_group_values_are_findings(override):  # found by the property test: Hydra raised a ValueError
+    fs = check_overrides(BASE + [override])
+    assert has_errors(fs) and all(f.message for f in fs)
+
+
 def test_unparsable_override_is_a_usage_error():
     with pytest.raises(UsageError):
         check_overrides(BASE + ["a=["])
