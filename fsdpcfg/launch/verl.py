@@ -184,7 +184,8 @@ def env_of(composed: Any) -> dict[str, str]:
 def _header(config: str, entry: str, composed: Any, notes: list[str]) -> str:
     lines = [f"verl {verlref.VERL_VERSION} config written by fsdpcfg (launcher=verl): {entry} reads verl's own",
              f"`{config}` config first, then the keys below on top (this file's defaults list).",
-             f"Run: python -m {entry} --config-path=<this folder> --config-name={Path(CONFIG_FILE).stem} [key=value ...]"]
+             f"Run: {'python -m' if config == 'ppo_trainer' else 'torchrun --nproc_per_node=GPUS -m'} {entry} "
+             f"--config-path=<this folder> --config-name={Path(CONFIG_FILE).stem} [key=value ...]"]
     choices = getattr(composed, "choices", {}) or {}
     if choices:
         lines.append("Composed from: " + " ".join(f"{k}={v}" for k, v in choices.items()))

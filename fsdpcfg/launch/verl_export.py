@@ -109,7 +109,7 @@ def _script(inv: VerlInvocation, overrides: list[str], header: list[str]) -> str
         t = inv.tree.get("trainer", {})
         d = verlref.defaults(inv.verl_config)
         nnodes = int(t.get("nnodes", d["trainer.nnodes"]))
-        cmd = [f"torchrun --nnodes={nnodes}", f"--nproc_per_node={int(t.get('n_gpus_per_node', d['trainer.n_gpus_per_node']))}"]
+        cmd = [f"torchrun --nnodes={nnodes} --nproc_per_node={int(t.get('n_gpus_per_node', d['trainer.n_gpus_per_node']))}"]
         if nnodes > 1:
             cmd += ["--rdzv_backend=c10d",
                     '--rdzv_endpoint="${MASTER_ADDR:?set MASTER_ADDR to the first node}:${MASTER_PORT:-29500}"']

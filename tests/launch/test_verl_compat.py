@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.verl, pytest.mark.slow,
 #: that the small CPU batch sizes still divide (rollout TP 1 on one GPU).
 VERL_OVERRIDES = {
     "ppo": ["launcher=verl", "rollout=vllm", "trainer=gpu_1x", "actor_rollout_ref.rollout.tensor_model_parallel_size=1"],
-    "sft": ["launcher=verl", "trainer.device=cuda"],
+    "sft": ["launcher=verl", "trainer=gpu_1x"],
 }
 RECIPES = sorted(p.stem for p in paths.recipes_dir().glob("*.yaml"))
 

@@ -15,6 +15,7 @@ from fsdpcfg.compose import compose
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.launch.verl_export import export_verl
 
+REPO_RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 GPU = ["+recipe=qwen_grpo", "rollout=vllm", "trainer=gpu_1x", "actor_rollout_ref.rollout.tensor_model_parallel_size=1"]
 
 
@@ -81,3 +82,15 @@ def test_cli_export_adds_launcher_and_checks_first(tmp_path, capsys):
 def test_cli_export_rejects_a_contradicting_launcher(tmp_path, capsys):
     assert main(["export", "--launcher", "verl", *GPU, "launcher=native", "-o", str(tmp_path / "x")]) == 2
     assert "contradicts --launcher verl" in capsys.readouterr().err
+
+
+def test_sft_recipe_exports_a_torchrun_script(tmp_path):
+    if not (REPO_RECIPES / "qwen_sft.yaml").is_file():
+        pytest.skip("no SFT recipe")
+    out = tmp_path / "sft"
+    assert main(["export", "--launcher", "verl", "+recipe=qwen_sft", "trainer=gpu_1x", "-o", str(out)]) == 0
+    text = (out / "run_verl.sh").read_text()
+    assert "exec torchrun --nnodes=1 --nproc_per_node=1 \\\n  -m verl.trainer.sft_trainer" in text
+    doc = yaml.safe_load((out / "config.yaml").read_text())
+    assert doc["defaults"] == ["sft_trainer_engine", "_self_"] and doc["trainer"]["device"] == "cuda"
+    assert "actor_rollout_ref" not in doc and "fsdpcfg" not in doc
