@@ -5,7 +5,8 @@ writes ``DIR/config.yaml`` (verl's keys on top of verl's own ``ppo_trainer``/``s
 ``DIR/run_verl.sh`` (executable) and ``DIR/files/`` (copies of shipped data and reward files). See
 :mod:`fsdpcfg.launch.verl_export`.
 
-    $ fsdpcfg export --launcher verl +recipe=qwen_grpo rollout=vllm trainer=gpu_8x -o out/
+    $ fsdpcfg export --launcher verl +recipe=qwen_grpo -o out/      # rollout=hf becomes rollout=vllm (printed)
+    $ fsdpcfg export --launcher verl +recipe=qwen_grpo rollout=sglang trainer=gpu_8x data.train_batch_size=64 -o out/
     $ bash out/run_verl.sh +ray_kwargs.ray_init.address=auto
 
 Nothing here needs verl, a GPU or torch; ``--verl-check`` additionally asks verl itself (a subprocess that
@@ -21,6 +22,14 @@ from fsdpcfg.errors import UsageError
 #: The arguments are Hydra overrides mixed with export's own options.
 PASS_THROUGH = True
 LAUNCHERS = ("verl",)
+#: Rollout backends only the native loop runs, and the one export picks instead when the recipe chose one.
+NATIVE_ONLY_ROLLOUTS = ("hf",)
+VERL_DEFAULT_ROLLOUT = "vllm"
+
+
+def _chose_rollout(tokens: list[str]) -> bool:
+    """True when the user picked the rollout on the command line (group option or the key itself)."""
+    return any(t.lstrip("+~").split("=", 1)[0] in ("rollout", "actor_rollout_ref.rollout.name") for t in tokens)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         ConfigError: the config fails fsdpcfg's checks or cannot be handed to verl.
         UsageError: the tokens choose another launcher than ``--launcher``.
     """
+    from omegaconf import OmegaConf
+
     from fsdpcfg import catalog
     from fsdpcfg.launch.verl import require_valid
     from fsdpcfg.launch.verl_export import export_verl
@@ -61,10 +72,18 @@ def run(args: argparse.Namespace) -> int:
     if not chosen:
         tokens.append(f"launcher={args.launcher}")
     composed = catalog.load(tokens)
+    notes = []
+    if composed.kind == "ppo" and composed.origin != "file" and not _chose_rollout(tokens) \
+            and OmegaConf.select(composed.cfg, "actor_rollout_ref.rollout.name") in NATIVE_ONLY_ROLLOUTS:
+        # the recipe's rollout runs only in the native loop: verl needs a serving engine instead
+        tokens.append(f"rollout={VERL_DEFAULT_ROLLOUT}")
+        composed = catalog.load(tokens)
+        notes.append(f"the recipe's rollout (hf) runs only under launcher=native; exported with "
+                     f"rollout={VERL_DEFAULT_ROLLOUT} (pass rollout=sglang to choose another engine)")
     if composed.origin == "file":
-        from omegaconf import OmegaConf
-
         OmegaConf.update(composed.cfg, "fsdpcfg.launcher", args.launcher, force_add=True)
+    for n in notes:
+        print(f"note: {n}")
     for f in require_valid(composed):
         print(f"{f.severity}: [{f.rule}] {', '.join(f.keys)}: {f.message}")
     res = export_verl(composed, args.output, force=args.force)

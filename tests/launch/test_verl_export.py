@@ -71,12 +71,27 @@ def test_cli_export_adds_launcher_and_checks_first(tmp_path, capsys):
     assert main(["export", "--launcher", "verl", *GPU, "-o", str(out)]) == 0
     assert (out / "run_verl.sh").is_file() and (out / "config.yaml").is_file()
     assert "run it: bash" in capsys.readouterr().out
-    # a config fsdpcfg rejects is not exported (CPU trainer + native-only hf rollout)
+    # a config fsdpcfg rejects is not exported: the native-only hf rollout chosen explicitly
     bad = tmp_path / "bad"
-    assert main(["export", "--launcher", "verl", "+recipe=qwen_grpo", "-o", str(bad)]) == 1
+    assert main(["export", "--launcher", "verl", "+recipe=qwen_grpo", "rollout=hf", "-o", str(bad)]) == 1
     err = capsys.readouterr().err
-    assert "launcher=native" in err or "rollout=vllm" in err
+    assert "FC801" in err and "launcher=native" in err
     assert not bad.exists()
+
+
+def test_cli_export_of_the_plain_recipe_picks_a_verl_rollout_and_says_so(tmp_path, capsys):
+    out = tmp_path / "plain"
+    assert main(["export", "--launcher", "verl", "+recipe=qwen_grpo", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "exported with rollout=vllm" in printed
+    cfg = yaml.safe_load((out / "config.yaml").read_text())
+    assert cfg["actor_rollout_ref"]["rollout"]["name"] == "vllm"
+    assert cfg["trainer"]["device"] == "cuda" and "fsdpcfg" not in cfg
+    assert "verl.trainer.main_ppo" in (out / "run_verl.sh").read_text()
+    # the user's explicit choice is kept
+    out2 = tmp_path / "sglang"
+    assert main(["export", "--launcher", "verl", "+recipe=qwen_grpo", "rollout=sglang", "-o", str(out2)]) == 0
+    assert yaml.safe_load((out2 / "config.yaml").read_text())["actor_rollout_ref"]["rollout"]["name"] == "sglang"
 
 
 def test_cli_export_rejects_a_contradicting_launcher(tmp_path, capsys):
