@@ -17,6 +17,8 @@ class Metrics(Section):
 class FsdpcfgSection(Section):
     """Launcher and run-folder settings."""
 
+    kind: Literal["ppo", "sft"] = F("ppo", description="which tree the recipe uses: ppo (RL, conf/config.yaml) or "
+                                    "sft (conf/sft/config.yaml)")
     launcher: Literal["native", "verl"] = F("native", description="who runs the loop: native (torchrun, "
                                             "built-in FSDP loop) or verl (Ray)")
     run_dir: str = F("runs/fsdpcfg/run", description="run folder (metrics, resolved config)")

@@ -22,9 +22,17 @@ NOT_IN_VERL_YAML = {"actor_rollout_ref.actor.fsdp_config.mixed_precision",
                     "actor_rollout_ref.ref.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap"}
 
 
+def _is_sft(f: Path) -> bool:
+    data = yaml.safe_load(f.read_text()) or {}
+    return isinstance(data, dict) and (data.get("fsdpcfg") or {}).get("kind") == "sft"
+
+
 def _tree_keys() -> set[str]:
+    """Leaf keys of the PPO tree: the root config, its group options and the PPO recipes (the SFT tree,
+    conf/sft, has its own schema, fsdpcfg/schema/sft.py)."""
     conf = paths.conf_dir()
-    files = [conf / "config.yaml"] + [f for d in conf.iterdir() if d.is_dir() for f in d.glob("*.yaml")]
+    files = [conf / "config.yaml"] + [f for d in conf.iterdir() if d.is_dir() and d.name != "sft"
+                                      for f in d.glob("*.yaml") if not _is_sft(f)]
     out: set[str] = set()
     for f in files:
         lines = yaml_leaf_lines(f)
