@@ -41,8 +41,6 @@ NATIVE_UNSUPPORTED: dict[str, str] = {
     "actor_rollout_ref.ref.ulysses_sequence_parallel_size": "the native loop has no sequence parallelism",
     "actor_rollout_ref.model.use_liger": "the native loop has no Liger kernels",
     "actor_rollout_ref.model.use_fused_kernels": "the native loop has no fused log-prob kernels",
-    "actor_rollout_ref.actor.fsdp_config.fsdp_size": "the native loop shards over all ranks (no HSDP)",
-    "actor_rollout_ref.ref.fsdp_config.fsdp_size": "the native loop shards over all ranks (no HSDP)",
     "algorithm.use_kl_in_reward": "the native loop applies KL as a loss term only (actor.use_kl_loss)",
     **{f"actor_rollout_ref.rollout.{k}": "the hf rollout has no inference-engine settings" for k in (
         "gpu_memory_utilization", "enforce_eager", "free_cache_engine", "tensor_model_parallel_size",

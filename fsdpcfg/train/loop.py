@@ -18,11 +18,12 @@ import yaml
 
 from fsdpcfg.plan import make_plan, total_training_steps
 from fsdpcfg.train import checkpoint as ckpt
+from fsdpcfg.train import patches
 from fsdpcfg.train.actor import ActorBatch, update_actor
 from fsdpcfg.train.algorithm.grpo import ActorLossConfig, grpo_advantages, token_level_rewards
 from fsdpcfg.train.algorithm.losses import kl_penalty
 from fsdpcfg.train.data import PromptDataset, StatefulSampler
-from fsdpcfg.train.engine.fsdp import Precision, bucketed, iter_full_params, shard_model
+from fsdpcfg.train.engine.fsdp import bucketed, iter_full_params, shard_from_config
 from fsdpcfg.train.engine.forward import batched_log_probs
 from fsdpcfg.train.engine.optim import build_optimizer, build_scheduler
 from fsdpcfg.train.metrics import MetricsLogger
@@ -110,10 +111,10 @@ class Trainer:
         master = to_dtype(fsdp_cfg["model_dtype"], "actor_rollout_ref.actor.fsdp_config.model_dtype")
         actor_src = dict(self.model_cfg, path=str(self.resume_from)) if self.resume_from else self.model_cfg
         model = load_model(actor_src, master).to(self.device)
+        self.patches = patches.apply_patches(model, patches.selected(self.cfg), device=self.plan.device)
         self.hf_config = model.config
         self.generation_config = getattr(model, "generation_config", None)
-        self.actor = shard_model(model, self.plan.strategy, Precision.from_fsdp_config(fsdp_cfg, "actor_rollout_ref.actor"),
-                                 device=self.device, reshard_after_forward=bool(fsdp_cfg["reshard_after_forward"]))
+        self.actor = shard_from_config(model, self.plan.strategy, fsdp_cfg, "actor_rollout_ref.actor", device=self.device)
         optim_cfg = self.actor_cfg["optim"]
         self.optimizer = build_optimizer(self.actor.parameters(), optim_cfg)
         sched_steps = optim_cfg["total_training_steps"]
@@ -125,9 +126,9 @@ class Trainer:
             ref_model = load_model(self.model_cfg, to_dtype(ref_cfg["model_dtype"])).to(self.device)
             for p in ref_model.parameters():
                 p.requires_grad_(False)
-            self.ref = shard_model(ref_model, self.cfg["actor_rollout_ref"]["ref"]["strategy"],
-                                   Precision.from_fsdp_config(ref_cfg, "actor_rollout_ref.ref"), device=self.device,
-                                   reshard_after_forward=bool(ref_cfg["reshard_after_forward"]))
+            patches.apply_patches(ref_model, self.patches, device=self.plan.device)
+            self.ref = shard_from_config(ref_model, self.cfg["actor_rollout_ref"]["ref"]["strategy"], ref_cfg,
+                                         "actor_rollout_ref.ref", device=self.device)
             self.ref.eval()
         rdtype = to_dtype(self.rollout_cfg["dtype"], "actor_rollout_ref.rollout.dtype")
         replica = load_model(self.model_cfg, rdtype, weights=False).to(self.device)
@@ -171,6 +172,8 @@ class Trainer:
         old_lp = batched_log_probs(self.actor, ids, amask, R, self.plan.log_prob_micro_batch_per_rank,
                                    temperature=temp).cpu()
         timing["timing_s/old_log_prob"] = time.perf_counter() - t
+        _dump_first_step(step, self.rank, ids=ids.cpu(), attention_mask=amask.cpu(), response_mask=rmask,
+                         old_log_probs=old_lp)
         ref_lp = None
         if self.ref is not None:
             t = time.perf_counter()
@@ -249,6 +252,15 @@ class Trainer:
                     self.save(step)
         finally:
             logger.close()
+
+
+def _dump_first_step(step: int, rank: int, **tensors: torch.Tensor) -> None:
+    """Test hook: with ``$FSDPCFG_DUMP_STEP1`` set to a folder, write this rank's step-1 sequences and old
+    log-probs there (``rank<r>.pt``), so two runs (e.g. patches=none vs remove_padding) can be compared."""
+    folder = os.environ.get("FSDPCFG_DUMP_STEP1")
+    if folder and step == 1:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        torch.save(tensors, Path(folder) / f"rank{rank}.pt")
 
 
 def save_resolved_config(cfg: dict, config_path: Path) -> None:

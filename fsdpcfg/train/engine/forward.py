@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from fsdpcfg.train.algorithm.losses import entropy_from_logits, token_log_probs
+from fsdpcfg.train.patches.remove_padding import is_packed, packed_response_log_probs
 
 
 def position_ids_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -31,8 +32,12 @@ def response_log_probs(module: nn.Module, input_ids: torch.Tensor, attention_mas
     Returns:
         ``(log_probs, entropy)``, each ``(batch, response_len)`` in fp32 (entropy ``None`` unless asked).
         Only the ``response_len + 1`` last positions go through the LM head, so the vocabulary-sized logits
-        stay small.
+        stay small. A model marked by the ``remove_padding`` patch runs packed instead
+        (:func:`fsdpcfg.train.patches.remove_padding.packed_response_log_probs`).
     """
+    if is_packed(module):  # remove_padding patch: the same numbers from the real tokens only
+        return packed_response_log_probs(module, input_ids, attention_mask, response_len,
+                                         with_entropy=with_entropy, temperature=temperature)
     out = module(input_ids=input_ids, attention_mask=attention_mask,
                  position_ids=position_ids_from_mask(attention_mask), use_cache=False,
                  logits_to_keep=response_len + 1)

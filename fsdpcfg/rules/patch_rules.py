@@ -1,0 +1,113 @@
+"""FC36x/FC86x: patch sets (the ``patches=`` group) and the FSDP engine settings the native engine shards with.
+
+Which patch a config selects, what it supports and what it needs are the declarations of
+:mod:`fsdpcfg.train.patches` (a registry importable without torch); these rules report them before launch, and
+the engine refuses the same selections at launch (``apply_patches``). The model's ``model_type`` is read from
+its config.json as JSON (``ctx.model``), never by importing the model.
+
+Requirements between patches that an older rule already reports are left to it (ulysses -> remove_padding is
+FC303's); keys the native launcher does not run at all are FC802's (``NATIVE_UNSUPPORTED``).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from fsdpcfg.rules._common import A, flag, num, src, val, world
+from fsdpcfg.rules.context import Context
+from fsdpcfg.rules.finding import Finding
+from fsdpcfg.rules.registry import rule
+from fsdpcfg.train.patches import REGISTRY, Problem
+
+
+def _selected(ctx: Context) -> list[str]:
+    return REGISTRY.selected(lambda key: val(ctx, key))
+
+
+def _model_type(ctx: Context) -> str | None:
+    m = ctx.model
+    if m is None or m.status != "ok" or not isinstance(m.config, dict):
+        return None
+    mt = m.config.get("model_type")
+    return mt if isinstance(mt, str) else None
+
+
+def _problems(ctx: Context, kind: str, **where) -> list[Problem]:
+    args = {"model_type": None, "device": None, "launcher": None, **where}
+    return [p for p in REGISTRY.problems(_selected(ctx), **args) if p.kind == kind]
+
+
+def _keys(problem: Problem, *more: str) -> list[str]:
+    return [REGISTRY[problem.patch].config_key, *more] if problem.patch in REGISTRY else list(more)
+
+
+@rule("FC361", "each selected patch supports the model's model_type",
+      keys=[f"{A}.model.use_remove_padding", f"{A}.model.use_liger", f"{A}.model.path"],
+      example=["patches=liger", "launcher=verl", "trainer=gpu_1x", "rollout=vllm",
+               "actor_rollout_ref.model.path=<Qwen/Qwen-7B folder>"])
+def patch_model_type(ctx: Context) -> Iterable[Finding]:
+    """A patch is dispatched from config.json's ``model_type``; a type it does not declare would fail at launch
+    (remove_padding: the packed forward is verified per architecture) or be skipped silently (verl's liger
+    call logs and does nothing for a type liger-kernel does not know).
+
+    Source: fsdpcfg/train/patches (each patch's ``model_types``); liger_kernel/transformers/monkey_patch.py
+    ``MODEL_TYPE_TO_APPLY_LIGER_FN``; tests/models/test_remove_padding.py for the verified types.
+    """
+    mt = _model_type(ctx)
+    if mt is None:
+        return
+    for p in _problems(ctx, "model_type", model_type=mt):
+        yield ctx.finding("FC361", _keys(p, f"{A}.model.path"), f"{p.message} ({ctx.get(f'{A}.model.path')})",
+                          p.fix)
+
+
+@rule("FC362", "selected patches claim disjoint targets and have the patches they need",
+      keys=[f"{A}.model.use_remove_padding", f"{A}.model.enable_gradient_checkpointing"])
+def patch_selection(ctx: Context) -> Iterable[Finding]:
+    """Two patches may not change the same target (the registry rejects it at registration; a selection mixing
+    registries is checked here), and a patch's required patches must be on. Requirements another rule already
+    reports (``requires_checked_by``) are left to it.
+
+    Source: torchtitan ``torchtitan/config/override.py`` (one claimant per target); fsdpcfg/train/patches.
+    """
+    for kind in ("conflict", "requires"):
+        for p in _problems(ctx, kind):
+            if kind == "requires" and REGISTRY[p.patch].requires_checked_by:
+                continue
+            yield ctx.finding("FC362", _keys(p), p.message, p.fix)
+
+
+@rule("FC364", "FSDP1 hybrid sharding with fsdp_size=1 never syncs gradients",
+      keys=[f"{A}.actor.fsdp_config.fsdp_size", f"{A}.actor.strategy"],
+      example=["engine=fsdp", "actor_rollout_ref.actor.fsdp_config.fsdp_size=1"])
+def fsdp1_hybrid_size_one(ctx: Context) -> Iterable[Finding]:
+    """``fsdp_size=1`` below the world size builds a ``(world, 1)`` mesh; FSDP1's ``HYBRID_SHARD`` then sees a
+    shard group of one rank, switches to ``NO_SHARD`` over that group, and gradients are never all-reduced
+    across the replicas: every rank trains on its own data (measured: tests/train/test_fsdp_parity.py, the
+    grad norm differs from the unsharded step). FSDP2's 2-D mesh replicates correctly.
+
+    Source: torch/distributed/fsdp/fully_sharded_data_parallel.py (``_init_core_state``: "switching to use
+    NO_SHARD ... since the world size is 1"); verl/workers/engine/fsdp/utils.py ``get_sharding_strategy``.
+    """
+    w = world(ctx)
+    for sec in ("actor", "ref"):
+        key, skey = f"{A}.{sec}.fsdp_config.fsdp_size", f"{A}.{sec}.strategy"
+        if sec == "ref" and not (flag(ctx.get(f"{A}.actor.use_kl_loss")) or flag(ctx.get("algorithm.use_kl_in_reward"))):
+            continue
+        if num(val(ctx, key)) == 1 and w and w > 1 and str(val(ctx, skey)) == "fsdp":
+            yield ctx.finding("FC364", [key, skey],
+                              f"{key} = 1 {src(ctx, key)} with {skey} = fsdp on {w} ranks: FSDP1's HYBRID_SHARD "
+                              "over one-rank shard groups falls back to NO_SHARD and never all-reduces gradients",
+                              f"use engine=fsdp2, or set {key}=-1 (or a divisor of {w} above 1)")
+
+
+@rule("FC861", "GPU-only patches on a CPU run", keys=[f"{A}.model.use_liger", "trainer.device"],
+      example=["patches=liger"])
+def patch_device(ctx: Context) -> Iterable[Finding]:
+    """Liger's kernels are Triton kernels: they need a CUDA device, on any launcher.
+
+    Source: fsdpcfg/train/patches/liger.py (``devices``); liger-kernel README (CUDA/ROCm GPUs only).
+    """
+    device = str(ctx.get("trainer.device"))
+    for p in _problems(ctx, "device", device=device):
+        yield ctx.finding("FC861", _keys(p, "trainer.device"), f"{p.message} {src(ctx, 'trainer.device')}", p.fix)

@@ -1,0 +1,83 @@
+"""Model-level patch sets (the ``patches=`` group): registry, selection from the config, application.
+
+Public API::
+
+    REGISTRY                      # PatchRegistry of the built-in patches (one module each, below)
+    selected(cfg) -> list[str]    # names the resolved config turns on (verl's keys)
+    problems(names, model_type=, device=, launcher=) -> list[Problem]   # shared by rules and engine
+    apply_patches(model, names, device=, launcher=)                      # the engine, before sharding
+    is_packed(module) -> bool     # the engine forward's switch for remove_padding
+
+Patches: :mod:`.remove_padding`, :mod:`.gradient_checkpointing` (applied by the native engine), :mod:`.liger`
+and :mod:`.ulysses` (passed to verl). Each declares its targets, model types and needs; a patch is dispatched
+from the model's ``config.json`` ``model_type``. Importing this package imports neither torch nor transformers.
+With every patch off the model is the plain padded Hugging Face model, untouched (tests/models).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+
+from fsdpcfg.errors import ConfigError
+from fsdpcfg.train.patches import gradient_checkpointing, liger, remove_padding, ulysses
+from fsdpcfg.train.patches._registry import Patch, PatchConflict, PatchRegistry, Problem, target_conflicts
+from fsdpcfg.train.patches.remove_padding import is_packed
+
+if TYPE_CHECKING:
+    from torch import nn
+
+__all__ = ["REGISTRY", "Patch", "PatchConflict", "PatchRegistry", "Problem", "apply_patches", "is_packed",
+           "problems", "selected", "target_conflicts"]
+
+REGISTRY = PatchRegistry([remove_padding.PATCH, gradient_checkpointing.PATCH, liger.PATCH, ulysses.PATCH])
+
+
+def _getter(cfg: dict) -> Any:
+    def get(key: str) -> Any:
+        node: Any = cfg
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = node[part]
+        return node
+
+    return get
+
+
+def selected(cfg: dict) -> list[str]:
+    """Names of the patches the resolved config (nested dicts, verl keys) turns on, in registry order."""
+    return REGISTRY.selected(_getter(cfg))
+
+
+def problems(names: Iterable[str], *, model_type: str | None, device: str | None,
+             launcher: str | None) -> list[Problem]:
+    """Everything that keeps ``names`` from running (see :meth:`PatchRegistry.problems`)."""
+    return REGISTRY.problems(names, model_type=model_type, device=device, launcher=launcher)
+
+
+def apply_patches(model: "nn.Module", names: Iterable[str], *, device: str, launcher: str = "native") -> list[str]:
+    """Apply the patches ``names`` to the unsharded HF ``model`` (before FSDP wraps it), dispatched on
+    ``model.config.model_type``; with no names the model is left exactly as loaded.
+
+    Returns:
+        The names applied, in registry order.
+
+    Raises:
+        ConfigError: every problem of the selection at once (unknown patch, unsupported model_type, device,
+            launcher, missing required patch, target conflict), or a patch whose apply function refuses this
+            model instance.
+    """
+    names = [n for n in REGISTRY.names() if n in set(names)] + [n for n in names if n not in REGISTRY]
+    model_type = getattr(model.config, "model_type", None)
+    found = problems(names, model_type=model_type, device=device, launcher=launcher)
+    if found:
+        first = found[0]
+        key = REGISTRY[first.patch].config_key if first.patch in REGISTRY else "actor_rollout_ref.model"
+        raise ConfigError("; ".join(p.message for p in found), key=key, fix="; ".join(p.fix for p in found))
+    for n in names:
+        fn = REGISTRY[n].impl_for(model_type)
+        if fn is None:  # declared but run by another launcher only: problems() already refused it
+            raise ConfigError(f"patch {n!r} has no native implementation", key=REGISTRY[n].config_key,
+                              fix="use launcher=verl")
+        fn(model)
+    return names
