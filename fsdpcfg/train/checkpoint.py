@@ -22,9 +22,9 @@ import torch
 import torch.distributed as dist
 
 from fsdpcfg.errors import ConfigError
+# the layout (which folder is complete, which one a run resumes from) is read without torch by the launcher
+from fsdpcfg.train.ckpt_layout import LATEST, MANIFEST, complete_checkpoints, find_resume_folder, is_complete  # noqa: F401
 
-MANIFEST = "MANIFEST.json"
-LATEST = "latest_checkpointed_iteration.txt"
 STATE_DIR = "trainer_state"
 
 
@@ -119,7 +119,9 @@ def save_checkpoint(root: str | Path, step: int, *, full_weights, hf_config, tok
     files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
     for f in files:
         _fsync_file(tmp / f)
-    manifest = {"step": step, "world_size": dist.get_world_size(), "files": files, "time": time.time()}
+    _test_pause_in_save(step)
+    manifest = {"step": step, "world_size": dist.get_world_size(), "files": files,
+                "sizes": {f: (tmp / f).stat().st_size for f in files}, "time": time.time()}
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     _fsync_file(tmp / MANIFEST)
     _fsync_dir(tmp)
@@ -132,58 +134,21 @@ def save_checkpoint(root: str | Path, step: int, *, full_weights, hf_config, tok
     atomic_write_text(root / LATEST, f"{step}\n")
     if keep is not None and keep > 0:
         for old in complete_checkpoints(root)[:-keep]:
-            shutil.rmtree(old, ignore_errors=True)
+            # rename first: a pruning killed half-way must not leave a global_step_N with a manifest but no weights
+            trash = old.with_name(old.name + ".deleting")
+            os.replace(old, trash)
+            shutil.rmtree(trash, ignore_errors=True)
     dist.barrier()
     return final
 
 
-def is_complete(folder: Path) -> bool:
-    """True when ``folder`` holds a manifest (written last)."""
-    return (Path(folder) / MANIFEST).is_file()
-
-
-def complete_checkpoints(root: str | Path) -> list[Path]:
-    """Complete ``global_step_N`` folders under ``root``, oldest first."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    found = []
-    for p in root.glob("global_step_*"):
-        suffix = p.name[len("global_step_"):]
-        if suffix.isdigit() and is_complete(p):
-            found.append((int(suffix), p))
-    return [p for _, p in sorted(found)]
-
-
-def find_resume_folder(trainer_cfg: dict) -> Path | None:
-    """The checkpoint to resume from, by ``trainer.resume_mode``: ``disable`` -> none; ``auto`` -> the one
-    ``latest_checkpointed_iteration.txt`` names under ``trainer.default_local_dir`` (else the newest complete
-    one, else none); ``resume_path`` -> ``trainer.resume_from_path``.
-
-    Raises:
-        ConfigError: an unknown mode, or a ``resume_from_path`` that is not a complete checkpoint.
-    """
-    mode = trainer_cfg["resume_mode"]
-    if mode == "disable":
-        return None
-    root = Path(trainer_cfg["default_local_dir"])
-    if mode == "auto":
-        latest = root / LATEST
-        if latest.is_file():
-            folder = root / f"global_step_{latest.read_text().strip()}"
-            if is_complete(folder):
-                return folder
-        done = complete_checkpoints(root)
-        return done[-1] if done else None
-    if mode == "resume_path":
-        path = trainer_cfg["resume_from_path"]
-        if not path or not is_complete(Path(path)):
-            raise ConfigError(f"{path!r} is not a complete checkpoint folder (global_step_N with {MANIFEST})",
-                              key="trainer.resume_from_path", value=path,
-                              fix="point it at a global_step_N folder the native loop wrote")
-        return Path(path)
-    raise ConfigError(f"unknown resume_mode {mode!r}; allowed: auto, disable, resume_path", key="trainer.resume_mode",
-                      value=mode, fix="use auto, disable or resume_path")
+def _test_pause_in_save(step: int) -> None:
+    """Test hook: ``$FSDPCFG_TEST_SAVE_PAUSE="STEP:SECONDS"`` makes rank 0 sleep SECONDS in the save of step STEP,
+    after every shard is written and before the manifest (tests/train/test_kill_during_save.py kills it there)."""
+    spec = os.environ.get("FSDPCFG_TEST_SAVE_PAUSE", "")
+    if spec and int(spec.split(":")[0]) == step:
+        print(f"fsdpcfg: test hook: pausing {spec.split(':')[1]} s inside the save of step {step}", flush=True)
+        time.sleep(float(spec.split(":")[1]))
 
 
 def load_trainer_state(folder: Path, optimizer, scheduler) -> dict[str, Any]:
