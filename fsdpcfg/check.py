@@ -19,9 +19,11 @@ from typing import Any, Iterable
 
 from omegaconf import OmegaConf
 
-from fsdpcfg import verlref
+from fsdpcfg import _fastyaml, verlref
 from fsdpcfg.errors import ConfigError, UsageError
 from fsdpcfg.rules.finding import Finding
+
+_fastyaml.install()  # Hydra parses the config tree with libyaml: the same trees, composed faster
 
 #: modules of fsdpcfg.rules that hold machinery, not rules.
 _NOT_RULES = {"context", "finding", "registry"}

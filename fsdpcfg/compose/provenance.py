@@ -45,7 +45,7 @@ def yaml_leaf_lines(path: Path) -> dict[str, int]:
     The top-level ``defaults`` list (Hydra's) is skipped. Raises ``yaml.YAMLError`` on invalid YAML.
     """
     text = Path(path).read_text()
-    node = yaml.compose(text)
+    node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when present
     out: dict[str, int] = {}
     if node is None or not isinstance(node, yaml.MappingNode):
         return out
