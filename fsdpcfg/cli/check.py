@@ -146,6 +146,8 @@ def _plan_section(composed: Any) -> str:
     except ImportError:  # the plan stage is optional for check
         return "DERIVED NUMBERS: not available (fsdpcfg.plan is not importable)"
     cfg, _, _ = resolve(composed)
+    if getattr(composed, "kind", "ppo") == "sft":
+        from fsdpcfg.train.sft.plan import make_sft_plan as make_plan
     try:
         p = make_plan(cfg)
     except ConfigError as e:

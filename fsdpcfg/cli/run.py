@@ -97,6 +97,10 @@ def prepare(overrides: list[str]):
     cfg = composed.to_container(resolve=True)
     if cfg["fsdpcfg"]["launcher"] != "native":
         return composed, cfg, None
+    if composed.kind == "sft":  # verl's sft_trainer_engine layout: the native SFT trainer
+        from fsdpcfg.train.sft.plan import make_sft_plan
+
+        return composed, cfg, make_sft_plan(cfg)
     from fsdpcfg.plan import make_plan
 
     return composed, cfg, make_plan(cfg)

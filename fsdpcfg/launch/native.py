@@ -35,7 +35,8 @@ def ensure_assets(cfg: dict[str, Any], echo: Callable[[str], None] = print) -> l
         ConfigError: the path names an asset folder that fsdpcfg does not know how to build.
     """
     models = (paths.home_dir() / "models").resolve()
-    model = cfg["actor_rollout_ref"]["model"]
+    sft = cfg.get("fsdpcfg", {}).get("kind") == "sft"
+    model = cfg["model"] if sft else cfg["actor_rollout_ref"]["model"]
     built = []
     for key in ("path", "tokenizer_path"):
         value = model[key]
@@ -49,7 +50,8 @@ def ensure_assets(cfg: dict[str, Any], echo: Callable[[str], None] = print) -> l
                 if p.is_dir():
                     continue
                 raise ConfigError(f"{p} does not exist and is not an asset fsdpcfg can build "
-                                  f"(known: {', '.join(assets.SPECS)})", key=f"actor_rollout_ref.model.{key}",
+                                  f"(known: {', '.join(assets.SPECS)})",
+                                  key=f"{'' if sft else 'actor_rollout_ref.'}model.{key}",
                                   value=str(value), fix="choose model=tiny_qwen2 or point it at a model folder")
             built.append(assets.ensure(p.name))
     return built
@@ -86,12 +88,18 @@ def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: boo
             config mistake while starting (read from ``<run_dir>/error.txt``).
     """
     cfg = absolutise(cfg)
+    if plan is None and cfg["fsdpcfg"].get("kind") == "sft":
+        from fsdpcfg.train.sft.plan import make_sft_plan
+
+        plan = make_sft_plan(cfg)
     plan = plan or make_plan(cfg)
     echo("plan:\n" + plan.describe())
     if not dry_run:
         ensure_assets(cfg, echo)
     config_path = write_run_config(cfg)
     cmd = torchrun_command(plan, str(config_path))
+    if cfg["fsdpcfg"].get("kind") == "sft":  # the native SFT trainer's entry instead of the GRPO loop's
+        cmd[cmd.index("fsdpcfg.train")] = "fsdpcfg.train.sft"
     echo(f"run folder: {config_path.parent}")
     echo(format_command(cmd))
     if dry_run:

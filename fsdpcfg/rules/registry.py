@@ -39,6 +39,8 @@ class Rule:
         fn: the rule function.
         keys: the dotted keys the rule reads (for ``fsdpcfg explain KEY``).
         example: a failing example, as Hydra overrides on a recipe (for ``fsdpcfg explain RULE_ID``).
+        kinds: the config kinds it applies to (``ppo``: the RL tree, ``sft``: the SFT tree); ``check_config``
+            runs only the rules of the config's kind.
     """
 
     id: str
@@ -47,6 +49,7 @@ class Rule:
     fn: RuleFn
     keys: tuple[str, ...] = ()
     example: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ("ppo",)
 
     @property
     def doc(self) -> str:
@@ -58,8 +61,8 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(id: str, title: str, *, severity: "Severity" = "error", keys: Iterable[str] = (),
-         example: Iterable[str] = ()) -> Callable[[RuleFn], RuleFn]:
-    """Register the decorated function as rule ``id``.
+         example: Iterable[str] = (), kinds: Iterable[str] = ("ppo",)) -> Callable[[RuleFn], RuleFn]:
+    """Register the decorated function as rule ``id``, applying to configs of ``kinds``.
 
     Raises:
         ValueError: ``id`` is already registered (two rules may never share an ID) or the function has no
@@ -71,7 +74,7 @@ def rule(id: str, title: str, *, severity: "Severity" = "error", keys: Iterable[
             raise ValueError(f"rule ID {id} registered twice ({RULES[id].fn.__qualname__} and {fn.__qualname__})")
         if not inspect.getdoc(fn):
             raise ValueError(f"rule {id} ({fn.__qualname__}) needs a docstring citing its source")
-        RULES[id] = Rule(id, title, severity, fn, tuple(keys), tuple(example))
+        RULES[id] = Rule(id, title, severity, fn, tuple(keys), tuple(example), tuple(kinds))
         return fn
 
     return deco

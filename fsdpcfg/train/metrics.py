@@ -33,11 +33,16 @@ class MetricsLogger:
         run_dir: the run folder (``fsdpcfg.run_dir``).
         total_steps: for the progress bar; start_step: the step already done (resume).
         jsonl, tensorboard: the ``fsdpcfg.metrics`` switches.
+        desc, bar_keys, line_keys: the progress bar's label, its metrics ({key: label}) and the metrics of each
+            step's console line (default: GRPO's :data:`BAR_KEYS` and :data:`LINE_KEYS`).
     """
 
     def __init__(self, run_dir: str | Path, total_steps: int, start_step: int = 0, *, jsonl: bool = True,
-                 tensorboard: bool = True, enabled: bool = True) -> None:
+                 tensorboard: bool = True, enabled: bool = True, desc: str = "GRPO",
+                 bar_keys: dict[str, str] | None = None, line_keys: tuple[str, ...] | None = None) -> None:
         self.enabled = enabled
+        self.bar_keys = BAR_KEYS if bar_keys is None else bar_keys
+        self.line_keys = LINE_KEYS if line_keys is None else line_keys
         self._jsonl = self._tb = self._bar = None
         if not enabled:
             return
@@ -51,7 +56,7 @@ class MetricsLogger:
             self._tb = SummaryWriter(log_dir=str(run_dir / "tensorboard"))
         from tqdm import tqdm
 
-        self._bar = tqdm(total=total_steps, initial=start_step, desc="GRPO", unit="step", dynamic_ncols=True,
+        self._bar = tqdm(total=total_steps, initial=start_step, desc=desc, unit="step", dynamic_ncols=True,
                          file=sys.stderr, leave=True)
 
     def log(self, step: int, metrics: dict[str, Any]) -> None:
@@ -67,10 +72,10 @@ class MetricsLogger:
                     self._tb.add_scalar(k, v, step)
             self._tb.flush()
         if self._bar is not None:
-            shown = {label: f"{clean[k]:.4g}" for k, label in BAR_KEYS.items() if k in clean}
+            shown = {label: f"{clean[k]:.4g}" for k, label in self.bar_keys.items() if k in clean}
             self._bar.set_postfix(shown, refresh=False)
             self._bar.update(1)
-            self._bar.write(f"step {step}: " + " ".join(f"{k}={clean[k]:.4g}" for k in LINE_KEYS if k in clean))
+            self._bar.write(f"step {step}: " + " ".join(f"{k}={clean[k]:.4g}" for k in self.line_keys if k in clean))
 
     def message(self, text: str) -> None:
         """Print one line above the progress bar (rank 0 only)."""

@@ -1,0 +1,179 @@
+"""Rules of the SFT tree (``fsdpcfg.kind: sft``, verl's ``sft_trainer_engine`` layout); they run only on SFT
+configs, and the RL rules only on RL configs.
+
+FC150  the SFT schema (unknown keys with a did-you-mean, types and allowed values, required values)
+FC250  data.train_batch_size splits into data-parallel ranks x micro_batch_size_per_gpu
+FC251  the native SFT trainer runs fixed micro-batches (use_dynamic_bsz is verl's)
+FC252  the native SFT trainer logs to the console, metrics.jsonl and TensorBoard only
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING, Any, Iterator
+
+from fsdpcfg.rules.finding import Finding
+from fsdpcfg.rules.registry import rule
+
+if TYPE_CHECKING:
+    from fsdpcfg.rules.context import Context
+
+SFT = ("sft",)
+
+
+def _get(ctx: "Context", key: str, default: Any = None) -> Any:
+    """The SFT config's value of ``key``, else the SFT schema's default (verl's), else ``default``."""
+    from fsdpcfg.rules.context import get_dotted
+
+    missing = object()
+    v = get_dotted(ctx.cfg, key, missing)
+    if v is not missing:
+        return v
+    return _schema_defaults().get(key, default)
+
+
+def _schema_defaults() -> dict[str, Any]:
+    from fsdpcfg.schema.sft import SftRunConfig
+
+    out: dict[str, Any] = {}
+
+    def walk(model_cls, prefix: str) -> None:
+        from pydantic import BaseModel
+
+        for name, info in model_cls.model_fields.items():
+            ann = info.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                walk(ann, f"{prefix}{name}.")
+            elif info.default_factory is not None:
+                out[f"{prefix}{name}"] = info.default_factory()
+            else:
+                out[f"{prefix}{name}"] = info.default
+    walk(SftRunConfig, "")
+    return out
+
+
+@rule("FC150", "the SFT config matches the SFT schema (keys, types, allowed and required values)", keys=(),
+      example=("+recipe=qwen_sft", "+data.micro_batch_size_per_gpuu=2"), kinds=SFT)
+def sft_schema(ctx: "Context") -> Iterator[Finding]:
+    """Validate an SFT config with :class:`fsdpcfg.schema.sft.SftRunConfig` (Pydantic, ``extra="forbid"``,
+    verl 0.9.1's ``sft_trainer_engine`` keys and defaults): an unknown key (with the closest real key), a value
+    of the wrong type or outside the allowed set, a required value left as ``???``, an interpolation that
+    cannot be resolved. verl's Hydra config would accept a misspelt key in a file and ignore it. Source:
+    ``verl/trainer/config/sft_trainer_engine.yaml``; DESIGN.md "Unknown keys are never ignored"."""
+    from pydantic import ValidationError
+
+    from fsdpcfg.schema.sft import SftRunConfig
+
+    for key, why in sorted((getattr(ctx, "unresolved", None) or {}).items()):
+        yield ctx.finding("FC150", [key], f"{key}: {why}", "point the ${...} at an existing key, or set a literal")
+    known = sorted(_schema_defaults())
+    flat = _flatten(ctx.cfg)
+    for key, value in flat.items():
+        if value == "???":
+            yield ctx.finding("FC150", [key], f"{key} is required and not set (???)", f"set {key}=VALUE")
+    try:
+        SftRunConfig.model_validate(ctx.cfg)
+    except ValidationError as e:
+        for err in e.errors():
+            key = ".".join(str(p) for p in err["loc"] if isinstance(p, str))
+            if flat.get(key) == "???":
+                continue
+            if err["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                yield ctx.finding("FC150", [key] + close, f"{key} is not a key of the SFT config (verl's "
+                                  f"sft_trainer_engine layout){hint}",
+                                  f"use {close[0]}" if close else "remove it (`fsdpcfg show +recipe=qwen_sft` "
+                                  "lists the keys)")
+            elif err["type"] == "missing":
+                yield ctx.finding("FC150", [key], f"{key} is required and not set", f"set {key}=VALUE")
+            else:
+                value = flat.get(key, err.get("input"))
+                yield ctx.finding("FC150", [key], f"{key}={value!r}: {err['msg']}",
+                                  f"set {key} to a valid value (default {_schema_defaults().get(key)!r})")
+
+
+def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(tree, dict) and tree:
+        for k, v in tree.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+    else:
+        out[prefix[:-1]] = tree
+    return out
+
+
+def _pos_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+
+@rule("FC250", "data.train_batch_size splits into data-parallel ranks x data.micro_batch_size_per_gpu",
+      keys=("data.train_batch_size", "data.micro_batch_size_per_gpu", "trainer.nnodes", "trainer.n_gpus_per_node",
+            "engine.ulysses_sequence_parallel_size"),
+      example=("+recipe=qwen_sft", "data.train_batch_size=6"), kinds=SFT)
+def sft_batch_split(ctx: "Context") -> Iterator[Finding]:
+    """verl's SFT trainer splits ``data.train_batch_size`` sequences over the data-parallel ranks
+    (``world / ulysses_sequence_parallel_size``) and each rank's share into micro-batches of
+    ``micro_batch_size_per_gpu`` (fixed sizes: gradient accumulation = share / micro). A remainder fails in
+    verl's data-parallel split or silently changes the batch. With ``use_dynamic_bsz`` verl packs micro-batches
+    by tokens and only the data-parallel split must divide. Source: ``verl/trainer/sft_trainer.py``
+    (``train_batch_size // dp_size``), ``verl/workers/engine/utils.py`` (micro-batch split)."""
+    tbs, micro = _get(ctx, "data.train_batch_size"), _get(ctx, "data.micro_batch_size_per_gpu")
+    nodes, gpus = _get(ctx, "trainer.nnodes"), _get(ctx, "trainer.n_gpus_per_node")
+    sp = _get(ctx, "engine.ulysses_sequence_parallel_size", 1)
+    if not all(_pos_int(v) for v in (tbs, micro, nodes, gpus, sp)):
+        return  # FC150 reports the types
+    world = nodes * gpus
+    if world % sp:
+        yield ctx.finding("FC250", ["engine.ulysses_sequence_parallel_size", "trainer.n_gpus_per_node"],
+                          f"the world size {world} is not a multiple of ulysses_sequence_parallel_size {sp}",
+                          f"choose a divisor of {world}", derivation=f"world {world} = {nodes} nodes x {gpus}")
+        return
+    dp = world // sp
+    derivation = f"dp = {nodes} nodes x {gpus} ranks / ulysses {sp} = {dp}"
+    keys = ["data.train_batch_size", "data.micro_batch_size_per_gpu", "trainer.n_gpus_per_node"]
+    if tbs % dp:
+        yield ctx.finding("FC250", keys, f"data.train_batch_size {tbs} does not split over {dp} data-parallel ranks",
+                          f"make data.train_batch_size a multiple of {dp} (e.g. {dp * max(1, round(tbs / dp))})",
+                          derivation=derivation)
+        return
+    if _get(ctx, "data.use_dynamic_bsz") is True:
+        return
+    per_rank = tbs // dp
+    if per_rank % micro:
+        good = [m for m in range(1, per_rank + 1) if per_rank % m == 0]
+        yield ctx.finding("FC250", keys, f"each rank's share of data.train_batch_size is {per_rank} sequences "
+                          f"({tbs} / {dp} ranks), not a multiple of data.micro_batch_size_per_gpu {micro}: "
+                          f"train_batch_size must be a multiple of dp {dp} x micro {micro} = {dp * micro}",
+                          f"set data.micro_batch_size_per_gpu to a divisor of {per_rank} ({good}) or "
+                          f"data.train_batch_size to a multiple of {dp * micro}", derivation=derivation)
+
+
+@rule("FC251", "the native SFT trainer runs fixed micro-batches (use_dynamic_bsz is verl's)",
+      keys=("data.use_dynamic_bsz", "fsdpcfg.launcher"),
+      example=("+recipe=qwen_sft", "data.use_dynamic_bsz=true"), kinds=SFT)
+def sft_dynamic_bsz_native(ctx: "Context") -> Iterator[Finding]:
+    """``data.use_dynamic_bsz`` (verl's default: true) packs micro-batches by ``max_token_len_per_gpu``; the
+    native trainer splits each rank's share into ``micro_batch_size_per_gpu`` sequences instead. Not a silent
+    no-op: an error naming the launcher that implements it. Source: DESIGN.md "A key that verl knows but the
+    chosen launcher does not implement is an error"."""
+    if _get(ctx, "fsdpcfg.launcher") == "native" and _get(ctx, "data.use_dynamic_bsz") is True:
+        yield ctx.finding("FC251", ["data.use_dynamic_bsz"], "data.use_dynamic_bsz=true (token-budget micro-batches) "
+                          "is implemented by launcher=verl, not by the native SFT trainer",
+                          "set data.use_dynamic_bsz=false (micro-batches of data.micro_batch_size_per_gpu), or "
+                          "launcher=verl")
+
+
+@rule("FC252", "the native SFT trainer writes console, metrics.jsonl and TensorBoard only", severity="warning",
+      keys=("trainer.logger", "fsdpcfg.launcher"), example=("+recipe=qwen_sft", "trainer.logger=[console,wandb]"),
+      kinds=SFT)
+def sft_logger_native(ctx: "Context") -> Iterator[Finding]:
+    """verl's default ``trainer.logger`` is ``[console, wandb]``; the native trainer has no wandb/mlflow sink,
+    so those entries would be ignored. Source: verl ``verl/utils/tracking.py`` (the sinks verl supports)."""
+    loggers = _get(ctx, "trainer.logger") or []
+    other = [x for x in loggers if x not in ("console", "tensorboard")] if isinstance(loggers, list) else []
+    if _get(ctx, "fsdpcfg.launcher") == "native" and other:
+        yield ctx.finding("FC252", ["trainer.logger"], f"trainer.logger {other} is not written by the native SFT "
+                          "trainer (it writes the console, <run_dir>/metrics.jsonl and TensorBoard)",
+                          "set trainer.logger=[console] (fsdpcfg.metrics selects the files), or launcher=verl",
+                          severity="warning")

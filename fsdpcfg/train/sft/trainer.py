@@ -1,0 +1,222 @@
+"""The native SFT trainer, one process per rank under torchrun: ``python -m fsdpcfg.train.sft CONFIG.yaml``.
+
+Each step draws ``data.train_batch_size`` conversations (the same shuffled order on every rank, seeded by
+``trainer.seed``, the last partial batch of an epoch dropped); rank ``r`` takes its ``train_batch_size / world``
+share and runs ``micro_batch_size_per_gpu`` conversations per forward/backward. The loss is verl's ``sft_loss``:
+the negative log-likelihood of assistant target tokens, summed over the micro-batch, divided by the number of
+target tokens in the whole global batch (all ranks) and multiplied by the world size, because FSDP averages
+gradients over ranks: the accumulated gradient is that of the token mean over the global batch. Then gradient
+clipping (``optim.clip_grad``), one AdamW step, the lr schedule. Checkpoints are Hugging Face folders written by
+:mod:`fsdpcfg.train.checkpoint` (LoRA runs save the merged weights).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import yaml
+
+from fsdpcfg.errors import ConfigError
+from fsdpcfg.train import checkpoint as ckpt
+from fsdpcfg.train.algorithm.losses import token_log_probs
+from fsdpcfg.train.data import StatefulSampler
+from fsdpcfg.train.engine.fsdp import Precision, clip_grad_norm, gradient_sync, iter_full_params, shard_model
+from fsdpcfg.train.engine.optim import build_optimizer, build_scheduler
+from fsdpcfg.train.loop import init_distributed
+from fsdpcfg.train.metrics import MetricsLogger
+from fsdpcfg.train.model import load_model, load_tokenizer, to_dtype
+from fsdpcfg.train.sft.dataset import SFTDataset, collate
+from fsdpcfg.train.sft.plan import make_sft_plan, total_sft_steps
+
+BAR_KEYS = {"train/loss": "loss", "train/grad_norm": "gnorm", "timing_s/step": "s/step"}
+LINE_KEYS = ("train/loss", "train/grad_norm", "train/lr", "train/target_tokens", "perf/throughput", "timing_s/step")
+
+
+def _all_sum(values: list[float], device: torch.device) -> list[float]:
+    t = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+def target_positions(loss_mask: torch.Tensor) -> torch.Tensor:
+    """Sequence positions whose logits are needed: ``t`` such that some row has ``loss_mask[:, t + 1] = 1``
+    (position ``t`` predicts token ``t + 1``): ``(batch, seq) -> (n,)`` long. Only these go through the LM head,
+    so the vocabulary-sized logits cover the assistant tokens, not the prompts and padding."""
+    return torch.nonzero(loss_mask[:, 1:].any(dim=0), as_tuple=False).flatten()
+
+
+def sft_micro_loss(logits: torch.Tensor, input_ids: torch.Tensor, loss_mask: torch.Tensor,
+                   positions: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed negative log-likelihood of the masked target tokens of one micro-batch.
+
+    Args:
+        logits: ``(batch, n, vocab)``, the logits at sequence ``positions`` (``None``: all positions but the last,
+            ``logits`` then ``(batch, seq, vocab)``); position ``t`` predicts token ``t + 1``.
+        input_ids, loss_mask: ``(batch, seq)``; ``loss_mask[t] = 1`` marks token ``t`` as a target.
+        positions: ``(n,)`` long, from :func:`target_positions`.
+
+    Returns:
+        ``(nll_sum, n_targets)``: scalar fp32 sum of ``-log p(x_t | x_<t)`` over targets, and their count.
+    """
+    if positions is None:
+        logits, positions = logits[:, :-1, :], torch.arange(input_ids.shape[1] - 1, device=input_ids.device)
+    logp = token_log_probs(logits.float(), input_ids[:, positions + 1])
+    mask = loss_mask[:, positions + 1].to(logp.dtype)
+    return -(logp * mask).sum(), mask.sum()
+
+
+class SFTTrainer:
+    """Builds an SFT run from the resolved config (verl's sft_trainer_engine keys) and runs its steps.
+
+    Raises:
+        ConfigError: a setting the native trainer cannot honour (named key, value and fix).
+    """
+
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        from fsdpcfg.train.lora import LoraSettings
+
+        self.cfg = cfg
+        self.plan = make_sft_plan(cfg)
+        self.device = init_distributed(self.plan.device, self.plan.backend)
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        if self.world != self.plan.world_size:
+            raise ConfigError(f"torchrun started {self.world} ranks, the config plans {self.plan.world_size}",
+                              key="trainer.n_gpus_per_node", fix="launch with python -m fsdpcfg")
+        self.model_cfg, self.engine_cfg, tr = cfg["model"], cfg["engine"], cfg["trainer"]
+        for flag in ("param_offload", "optimizer_offload"):
+            if self.engine_cfg.get(flag):
+                raise ConfigError(f"{flag}=true is not implemented by the native SFT trainer", key=f"engine.{flag}",
+                                  value=True, fix=f"set engine.{flag}=false, or launcher=verl")
+        torch.manual_seed(int(self.engine_cfg["seed"]))
+        self.tokenizer = load_tokenizer(self.model_cfg)
+        self.dataset = SFTDataset(cfg["data"], self.tokenizer)
+        self.sampler = StatefulSampler(len(self.dataset), self.plan.train_batch_size, True, int(tr["seed"]))
+        self.total_steps = total_sft_steps(cfg, len(self.dataset))
+        self.lora = LoraSettings.from_model_cfg(self.model_cfg, key_prefix="model")
+        self.resume_from = ckpt.find_resume_folder(tr)
+        if self.resume_from is not None and self.lora is not None:
+            raise ConfigError(f"resuming a LoRA run from {self.resume_from} is not implemented (its checkpoint holds "
+                              "merged weights, not the adapter)", key="trainer.resume_mode", value=tr["resume_mode"],
+                              fix="set trainer.resume_mode=disable, or model.lora_adapter_path to an adapter folder")
+        self._build()
+        self.start_step = 0
+        if self.resume_from is not None:
+            state = ckpt.load_trainer_state(self.resume_from, self.optimizer, self.scheduler)
+            self.sampler.load_state_dict(state["sampler"])
+            self.start_step = int(state["step"])
+
+    def _build(self) -> None:
+        from fsdpcfg.train.lora import apply_lora
+
+        eng = self.engine_cfg
+        master = to_dtype(eng["model_dtype"], "engine.model_dtype")
+        src = dict(self.model_cfg, path=str(self.resume_from)) if self.resume_from else self.model_cfg
+        model = load_model(src, master).to(self.device)
+        if self.model_cfg.get("enable_gradient_checkpointing"):
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.hf_config = model.config
+        self.generation_config = getattr(model, "generation_config", None)
+        if self.lora is not None:
+            if self.model_cfg.get("enable_gradient_checkpointing"):
+                model.enable_input_require_grads()
+            model = apply_lora(model, self.lora)
+        wrap = (eng.get("wrap_policy") or {}).get("transformer_layer_cls_to_wrap")
+        self.model = shard_model(model, self.plan.strategy, Precision.from_fsdp_config(dict(eng, mixed_precision=None),
+                                                                                       "engine"),
+                                 device=self.device, reshard_after_forward=bool(eng["reshard_after_forward"]),
+                                 wrap_classes=wrap, fsdp_size=int(eng.get("fsdp_size", -1)),
+                                 offload_policy=bool(eng.get("offload_policy", False)))
+        optim_cfg = self.cfg["optim"]
+        self.optimizer = build_optimizer([p for p in self.model.parameters() if p.requires_grad], optim_cfg)
+        sched = optim_cfg["total_training_steps"]
+        self.scheduler = build_scheduler(self.optimizer, optim_cfg,
+                                         self.total_steps if sched is None or sched <= 0 else sched)
+
+    def step(self, step: int) -> dict[str, float]:
+        """Run optimizer step ``step`` (1-based) on the next global batch; return global metrics (all ranks)."""
+        t0 = time.perf_counter()
+        per, micro = self.plan.batch_per_rank, self.plan.micro_batch_per_rank
+        idx = self.sampler.next_batch()[self.rank * per:(self.rank + 1) * per]
+        examples = [self.dataset[i] for i in idx]
+        local_targets = float(sum(int(e.loss_mask[1:].sum()) for e in examples))
+        local_tokens = float(sum(len(e.input_ids) for e in examples))
+        global_targets, global_tokens = _all_sum([local_targets, local_tokens], self.device)
+        denom = max(global_targets, 1.0)
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        nll = 0.0
+        lr = self.scheduler.get_last_lr()[0]
+        for j in range(self.plan.grad_accum):
+            mb = {k: v.to(self.device) for k, v in collate(examples[j * micro:(j + 1) * micro],
+                                                           self.tokenizer.pad_token_id).items()}
+            with gradient_sync(self.model, enabled=(j == self.plan.grad_accum - 1)):
+                pos = target_positions(mb["loss_mask"])
+                out = self.model(input_ids=mb["input_ids"], attention_mask=mb["attention_mask"],
+                                 position_ids=mb["position_ids"], use_cache=False, logits_to_keep=pos)
+                s, _ = sft_micro_loss(out.logits, mb["input_ids"], mb["loss_mask"], pos)
+                (s / denom * self.world).backward()
+            nll += float(s.detach())
+        grad_norm = clip_grad_norm(self.model, float(self.cfg["optim"]["clip_grad"]))
+        if torch.isfinite(torch.tensor(grad_norm)):
+            self.optimizer.step()
+        else:
+            print(f"fsdpcfg: warning: gradient norm {grad_norm} is not finite; optimizer step skipped")
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        (global_nll,) = _all_sum([nll], self.device)
+        dt = _all_sum([time.perf_counter() - t0], self.device)[0] / self.world
+        return {"train/loss": global_nll / denom, "train/grad_norm": grad_norm, "train/lr": float(lr),
+                "train/target_tokens": global_targets, "perf/total_num_tokens": global_tokens,
+                "perf/throughput": global_tokens / dt / self.world, "timing_s/step": dt,
+                "training/global_step": float(step), "training/epoch": float(self.sampler.epoch)}
+
+    def save(self, step: int) -> None:
+        """Write checkpoint ``global_step_<step>`` (collective): a Hugging Face folder plus the trainer state."""
+        from fsdpcfg.train.lora import iter_merged_params
+
+        tr = self.cfg["trainer"]
+        weights = (iter_merged_params(self.model, self.lora.adapter_name) if self.lora is not None
+                   else iter_full_params(self.model))
+        ckpt.save_checkpoint(tr["default_local_dir"], step, full_weights=weights, hf_config=self.hf_config,
+                             tokenizer=self.tokenizer, optimizer=self.optimizer,
+                             generation_config=self.generation_config, scheduler=self.scheduler,
+                             trainer_state={"step": step, "sampler": self.sampler.state_dict()},
+                             keep=tr["max_ckpt_to_keep"])
+
+    def fit(self) -> None:
+        """Run the remaining steps, logging each, checkpointing every ``trainer.save_freq`` steps and at the end."""
+        fc = self.cfg["fsdpcfg"]
+        logger = MetricsLogger(fc["run_dir"], self.total_steps, self.start_step, jsonl=bool(fc["metrics"]["jsonl"]),
+                               tensorboard=bool(fc["metrics"]["tensorboard"]), enabled=self.rank == 0, desc="SFT",
+                               bar_keys=BAR_KEYS, line_keys=LINE_KEYS)
+        save_freq = int(self.cfg["trainer"]["save_freq"])
+        if self.resume_from is not None:
+            logger.message(f"fsdpcfg: resumed from {self.resume_from} (step {self.start_step} of {self.total_steps})")
+        try:
+            for step in range(self.start_step + 1, self.total_steps + 1):
+                logger.log(step, self.step(step))
+                if (save_freq > 0 and step % save_freq == 0) or step == self.total_steps:
+                    self.save(step)
+        finally:
+            logger.close()
+
+
+def main(config_path: str) -> int:
+    """Entry point of one rank: read the resolved SFT config, train, tear down. Returns the exit code."""
+    from fsdpcfg.train.loop import save_resolved_config
+
+    path = Path(config_path)
+    cfg = yaml.safe_load(path.read_text())
+    trainer = SFTTrainer(cfg)
+    try:
+        if trainer.rank == 0:
+            save_resolved_config(cfg, path)
+        trainer.fit()
+    finally:
+        dist.barrier()
+        dist.destroy_process_group()
+    return 0

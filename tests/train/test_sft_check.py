@@ -1,0 +1,84 @@
+"""The SFT tree through the checker: the recipe passes, the SFT rules report batch arithmetic and native-launcher
+limits with numbers, the SFT schema has verl's defaults, and RL rules never run on an SFT config (nor SFT rules
+on an RL config)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from fsdpcfg import verlref
+from fsdpcfg.check import check_overrides
+
+
+def _rules(findings, severity="error"):
+    return [f.rule for f in findings if f.severity == severity]
+
+
+def test_recipe_passes_and_only_sft_rules_run():
+    findings = check_overrides(["+recipe=qwen_sft"])
+    assert [f for f in findings if f.severity != "info"] == [], [f.message for f in findings]
+    assert not any(f.rule == "FC000" for f in findings)
+    for strategy in ("fsdp", "fsdp2"):
+        assert _rules(check_overrides(["+recipe=qwen_sft", f"engine={strategy}"])) == []
+
+
+def test_rl_recipe_runs_no_sft_rule():
+    from fsdpcfg.rules.registry import RULES
+
+    assert {r.kinds for r in RULES.values() if r.id.startswith(("FC150", "FC25"))} == {("sft",)}
+    assert not any(f.rule in ("FC150", "FC250", "FC251", "FC252") for f in check_overrides(["+recipe=qwen_grpo"]))
+
+
+@pytest.mark.parametrize("overrides, numbers", [
+    (["data.train_batch_size=6"], ["3 sequences (6 / 2 ranks)", "micro_batch_size_per_gpu 2", "dp 2 x micro 2 = 4"]),
+    (["data.train_batch_size=7"], ["7 does not split over 2 data-parallel ranks"]),
+    (["trainer.n_gpus_per_node=4", "data.micro_batch_size_per_gpu=4"], ["2 sequences (8 / 4 ranks)"]),
+])
+def test_batch_split_rule_reports_the_numbers(overrides, numbers):
+    findings = [f for f in check_overrides(["+recipe=qwen_sft", *overrides]) if f.rule == "FC250"]
+    assert len(findings) == 1 and findings[0].severity == "error"
+    for n in numbers:
+        assert n in findings[0].message, findings[0].message
+    assert "data.train_batch_size" in findings[0].keys
+
+
+def test_batch_split_with_dynamic_bsz_only_needs_the_dp_split():
+    f = check_overrides(["+recipe=qwen_sft", "launcher=verl", "data.use_dynamic_bsz=true", "data.train_batch_size=6"])
+    assert "FC250" not in _rules(f)
+
+
+def test_native_limits_and_schema_errors():
+    assert _rules(check_overrides(["+recipe=qwen_sft", "data.use_dynamic_bsz=true"])) == ["FC251"]
+    assert _rules(check_overrides(["+recipe=qwen_sft", "trainer.logger=[console,wandb]"]), "warning") == ["FC252"]
+    f = [x for x in check_overrides(["+recipe=qwen_sft", "+optim.lrr=1e-4"]) if x.rule == "FC150"]
+    assert len(f) == 1 and "did you mean optim.lr?" in f[0].message
+    f = [x for x in check_overrides(["+recipe=qwen_sft", "engine.strategy=fsdp3"]) if x.rule == "FC150"]
+    assert len(f) == 1 and "engine.strategy" in f[0].keys and "'fsdp' or 'fsdp2'" in f[0].message
+    f = [x for x in check_overrides(["+recipe=qwen_sft", "data.micro_batch_size_per_gpu=two"]) if x.severity == "error"]
+    assert [x.rule for x in f] == ["FC150"]  # the batch rule does not crash on a string
+
+
+def test_schema_defaults_are_verls():
+    from fsdpcfg.rules.sft_rules import _schema_defaults
+
+    verl = verlref.defaults("sft_trainer_engine")
+    ours = _schema_defaults()
+    compared = [k for k in ours if k in verl]
+    assert len(compared) > 70
+    assert {k: (ours[k], verl[k]) for k in compared if ours[k] != verl[k]} == {}
+    # keys the schema has that verl's sft_trainer_engine does not: fsdpcfg's section and the wrap class
+    extra = sorted(k for k in ours if k not in verl)
+    assert all(k.startswith("fsdpcfg.") for k in extra if k != "engine.wrap_policy.transformer_layer_cls_to_wrap")
+
+
+def test_check_cli_exit_codes():
+    ok = subprocess.run([sys.executable, "-m", "fsdpcfg", "check", "+recipe=qwen_sft"], capture_output=True,
+                        text=True, timeout=120)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "grad_accum: 2 = batch_per_rank 4 / data.micro_batch_size_per_gpu 2" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "fsdpcfg", "check", "+recipe=qwen_sft", "data.train_batch_size=6"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "FC250" in bad.stdout + bad.stderr and "Traceback" not in bad.stderr
