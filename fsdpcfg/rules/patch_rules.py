@@ -5,15 +5,17 @@ Which patch a config selects, what it supports and what it needs are the declara
 the engine refuses the same selections at launch (``apply_patches``). The model's ``model_type`` is read from
 its config.json as JSON (``ctx.model``), never by importing the model.
 
-Requirements between patches that an older rule already reports are left to it (ulysses -> remove_padding is
-FC303's); keys the native launcher does not run at all are FC802's (``NATIVE_UNSUPPORTED``).
+Requirements between patches are reported by the rule of the patch that needs them (ulysses -> remove_padding
+is FC303's); keys the native launcher does not run at all are FC802's (``NATIVE_UNSUPPORTED``). Two selected
+patches claiming one target cannot happen with the built-in registry (it rejects that at registration); the
+engine still checks every selection (``PatchRegistry.problems``).
 """
 
 from __future__ import annotations
 
 from typing import Iterable
 
-from fsdpcfg.rules._common import A, flag, num, src, val, world
+from fsdpcfg.rules._common import A, need_ref, num, src, val, world
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
@@ -43,8 +45,7 @@ def _keys(problem: Problem, *more: str) -> list[str]:
 
 @rule("FC361", "each selected patch supports the model's model_type",
       keys=[f"{A}.model.use_remove_padding", f"{A}.model.use_liger", f"{A}.model.path"],
-      example=["patches=liger", "launcher=verl", "trainer=gpu_1x", "rollout=vllm",
-               "actor_rollout_ref.model.path=<Qwen/Qwen-7B folder>"])
+      example=["patches=remove_padding", "actor_rollout_ref.model.path=<Qwen/Qwen-7B folder>"])
 def patch_model_type(ctx: Context) -> Iterable[Finding]:
     """A patch is dispatched from config.json's ``model_type``; a type it does not declare would fail at launch
     (remove_padding: the packed forward is verified per architecture) or be skipped silently (verl's liger
@@ -59,22 +60,6 @@ def patch_model_type(ctx: Context) -> Iterable[Finding]:
     for p in _problems(ctx, "model_type", model_type=mt):
         yield ctx.finding("FC361", _keys(p, f"{A}.model.path"), f"{p.message} ({ctx.get(f'{A}.model.path')})",
                           p.fix)
-
-
-@rule("FC362", "selected patches claim disjoint targets and have the patches they need",
-      keys=[f"{A}.model.use_remove_padding", f"{A}.model.enable_gradient_checkpointing"])
-def patch_selection(ctx: Context) -> Iterable[Finding]:
-    """Two patches may not change the same target (the registry rejects it at registration; a selection mixing
-    registries is checked here), and a patch's required patches must be on. Requirements another rule already
-    reports (``requires_checked_by``) are left to it.
-
-    Source: torchtitan ``torchtitan/config/override.py`` (one claimant per target); fsdpcfg/train/patches.
-    """
-    for kind in ("conflict", "requires"):
-        for p in _problems(ctx, kind):
-            if kind == "requires" and REGISTRY[p.patch].requires_checked_by:
-                continue
-            yield ctx.finding("FC362", _keys(p), p.message, p.fix)
 
 
 @rule("FC364", "FSDP1 hybrid sharding with fsdp_size=1 never syncs gradients",
@@ -92,7 +77,7 @@ def fsdp1_hybrid_size_one(ctx: Context) -> Iterable[Finding]:
     w = world(ctx)
     for sec in ("actor", "ref"):
         key, skey = f"{A}.{sec}.fsdp_config.fsdp_size", f"{A}.{sec}.strategy"
-        if sec == "ref" and not (flag(ctx.get(f"{A}.actor.use_kl_loss")) or flag(ctx.get("algorithm.use_kl_in_reward"))):
+        if sec == "ref" and not need_ref(ctx):
             continue
         if num(val(ctx, key)) == 1 and w and w > 1 and str(val(ctx, skey)) == "fsdp":
             yield ctx.finding("FC364", [key, skey],

@@ -1,4 +1,4 @@
-"""FC361/FC362/FC364/FC861 on composed configs (rules read config.json as JSON)."""
+"""FC361/FC364/FC861 on composed configs (rules read config.json as JSON)."""
 
 from conftest import errors, run
 
@@ -15,13 +15,8 @@ def test_fc361_patch_and_model_type(shared_models):
     assert not run(patch_rules.patch_model_type, "patches=remove_padding", model="Qwen__Qwen3-8B")
     f = errors(run(patch_rules.patch_model_type, "patches=liger", *VERL_GPU, model="deepseek-ai__DeepSeek-V2-Lite"))
     assert f and "'deepseek_v2'" in f[0].message
-    assert not run(patch_rules.patch_model_type, "patches=liger", *VERL_GPU, model="microsoft__Phi-3-mini-128k-instruct")
-
-
-def test_fc362_requirement_not_reported_twice():
-    # ulysses without remove_padding: FC303 reports it, FC362 stays silent
-    assert not run(patch_rules.patch_selection, *VERL_GPU, "patches=ulysses", f"{A}.model.use_remove_padding=false")
-    assert not run(patch_rules.patch_selection, "patches=remove_padding")
+    assert not run(patch_rules.patch_model_type, "patches=liger", *VERL_GPU,
+                   model="microsoft__Phi-3-mini-128k-instruct")
 
 
 def test_fc364_fsdp1_hybrid_with_shard_groups_of_one():

@@ -128,7 +128,8 @@ def shard_model(model: nn.Module, strategy: str, precision: Precision, *, device
     layers = decoder_layer_classes(model, wrap_classes)
     if offload_policy and (device.type == "cpu" or strategy != "fsdp2"):
         raise ConfigError("offload_policy (FSDP2 CPUOffloadPolicy) needs strategy fsdp2 on an accelerator, got "
-                          f"strategy {strategy} on {device.type}", key="actor_rollout_ref.actor.fsdp_config.offload_policy",
+                          f"strategy {strategy} on {device.type}",
+                          key="actor_rollout_ref.actor.fsdp_config.offload_policy",
                           value=True, fix="set actor_rollout_ref.actor.fsdp_config.offload_policy=false")
     mesh = build_mesh(device, fsdp_size)
     if strategy == "fsdp2":

@@ -67,7 +67,8 @@ def is_packed(module: "nn.Module") -> bool:
     return getattr(module, LAYOUT_ATTR, "padded") == "packed"
 
 
-def pack(input_ids: "torch.Tensor", attention_mask: "torch.Tensor") -> tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]:
+def pack(input_ids: "torch.Tensor", attention_mask: "torch.Tensor"
+         ) -> tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]:
     """Concatenate the real tokens of every row.
 
     Args:
