@@ -125,6 +125,16 @@ def missing_value(ctx: "Context") -> Iterator[Finding]:
             yield ctx.finding("FC104", [i.key], f"{i.key} {i.message}", i.fix)
 
 
+@rule("FC107", "every override of a run script can be read without running the shell", severity="info",
+      keys=(), example=())
+def script_not_checkable(ctx: "Context") -> Iterator[Finding]:
+    """A verl run script's override whose value holds ``$VAR`` from the environment or ``$(...)``, or an
+    option such as ``--config-name``: only the shell or verl knows its value, so it is not checked (verl's
+    default stands in). Reported by :func:`fsdpcfg.check_sources.check_run_script` through
+    ``composed.script_notes``. Source: issue 3.1 (``fsdpcfg check RUN_SCRIPT.sh``)."""
+    yield from getattr(ctx.composed, "script_notes", None) or []
+
+
 @rule("FC106", "the model path can be found (offline: a folder with config.json, or a cached hub id)",
       keys=("actor_rollout_ref.model.path", "actor_rollout_ref.model.tokenizer_path"),
       example=("+recipe=qwen_grpo", "actor_rollout_ref.model.path=/nonexistent/model"))
