@@ -1,0 +1,73 @@
+"""launcher=native without starting torchrun: the run command's dry run, the resolved config in the run folder,
+refusal on check errors, asset paths, and sweeps."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fsdpcfg.cli.main import main
+from fsdpcfg.cli.run import sweep_points
+from fsdpcfg.errors import ConfigError
+from fsdpcfg.launch.native import ensure_assets
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_dry_run_writes_the_resolved_config_and_prints_the_command(tmp_path, capsys):
+    rc = main(["+recipe=qwen_grpo", f"fsdpcfg.run_dir={tmp_path}/run", "trainer.default_local_dir=ck", "--dry-run"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "-m torch.distributed.run --nnodes 1 --nproc_per_node 2 --standalone -m fsdpcfg.train" in out
+    assert f"{tmp_path}/run/config.yaml" in out
+    cfg = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert cfg["actor_rollout_ref"]["actor"]["strategy"] == "fsdp2"
+    assert Path(cfg["trainer"]["default_local_dir"]).is_absolute()  # made absolute for the workers
+    assert "${" not in (tmp_path / "run" / "config.yaml").read_text()
+
+
+def test_bad_strategy_is_refused_fast_without_traceback():
+    proc = subprocess.run([sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo",
+                           "actor_rollout_ref.actor.strategy=fsdp3"], cwd=REPO, capture_output=True, text=True,
+                          timeout=30)
+    assert proc.returncode == 1
+    assert "actor_rollout_ref.actor.strategy" in proc.stderr and "fsdp2" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "nothing was started" in proc.stderr
+
+
+def test_plan_error_is_a_config_error(tmp_path, capsys):
+    rc = main(["+recipe=qwen_grpo", f"fsdpcfg.run_dir={tmp_path}", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3",
+               "--dry-run"])
+    assert rc == 1
+    assert "ppo_micro_batch_size_per_gpu" in capsys.readouterr().err
+
+
+def test_sweep_points_expand_in_order():
+    pts = sweep_points(["+recipe=qwen_grpo", "actor_rollout_ref.actor.optim.lr=1e-6,3e-6", "data.train_batch_size=4,8"])
+    assert len(pts) == 4
+    assert pts[0] == ["+recipe=qwen_grpo", "actor_rollout_ref.actor.optim.lr=1e-06", "data.train_batch_size=4"]
+    assert [p[2] for p in pts] == ["data.train_batch_size=4", "data.train_batch_size=8"] * 2
+
+
+def test_sweep_dry_run_gives_each_point_its_own_folders(tmp_path, capsys):
+    rc = main(["+recipe=qwen_grpo", f"fsdpcfg.run_dir={tmp_path}/run", "-m", "actor_rollout_ref.actor.optim.lr=1e-6,3e-6",
+               "--dry-run"])
+    assert rc == 0
+    for i, lr in enumerate([1e-6, 3e-6]):
+        cfg = yaml.safe_load((tmp_path / "run" / str(i) / "config.yaml").read_text())
+        assert cfg["actor_rollout_ref"]["actor"]["optim"]["lr"] == pytest.approx(lr)
+        assert cfg["trainer"]["default_local_dir"].endswith(f"/{i}")
+
+
+def test_ensure_assets_only_touches_fsdpcfg_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("FSDPCFG_HOME", str(tmp_path))
+    cfg = {"actor_rollout_ref": {"model": {"path": "/somewhere/else", "tokenizer_path": None}}}
+    assert ensure_assets(cfg) == []
+    cfg["actor_rollout_ref"]["model"]["path"] = str(tmp_path / "models" / "no-such-asset")
+    with pytest.raises(ConfigError, match="not an asset"):
+        ensure_assets(cfg)
