@@ -15,7 +15,7 @@ def test_example_triggers_its_rule(rule_id):
     run = ruleinfo.run_example(rule)
     assert run is not None and run.error is None, run.error if run else "no example"
     assert run.own, (f"{rule_id} example {ruleinfo.example_overrides(rule)} did not trigger {rule_id}; "
-                     f"it gave {[f.rule for f in run.findings]}")
+                     f"it gave {[f.rule for f in run.others]}")
     assert any(f.severity == rule.severity for f in run.own)
 
 
