@@ -51,8 +51,9 @@ def schemas_dir() -> Path:
 def _roots() -> dict[str, Any]:
     """Return ``{file stem: root model}``; a new config layout (the SFT tree) adds its root model here."""
     from fsdpcfg.schema import RunConfig
+    from fsdpcfg.schema.sft import SftRunConfig
 
-    return {"fsdpcfg": RunConfig}
+    return {"fsdpcfg": RunConfig, "fsdpcfg.sft": SftRunConfig}
 
 
 def _is_section(prop: dict[str, Any]) -> bool:

@@ -16,6 +16,7 @@ from fsdpcfg import paths
 from fsdpcfg import catalog
 from fsdpcfg.catalog import schema_files
 from fsdpcfg.compose import compose
+from fsdpcfg.compose._compose import recipe_kind
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -69,14 +70,19 @@ def test_every_recipe_starts_with_the_schema_header():
         head = f.read_text().splitlines()[:3]
         refs = [m.group(1) for m in map(HEADER.match, head) if m]
         assert refs, f"{f.name}: add `# yaml-language-server: $schema=../schemas/fsdpcfg.schema.json` on line 2"
-        assert (f.parent / refs[0]).resolve() == (schema_files.schemas_dir() / "fsdpcfg.schema.json").resolve()
+        stem = "fsdpcfg.sft" if recipe_kind(f.stem) == "sft" else "fsdpcfg"
+        assert (f.parent / refs[0]).resolve() == (schema_files.schemas_dir() / f"{stem}.schema.json").resolve()
 
 
 def test_shipped_recipes_and_group_options_validate_in_the_editor(docs):
-    v = jsonschema.Draft202012Validator(docs["fsdpcfg.schema.json"])
-    files = [paths.conf_dir() / "config.yaml", *sorted(paths.recipes_dir().glob("*.yaml"))]
-    files += [o.path for o in catalog.all_options()]
-    bad = {f"{f.name}:{'.'.join(map(str, e.absolute_path))}": e.message for f in files for e in v.iter_errors(_load(f))}
+    # each kind's files against its own schema (ppo: fsdpcfg.schema.json, sft: fsdpcfg.sft.schema.json)
+    validators = {k: jsonschema.Draft202012Validator(docs["fsdpcfg.sft.schema.json" if k == "sft" else
+                                                          "fsdpcfg.schema.json"]) for k in ("ppo", "sft")}
+    files = [("ppo", paths.conf_dir() / "config.yaml"), ("sft", paths.conf_dir("sft") / "config.yaml")]
+    files += [(recipe_kind(f.stem), f) for f in sorted(paths.recipes_dir().glob("*.yaml"))]
+    files += [(o.kind, o.path) for o in catalog.all_options() if o.group != "recipe"]
+    bad = {f"{f.name}:{'.'.join(map(str, e.absolute_path))}": e.message for k, f in files
+           for e in validators[k].iter_errors(_load(f))}
     assert bad == {}
 
 
