@@ -53,7 +53,7 @@ def unresolved_interpolation(ctx: "Context") -> Iterator[Finding]:
 
 
 @rule("FC101", "every key is one the schema or verl 0.9.1 knows", keys=(),
-      example=("+recipe=qwen_grpo", "+trainer.nnode=2"))
+      example=("+recipe=qwen_grpo", "trainer.nnode=2"))
 def unknown_key(ctx: "Context") -> Iterator[Finding]:
     """A key that neither fsdpcfg's schema nor verl 0.9.1's ``ppo_trainer`` config defines, from a config
     file (keys created on the command line with ``+`` are FC102). verl and Hydra ignore such keys silently
@@ -102,7 +102,7 @@ def invalid_value(ctx: "Context") -> Iterator[Finding]:
 
 
 @rule("FC105", "a key missing from the tree is added with `+`", keys=(),
-      example=("+recipe=qwen_grpo", "actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap=[X]"))
+      example=("+recipe=qwen_grpo", "actor_rollout_ref.rollout.multi_turn.enable=true"))
 def needs_plus(ctx: "Context") -> Iterator[Finding]:
     """``key=value`` for a key that no file of the config sets is rejected by Hydra ("Could not override
     ... use +"), by fsdpcfg and by verl alike. :func:`fsdpcfg.check.compose_for_check` composes again with
@@ -137,7 +137,7 @@ def script_not_checkable(ctx: "Context") -> Iterator[Finding]:
 
 @rule("FC106", "the model path can be found (offline: a folder with config.json, or a cached hub id)",
       keys=("actor_rollout_ref.model.path", "actor_rollout_ref.model.tokenizer_path"),
-      example=("+recipe=qwen_grpo", "actor_rollout_ref.model.path=/nonexistent/model"))
+      example=("+recipe=qwen_grpo", "actor_rollout_ref.model.path=/tmp"))
 def model_path(ctx: "Context") -> Iterator[Finding]:
     """A folder without config.json is an error; a hub id that is not cached here or a path that does not
     exist on this machine (a cluster path checked on a laptop) cannot be inspected: info, and the rules that
