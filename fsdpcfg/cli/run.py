@@ -5,15 +5,15 @@
     python -m fsdpcfg +recipe=qwen_grpo -m actor_rollout_ref.actor.optim.lr=1e-6,3e-6   # a sweep
 
 Every finding of :func:`fsdpcfg.check.check_config` is printed; any error stops the run before anything
-starts. A sweep (``-m``) expands comma lists and Hydra sweep syntax into points, checks and plans every point
-first, then runs them one after another, each in ``<run_dir>/<i>`` with checkpoints in
-``<default_local_dir>/<i>``.
+starts. A sweep (``-m``) is :func:`fsdpcfg.sweep.run_sweep`: Hydra's sweep syntax expanded into points, duplicates
+removed, every point checked before any starts (``--only-valid`` launches the passing ones when some fail),
+the points launched by Hydra's launcher plugin (``hydra/launcher=basic|joblib|submitit_slurm|fsdpcfg_slurm``),
+each in ``<hydra.sweep.dir>/<job>``, and a summary table written next to them.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 
 from fsdpcfg.errors import ConfigError, UsageError
@@ -26,21 +26,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", help="Hydra overrides: +recipe=NAME, group=option, key=value")
     parser.add_argument("-m", "--multirun", action="store_true", help="sweep over comma-separated values")
     parser.add_argument("--dry-run", action="store_true", help="compose, check and plan; print the command")
+    parser.add_argument("--only-valid", action="store_true",
+                        help="sweeps: launch the points that pass the checks even when others fail")
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """Split ``argv`` into flags and overrides (overrides may start with ``+``, ``~`` or contain ``=``)."""
-    ns = argparse.Namespace(overrides=[], multirun=False, dry_run=False)
+    ns = argparse.Namespace(overrides=[], multirun=False, dry_run=False, only_valid=False)
     for a in argv:
         if a in ("-m", "--multirun"):
             ns.multirun = True
         elif a == "--dry-run":
             ns.dry_run = True
+        elif a == "--only-valid":
+            ns.only_valid = True
         elif a in ("-h", "--help"):
             parser.print_help()
             raise SystemExit(0)
         elif a.startswith("-") and not a.startswith("--") or a.startswith("--") and "=" not in a:
-            raise UsageError(f"unknown option {a}", fix="options: -m/--multirun, --dry-run; the rest are overrides")
+            raise UsageError(f"unknown option {a}", fix="options: -m/--multirun, --dry-run, --only-valid; the rest are overrides")
         else:
             ns.overrides.append(a)
     return ns
@@ -91,19 +95,25 @@ def prepare(overrides: list[str]):
         ConfigError: a composition error, an error finding, or a plan that does not divide.
     """
     from fsdpcfg.compose import compose
+    from fsdpcfg.runinfo import run_config
 
     composed = compose(overrides)
     check_or_refuse(composed)
-    cfg = composed.to_container(resolve=True)
+    cfg = run_config(composed)  # resolved; secrets kept as their ${oc.env:NAME} references
     if cfg["fsdpcfg"]["launcher"] != "native":
         return composed, cfg, None
     if composed.kind == "sft":  # verl's sft_trainer_engine layout: the native SFT trainer
         from fsdpcfg.train.sft.plan import make_sft_plan
 
-        return composed, cfg, make_sft_plan(cfg)
-    from fsdpcfg.plan import make_plan
+        plan = make_sft_plan(cfg)
+    else:
+        from fsdpcfg.plan import make_plan
 
-    return composed, cfg, make_plan(cfg)
+        plan = make_plan(cfg)
+    from fsdpcfg.train.ckpt_layout import check_resume_world_size
+
+    check_resume_world_size(cfg["trainer"], plan.world_size)  # refused here, before torchrun starts
+    return composed, cfg, plan
 
 
 def _launch(composed, cfg, plan, dry_run: bool) -> int:
@@ -111,53 +121,31 @@ def _launch(composed, cfg, plan, dry_run: bool) -> int:
         from fsdpcfg.launch.verl import launch_verl
 
         return launch_verl(composed, dry_run=dry_run, echo=_echo)
-    from fsdpcfg.launch.native import launch_native
+    from fsdpcfg.launch.native import absolutise, launch_native
+    from fsdpcfg.runinfo import write_run_info
 
+    cfg = absolutise(cfg)
+    write_run_info(cfg["fsdpcfg"]["run_dir"], composed, plan=plan)
     return launch_native(cfg, plan=plan, dry_run=dry_run, echo=_echo)
 
 
 def sweep_points(overrides: list[str]) -> list[list[str]]:
-    """Expand sweep overrides (``key=a,b``, ``key=range(...)``, ``key=choice(...)``) into the list of
-    single-valued override lists, in Hydra's order (the last key varies fastest).
+    """The distinct points of sweep ``overrides`` in Hydra's order (the last key varies fastest), without Hydra's
+    own ``hydra.*`` overrides (:func:`fsdpcfg.sweep.expand`).
 
     Raises:
-        UsageError: an override that cannot be parsed.
+        UsageError: an override that cannot be parsed or expanded.
     """
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import OverrideParseException
+    from fsdpcfg.sweep import expand
 
-    try:
-        parsed = OverridesParser.create().parse_overrides(overrides=overrides)
-    except OverrideParseException as e:
-        raise UsageError(f"cannot parse the override: {str(e).splitlines()[0]}") from None
-    axes = []
-    for o in parsed:
-        if o.is_sweep_override():
-            prefix = o.get_key_element()
-            axes.append([f"{prefix}={v}" for v in o.sweep_string_iterator()])
-        else:
-            axes.append([o.input_line])
-    return [list(p) for p in itertools.product(*axes)]
+    return expand(overrides).points
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run one config, or every point of a sweep; return the exit code (the first failing run's)."""
+    """Run one config, or a sweep (:func:`fsdpcfg.sweep.run_sweep`); return the exit code."""
     if not args.multirun:
         composed, cfg, plan = prepare(args.overrides)
         return _launch(composed, cfg, plan, args.dry_run)
-    points = sweep_points(args.overrides)
-    prepared = []
-    for i, point in enumerate(points):
-        print(f"sweep point {i}: {' '.join(point)}", flush=True)
-        composed, cfg, plan = prepare(point)
-        if plan is not None:
-            cfg["fsdpcfg"]["run_dir"] = f"{cfg['fsdpcfg']['run_dir']}/{i}"
-            cfg["trainer"]["default_local_dir"] = f"{cfg['trainer']['default_local_dir']}/{i}"
-        prepared.append((composed, cfg, plan))
-    print(f"all {len(points)} sweep points pass the checks", flush=True)
-    for i, (composed, cfg, plan) in enumerate(prepared):
-        print(f"=== sweep point {i} of {len(points)}", flush=True)
-        rc = _launch(composed, cfg, plan, args.dry_run)
-        if rc:
-            return rc
-    return 0
+    from fsdpcfg.sweep import run_sweep
+
+    return run_sweep(args.overrides, only_valid=args.only_valid, dry_run=args.dry_run, echo=_echo)

@@ -58,7 +58,11 @@ def ensure_assets(cfg: dict[str, Any], echo: Callable[[str], None] = print) -> l
 
 
 def write_run_config(cfg: dict[str, Any]) -> Path:
-    """Write ``cfg`` to ``<fsdpcfg.run_dir>/config.yaml`` atomically (temp file, fsync, rename); return the path."""
+    """Write ``cfg`` to ``<fsdpcfg.run_dir>/config.yaml`` atomically (temp file, fsync, rename); return the path.
+    Secrets are never written: see :func:`fsdpcfg.runinfo.redact`."""
+    from fsdpcfg.runinfo.redact import redact
+
+    cfg = redact(cfg)
     run_dir = Path(cfg["fsdpcfg"]["run_dir"]).expanduser()
     run_dir.mkdir(parents=True, exist_ok=True)
     target = run_dir / "config.yaml"

@@ -55,13 +55,14 @@ def test_sweep_points_expand_in_order():
 
 
 def test_sweep_dry_run_gives_each_point_its_own_folders(tmp_path, capsys):
+    # each job's folder is <hydra.sweep.dir>/<job>; its checkpoints <default_local_dir>/<sweep folder name>/<job>
     rc = main(["+recipe=qwen_grpo", f"fsdpcfg.run_dir={tmp_path}/run", "-m", "actor_rollout_ref.actor.optim.lr=1e-6,3e-6",
-               "--dry-run"])
+               f"hydra.sweep.dir={tmp_path}/sw", "--dry-run"])
     assert rc == 0
     for i, lr in enumerate([1e-6, 3e-6]):
-        cfg = yaml.safe_load((tmp_path / "run" / str(i) / "config.yaml").read_text())
+        cfg = yaml.safe_load((tmp_path / "sw" / str(i) / "config.yaml").read_text())
         assert cfg["actor_rollout_ref"]["actor"]["optim"]["lr"] == pytest.approx(lr)
-        assert cfg["trainer"]["default_local_dir"].endswith(f"/{i}")
+        assert cfg["trainer"]["default_local_dir"].endswith(f"/sw/{i}")
 
 
 def test_ensure_assets_only_touches_fsdpcfg_home(tmp_path, monkeypatch):

@@ -1,0 +1,119 @@
+"""``python -m fsdpcfg -m OVERRIDES...``: expand, check every point, launch the valid ones through Hydra, summarise.
+
+    python -m fsdpcfg -m +recipe=qwen_grpo actor_rollout_ref.actor.optim.lr=1e-6,3e-6 actor_rollout_ref.rollout.n=4,8
+    python -m fsdpcfg -m ... hydra/launcher=joblib hydra.launcher.n_jobs=2     # two points at a time
+    python -m fsdpcfg -m ... hydra/launcher=fsdpcfg_slurm                       # one Slurm job per point
+
+Nothing starts unless every point passes (``--only-valid`` launches the passing ones and lists the others as
+not started). The sweep folder is ``hydra.sweep.dir`` (default ``<fsdpcfg.run_dir>/multirun-<date-time>``), with
+one run folder per launched point (``<sweep dir>/<job number>``) and the summary next to them.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from fsdpcfg.errors import ConfigError
+from fsdpcfg.sweep.expand import expand
+from fsdpcfg.sweep.preflight import PointCheck, preflight, report_failures
+from fsdpcfg.sweep.summary import format_table, write_summary
+
+
+def _sweep_dir_override(hydra_overrides: list[str], first: PointCheck) -> list[str]:
+    if any(o.lstrip("+").startswith("hydra.sweep.dir=") for o in hydra_overrides):
+        return list(hydra_overrides)
+    base = Path(first.cfg["fsdpcfg"]["run_dir"]).expanduser().absolute()
+    return [*hydra_overrides, f"hydra.sweep.dir='{base / time.strftime('multirun-%Y%m%d-%H%M%S')}'"]
+
+
+def _row(c: PointCheck, status: str, error: str | None = None) -> dict[str, Any]:
+    return {"point": c.index, "status": status, "final_reward": None, "steps": None, "wall_s": None, "run_dir": None,
+            "overrides": c.overrides, "error": error, "job": None}
+
+
+def _job_row(c: PointCheck, ret: Any) -> dict[str, Any]:
+    try:
+        value = ret.return_value
+    except Exception as e:  # Hydra's run_job itself failed (the task function never raises)
+        return _row(c, "failed", f"{type(e).__name__}: {e}")
+    return value if isinstance(value, dict) else _row(c, "failed", f"unexpected job result {value!r}")
+
+
+def _dry_run(hl: Any, task: Any, runnable: list[PointCheck], echo: Callable[[str], None]) -> int:
+    """Instantiate the launcher (the plugin imports and accepts its settings) and write each point's job folder
+    as its job would (config.yaml, overrides.yaml, run_info.json); start nothing."""
+    from fsdpcfg.launch.native import write_run_config
+    from fsdpcfg.plan._plan import format_command, torchrun_command
+    from fsdpcfg.runinfo import write_run_info
+    from fsdpcfg.sweep.task import point_config
+
+    hl.instantiate(task)
+    for job, c in enumerate(runnable):
+        run_dir = Path(hl.sweep_dir).absolute() / str(job)
+        echo(f"  job {job} (point {c.index}): {' '.join(c.overrides)} -> {run_dir}")
+        if c.plan is None:  # launcher=verl: verl plans its own run
+            continue
+        cfg, plan = point_config(c.cfg, c.composed.kind, run_dir, job, Path(hl.sweep_dir).name)
+        write_run_info(run_dir, c.composed, plan=plan, extra={"sweep": hl.sweep_dir})
+        echo("    " + format_command(torchrun_command(plan, str(write_run_config(cfg)))))
+    echo("dry run: nothing was started")
+    return 0
+
+
+def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool = False,
+              echo: Callable[[str], None] = print) -> int:
+    """Run the sweep ``overrides``; return 0 when every launched point succeeded, else 1.
+
+    Raises:
+        ConfigError: a point fails the checks (each failing point and its findings printed first; nothing was
+            started) unless ``only_valid``; no point passes; the launcher config cannot be composed.
+        UsageError: an override that does not parse or expand.
+    """
+    t0 = time.perf_counter()
+    exp = expand(overrides)
+    n_all = len(exp.points) + len(exp.duplicates)
+    echo(f"sweep: {n_all} points, {len(exp.duplicates)} duplicate(s) removed: {len(exp.points)} to check")
+    for dup, idx in exp.duplicates:
+        echo(f"  dropped (repeats point {idx}): {' '.join(dup)}")
+    checks = preflight(exp.points, echo=echo)
+    failing = report_failures(checks)
+    runnable = [c for c in checks if c.ok and c.duplicate_of is None]
+    if failing and not only_valid:
+        raise ConfigError(f"{failing} of {len(checks)} sweep points fail the checks; nothing was started",
+                          fix=f"fix the points above, or pass --only-valid to launch the {len(runnable)} that pass")
+    if not runnable:
+        raise ConfigError(f"none of the {len(checks)} sweep points passes the checks; nothing was started")
+    hl_overrides = _sweep_dir_override(exp.hydra_overrides, runnable[0])
+    from fsdpcfg.sweep._hydra import HydraLaunch
+    from fsdpcfg.sweep.task import run_point
+
+    hl = HydraLaunch(exp.kind, hl_overrides, runnable[0].overrides)
+    expected = {" ".join(c.overrides): {"index": c.index, "overrides": c.overrides, "digest": c.digest,
+                                        "sweep": hl.sweep_dir} for c in runnable}
+    task = functools.partial(run_point, expected=expected, ckpt_group=Path(hl.sweep_dir).name)
+    echo(f"checked {len(checks)} points in {time.perf_counter() - t0:.1f} s; launching {len(runnable)} with "
+         f"{hl.launcher_target} into {hl.sweep_dir}")
+    if dry_run:
+        return _dry_run(hl, task, runnable, echo)
+    returns = hl.launch([c.overrides for c in runnable], task)
+    rows = [_job_row(c, r) for c, r in zip(runnable, returns)]
+    for c in checks:
+        if c.duplicate_of is not None:
+            rows.append(_row(c, f"duplicate of point {c.duplicate_of}"))
+        elif not c.ok:
+            rows.append(_row(c, "not started (fails the checks)", c.error or "; ".join(
+                f"[{f.rule}] {f.message}" for f in c.findings if f.severity == "error")))
+    rows.sort(key=lambda r: (r["point"] is None, r["point"]))
+    total = round(time.perf_counter() - t0, 2)
+    json_path, csv_path = write_summary(hl.sweep_dir, rows, launcher=hl.launcher_target, total_wall_s=total,
+                                        overrides=list(overrides))
+    echo(format_table(rows))
+    for r in rows:
+        if r["status"] == "failed":
+            echo(f"point {r['point']} failed: {r['error']}")
+    echo(f"summary: {json_path} and {csv_path} ({total:.1f} s in all)")
+    launched = [r for r in rows if r.get("job") is not None or r["status"] in ("ok", "failed")]
+    return 0 if launched and all(r["status"] == "ok" for r in launched) else 1

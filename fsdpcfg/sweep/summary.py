@@ -1,0 +1,60 @@
+"""The table at the end of a sweep: one row per point (launched or not), printed and saved as JSON and CSV.
+
+    <sweep dir>/sweep_summary.json   {"points": [...], "launcher": ..., "total_wall_s": ...}
+    <sweep dir>/sweep_summary.csv    point,status,final_reward,steps,wall_s,run_dir,overrides,error
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+COLUMNS = ("point", "status", "final_reward", "steps", "wall_s", "run_dir", "overrides", "error")
+JSON_FILE = "sweep_summary.json"
+CSV_FILE = "sweep_summary.csv"
+
+
+def _cell(row: dict[str, Any], col: str) -> str:
+    v = row.get(col)
+    if v is None:
+        return "-"
+    if col == "overrides":
+        return " ".join(v)
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """A fixed-width table of point, status, final reward, steps, wall time (s) and overrides."""
+    cols = ("point", "status", "final_reward", "steps", "wall_s", "overrides")
+    cells = [[_cell(r, c) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(x[i]) for x in cells)) if cells else len(c) for i, c in enumerate(cols)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
+    lines += ["  ".join(x.ljust(w) for x, w in zip(r, widths)) for r in cells]
+    return "\n".join(lines)
+
+
+def _atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_summary(sweep_dir: str | Path, rows: list[dict[str, Any]], **meta: Any) -> tuple[Path, Path]:
+    """Write ``sweep_summary.json`` (rows plus ``meta``) and ``sweep_summary.csv`` into ``sweep_dir``; return
+    both paths."""
+    d = Path(sweep_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    _atomic(d / JSON_FILE, json.dumps({**meta, "points": rows}, indent=2, default=str) + "\n")
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(COLUMNS)
+    for r in rows:
+        w.writerow(["" if r.get(c) is None else (" ".join(r[c]) if c == "overrides" else r[c]) for c in COLUMNS])
+    _atomic(d / CSV_FILE, buf.getvalue())
+    return d / JSON_FILE, d / CSV_FILE
