@@ -112,6 +112,12 @@ class Trainer:
         actor_src = dict(self.model_cfg, path=str(self.resume_from)) if self.resume_from else self.model_cfg
         model = load_model(actor_src, master).to(self.device)
         self.patches = patches.apply_patches(model, patches.selected(self.cfg), device=self.plan.device)
+        from fsdpcfg.train.lora import apply_lora
+        from fsdpcfg.train.lora.rollout import build_lora_rollout, lora_settings_for_run
+
+        self.lora = lora_settings_for_run(self.cfg, self.resume_from)  # None unless model.lora_rank > 0
+        if self.lora is not None:
+            model = apply_lora(model, self.lora)
         self.hf_config = model.config
         self.generation_config = getattr(model, "generation_config", None)
         self.actor = shard_from_config(model, self.plan.strategy, fsdp_cfg, "actor_rollout_ref.actor", device=self.device)
@@ -131,8 +137,13 @@ class Trainer:
                                          "actor_rollout_ref.ref", device=self.device)
             self.ref.eval()
         rdtype = to_dtype(self.rollout_cfg["dtype"], "actor_rollout_ref.rollout.dtype")
-        replica = load_model(self.model_cfg, rdtype, weights=False).to(self.device)
         eos = self._eos_ids()
+        if self.lora is not None:  # a PEFT replica: the base once, then the adapter (fsdpcfg/train/lora)
+            self.rollout, self._lora_sync = build_lora_rollout(
+                self.actor, self.model_cfg, self.lora, rdtype, eos, self.tokenizer.pad_token_id, self.device,
+                float(self.cfg["fsdpcfg"]["update_weights_bucket_megabytes"]))
+            return
+        replica = load_model(self.model_cfg, rdtype, weights=False).to(self.device)
         self.rollout = HFRollout(replica, rdtype, eos, self.tokenizer.pad_token_id)
 
     def _eos_ids(self) -> list[int]:
@@ -146,6 +157,9 @@ class Trainer:
 
     def sync_weights(self) -> int:
         """Stream the actor's full weights into the rollout replica (collective); return the tensor count."""
+        if self.lora is not None:
+            sent = self._lora_sync(self.rollout)
+            return sent.base_tensors + sent.adapter_tensors
         mb = float(self.cfg["fsdpcfg"]["update_weights_bucket_megabytes"])
         return self.rollout.update_weights(bucketed(iter_full_params(self.actor), mb))
 
@@ -224,10 +238,18 @@ class Trainer:
         })
         return metrics
 
+    def _checkpoint_weights(self):
+        """The Hugging Face weights a checkpoint holds: merged (``W + s B A``) for a LoRA actor."""
+        if self.lora is not None:
+            from fsdpcfg.train.lora import iter_merged_params
+
+            return iter_merged_params(self.actor, self.lora.adapter_name)
+        return iter_full_params(self.actor)
+
     def save(self, step: int) -> None:
         """Write checkpoint ``global_step_<step>`` (collective)."""
         tr = self.cfg["trainer"]
-        ckpt.save_checkpoint(tr["default_local_dir"], step, full_weights=iter_full_params(self.actor),
+        ckpt.save_checkpoint(tr["default_local_dir"], step, full_weights=self._checkpoint_weights(),
                              hf_config=self.hf_config, tokenizer=self.tokenizer, optimizer=self.optimizer,
                              generation_config=self.generation_config,
                              scheduler=self.scheduler, trainer_state={"step": step, "sampler": self.sampler.state_dict()},
@@ -280,9 +302,6 @@ def main(config_path: str) -> int:
     try:
         if trainer.rank == 0:
             save_resolved_config(cfg, path)
-        from fsdpcfg.runinfo import audit_startup
-
-        audit_startup(trainer)  # <run_dir>/startup_audit.json; built != asked stops every rank here
         trainer.fit()
     finally:
         dist.barrier()

@@ -195,3 +195,32 @@ class LoraWeightSync:
         adapter_n = rollout.update_adapter(counted(self.adapter_stream(), adapter_names))
         return SyncReport(base_tensors=base_n, adapter_tensors=adapter_n, buckets=n_buckets, base_names=base_names,
                           adapter_names=adapter_names)
+
+
+def lora_settings_for_run(cfg: dict, resume_from=None) -> LoraSettings | None:
+    """The LoRA settings of a GRPO run (``actor_rollout_ref.model.lora_*``, ``rollout.layered_summon`` and
+    ``load_format``, ``fsdpcfg.lora_layer_prefixes``); ``None`` when ``lora_rank`` is 0.
+
+    Raises:
+        ConfigError: invalid LoRA keys, or a resume of a LoRA run (its checkpoints hold merged weights).
+    """
+    arr = cfg["actor_rollout_ref"]
+    s = LoraSettings.from_model_cfg(arr["model"], rollout_cfg=arr["rollout"], fsdpcfg_cfg=cfg.get("fsdpcfg"))
+    if s is not None and resume_from is not None:
+        raise ConfigError(f"resuming a LoRA run from {resume_from} is not implemented (its checkpoint holds merged "
+                          "weights, not the adapter)", key="trainer.resume_mode",
+                          fix="set trainer.resume_mode=disable (or actor_rollout_ref.model.lora_adapter_path)")
+    return s
+
+
+def build_lora_rollout(actor: nn.Module, model_cfg: dict, settings: LoraSettings, dtype: torch.dtype,
+                       eos_token_ids: list[int], pad_token_id: int, device: torch.device, bucket_megabytes: float
+                       ) -> tuple[LoraHFRollout, LoraWeightSync]:
+    """The PEFT replica of a LoRA actor (its base read from ``model.path`` when ``load_format`` is not ``dummy``)
+    and the synchronisation that feeds it."""
+    from fsdpcfg.train.model import load_model
+
+    replica = load_model(model_cfg, dtype, weights=settings.base_preloaded).to(device)
+    rollout = LoraHFRollout(replica, settings.lora_config(), settings.adapter_name, dtype, eos_token_ids,
+                            pad_token_id, base_loaded=settings.base_preloaded)
+    return rollout, LoraWeightSync(actor, settings, bucket_megabytes)
