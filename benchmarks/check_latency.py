@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -58,15 +59,19 @@ def verl_overrides() -> list[str]:
     return out
 
 
-def _time(cmd: list[str], runs: int, ok: str | None = None) -> list[float]:
-    times = []
+def _time(cmd: list[str], runs: int, ok: str | None = None) -> tuple[list[float], list[float]]:
+    """Return (wall seconds, CPU seconds user+system) of ``runs`` cold runs of ``cmd``."""
+    times, cpu = [], []
     for _ in range(runs):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         times.append(time.perf_counter() - t)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
         if p.returncode not in (0,) or (ok and ok not in p.stdout):
             raise SystemExit(f"{' '.join(cmd[:4])} ... failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
-    return times
+    return times, cpu
 
 
 def main() -> None:
@@ -75,18 +80,24 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
     args = ap.parse_args()
-    ours = _time([sys.executable, "-m", "fsdpcfg", "check", "--no-plan", *RECIPE], args.runs)
+    # bytecode as an installed package has it (pip compiles at install; this sandbox sets PYTHONDONTWRITEBYTECODE)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "fsdpcfg")], check=False)
+    load = os.getloadavg()[0]
+    ours, ours_cpu = _time([sys.executable, "-m", "fsdpcfg", "check", "--no-plan", *RECIPE], args.runs)
     ovs = verl_overrides()
-    verl = _time([sys.executable, "-c", VERL_SIDE, json.dumps(ovs)], args.runs, ok="VERL_OK")
-    med_o, med_v = statistics.median(ours), statistics.median(verl)
-    rows = [("fsdpcfg check +recipe=qwen_grpo (compose, schema, all rules)", ours, med_o),
-            ("verl 0.9.1: import, compose ppo_trainer, validate_config", verl, med_v)]
-    table = ["| command (cold process) | median s | runs s |", "|---|---|---|"]
-    table += [f"| {name} | {med:.2f} | {', '.join(f'{t:.2f}' for t in ts)} |" for name, ts, med in rows]
-    text = "\n".join(table) + (f"\n\nfsdpcfg is {med_v / med_o:.0f}x faster; verl was given {len(ovs)} overrides "
-                               f"(the recipe's values that differ from verl's defaults). Machine: "
-                               f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
-                               f"{time.strftime('%Y-%m-%d')}. Reproduce: `python benchmarks/check_latency.py --write`.")
+    verl, verl_cpu = _time([sys.executable, "-c", VERL_SIDE, json.dumps(ovs)], args.runs, ok="VERL_OK")
+    med = statistics.median
+    rows = [("fsdpcfg check +recipe=qwen_grpo (compose, schema, all rules)", ours, ours_cpu),
+            ("verl 0.9.1: import, compose ppo_trainer, validate_config", verl, verl_cpu)]
+    table = ["| command (cold process) | median wall s | median CPU s | wall s of each run |", "|---|---|---|---|"]
+    table += [f"| {name} | {med(ts):.2f} | {med(cs):.2f} | {', '.join(f'{t:.2f}' for t in ts)} |"
+              for name, ts, cs in rows]
+    text = "\n".join(table) + (
+        f"\n\nfsdpcfg is {med(verl) / med(ours):.0f}x faster (wall); verl was given {len(ovs)} overrides (the "
+        f"recipe's values that differ from verl's defaults). Machine: {os.cpu_count()} CPUs, 1-minute load "
+        f"average {load:.1f} when the runs started (other work shared the cores; CPU seconds, user + system of "
+        f"the process, are the load-independent number), fsdpcfg byte-compiled as pip does at install, Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M')}. Reproduce: `python benchmarks/check_latency.py --write`.")
     print(text)
     if args.write:
         _write_section(ROOT / "benchmarks" / "RESULTS.md", "check latency", text)

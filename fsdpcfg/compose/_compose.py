@@ -17,9 +17,14 @@ from fsdpcfg.compose import resolvers
 from fsdpcfg.compose.provenance import Provenance
 from fsdpcfg.errors import ConfigError, UsageError, did_you_mean
 
+def _safe_load(text: str):
+    """``yaml.safe_load`` with libyaml's parser when PyYAML has it (the same result, several times faster)."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def groups(kind: str = "ppo") -> tuple[str, ...]:
     """Return the config groups of the ``kind`` tree, in the order its root ``config.yaml`` lists them."""
-    data = yaml.safe_load((paths.conf_dir(kind) / "config.yaml").read_text()) or {}
+    data = _safe_load((paths.conf_dir(kind) / "config.yaml").read_text()) or {}
     out = []
     for entry in data.get("defaults", []):
         if isinstance(entry, dict):
@@ -45,7 +50,7 @@ def recipe_chain(name: str, extra_dirs: list[Path] | None = None) -> list[Path]:
             continue
         chain.insert(0, f)
         try:
-            data = yaml.safe_load(f.read_text()) or {}
+            data = _safe_load(f.read_text()) or {}
         except yaml.YAMLError:
             break
         for entry in (data.get("defaults") or []) if isinstance(data, dict) else []:
@@ -62,7 +67,7 @@ def recipe_kind(name: str, extra_dirs: list[Path] | None = None) -> str:
     it extends, default ``ppo``."""
     for f in reversed(recipe_chain(name, extra_dirs)):
         try:
-            data = yaml.safe_load(f.read_text()) or {}
+            data = _safe_load(f.read_text()) or {}
         except yaml.YAMLError:
             return "ppo"
         kind = (data.get("fsdpcfg") or {}).get("kind") if isinstance(data, dict) else None
@@ -303,7 +308,7 @@ def load_yaml_config(path: Path) -> Composed:
     if not path.is_file():
         raise UsageError(f"no such file: {path}")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = _safe_load(path.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {_first_line(e)}", fix="fix the YAML syntax") from None
     if not isinstance(data, dict):
