@@ -79,7 +79,7 @@ def check_yaml_file(path: Path) -> Checked:
                 composed.provenance.record("fsdpcfg.launcher", Source("file", f"{path} (a verl config: no "
                                                                       "fsdpcfg section, so launcher=verl)"))
         else:
-            composed = compose([f"+recipe={path.stem}"], extra_recipe_dirs=[path.parent.resolve()])
+            composed = _compose_recipe_file(path)
     except UsageError:
         raise
     except ConfigError as e:
@@ -87,6 +87,24 @@ def check_yaml_file(path: Path) -> Checked:
     except Exception as e:  # Hydra/OmegaConf errors that are not ConfigError: still a finding
         return Checked(label, [unexpected_compose_finding(e, [str(path)])])
     return Checked(label, check_config(composed), composed)
+
+
+def _compose_recipe_file(path: Path) -> Any:
+    """Compose a user's recipe file. A file named like a shipped recipe (``qwen_grpo.yaml``) would be shadowed
+    by it in Hydra's search path, so it is selected under a name of its own (a symlink in a temporary folder);
+    its ``defaults`` may still name the shipped recipe or other files of its folder."""
+    import tempfile
+
+    from fsdpcfg.compose import compose
+    from fsdpcfg.compose._compose import available_options
+
+    folder = path.parent.resolve()
+    if path.stem not in available_options("recipe"):
+        return compose([f"+recipe={path.stem}"], extra_recipe_dirs=[folder])
+    with tempfile.TemporaryDirectory(prefix="fsdpcfg-check-") as tmp:
+        alias = f"{path.stem}__file"
+        (Path(tmp) / f"{alias}.yaml").symlink_to(path.resolve())
+        return compose([f"+recipe={alias}"], extra_recipe_dirs=[Path(tmp), folder])
 
 
 @dataclass

@@ -101,6 +101,14 @@ def test_recipe_files(tmp_path, run_check):
     assert f"{bad}:7 actor_rollout_ref.actor.strategy" in text or "bad.yaml:7" in text
 
 
+def test_recipe_file_named_like_a_shipped_recipe(tmp_path, run_check):
+    mine = tmp_path / "qwen_grpo.yaml"  # the user's own, extending the shipped one
+    mine.write_text("# @package _global_\ndefaults:\n  - /recipe/qwen_grpo@_global_\n  - _self_\n"
+                    "actor_rollout_ref:\n  actor:\n    strategy: fsdp3\n")
+    rc, findings = run_check(str(mine))
+    assert rc == 1 and [f["rule"] for f in findings if f["severity"] == "error"] == ["FC103"]
+
+
 def test_broken_yaml_file(tmp_path, run_check):
     f = tmp_path / "broken.yaml"
     f.write_text("data:\n  train_batch_size: [1,\n")
