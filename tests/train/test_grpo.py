@@ -122,3 +122,18 @@ def test_actor_loss_adds_kl_and_entropy_terms():
     assert m["actor/pg_loss"] == pytest.approx(0.183333, abs=1e-6)
     assert m["actor/kl_loss"] == pytest.approx(0.193147, abs=1e-6)
     assert loss.item() == pytest.approx(0.183333 + 0.5 * 0.193147 - 0.2, abs=1e-6)
+
+
+def test_actor_loss_config_rejects_what_the_native_loop_cannot_do():
+    from fsdpcfg.compose import compose
+    from fsdpcfg.errors import ConfigError
+
+    actor = compose(["+recipe=qwen_grpo"]).to_container()["actor_rollout_ref"]["actor"]
+    cfg = ActorLossConfig.from_actor_cfg(actor)
+    assert (cfg.clip_ratio_low, cfg.clip_ratio_high, cfg.loss_agg_mode) == (0.2, 0.2, "token-mean")
+    for change, key in [({"loss_agg_mode": "mean"}, "loss_agg_mode"), ({"kl_loss_type": "k9"}, "kl_loss_type"),
+                        ({"clip_ratio_c": 1.0}, "clip_ratio_c"),
+                        ({"policy_loss": {"loss_mode": "gspo"}}, "policy_loss.loss_mode")]:
+        with pytest.raises(ConfigError) as e:
+            ActorLossConfig.from_actor_cfg({**actor, **change})
+        assert e.value.key == f"actor_rollout_ref.actor.{key}"
