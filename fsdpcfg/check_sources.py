@@ -186,7 +186,8 @@ def _line_of(tok: str, start: int, lines: list[str]) -> int:
     return start + 1
 
 
-def _hydra_value(v: Any) -> str:
+def hydra_value(v: Any) -> str:
+    """Write a plain value (None, bool, number, string, list, mapping) as a Hydra override value."""
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -196,9 +197,9 @@ def _hydra_value(v: Any) -> str:
     if isinstance(v, str):
         return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
     if isinstance(v, list):
-        return "[" + ",".join(_hydra_value(x) for x in v) + "]"
+        return "[" + ",".join(hydra_value(x) for x in v) + "]"
     if isinstance(v, dict):
-        return "{" + ",".join(f"{k}:{_hydra_value(x)}" for k, x in v.items()) + "}"
+        return "{" + ",".join(f"{k}:{hydra_value(x)}" for k, x in v.items()) + "}"
     return str(v)
 
 
@@ -236,7 +237,7 @@ def script_overrides(cmd: ScriptCommand) -> tuple[list[str], dict[str, int], lis
             continue
         theirs = verlref.defaults().get(key)
         if theirs != ours and not (isinstance(theirs, str) and "${" in theirs):
-            resets.append(f"{key}={_hydra_value(theirs)}")
+            resets.append(f"{key}={hydra_value(theirs)}")
     out = list(base) + resets
     for tok in user:
         key = tok.split("=", 1)[0]
