@@ -29,10 +29,10 @@ print("PROBE" + json.dumps({"rc": rc, "heavy": heavy, "net": attempts}))
 """
 
 
-def _probe(tmp_path: Path, *args: str) -> dict:
+def _probe(tmp_path: Path, *args: str, fmt: str = "json") -> dict:
     env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
                HF_HUB_CACHE=str(tmp_path / "hub"))
-    out = subprocess.run([sys.executable, "-c", PROBE, "check", "--format", "json", *args], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", PROBE, "check", "--format", fmt, *args], capture_output=True,
                          text=True, env=env, timeout=120)
     line = [x for x in out.stdout.splitlines() if x.startswith("PROBE")]
     assert line, out.stdout + out.stderr
@@ -74,6 +74,11 @@ def test_remote_code_model_and_hub_id_offline(tmp_path):
 
 def test_cold_check_imports_nothing_heavy(tmp_path):
     got = _probe(tmp_path, "+recipe=qwen_grpo")
+    assert got == {"rc": 0, "heavy": [], "net": []}
+
+
+def test_human_report_with_derived_numbers_imports_nothing_heavy(tmp_path):
+    got = _probe(tmp_path, "+recipe=qwen_grpo", "--plan", fmt="human")
     assert got == {"rc": 0, "heavy": [], "net": []}
 
 
