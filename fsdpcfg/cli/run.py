@@ -57,7 +57,7 @@ def _echo(text: str) -> None:
 def _format(f, composed) -> str:
     where = ""
     if f.keys:
-        src = composed.provenance.source_of(f.keys[0]) if composed is not None else None
+        src = f.provenance.get(f.keys[0]) or (composed.provenance.source_of(f.keys[0]) if composed is not None else None)
         where = f"{src}: " if src else ""
     keys = ", ".join(k for k in f.keys if k not in f.message)
     head = f"{f.severity}: [{f.rule}] {where}{keys + ': ' if keys else ''}{f.message}"

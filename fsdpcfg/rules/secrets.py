@@ -76,7 +76,9 @@ def literal_secret(ctx: Context) -> Iterable[Finding]:
     raw = OmegaConf.to_container(ctx.composed.cfg, resolve=False)
     for key, value in literal_secrets(raw).items():
         name = key.rsplit(".", 1)[-1].upper().replace("-", "_")
-        yield ctx.finding("FC720", [key],
-                          f"{key} holds a literal secret {_mask(value)} {ctx.source(key)}: it would be saved in "
-                          "the recipe, the shell history and the run folder",
-                          f"export {name}=... in the environment and write {key}: ${{oc.env:{name}}}")
+        where = ctx.source(key).replace(value, "<secret>")  # a command-line source quotes the override
+        f = ctx.finding("FC720", [key], f"{key} holds a literal secret {_mask(value)}: it would be saved in "
+                        "the recipe, the shell history and the run folder",
+                        f"export {name}=... in the environment and write {key}: ${{oc.env:{name}}}")
+        f.provenance = {key: where}
+        yield f

@@ -104,7 +104,7 @@ def preflight(points: list[list[str]], echo: Callable[[str], None] = print) -> l
 
 
 def _format(f: Any, composed: Any) -> str:
-    src = composed.provenance.source_of(f.keys[0]) if f.keys and composed is not None else None
+    src = f.provenance.get(f.keys[0]) if f.keys else None
     head = f"{f.severity}: [{f.rule}] {src}: {f.message}" if src else f"{f.severity}: [{f.rule}] {f.message}"
     return f"{head}\n      -> {f.fix}" if f.fix else head
 
