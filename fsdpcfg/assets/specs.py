@@ -111,9 +111,10 @@ SPECS: dict[str, ModelSpec] = {s.name: s for s in [
                     "for memory and throughput work. Built on demand only."),
     ModelSpec("tiny-qwen2-arith", "Qwen__Qwen2.5-0.5B-Instruct__resaved", "qwen2.5-0.5b-instruct", default=False,
               warmstart="arith_format", base="tiny-qwen2",
-              notes="tiny-qwen2 after a short deterministic SFT on the arith prompts with RANDOM digit labels: "
-                    "it answers with one digit then <|im_end|>, but which digit is independent of the "
-                    "question, so GRPO on the arith task starts at chance accuracy and has to learn the sums."),
+              notes="tiny-qwen2 after a short deterministic warm start on the arith prompts that teaches the "
+                    "format only (answer with a digit, every digit about equally likely, then <|im_end|>; no "
+                    "labels), so GRPO on the arith task starts near chance "
+                    "accuracy and has to learn the sums (fsdpcfg/assets/warmstart.py)."),
 ]}
 
 

@@ -2,10 +2,16 @@
 
 ``arith_format``: teach the output FORMAT of the arith task without its ANSWERS. For every arith prompt
 (rendered with the model's chat template) the first response token is trained towards the uniform
-distribution over the ten digit tokens (the expectation of training on random digit labels, without the
-sampling noise), and the token after a digit towards ``eos`` (``<|im_end|>``). The resulting model answers
-"<digit><|im_end|>" but its digit does not depend on the question, so the arith reward starts at chance
-(about 0.1) and GRPO has something real to learn. Runs single-threaded (bit-reproducible), ~10 s.
+distribution over the ten digit tokens (the expectation of training on random digit labels, without their
+sampling noise) and the token after a digit towards ``eos`` (``<|im_end|>``). The result answers
+"<digit><|im_end|>" (P(digit) ~0.999, P(eos | digit) ~0.99) with every digit about equally likely, so the
+arith reward starts at chance (0.1) with maximal exploration among the digits, and anything above chance
+has to be learned from the reward. Single-threaded (bit-reproducible), 60 AdamW steps.
+
+Measured (single-process GRPO probe, 4 questions x 8 samples per step, one on-policy update per step):
+this start does not make the sums easy: with lr 1e-2 the sampled reward rose from 0.11 to 0.2-0.28 around
+steps 20-40 and fell back; 3e-3 stayed at chance for 60 steps; 3e-2 collapsed. A target that gives each
+digit a preference (total digit mass only, or random per-question labels) learned no better.
 """
 
 from __future__ import annotations
@@ -16,8 +22,8 @@ from pathlib import Path
 from fsdpcfg import paths
 
 #: Steps and learning rate of the format warm start (AdamW, cosine decay to zero).
-ARITH_FORMAT_STEPS = 150
-ARITH_FORMAT_LR = 3e-3
+ARITH_FORMAT_STEPS = 60
+ARITH_FORMAT_LR = 2e-2
 
 
 def run(name: str, folder: Path, seed: int) -> None:
@@ -60,7 +66,6 @@ def _arith_format(folder: Path, seed: int) -> None:
         gen = torch.Generator().manual_seed(seed)
         opt = torch.optim.AdamW(model.parameters(), lr=ARITH_FORMAT_LR, weight_decay=0.0, fused=True)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=ARITH_FORMAT_STEPS)
-        uniform = torch.full((len(prompts), 10), 0.1)
         model.train()
         for _ in range(ARITH_FORMAT_STEPS):
             fed = digits[torch.randint(0, 10, (len(prompts),), generator=gen)]
@@ -68,7 +73,7 @@ def _arith_format(folder: Path, seed: int) -> None:
             hidden = model.model(input_ids=ids).last_hidden_state[:, -2:]  # positions predicting digit, eos
             logits = model.lm_head(hidden)
             logp_first = F.log_softmax(logits[:, 0], dim=-1)
-            loss_digit = -(uniform * logp_first[:, digits]).sum(-1).mean()
+            loss_digit = -logp_first[:, digits].mean()  # cross-entropy to uniform over the ten digits
             loss_eos = F.cross_entropy(logits[:, 1], torch.full((len(prompts),), eos))
             opt.zero_grad(set_to_none=True)
             (loss_digit + loss_eos).backward()

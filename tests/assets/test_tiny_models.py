@@ -128,3 +128,21 @@ def test_config_only_folder_for_remote_code_model(tiny_model):
     cfg = json.loads((path / "config.json").read_text())
     assert cfg["model_type"] == "qwen" and "AutoModelForCausalLM" in cfg["auto_map"]
     assert not (path / "model.safetensors").exists() and (path / "tokenizer_config.json").is_file()
+
+
+def test_shipped_tokenizer_files_match_published_sha256():
+    """Each shipped tokenizer file has the sha256 recorded for it in tokenizers/SOURCES.md."""
+    import hashlib
+    import re
+
+    from fsdpcfg import paths
+
+    root = paths.data_dir() / "tokenizers"
+    text = (root / "SOURCES.md").read_text()
+    checked = 0
+    for section in re.split(r"\n### \d+\. `", text)[1:]:
+        folder = section.split("/`", 1)[0]
+        for name, digest in re.findall(r"^\| ([\w.]+) \| \d+ \| `([0-9a-f]{64})` \|", section, re.M):
+            assert hashlib.sha256((root / folder / name).read_bytes()).hexdigest() == digest, f"{folder}/{name}"
+            checked += 1
+    assert checked >= 12
