@@ -64,7 +64,6 @@ _FRAMES: list[tuple[str, frozenset[str] | None, str]] = [
     ("fsdpcfg.train.lora.setup", None, MODEL),
     ("fsdpcfg.train.patches", None, MODEL),
     ("fsdpcfg.train.model", None, MODEL),
-    ("transformers.", None, MODEL),
 ]
 
 
@@ -113,7 +112,8 @@ def boundary_of_rule(rule_id: str) -> str:
 
 def boundary_of_frames(frames: list[tuple[str, str]], default: str) -> str:
     """The boundary owning an error raised through ``frames`` (``(module, function)`` pairs, outermost first):
-    the innermost frame matching a known module (fsdpcfg's training code, or transformers), else ``default``."""
+    the innermost frame of fsdpcfg's training code that matches a known module, else ``default`` (a library
+    frame such as transformers' counts for the fsdpcfg code that called it)."""
     for module, function in reversed(frames):
         if module.startswith("fsdpcfg.doctor"):
             continue

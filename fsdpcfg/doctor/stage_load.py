@@ -66,8 +66,12 @@ def run_load(cfg: dict) -> StageResult:
         if not bool(torch.isfinite(logits).all()):
             raise FloatingPointError(f"the forward pass of {type(model).__name__} gives non-finite logits")
     except Exception as e:
-        return StageResult(1, "", FAIL, time.perf_counter() - t, "", failure=failure_from_exception(e, MODEL),
-                           data=data)
+        failure = failure_from_exception(e, MODEL)
+        if "does not appear to have a file named" in failure.message:  # remote code whose .py files are absent
+            failure.fix = ("the checkpoint's remote code (the *.py files its config.json auto_map names) is not in "
+                           "the folder: copy the repository's .py files next to config.json, or use a checkpoint "
+                           "the installed transformers implements natively")
+        return StageResult(1, "", FAIL, time.perf_counter() - t, "", failure=failure, data=data)
     detail = (f"{data['model_class']} ({data['parameters'] / 1e6:.2f}M params), {data['tokenizer']}, chat template: "
               f"{data['chat_template'] or 'none'}, processor: {data['processor'] or 'none'}")
     return StageResult(1, "", PASS, time.perf_counter() - t, detail, data=data)
