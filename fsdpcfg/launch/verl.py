@@ -138,6 +138,28 @@ def _merge_raw(raw: Any, resolved: Any, known: frozenset[str]) -> Any:
     return resolved
 
 
+def _drop_unlisted_nulls(tree: Any, known: frozenset[str], prefix: str) -> Any:
+    """Remove ``null`` values of keys verl's YAML does not list (and mappings left empty by that).
+
+    verl reads such keys with ``config.get(name, default)``: a key present with ``null`` returns ``None``
+    instead of verl's default. Example: ``fsdp_config.wrap_policy.transformer_layer_cls_to_wrap: null`` would
+    make ``verl.utils.fsdp_utils.get_fsdp_wrap_policy`` skip the model's ``_no_split_modules`` and wrap no layer.
+    """
+    if not isinstance(tree, dict):
+        return tree
+    out = {}
+    for k, v in tree.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        if v is None and key not in known:
+            continue
+        if isinstance(v, dict) and v:
+            v = _drop_unlisted_nulls(v, known, key)
+            if not v:
+                continue
+        out[k] = v
+    return out
+
+
 def verl_tree(composed: Any, *, strict: bool = True) -> dict[str, Any]:
     """Return the config as verl should see it: nested dicts in verl's key names, the ``fsdpcfg`` section
     removed, fsdpcfg's resolvers (``${fsdpcfg_data:...}``) resolved to absolute paths, and plain
@@ -154,6 +176,7 @@ def verl_tree(composed: Any, *, strict: bool = True) -> dict[str, Any]:
     raw = composed.to_container(resolve=False)
     tree = _merge_raw(raw, resolved, known)
     tree.pop("fsdpcfg", None)
+    tree = _drop_unlisted_nulls(tree, verlref.keys(config), "")
     missing = [k for k, v in verlref.flatten(tree).items() if v == "???"]
     if missing and strict:
         raise ConfigError(f"required value not set (verl would stop on it): {', '.join(missing)}", key=missing[0],

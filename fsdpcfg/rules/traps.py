@@ -38,6 +38,8 @@ def legacy_reward_keys(ctx: Context) -> Iterable[Finding]:
             continue
         leaves = flatten(sec, old) if isinstance(sec, dict) else {old: sec}
         for key, v in leaves.items():
+            if v is None or v == {}:
+                continue  # a null legacy key (verl 0.9.1's own dumps list them) changes nothing
             nk = new + key[len(old):]
             yield ctx.finding("FC701", [key, nk],
                               f"{key} = {v} {src(ctx, key)} is a pre-0.9 verl key; verl 0.9.1 ignores it and runs "

@@ -155,3 +155,19 @@ def test_launch_runs_the_command_with_the_env(tmp_path, monkeypatch):
     argv, env = calls[0]
     assert argv[1:3] == ["-m", "verl.trainer.main_ppo"] and env["NCCL_DEBUG"] == "WARN"
     assert (tmp_path / "config.yaml").is_file()
+
+
+def test_nulls_of_keys_verl_does_not_list_are_not_handed_over(tmp_path):
+    """verl's get_fsdp_wrap_policy reads transformer_layer_cls_to_wrap with .get(name, default): a null in the
+    file would replace the model's _no_split_modules and leave FSDP1 with no per-layer wrapping."""
+    key = "actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap"
+    assert key not in verlref.keys()
+    doc = _doc(build_verl_invocation(compose(GPU), tmp_path))
+    wrap = doc["actor_rollout_ref"]["actor"]["fsdp_config"]["wrap_policy"]
+    assert "transformer_layer_cls_to_wrap" not in wrap and wrap["min_num_params"] == 0
+    # verl-listed nulls stay (verl's own default is null there)
+    assert doc["actor_rollout_ref"]["actor"]["ppo_micro_batch_size"] is None
+    # a set value is handed over
+    doc = _doc(build_verl_invocation(compose([*GPU, f"{key}=[Qwen2DecoderLayer]"]), tmp_path / "b"))
+    assert doc["actor_rollout_ref"]["actor"]["fsdp_config"]["wrap_policy"]["transformer_layer_cls_to_wrap"] == [
+        "Qwen2DecoderLayer"]
