@@ -177,3 +177,25 @@ def sft_logger_native(ctx: "Context") -> Iterator[Finding]:
                           "trainer (it writes the console, <run_dir>/metrics.jsonl and TensorBoard)",
                           "set trainer.logger=[console] (fsdpcfg.metrics selects the files), or launcher=verl",
                           severity="warning")
+
+
+@rule("FC253", "the native SFT trainer runs no validation (data.val_files, trainer.test_freq are verl's)",
+      keys=("data.val_files", "trainer.test_freq", "fsdpcfg.launcher"),
+      example=("+recipe=qwen_sft", "trainer.test_freq=2"), kinds=SFT)
+def sft_validation_native(ctx: "Context") -> Iterator[Finding]:
+    """verl's SFT trainer evaluates ``data.val_files`` every ``trainer.test_freq`` steps; the native SFT trainer
+    has no validation pass, so either key set would be accepted and do nothing. Source: DESIGN.md "A key that
+    verl knows but the chosen launcher does not implement is an error"; verl/trainer/sft_trainer.py."""
+    if _get(ctx, "fsdpcfg.launcher") != "native":
+        return
+    set_keys = []
+    if _get(ctx, "data.val_files") not in (None, "", []):
+        set_keys.append("data.val_files")
+    freq = _get(ctx, "trainer.test_freq")
+    if isinstance(freq, int) and not isinstance(freq, bool) and freq > 0:
+        set_keys.append("trainer.test_freq")
+    if set_keys:
+        what = ", ".join(f"{k} = {_get(ctx, k)}" for k in set_keys)
+        yield ctx.finding("FC253", set_keys, f"{what}: the native SFT trainer runs no validation, so this would "
+                          "do nothing", "unset it (data.val_files=null trainer.test_freq=-1), or use launcher=verl, "
+                          "whose SFT trainer validates")

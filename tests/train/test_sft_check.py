@@ -82,3 +82,12 @@ def test_check_cli_exit_codes():
     bad = subprocess.run([sys.executable, "-m", "fsdpcfg", "check", "+recipe=qwen_sft", "data.train_batch_size=6"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "FC250" in bad.stdout + bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_validation_keys_under_the_native_sft_trainer_are_errors():
+    assert _rules(check_overrides(["+recipe=qwen_sft", "trainer.test_freq=2"]), "error") == ["FC253"]
+    found = [f for f in check_overrides(["+recipe=qwen_sft", "data.val_files=/tmp/val.jsonl"]) if f.rule == "FC253"]
+    assert found and found[0].keys == ["data.val_files"]
+    # verl's SFT trainer validates: no finding there
+    assert not [f for f in check_overrides(["+recipe=qwen_sft", "launcher=verl", "trainer.test_freq=2"])
+                if f.rule == "FC253"]
