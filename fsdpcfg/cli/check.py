@@ -154,4 +154,9 @@ def _plan_section(composed: Any) -> str:
         return f"DERIVED NUMBERS: cannot be derived: {e.message}"
     except Exception as e:  # a config the rules already reported as invalid
         return f"DERIVED NUMBERS: cannot be derived ({type(e).__name__}: {e})"
-    return "DERIVED NUMBERS\n" + "\n".join(f"  {k}: {v}" for k, v in p.derivations.items())
+    text = "DERIVED NUMBERS\n" + "\n".join(f"  {k}: {v}" for k, v in p.derivations.items())
+    if getattr(composed, "kind", "ppo") != "sft":
+        from fsdpcfg.plan.memory import describe_for_check
+
+        text += "\n" + "\n".join("  " + line for line in describe_for_check(cfg).splitlines())
+    return text

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal, Optional, Union
 
 from fsdpcfg.schema._base import F, Section, Sub
 
@@ -23,6 +23,8 @@ class FsdpcfgSection(Section):
                                             "built-in FSDP loop) or verl (Ray)")
     run_dir: str = F("runs/fsdpcfg/run", description="run folder (metrics, resolved config)")
     update_weights_bucket_megabytes: int = F(512, gt=0, description="weight-sync bucket size in MiB")
+    device_memory_gb: Optional[float] = F(None, gt=0, description="memory of one device in GiB for the memory "
+                                           "estimate of `fsdpcfg check` (null: detected; the CPU: this machine's RAM)")
     lora_layer_prefixes: list[str] = F(
         default_factory=lambda: ["layers."], min_length=1, description="LoRA with rollout.layered_summon: names of "
         "the block containers whose numbered children are gathered one at a time for the rollout (layers. -> "
