@@ -130,6 +130,10 @@ def make_plan(cfg: dict) -> Plan:
         raise ConfigError("dynamic batch sizes are not implemented by the native launcher",
                           key="actor_rollout_ref.actor.use_dynamic_bsz", value=True,
                           fix="set actor_rollout_ref.actor.use_dynamic_bsz=false, or launcher=verl")
+    if _get(cfg, "algorithm.use_kl_in_reward") and _get(cfg, "algorithm.kl_ctrl.type") != "fixed":
+        raise ConfigError(f"the native launcher applies the in-reward KL with a fixed coefficient only, got "
+                          f"{_get(cfg, 'algorithm.kl_ctrl.type')!r}", key="algorithm.kl_ctrl.type",
+                          value=_get(cfg, "algorithm.kl_ctrl.type"), fix="set algorithm.kl_ctrl.type=fixed, or launcher=verl")
     tbs = _pos_int(cfg, "data.train_batch_size")
     n = _pos_int(cfg, "actor_rollout_ref.rollout.n")
     mini = _pos_int(cfg, "actor_rollout_ref.actor.ppo_mini_batch_size")

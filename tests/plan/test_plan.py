@@ -66,7 +66,9 @@ def test_deprecated_global_micro_batch_is_divided_over_ranks(base_cfg):
      "data.train_batch_size", "3"),
     ({"trainer__device": "tpu"}, "trainer.device", "tpu"),
     ({"actor_rollout_ref__actor__use_dynamic_bsz": True}, "actor_rollout_ref.actor.use_dynamic_bsz", "dynamic"),
-    ({"actor_rollout_ref__rollout__log_prob_micro_batch_size_per_gpu": None}, 
+    ({"algorithm__use_kl_in_reward": True, "algorithm__kl_ctrl__type": "adaptive"}, "algorithm.kl_ctrl.type",
+     "adaptive"),
+    ({"actor_rollout_ref__rollout__log_prob_micro_batch_size_per_gpu": None},
      "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", "not set"),
 ])
 def test_sizes_that_do_not_divide_are_config_errors(base_cfg, kv, key, numbers):
