@@ -76,8 +76,8 @@ class HydraLaunch:
                               value=given[-1] if given else None,
                               fix=(f"did you mean hydra/launcher={close[0]}? " if close else "")
                               + f"available: {', '.join(opts)} (submitit_*: pip install 'fsdpcfg[sweep]')") from None
-        except (ConfigCompositionException, Exception) as e:
-            if not type(e).__module__.startswith(("hydra", "omegaconf")):
+        except Exception as e:  # ConfigCompositionException, omegaconf errors while merging
+            if not isinstance(e, ConfigCompositionException) and not type(e).__module__.startswith(("hydra", "omegaconf")):
                 raise
             raise ConfigError(f"cannot compose Hydra's multirun config: {_first_line(e)}",
                               fix="check the hydra.* overrides: a launcher's settings are hydra.launcher.<option> "

@@ -65,7 +65,8 @@ def _dry_run(hl: Any, task: Any, runnable: list[PointCheck], echo: Callable[[str
 
 def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool = False,
               echo: Callable[[str], None] = print) -> int:
-    """Run the sweep ``overrides``; return 0 when every launched point succeeded, else 1.
+    """Run the sweep ``overrides``; return 0 when every launched point succeeded, else 1 (with ``only_valid``,
+    the points left out for failing the checks do not count).
 
     Raises:
         ConfigError: a point fails the checks (each failing point and its findings printed first; nothing was
@@ -100,6 +101,7 @@ def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool =
         return _dry_run(hl, task, runnable, echo)
     returns = hl.launch([c.overrides for c in runnable], task)
     rows = [_job_row(c, r) for c, r in zip(runnable, returns)]
+    launched_ok = len(rows) == len(runnable) and all(r["status"] == "ok" for r in rows)
     for c in checks:
         if c.duplicate_of is not None:
             rows.append(_row(c, f"duplicate of point {c.duplicate_of}"))
@@ -115,5 +117,4 @@ def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool =
         if r["status"] == "failed":
             echo(f"point {r['point']} failed: {r['error']}")
     echo(f"summary: {json_path} and {csv_path} ({total:.1f} s in all)")
-    launched = [r for r in rows if r.get("job") is not None or r["status"] in ("ok", "failed")]
-    return 0 if launched and all(r["status"] == "ok" for r in launched) else 1
+    return 0 if launched_ok else 1

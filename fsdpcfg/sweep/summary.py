@@ -30,12 +30,16 @@ def _cell(row: dict[str, Any], col: str) -> str:
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    """A fixed-width table of point, status, final reward, steps, wall time (s) and overrides."""
+    """A fixed-width table of point, status, final reward, steps, wall time (s) and the overrides that differ
+    between the points (those shared by all are printed once, above the table)."""
     cols = ("point", "status", "final_reward", "steps", "wall_s", "overrides")
+    shared = set.intersection(*(set(r.get("overrides") or []) for r in rows)) if len(rows) > 1 else set()
+    rows = [dict(r, overrides=[o for o in r.get("overrides") or [] if o not in shared]) for r in rows]
     cells = [[_cell(r, c) for c in cols] for r in rows]
     widths = [max(len(c), *(len(x[i]) for x in cells)) if cells else len(c) for i, c in enumerate(cols)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
-    lines += ["  ".join(x.ljust(w) for x, w in zip(r, widths)) for r in cells]
+    lines = [f"every point: {' '.join(sorted(shared))}"] if shared else []
+    lines.append("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
+    lines += ["  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip() for r in cells]
     return "\n".join(lines)
 
 
