@@ -5,7 +5,8 @@ a full state dict first (every ``full_tensor()`` at once, then one load), on the
     python benchmarks/weight_sync.py [--model qwen2-100m] [--bucket-mb 64] [--repeats 3] [--write]
 
 Both run in the same 2-rank torchrun job (FSDP2 over gloo, fp32), each rank measuring its own extra memory: the
-RSS high-water mark (``getrusage``) during a sync minus the RSS just before it. Each mode runs in a fresh child
+peak RSS during a sync (``VmHWM`` after resetting it through
+``/proc/self/clear_refs``) minus the RSS just before it. Each mode runs in a fresh child
 process per repeat, so one mode's high-water mark cannot hide the other's. Goal: the stream's extra memory is at
 most one bucket plus the largest tensor. ``--write`` records the table in benchmarks/RESULTS.md.
 """
@@ -31,7 +32,6 @@ MIB = 2**20
 def worker(model_path: str, mode: str, bucket_mb: float, out: str) -> None:
     """One rank: shard the model, build the replica, run one sync in ``mode``; rank 0 writes the record."""
     import gc
-    import resource
 
     import torch
     import torch.distributed as dist
@@ -53,11 +53,16 @@ def worker(model_path: str, mode: str, bucket_mb: float, out: str) -> None:
         with open("/proc/self/statm") as fh:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
-    def maxrss() -> int:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    def hwm() -> int:
+        """Peak RSS since the last reset (``VmHWM``), bytes."""
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:"))
 
-    # a high-water mark only rises: first push it to the current RSS level so that the sync's own rise shows
-    before, hw0 = rss(), maxrss()
+    # the build's transients set a high-water mark above the current RSS: reset it (Linux >= 4.0: writing 5 to
+    # clear_refs sets VmHWM to the current RSS), so that the mark after the sync is the sync's own peak
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    before, hw0 = rss(), hwm()
     t = time.perf_counter()
     if mode == "stream":
         n = rollout.update_weights(bucketed(iter_full_params(actor), bucket_mb))
@@ -66,7 +71,7 @@ def worker(model_path: str, mode: str, bucket_mb: float, out: str) -> None:
         n = rollout.update_weights([list(full.items())])
         del full
     dt = time.perf_counter() - t
-    rec = {"mode": mode, "seconds": dt, "extra": max(0, maxrss() - max(before, hw0)), "tensors": n,
+    rec = {"mode": mode, "seconds": dt, "extra": max(0, hwm() - before), "tensors": n,
            "before": before, "hw0": hw0, "largest": max(sizes), "total": sum(sizes)}
     if dist.get_rank() == 0:
         Path(out).write_text(json.dumps(rec))
@@ -120,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         f"largest {r0['largest'] / MIB:.0f} MiB (the tied embedding). Bound for the stream: one bucket + the "
         f"largest tensor = {bound / MIB:.0f} MiB: {'met' if ok else 'MISSED'}. The stream needs "
         f"{med['stream'][0] / max(med['full'][0], 1):.2f}x the full gather's extra memory and "
-        f"{med['stream'][1] / med['full'][1]:.2f}x its time. Extra = RSS high-water mark during the sync minus "
-        f"the RSS before it; {args.repeats} fresh 2-rank jobs per mode. Load average {load0:.1f} on "
+        f"{med['stream'][1] / med['full'][1]:.2f}x its time. Extra = peak RSS (VmHWM, reset before) during the sync "
+        f"minus the RSS before it; {args.repeats} fresh 2-rank jobs per mode. Load average {load0:.1f} on "
         f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')}. Reproduce: "
         f"`python benchmarks/weight_sync.py --write`.")
     print(text)
