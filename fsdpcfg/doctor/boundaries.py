@@ -62,6 +62,8 @@ _FRAMES: list[tuple[str, frozenset[str] | None, str]] = [
     ("fsdpcfg.train.checkpoint", None, STATE),
     ("fsdpcfg.train.ckpt_layout", None, STATE),
     ("fsdpcfg.train.lora.setup", None, MODEL),
+    ("fsdpcfg.train.sft.dataset", None, MODEL),  # the tokenizer's chat template applied to the data
+    ("fsdpcfg.train.data", None, MODEL),
     ("fsdpcfg.train.patches", None, MODEL),
     ("fsdpcfg.train.model", None, MODEL),
 ]

@@ -117,10 +117,11 @@ def _logprob_cell(report: Report) -> str:
     rows = [r for r in report.results if r.stage == 5]
     if not rows:
         return "not run"
-    diffs = [r.data.get("rollout_max_abs_diff") for r in rows if r.data.get("rollout_max_abs_diff") is not None]
-    ok = all(r.status == PASS for r in rows)
-    worst = f" (max diff {max(diffs):.1e})" if diffs else ""
-    return ("yes" if ok else "**no**") + worst
+    measured = [r.data for r in rows if r.data.get("rollout_max_abs_diff") is not None]
+    if not measured:  # stage 5 failed before it compared anything
+        return "**no**"
+    ok = all(d["rollout_max_abs_diff"] <= d["tolerance"] for d in measured)
+    return ("yes" if ok else "**no**") + f" (max diff {max(d['rollout_max_abs_diff'] for d in measured):.1e})"
 
 
 def _stopped(report: Report) -> str:

@@ -82,6 +82,8 @@ def test_frames_map_to_boundaries():
                                ("transformers.modeling_utils", "from_pretrained")], STATE) == MODEL
     assert boundary_of_frames([("fsdpcfg.train.loop", "save"), ("fsdpcfg.train.checkpoint", "save_checkpoint"),
                                ("fsdpcfg.train.engine.fsdp", "iter_full_params")], ROLLOUT) == TRANSFER
+    assert boundary_of_frames([("fsdpcfg.train.sft.trainer", "__init__"), ("fsdpcfg.train.sft.dataset", "__init__"),
+                               ("transformers.tokenization_utils_base", "apply_chat_template")], STATE) == MODEL
     assert boundary_of_frames([("fsdpcfg.doctor.worker", "main")], ROLLOUT) == ROLLOUT  # nothing known: default
     assert [boundary_of_rule(r) for r in ("FC402", "FC405", "FC406", "FC201")] == [MODEL, STATE, ROLLOUT, CONFIG]
 
