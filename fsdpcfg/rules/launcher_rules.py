@@ -84,18 +84,19 @@ def native_unsupported_key(ctx: "Context") -> Iterator["Finding"]:
       example=("+recipe=qwen_grpo", "algorithm.adv_estimator=rloo"))
 def native_unsupported_value(ctx: "Context") -> Iterator["Finding"]:
     """Under ``fsdpcfg.launcher=native``: keys whose values the native loop implements only in part
-    (``NATIVE_VALUES``: GRPO advantages, the vanilla PPO-clip loss, AdamW). The rollout backend is FC801's.
-    Source: fsdpcfg/train (algorithm/grpo.py, engine/optim.py)."""
+    (``NATIVE_VALUES``: GRPO advantages, the vanilla PPO-clip loss, AdamW, no validation before training).
+    The rollout backend is FC801's. Source: fsdpcfg/train (algorithm/grpo.py, engine/optim.py, loop.py)."""
     if ctx.launcher != "native":
         return
     for key, allowed in K.NATIVE_VALUES.items():
         if key == NAME:
             continue
         value = ctx.get(key)
-        if value not in allowed and value in K.allowed_values(key) + [v for v in [value] if key.endswith("optimizer")]:
-            yield ctx.finding("FC803", [key, LAUNCHER], f"{key}={value!r} is not implemented by the native "
-                              f"launcher (it implements {', '.join(map(str, allowed))})",
-                              f"use launcher=verl to run {value!r}, or set {key}={allowed[0]}")
+        known = value in K.allowed_values(key) or isinstance(value, bool) or key.endswith("optimizer")
+        if value not in allowed and known:
+            yield ctx.finding("FC803", [key, LAUNCHER], f"{key}={_text(value)} is not implemented by the native "
+                              f"launcher (it implements {', '.join(map(_text, allowed))})",
+                              f"use launcher=verl to run {_text(value)}, or set {key}={_text(allowed[0])}")
 
 
 def _text(v: Any) -> str:

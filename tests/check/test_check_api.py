@@ -179,3 +179,17 @@ def test_findings_sorted_errors_first():
     fs = check_overrides(BASE + ["actor_rollout_ref.model.path=/cluster/x", "actor_rollout_ref.actor.strategy=x"])
     order = [f.severity for f in fs]
     assert order == sorted(order, key=["error", "warning", "info"].index)
+
+
+def test_validation_the_native_loop_does_not_run_is_refused_not_skipped():
+    """verl validates before training by default; the native loop has no validation pass, so launcher=native
+    switches it off and an explicit request is an error naming launcher=verl."""
+    assert not [f for f in check_overrides(BASE) if f.severity == "error"]
+    fs = check_overrides(BASE + ["trainer.val_before_train=true"])
+    (f,) = [f for f in fs if f.rule == "FC803"]
+    assert f.keys[0] == "trainer.val_before_train" and "launcher=verl" in f.fix and "=false" in f.fix
+    fs = check_overrides(BASE + ["trainer.test_freq=5"])
+    assert [f.keys[0] for f in fs if f.rule == "FC802"] == ["trainer.test_freq"]
+    # verl runs both: no finding there
+    gpu = BASE + ["launcher=verl", "rollout=vllm", "trainer.val_before_train=true", "trainer.test_freq=5"]
+    assert not [f for f in check_overrides(gpu) if f.rule in ("FC802", "FC803")]
