@@ -24,21 +24,37 @@ from fsdpcfg.errors import ConfigError
 _MISSING = object()
 
 
-def _get(cfg: dict, key: str) -> Any:
+_COMPOSE_HINT = "compose the config with `python -m fsdpcfg` (conf/config.yaml lists the key)"
+
+
+def config_value(cfg: dict, key: str, hint: str = _COMPOSE_HINT) -> Any:
+    """Return the value of dotted ``key`` in the nested dict ``cfg``.
+
+    Raises:
+        ConfigError: the key is missing (``hint`` is the fix shown).
+    """
     node: Any = cfg
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
-            raise ConfigError("is missing from the config", key=key,
-                              fix="compose the config with `python -m fsdpcfg` (conf/config.yaml lists the key)")
+            raise ConfigError("is missing from the config", key=key, fix=hint)
         node = node[part]
     return node
 
 
-def _pos_int(cfg: dict, key: str) -> int:
-    v = _get(cfg, key)
+def positive_int(cfg: dict, key: str, hint: str = _COMPOSE_HINT) -> int:
+    """Return the value of ``key`` when it is an integer > 0 (booleans are not integers here).
+
+    Raises:
+        ConfigError: the key is missing or its value is not a positive integer.
+    """
+    v = config_value(cfg, key, hint)
     if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
         raise ConfigError(f"must be a positive integer, got {v!r}", key=key, value=v, fix=f"set {key}=<int > 0>")
     return v
+
+
+_get = config_value
+_pos_int = positive_int
 
 
 @dataclass

@@ -11,24 +11,18 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.plan._plan import config_value, positive_int
+
+
+_HINT = "compose the config with `python -m fsdpcfg +recipe=qwen_sft` (conf/sft/config.yaml lists the key)"
 
 
 def _get(cfg: dict, key: str) -> Any:
-    node: Any = cfg
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise ConfigError("is missing from the SFT config", key=key,
-                              fix="compose the config with `python -m fsdpcfg +recipe=qwen_sft` (conf/sft/config.yaml "
-                                  "lists the key)")
-        node = node[part]
-    return node
+    return config_value(cfg, key, _HINT)
 
 
 def _pos_int(cfg: dict, key: str) -> int:
-    v = _get(cfg, key)
-    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise ConfigError(f"must be a positive integer, got {v!r}", key=key, value=v, fix=f"set {key}=<int > 0>")
-    return v
+    return positive_int(cfg, key, _HINT)
 
 
 @dataclass

@@ -1,0 +1,38 @@
+"""The torchrun entry shared by the RL loop and the SFT trainer: run one rank, report user errors without a
+traceback (rank 0 writes them to ``$FSDPCFG_ERROR_FILE`` when the launcher set one, else prints them)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Callable
+
+
+def run_rank(module: str, argv: list[str], prog: str) -> int:
+    """Run ``<module>.main(config_path)`` for ``argv == [config_path]`` and return its exit code.
+
+    Args:
+        module: the module holding ``main(config_path: str) -> int`` (imported only here, after arguments).
+        argv: the command-line arguments after the module name.
+        prog: how the command is spelled in the usage message (``python -m fsdpcfg.train``).
+
+    Returns 2 on a usage mistake, the :class:`fsdpcfg.errors.ConfigError`'s exit code on a user mistake.
+    """
+    if len(argv) != 1:
+        print(f"usage: {prog} CONFIG.yaml (started by torchrun; use `python -m fsdpcfg`)", file=sys.stderr)
+        return 2
+    from fsdpcfg.errors import ConfigError
+
+    try:
+        main: Callable[[str], int] = importlib.import_module(module).main
+        return main(argv[0])
+    except ConfigError as e:
+        if os.environ.get("RANK", "0") == "0":
+            target = os.environ.get("FSDPCFG_ERROR_FILE")
+            if target:
+                with open(target, "w") as fh:
+                    fh.write(str(e) + "\n")
+            else:
+                print(f"fsdpcfg: error: {e}", file=sys.stderr)
+        return e.exit_code
