@@ -223,16 +223,45 @@ def clean_name(name: str) -> str:
     return name
 
 
-def iter_full_params(module: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
-    """Yield ``(hf_name, full_tensor)`` for every parameter and persistent buffer, one at a time.
+def gather_full(t: torch.Tensor, chunk_megabytes: float = 64.0) -> torch.Tensor:
+    """Return the full (unsharded) value of ``t`` as a new tensor of ``t.shape``, all ranks calling together.
 
-    Every rank must call this together (each FSDP2 DTensor is all-gathered with ``full_tensor()`` once, as it
-    is reached; FSDP1 gathers everything under ``summon_full_params(writeback=False)``, the configuration that
-    works on the CPU). Tied parameters appear once, under their first name. Tensors are detached copies on the
-    parameters' device, in the master dtype.
+    An FSDP2 parameter (a DTensor sharded on dim 0 of a 1-D mesh, evenly) is gathered straight into one
+    preallocated output, ``chunk_megabytes`` of rows at a time, so the peak extra memory is the full tensor plus
+    one chunk. ``DTensor.full_tensor()`` (the fallback for other layouts) needs about twice the full tensor on
+    gloo, which gathers into a temporary buffer and copies out. A plain tensor is cloned.
     """
     from torch.distributed.tensor import DTensor
 
+    if not isinstance(t, DTensor):
+        return t.clone()
+    mesh, placements = t.device_mesh, t.placements
+    world = mesh.size()
+    if mesh.ndim != 1 or len(placements) != 1 or not placements[0].is_shard(0) or t.shape[0] % world:
+        return t.full_tensor()
+    local = t.to_local()
+    rows = t.shape[0] // world
+    if tuple(local.shape) != (rows, *t.shape[1:]):
+        return t.full_tensor()
+    local = local.contiguous()
+    out = torch.empty(t.shape, dtype=local.dtype, device=local.device)
+    row_bytes = max(1, local[:1].numel() * local.element_size())
+    step = max(1, int(chunk_megabytes * 2**20) // (row_bytes * world))
+    group = mesh.get_group()
+    for r in range(0, rows, step):
+        e = min(rows, r + step)
+        dist.all_gather([out[i * rows + r:i * rows + e] for i in range(world)], local[r:e], group=group)
+    return out
+
+
+def iter_full_params(module: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    """Yield ``(hf_name, full_tensor)`` for every parameter and persistent buffer, one at a time.
+
+    Every rank must call this together (each FSDP2 DTensor is gathered once, as it is reached, by
+    :func:`gather_full`; FSDP1 gathers everything under ``summon_full_params(writeback=False)``, the
+    configuration that works on the CPU). Tied parameters appear once, under their first name. Tensors are
+    detached copies on the parameters' device, in the master dtype.
+    """
     if is_fsdp1(module):
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
@@ -243,11 +272,9 @@ def iter_full_params(module: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
             yield clean_name(name), b.detach().clone()
         return
     for name, p in module.named_parameters():
-        t = p.detach()
-        yield clean_name(name), (t.full_tensor() if isinstance(t, DTensor) else t.clone())
+        yield clean_name(name), gather_full(p.detach())
     for name, b in _persistent_buffers(module):
-        t = b.detach()
-        yield clean_name(name), (t.full_tensor() if isinstance(t, DTensor) else t.clone())
+        yield clean_name(name), gather_full(b.detach())
 
 
 def _persistent_buffers(module: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
