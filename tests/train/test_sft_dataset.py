@@ -100,3 +100,23 @@ def test_same_tokens_and_mask_as_verls_multiturn_dataset(tmp_path, tok):
     for i in range(len(rows)):
         assert theirs[i]["input_ids"].tolist() == ours[i].input_ids.tolist()
         assert theirs[i]["loss_mask"].tolist() == ours[i].loss_mask.tolist()
+
+
+def test_templates_that_require_alternating_roles(tmp_path, tiny_model):
+    """Mistral's template raises on two user turns in a row; the system prompt is then found from
+    [user, assistant, user] - [user, assistant]. Found by `fsdpcfg doctor --matrix` (stage 3 on Mistral)."""
+    from transformers import AutoTokenizer
+
+    from fsdpcfg.train.sft.dataset import system_and_generation_prompt
+
+    mistral = AutoTokenizer.from_pretrained(tiny_model("tiny-mistral"))
+    with pytest.raises(Exception):
+        mistral.apply_chat_template([{"role": "user", "content": ""}] * 2, tokenize=True)
+    system, gen = system_and_generation_prompt(mistral)
+    assert system == [mistral.bos_token_id] and gen == []
+    ds = _ds(tmp_path, mistral, rows=ROWS[:1])
+    ex = ds[0]
+    learnt = mistral.decode(ex.input_ids[ex.loss_mask.bool()])
+    assert learnt.strip().startswith("It is 4.") and "[INST]" not in learnt and "2+2" not in learnt
+    full = mistral.apply_chat_template(ROWS[0]["messages"], tokenize=True)
+    assert ex.input_ids.tolist() == list(full.input_ids if hasattr(full, "input_ids") else full)

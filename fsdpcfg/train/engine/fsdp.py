@@ -9,7 +9,7 @@ Mixed precision follows verl 0.9.1 (``verl/workers/engine/fsdp/transformer_impl.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import torch
 import torch.distributed as dist
@@ -223,7 +223,7 @@ def clean_name(name: str) -> str:
     return name
 
 
-def gather_full(t: torch.Tensor, chunk_megabytes: float = 64.0) -> torch.Tensor:
+def gather_full(t: torch.Tensor, chunk_megabytes: float = 4.0) -> torch.Tensor:
     """Return the full (unsharded) value of ``t`` as a new tensor of ``t.shape``, all ranks calling together.
 
     An FSDP2 parameter (a DTensor sharded on dim 0 of a 1-D mesh, evenly) is gathered straight into one
@@ -301,6 +301,21 @@ def bucketed(pairs: Iterator[tuple[str, torch.Tensor]], bucket_megabytes: float
         size += nbytes
     if bucket:
         yield bucket
+
+
+def drain(buckets: Iterable[list[tuple[str, torch.Tensor]]]) -> Iterator[tuple[str, torch.Tensor]]:
+    """Yield the ``(name, tensor)`` pairs of each bucket, taking each out of its bucket as it goes.
+
+    The consumer's side of :func:`bucketed`: a loaded tensor is freed as soon as the consumer drops it, instead
+    of the whole previous bucket staying alive (through a loop variable) while the engine gathers the next one.
+    The consumer should ``del`` its loop variable after loading, since the next bucket is gathered before the
+    variable is rebound.
+    """
+    for bucket in buckets:
+        bucket.reverse()
+        while bucket:
+            yield bucket.pop()
+        del bucket
 
 
 def gradient_sync(module: nn.Module, enabled: bool):

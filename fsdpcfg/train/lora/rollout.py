@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.train.engine.fsdp import bucketed
+from fsdpcfg.train.engine.fsdp import bucketed, drain
 from fsdpcfg.train.lora import names
 from fsdpcfg.train.lora.collect import iter_adapter_params, iter_base_params
 from fsdpcfg.train.lora.setup import LoraSettings
@@ -68,19 +68,19 @@ class LoraHFRollout(HFRollout):
         """
         loaded: set[str] = set()
         with torch.no_grad():
-            for bucket in buckets:
-                for name, tensor in bucket:
-                    targets = self._base_targets.get(name)
-                    if targets is None:
-                        raise RuntimeError(f"weight sync: the LoRA replica has no base weight named {name!r}"
-                                           + (" (an adapter key: send it with update_adapter)"
-                                              if names.is_lora_name(name) or "base_layer" in name else ""))
-                    for t in targets:
-                        if t.shape != tensor.shape:
-                            raise RuntimeError(f"weight sync: {name} has shape {tuple(tensor.shape)}, the replica "
-                                               f"expects {tuple(t.shape)}")
-                        t.copy_(tensor.to(device=t.device, dtype=t.dtype))
-                    loaded.add(name)
+            for name, tensor in drain(buckets):
+                targets = self._base_targets.get(name)
+                if targets is None:
+                    raise RuntimeError(f"weight sync: the LoRA replica has no base weight named {name!r}"
+                                       + (" (an adapter key: send it with update_adapter)"
+                                          if names.is_lora_name(name) or "base_layer" in name else ""))
+                for t in targets:
+                    if t.shape != tensor.shape:
+                        raise RuntimeError(f"weight sync: {name} has shape {tuple(tensor.shape)}, the replica "
+                                           f"expects {tuple(t.shape)}")
+                    t.copy_(tensor.to(device=t.device, dtype=t.dtype))
+                loaded.add(name)
+                del tensor  # not kept alive while the engine gathers the next bucket (see drain)
         if getattr(self.model.config, "tie_word_embeddings", False):
             self.model.get_base_model().tie_weights()
         missing = {k for k in set(self._base_targets) - loaded if not self._is_tied_copy(k, loaded)}
@@ -105,17 +105,17 @@ class LoraHFRollout(HFRollout):
             raise RuntimeError("weight sync: adapter weights arrived before the base weights; send the base first")
         loaded: set[str] = set()
         with torch.no_grad():
-            for bucket in buckets:
-                for key, tensor in bucket:
-                    target = self._adapter_targets.get(key)
-                    if target is None:
-                        raise RuntimeError(f"weight sync: the replica's adapter {self.adapter_name!r} has no weight "
-                                           f"{key!r}")
-                    if target.shape != tensor.shape:
-                        raise RuntimeError(f"weight sync: {key} has shape {tuple(tensor.shape)}, the replica expects "
-                                           f"{tuple(target.shape)}")
-                    target.copy_(tensor.to(device=target.device, dtype=target.dtype))
-                    loaded.add(key)
+            for key, tensor in drain(buckets):
+                target = self._adapter_targets.get(key)
+                if target is None:
+                    raise RuntimeError(f"weight sync: the replica's adapter {self.adapter_name!r} has no weight "
+                                       f"{key!r}")
+                if target.shape != tensor.shape:
+                    raise RuntimeError(f"weight sync: {key} has shape {tuple(tensor.shape)}, the replica expects "
+                                       f"{tuple(target.shape)}")
+                target.copy_(tensor.to(device=target.device, dtype=target.dtype))
+                loaded.add(key)
+                del tensor  # not kept alive while the engine gathers the next bucket (see drain)
         missing = set(self._adapter_targets) - loaded
         if missing:
             raise RuntimeError(f"weight sync: no adapter weights arrived for {sorted(missing)[:5]} ({len(missing)} "

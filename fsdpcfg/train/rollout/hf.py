@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.train.engine.fsdp import drain
 
 
 @dataclass
@@ -109,16 +110,16 @@ class HFRollout:
         params = dict(self.model.named_parameters(remove_duplicate=False))
         buffers = dict(self.model.named_buffers())
         with torch.no_grad():
-            for bucket in buckets:
-                for name, tensor in bucket:
-                    target = params.get(name, buffers.get(name))
-                    if target is None:
-                        raise RuntimeError(f"weight sync: the rollout replica has no tensor named {name!r}")
-                    if target.shape != tensor.shape:
-                        raise RuntimeError(f"weight sync: {name} has shape {tuple(tensor.shape)}, the replica "
-                                           f"expects {tuple(target.shape)}")
-                    target.copy_(tensor.to(device=target.device, dtype=target.dtype))
-                    loaded.add(name)
+            for name, tensor in drain(buckets):
+                target = params.get(name, buffers.get(name))
+                if target is None:
+                    raise RuntimeError(f"weight sync: the rollout replica has no tensor named {name!r}")
+                if target.shape != tensor.shape:
+                    raise RuntimeError(f"weight sync: {name} has shape {tuple(tensor.shape)}, the replica "
+                                       f"expects {tuple(target.shape)}")
+                target.copy_(tensor.to(device=target.device, dtype=target.dtype))
+                loaded.add(name)
+                del tensor  # not kept alive while the engine gathers the next bucket (see drain)
         self._post_process()
         missing = {k for k in self._expected - loaded if not self._is_tied_copy(k, loaded)}
         if missing:

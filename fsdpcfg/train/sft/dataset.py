@@ -39,15 +39,20 @@ def _ids(out: Any) -> list[int]:
 def system_and_generation_prompt(tokenizer, **kwargs: Any) -> tuple[list[int], list[int]]:
     """The template's default system prompt and its assistant generation prompt, as token ids.
 
-    ``[user ""]`` rendered once is ``system + turn``; twice is ``system + turn + turn``; the difference in
+    ``[user ""]`` rendered once is ``system + turn``; twice is ``system + turn + turn`` (for templates that
+    require alternating roles: ``[user, assistant, user]`` minus ``[user, assistant]``); the difference in
     length is one turn, so the system prompt is the first ``len(once) - len(turn)`` tokens. The generation
     prompt is what ``add_generation_prompt=True`` appends.
     """
-    one = _ids(tokenizer.apply_chat_template([{"role": "user", "content": ""}], tokenize=True, **kwargs))
-    two = _ids(tokenizer.apply_chat_template([{"role": "user", "content": ""}] * 2, tokenize=True, **kwargs))
-    gen = _ids(tokenizer.apply_chat_template([{"role": "user", "content": ""}], add_generation_prompt=True,
-                                             tokenize=True, **kwargs))
-    return one[: len(one) - (len(two) - len(one))], gen[len(one):]
+    user, asst = {"role": "user", "content": ""}, {"role": "assistant", "content": ""}
+    one = _ids(tokenizer.apply_chat_template([user], tokenize=True, **kwargs))
+    try:
+        turn = len(_ids(tokenizer.apply_chat_template([user, user], tokenize=True, **kwargs))) - len(one)
+    except Exception:  # templates that require alternating roles (Mistral, Llama 2) raise on two user turns
+        before = _ids(tokenizer.apply_chat_template([user, asst], tokenize=True, **kwargs))
+        turn = len(_ids(tokenizer.apply_chat_template([user, asst, user], tokenize=True, **kwargs))) - len(before)
+    gen = _ids(tokenizer.apply_chat_template([user], add_generation_prompt=True, tokenize=True, **kwargs))
+    return one[: len(one) - turn], gen[len(one):]
 
 
 @dataclass
@@ -112,6 +117,48 @@ class SFTDataset:
             mask = [0] * len(ids)
         return ids, mask
 
+    def _per_message(self, messages: list[dict], tools, thinking) -> tuple[list[int], list[int]]:
+        """verl's MultiTurnSFTDataset tokenisation: each message rendered on its own, the template's default
+        system prompt stripped from every message but the first."""
+        ids: list[int] = []
+        mask: list[int] = []
+        for i, m in enumerate(messages):
+            a, b = self._message(i, m, tools if i == 0 else None, thinking)
+            ids += a
+            mask += b
+        return ids, mask
+
+    def _by_prefix(self, index: int, messages: list[dict], tools, thinking) -> tuple[list[int], list[int]]:
+        """Tokenisation for templates that render only whole conversations (strictly alternating roles, no
+        leading assistant turn): message ``i``'s tokens are ``render(messages[:i+1])`` minus
+        ``render(messages[:i])``; an assistant message's target tokens are those after the generation prompt.
+
+        Raises:
+            ConfigError: the template does not render a conversation as an extension of its prefix.
+        """
+        kwargs = dict(self.template_kwargs)
+        if thinking is not None:
+            kwargs["enable_thinking"] = thinking
+        render = lambda msgs, gen=False: _ids(self.tokenizer.apply_chat_template(  # noqa: E731
+            msgs, tools=tools, add_generation_prompt=gen, tokenize=True, **kwargs)) if msgs else []
+        ids: list[int] = []
+        mask: list[int] = []
+        for i, m in enumerate(messages):
+            cur = render(messages[: i + 1])
+            if cur[: len(ids)] != ids:
+                raise ConfigError(f"row {index}: the chat template does not render message {i} as an extension of "
+                                  "the messages before it, so assistant tokens cannot be told apart",
+                                  key="model.custom_chat_template",
+                                  fix="set model.custom_chat_template to a template that renders turn by turn")
+            new = cur[len(ids):]
+            head = 0
+            if m["role"] == "assistant":
+                gen = render(messages[:i], gen=True)
+                head = len(gen) - len(ids) if gen[: len(ids)] == ids and len(gen) >= len(ids) else 0
+            mask += [0] * min(head, len(new)) + [1 if m["role"] == "assistant" else 0] * max(0, len(new) - head)
+            ids = cur
+        return ids, mask
+
     def __getitem__(self, index: int) -> Example:
         """The tokenised conversation ``index`` (cached).
 
@@ -129,12 +176,12 @@ class SFTDataset:
                               "messages", key="data.messages_key", value=self.messages_key)
         tools = row.get(self.tools_key) or None
         thinking = row.get(self.thinking_key, self.thinking_default)
-        ids: list[int] = []
-        mask: list[int] = []
-        for i, m in enumerate(messages):
-            a, b = self._message(i, m, tools if i == 0 else None, thinking)
-            ids += a
-            mask += b
+        try:
+            ids, mask = self._per_message(messages, tools, thinking)
+        except Exception as e:  # jinja2 TemplateError: the template needs the whole conversation (Mistral)
+            if type(e).__name__ != "TemplateError":
+                raise
+            ids, mask = self._by_prefix(index, messages, tools, thinking)
         if len(ids) > self.max_length:
             if self.truncation == "error":
                 raise ConfigError(f"row {index} has {len(ids)} tokens, more than data.max_length {self.max_length}",
