@@ -302,6 +302,9 @@ def main(config_path: str) -> int:
     try:
         if trainer.rank == 0:
             save_resolved_config(cfg, path)
+        from fsdpcfg.runinfo import audit_startup
+
+        audit_startup(trainer)  # <run_dir>/startup_audit.json; built != asked stops every rank here
         trainer.fit()
     finally:
         dist.barrier()
