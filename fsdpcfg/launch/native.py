@@ -83,6 +83,29 @@ def absolutise(cfg: dict[str, Any]) -> dict[str, Any]:
     return cfg
 
 
+def require_model(cfg: dict[str, Any]) -> None:
+    """Refuse, before torchrun starts, a model path the workers could not load: a missing folder, a folder
+    without config.json, or a hub id that is neither cached nor reachable (the message names the offline
+    option ``model=tiny_qwen2``). The tokenizer path, when set, must exist the same way.
+
+    Raises:
+        ConfigError: naming ``actor_rollout_ref.model.path`` (``model.path`` for SFT) and the fix.
+    """
+    from fsdpcfg.schema.model import require_model_path
+
+    sft = cfg.get("fsdpcfg", {}).get("kind") == "sft"
+    model = cfg["model"] if sft else cfg["actor_rollout_ref"]["model"]
+    prefix = "" if sft else "actor_rollout_ref."
+    for key in ("path", "tokenizer_path"):
+        if key == "tokenizer_path" and not model.get(key):
+            continue
+        try:
+            require_model_path(model[key])
+        except ConfigError as e:
+            e.key = f"{prefix}model.{key}"
+            raise
+
+
 def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: bool = False,
                   echo: Callable[[str], None] = print) -> int:
     """Start the native loop on the resolved config ``cfg`` and return torchrun's exit code (0 for a dry run).
@@ -100,6 +123,7 @@ def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: boo
     echo("plan:\n" + plan.describe())
     if not dry_run:
         ensure_assets(cfg, echo)
+        require_model(cfg)
     config_path = write_run_config(cfg)
     cmd = torchrun_command(plan, str(config_path))
     if cfg["fsdpcfg"].get("kind") == "sft":  # the native SFT trainer's entry instead of the GRPO loop's

@@ -135,11 +135,27 @@ def model_path_status(path: Any) -> ModelPathStatus:
     return ModelPathStatus("invalid", None, f"{path!r} is neither an existing folder nor a hub id `org/name`")
 
 
+def hub_reachable(timeout_s: float = 3.0) -> bool:
+    """True when a TCP connection to the Hugging Face Hub (``$HF_ENDPOINT``, default huggingface.co:443)
+    opens within ``timeout_s`` seconds. Used at launch only, never by ``fsdpcfg check``."""
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname or "huggingface.co", port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
 def require_model_path(path: Any, *, offline: Optional[bool] = None) -> ModelPathStatus:
     """For the launcher: return the status of a model path a run can load, or raise.
 
-    A hub id that is not cached is accepted only when the hub may be used (``offline`` False; by default
-    offline when ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` is set).
+    A hub id that is not cached is accepted only when the hub may be used: not offline (``offline`` False; by
+    default offline when ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` is set, or when the hub cannot be
+    reached, see :func:`hub_reachable`).
 
     Raises:
         ConfigError: the path does not exist, has no config.json, is not a hub id, or is an uncached hub id
@@ -153,7 +169,9 @@ def require_model_path(path: Any, *, offline: Optional[bool] = None) -> ModelPat
     if st.kind in ("folder", "hub_cached"):
         return st
     if st.kind == "hub_id" and not offline:
-        return st
+        if hub_reachable():
+            return st
+        st = ModelPathStatus("hub_id", None, f"{st.detail}, and the Hugging Face Hub cannot be reached from here")
     if st.kind == "incomplete":
         raise ConfigError(f"{st.detail}", key=key, value=path,
                           fix="point it at a Hugging Face model folder (config.json, tokenizer, weights)")

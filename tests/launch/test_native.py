@@ -72,3 +72,36 @@ def test_ensure_assets_only_touches_fsdpcfg_home(tmp_path, monkeypatch):
     cfg["actor_rollout_ref"]["model"]["path"] = str(tmp_path / "models" / "no-such-asset")
     with pytest.raises(ConfigError, match="not an asset"):
         ensure_assets(cfg)
+
+
+def _no_torchrun(monkeypatch):
+    started = []
+    monkeypatch.setattr(subprocess, "call", lambda *a, **k: started.append(a) or 0)
+    return started
+
+
+def test_missing_model_folder_is_refused_before_torchrun_naming_the_offline_option(tmp_path, capsys, monkeypatch):
+    started = _no_torchrun(monkeypatch)
+    rc = main(["+recipe=qwen_grpo", f"fsdpcfg.run_dir={tmp_path}/run",
+               f"actor_rollout_ref.model.path={tmp_path}/no/such/model"])
+    err = capsys.readouterr().err
+    assert rc == 1 and not started
+    assert "actor_rollout_ref.model.path" in err and "does not exist" in err and "model=tiny_qwen2" in err
+    assert "Traceback" not in err
+
+
+def test_uncached_hub_id_is_refused_when_the_hub_is_unreachable_or_offline(tmp_path, capsys, monkeypatch):
+    from fsdpcfg.schema import model as model_schema
+
+    started = _no_torchrun(monkeypatch)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache: the id is not cached
+    monkeypatch.setattr(model_schema, "hub_reachable", lambda timeout_s=3.0: False)
+    rc = main(["+recipe=qwen_grpo", "model=qwen2_5_0_5b_instruct", f"fsdpcfg.run_dir={tmp_path}/run"])
+    err = capsys.readouterr().err
+    assert rc == 1 and not started
+    assert "Qwen/Qwen2.5-0.5B-Instruct" in err and "cannot be reached" in err and "model=tiny_qwen2" in err
+    # offline by environment: refused without trying the network
+    monkeypatch.setattr(model_schema, "hub_reachable", lambda timeout_s=3.0: pytest.fail("network tried offline"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["+recipe=qwen_grpo", "model=qwen2_5_0_5b_instruct", f"fsdpcfg.run_dir={tmp_path}/run"]) == 1
+    assert "model=tiny_qwen2" in capsys.readouterr().err and not started
