@@ -57,8 +57,22 @@ _get = config_value
 _pos_int = positive_int
 
 
+class Described:
+    """What every plan offers: its fields as a dict and its ``derivations`` as lines for people."""
+
+    derivations: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the plan as a plain dict (for JSON/YAML output)."""
+        return asdict(self)  # type: ignore[call-overload]
+
+    def describe(self) -> str:
+        """Return a few lines a person reads before a run starts (``name: value = derivation``)."""
+        return "\n".join(f"  {k}: {v}" for k, v in self.derivations.items())
+
+
 @dataclass
-class Plan:
+class Plan(Described):
     """What a native run does, derived from the config (all sizes count sequences unless named ``prompts``).
 
     Attributes:
@@ -101,14 +115,6 @@ class Plan:
     ref_log_prob_micro_batch_per_rank: int
     use_reference: bool
     derivations: dict[str, str] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the plan as a plain dict (for JSON/YAML output)."""
-        return asdict(self)
-
-    def describe(self) -> str:
-        """Return a few lines a person reads before a run starts."""
-        return "\n".join(f"  {k}: {v}" for k, v in self.derivations.items())
 
 
 def _per_gpu(cfg: dict, per_gpu_key: str, global_key: str, world: int) -> int:

@@ -7,11 +7,11 @@ step over all ranks; each data-parallel rank takes ``train_batch_size / dp`` of 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.plan._plan import config_value, positive_int
+from fsdpcfg.plan._plan import Described, config_value, positive_int
 
 
 _HINT = "compose the config with `python -m fsdpcfg +recipe=qwen_sft` (conf/sft/config.yaml lists the key)"
@@ -26,7 +26,7 @@ def _pos_int(cfg: dict, key: str) -> int:
 
 
 @dataclass
-class SftPlan:
+class SftPlan(Described):
     """What a native SFT run does (sizes count sequences).
 
     Attributes:
@@ -49,14 +49,6 @@ class SftPlan:
     micro_batch_per_rank: int
     grad_accum: int
     derivations: dict[str, str] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The plan as a plain dict."""
-        return asdict(self)
-
-    def describe(self) -> str:
-        """A few lines a person reads before a run starts."""
-        return "\n".join(f"  {k}: {v}" for k, v in self.derivations.items())
 
 
 def make_sft_plan(cfg: dict) -> SftPlan:
