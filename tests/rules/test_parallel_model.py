@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import MODELS, errors, run, warnings
+from conftest import errors, run, warnings
 
 from fsdpcfg.rules import model_files, model_rules, parallel
 
@@ -97,7 +97,9 @@ def test_fc406_warns_for_an_architecture_outside_the_backend_table(tmp_path):
     import json
     import shutil
 
-    src = MODELS / "Qwen__Qwen2.5-0.5B-Instruct__resaved"
+    from fsdpcfg import paths
+
+    src = paths.data_dir() / "model_configs" / "Qwen__Qwen2.5-0.5B-Instruct__resaved"  # shipped copy
     for f in src.iterdir():
         shutil.copy(f, tmp_path / f.name)
     cfg = json.loads((tmp_path / "config.json").read_text())
