@@ -114,6 +114,8 @@ def check_config(composed: Any) -> list[Finding]:
     kind = getattr(composed, "kind", "ppo")
     for rid in sorted(RULES):
         r = RULES[rid]
+        if r.stage != "check":  # machine checks run at launch only (fsdpcfg.rules.verl_launch)
+            continue
         if kind not in r.kinds:  # ppo rules read ppo keys; sft rules sft keys
             continue
         try:

@@ -118,6 +118,10 @@ def rule_page(rule_id: str, run_example: bool = True) -> str:
     lines += [textwrap.indent(rule.doc, "  "), "", f"  defined in: {ruleinfo.source_of(rule)}"]
     if rule.keys:
         lines.append("  reads:      " + ", ".join(rule.keys))
+    if rule.stage == "launch":
+        lines += ["", "  a launch-time check of the machine the run starts on: `python -m fsdpcfg ...` runs it right "
+                  "before starting, `fsdpcfg check` does not (a cluster config is right on a laptop too)"]
+        return "\n".join(lines)
     if not rule.example:
         lines += ["", "  (the rule table gives no failing example for this rule)"]
         return "\n".join(lines)

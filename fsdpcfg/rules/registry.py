@@ -41,6 +41,9 @@ class Rule:
         example: a failing example, as Hydra overrides on a recipe (for ``fsdpcfg explain RULE_ID``).
         kinds: the config kinds it applies to (``ppo``: the RL tree, ``sft``: the SFT tree); ``check_config``
             runs only the rules of the config's kind.
+        stage: ``check`` (a config rule: ``fsdpcfg check`` and every launch run it) or ``launch`` (a check of
+            the machine the run starts on, e.g. its GPUs: right for a cluster, wrong on a laptop, so only the
+            launcher runs it, never ``fsdpcfg check``).
     """
 
     id: str
@@ -50,6 +53,7 @@ class Rule:
     keys: tuple[str, ...] = ()
     example: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ("ppo",)
+    stage: str = "check"
 
     @property
     def doc(self) -> str:
@@ -61,8 +65,10 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(id: str, title: str, *, severity: "Severity" = "error", keys: Iterable[str] = (),
-         example: Iterable[str] = (), kinds: Iterable[str] = ("ppo",)) -> Callable[[RuleFn], RuleFn]:
-    """Register the decorated function as rule ``id``, applying to configs of ``kinds``.
+         example: Iterable[str] = (), kinds: Iterable[str] = ("ppo",), stage: str = "check"
+         ) -> Callable[[RuleFn], RuleFn]:
+    """Register the decorated function as rule ``id``, applying to configs of ``kinds`` at ``stage``
+    (``check`` or ``launch``, see :class:`Rule`).
 
     Raises:
         ValueError: ``id`` is already registered (two rules may never share an ID) or the function has no
@@ -74,7 +80,9 @@ def rule(id: str, title: str, *, severity: "Severity" = "error", keys: Iterable[
             raise ValueError(f"rule ID {id} registered twice ({RULES[id].fn.__qualname__} and {fn.__qualname__})")
         if not inspect.getdoc(fn):
             raise ValueError(f"rule {id} ({fn.__qualname__}) needs a docstring citing its source")
-        RULES[id] = Rule(id, title, severity, fn, tuple(keys), tuple(example), tuple(kinds))
+        if stage not in ("check", "launch"):
+            raise ValueError(f"rule {id}: stage must be 'check' or 'launch', not {stage!r}")
+        RULES[id] = Rule(id, title, severity, fn, tuple(keys), tuple(example), tuple(kinds), stage)
         return fn
 
     return deco

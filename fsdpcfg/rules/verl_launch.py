@@ -1,9 +1,10 @@
 """Launch-time checks of launcher=verl against *this machine* (FC85x): CUDA GPUs, verl and a rollout engine.
 
 These are not config rules: the same config is right on a GPU cluster and wrong on a laptop, and
-``fsdpcfg check`` (pre-commit, on a laptop) must accept a cluster config. So they are not registered in
-:mod:`fsdpcfg.rules.registry`; :func:`fsdpcfg.launch.verl.launch_verl` runs them right before verl would
-start Ray, and ``python -m fsdpcfg ... launcher=verl`` fails there with the finding.
+``fsdpcfg check`` (pre-commit, on a laptop) must accept a cluster config. So they are registered in
+:mod:`fsdpcfg.rules.registry` with ``stage="launch"`` (``fsdpcfg explain FC850`` knows them, ``fsdpcfg check``
+skips them); :func:`fsdpcfg.launch.verl.launch_verl` runs them (:func:`launch_findings`) right before verl
+would start Ray, and ``python -m fsdpcfg ... launcher=verl`` fails there with the finding.
 
 IDs (stable, never reused):
     FC850  no CUDA GPU visible on this machine (verl 0.9.1 has no CPU device)
@@ -26,6 +27,7 @@ from typing import Any
 
 from fsdpcfg.rules.context import get_dotted
 from fsdpcfg.rules.finding import Finding
+from fsdpcfg.rules.registry import rule
 
 #: verl rollout name -> the Python package that must be importable for it.
 ROLLOUT_PACKAGES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm"}
@@ -140,3 +142,46 @@ def launch_findings(cfg: dict[str, Any], *, gpus: GpuInfo | None = None,
                            f"set trainer.n_gpus_per_node={g.count} (and re-check the batch sizes), or run where "
                            f"{per_node} GPUs are visible"))
     return out
+
+
+# -- the rule table's entries (stage="launch"): one per ID, each reading this machine through launch_findings --
+
+_BOTH = ("ppo", "sft")
+
+
+def _only(ctx: Any, rule_id: str) -> list[Finding]:
+    if get_dotted(ctx.cfg, "fsdpcfg.launcher", "native") != "verl":
+        return []
+    return [f for f in launch_findings(ctx.cfg) if f.rule == rule_id]
+
+
+@rule("FC850", "launcher=verl needs a CUDA GPU on the machine it starts on", keys=("fsdpcfg.launcher", "trainer.device"),
+      kinds=_BOTH, stage="launch")
+def no_gpu(ctx: Any) -> list[Finding]:
+    """verl 0.9.1 has no CPU device: started without a CUDA GPU it rewrites ``trainer.device`` to cuda and Ray
+    waits for GPUs that do not exist. Not checked when attaching to a Ray cluster
+    (``ray_kwargs.ray_init.address``), whose nodes hold the GPUs. Source: verl/utils/device.py; NOTES.md."""
+    return _only(ctx, "FC850")
+
+
+@rule("FC851", "a one-node verl run needs trainer.n_gpus_per_node GPUs visible", keys=("trainer.n_gpus_per_node",),
+      kinds=_BOTH, stage="launch")
+def too_few_gpus(ctx: Any) -> list[Finding]:
+    """On one node Ray schedules ``trainer.n_gpus_per_node`` GPU workers; with fewer visible it waits forever.
+    Source: verl/single_controller/ray/base.py resource pools."""
+    return _only(ctx, "FC851")
+
+
+@rule("FC852", "launcher=verl needs verl installed", keys=("fsdpcfg.launcher",), kinds=_BOTH, stage="launch")
+def verl_missing(ctx: Any) -> list[Finding]:
+    """``python -m verl.trainer.main_ppo`` fails to import without verl; said before anything starts.
+    Source: the launch command (fsdpcfg/launch/verl.py)."""
+    return _only(ctx, "FC852")
+
+
+@rule("FC853", "the rollout engine must be installed", keys=("actor_rollout_ref.rollout.name",), kinds=("ppo",),
+      stage="launch")
+def engine_missing(ctx: Any) -> list[Finding]:
+    """verl imports the rollout engine (vllm, sglang, tensorrt_llm) in its rollout workers, after Ray and the
+    models started. Source: verl/workers/rollout/ (one module per engine)."""
+    return _only(ctx, "FC853")

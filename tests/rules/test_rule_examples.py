@@ -29,5 +29,24 @@ NO_EXAMPLE = {
 
 def test_every_error_and_warning_rule_has_an_example():
     missing = sorted(r for r, rule in RULES.items()
-                     if not rule.example and rule.severity != "info" and r not in NO_EXAMPLE)
+                     if not rule.example and rule.severity != "info" and r not in NO_EXAMPLE and rule.stage == "check")
     assert not missing, f"rules without a failing example for `fsdpcfg explain`: {missing}"
+
+
+def test_launch_time_machine_checks_are_in_the_table_but_not_run_by_check():
+    """FC850-FC853 check the machine a verl run starts on: `fsdpcfg explain` knows them, `fsdpcfg check` (which
+    must accept a cluster config on a laptop) does not run them, the launcher does."""
+    from fsdpcfg.check import check_overrides
+    from fsdpcfg.rules.context import Context
+    from fsdpcfg.compose import compose
+    from fsdpcfg.rules import verl_launch
+
+    assert {r for r, rule in RULES.items() if rule.stage == "launch"} == {"FC850", "FC851", "FC852", "FC853"}
+    gpu = ["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm"]
+    assert not [f for f in check_overrides(gpu) if f.rule.startswith("FC85")]
+    # the table's entry reports what launch_findings reports for this machine (no GPU here: FC850)
+    c = compose(gpu)
+    ctx = Context(c, c.to_container())
+    direct = {f.rule for f in verl_launch.launch_findings(ctx.cfg)}
+    via_table = {f.rule for rid in ("FC850", "FC851", "FC852", "FC853") for f in RULES[rid].fn(ctx)}
+    assert via_table == direct
