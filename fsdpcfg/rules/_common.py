@@ -179,8 +179,37 @@ def smallest_multiple(step: int, need: int) -> int:
     return need // math.gcd(step, need)
 
 
+#: Divisor searches stop after this many trial divisions, so a huge number (a typo like 10**18) cannot stall
+#: ``fsdpcfg check``; every number returned is still a true divisor.
+_TRIALS = 1_000_000
+
+
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """Return the divisors of ``n >= 1`` in increasing order (``[]`` for ``n < 1``).
+
+    Found in pairs ``(d, n // d)`` for ``d`` up to ``sqrt(n)``; when ``sqrt(n)`` exceeds a million trials, only the
+    pairs with ``d`` below that are returned (a partial but true list), so the call takes milliseconds for any n.
+    """
+    if n < 1:
+        return []
+    small, large = [], []
+    d = 1
+    while d * d <= n and d <= _TRIALS:
+        if n % d == 0:
+            small.append(d)
+            if d != n // d:
+                large.append(n // d)
+        d += 1
+    return small + large[::-1]
+
+
+def largest_divisor_at_most(n: int, cap: int) -> int:
+    """Return the largest divisor of ``n >= 1`` that is ``<= cap`` (at least 1), within :data:`_TRIALS` steps."""
+    best = 1
+    for d in divisors(n):
+        if d <= cap:
+            best = d
+    return best
 
 
 def src(ctx: "Context", key: str) -> str:

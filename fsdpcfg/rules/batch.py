@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from fsdpcfg.rules._common import (A, Role, flag, num, roles, smallest_multiple, src, val, world,
+from fsdpcfg.rules._common import (A, Role, flag, largest_divisor_at_most, num, roles, smallest_multiple, src, val, world,
                                    world_derivation)
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
@@ -101,7 +101,7 @@ def mini_vs_train(ctx: Context) -> Iterable[Finding]:
                 "FC202", [r.mini, TBS],
                 f"{r.name}: {TBS} = {t} is not a multiple of {r.mini} = {m}; the per-rank batch cannot be cut "
                 f"into whole mini batches",
-                f"set {r.mini} to a divisor of {t} (e.g. {max(d for d in range(1, m + 1) if t % d == 0)})",
+                f"set {r.mini} to a divisor of {t} (e.g. {largest_divisor_at_most(t, m)})",
                 derivation=f"{t} prompts / {m} prompts per mini batch = {t / m:.2f} mini batches")
 
 
@@ -184,8 +184,7 @@ def normalised_mini(ctx: Context) -> Iterable[Finding]:
             continue
         micro = 1 if flag(val(ctx, r.dyn)) else (num(val(ctx, r.micro_gpu)) or 1)
         step = smallest_multiple(n, dp * micro)
-        cands = [k * step for k in range(1, t // step + 1) if t % (k * step) == 0]
-        best = cands[0] if cands else step
+        best = step  # the smallest mini batch with m x n divisible by dp x micro (step divides t or nothing does)
         yield ctx.finding(
             "FC204", [r.mini, N],
             f"{r.name}: mini batch {seqs} sequences ({r.mini} = {m} x n = {n}) over {dp} data-parallel ranks is "
@@ -242,14 +241,13 @@ def per_rank_micro(ctx: Context) -> Iterable[Finding]:
                                   f"set {r.micro_gpu}=1 or more")
             continue
         if per % micro:
-            fits = [d for d in range(1, per + 1) if per % d == 0 and d <= micro]
             acc = per / micro
             yield ctx.finding(
                 "FC205", [r.micro_gpu, bkey],
                 f"{r.name}: per-rank {what} = {per} sequences is "
                 + (f"smaller than {r.micro_gpu} = {micro}" if per < micro else f"not a multiple of {r.micro_gpu} = {micro}")
                 + f" ({acc:g} micro batches)",
-                f"set {r.micro_gpu}={max(fits)} (divides {per}), or raise {bkey}",
+                f"set {r.micro_gpu}={largest_divisor_at_most(per, micro)} (divides {per}), or raise {bkey}",
                 derivation=f"{per} = {what}; {world_derivation(ctx)}")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING, Any, Iterator
 
+from fsdpcfg.rules._common import divisors
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
 
@@ -141,7 +142,7 @@ def sft_batch_split(ctx: "Context") -> Iterator[Finding]:
         return
     per_rank = tbs // dp
     if per_rank % micro:
-        good = [m for m in range(1, per_rank + 1) if per_rank % m == 0]
+        good = divisors(per_rank)[:12]
         yield ctx.finding("FC250", keys, f"each rank's share of data.train_batch_size is {per_rank} sequences "
                           f"({tbs} / {dp} ranks), not a multiple of data.micro_batch_size_per_gpu {micro}: "
                           f"train_batch_size must be a multiple of dp {dp} x micro {micro} = {dp * micro}",

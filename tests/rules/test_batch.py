@@ -1,5 +1,6 @@
 """FC2xx unit tests: the numbers and the derivations."""
 
+import pytest
 from conftest import errors, run
 
 from fsdpcfg.rules import batch
@@ -71,3 +72,22 @@ def test_fc206_fc207():
             f"{A}.actor.use_dynamic_bsz=true", f"{A}.actor.ppo_max_token_len_per_gpu=1024",
             "data.max_prompt_length=1024", "data.max_response_length=2048")
     assert not f
+
+
+def test_divisor_helpers_are_exact_and_bounded():
+    from fsdpcfg.rules._common import divisors, largest_divisor_at_most
+
+    assert divisors(12) == [1, 2, 3, 4, 6, 12] and divisors(1) == [1] and divisors(0) == []
+    assert divisors(97) == [1, 97]
+    assert largest_divisor_at_most(18, 5) == 3 and largest_divisor_at_most(7, 100) == 7
+    big = 2**63 - 1  # a typo-sized batch: the search stops early but returns true divisors
+    assert all(big % d == 0 for d in divisors(big))
+
+
+@pytest.mark.timeout(60)
+def test_a_huge_batch_size_is_checked_quickly_not_hung():
+    """A batch of 2**63-1 used to make FC205 build a list over range(per_rank) (found by trying bad input)."""
+    from fsdpcfg.check import check_overrides
+
+    fs = check_overrides(["+recipe=qwen_grpo", f"data.train_batch_size={2**63 - 1}"])
+    assert {f.rule for f in fs if f.severity == "error"} >= {"FC202", "FC205"}
