@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from fsdpcfg import paths
+from fsdpcfg.compose._compose import validate_recipe_file
 from fsdpcfg.errors import UsageError
 
 _SUFFIXES = (".yaml", ".yml")
@@ -50,8 +51,7 @@ def recipe_overrides(path: Path) -> tuple[list[str], list[Path]]:
         UsageError: the file does not exist, or its name shadows a different shipped recipe.
     """
     path = Path(path).expanduser()
-    if not path.is_file():
-        raise UsageError(f"no such recipe file: {path}", fix="give a recipe name (`fsdpcfg ls`) or an existing YAML file")
+    validate_recipe_file(path)
     shipped = paths.recipes_dir() / f"{path.stem}.yaml"
     if shipped.is_file() and shipped.resolve() != path.resolve():
         raise UsageError(f"{path}: its name shadows the shipped recipe `{path.stem}`, which Hydra would pick instead",
@@ -86,8 +86,7 @@ def split_args(tokens: list[str]) -> tuple[list[str], list[Path], Path | None]:
                              fix="give one recipe, then key=value overrides")
         if _looks_like_path(tok):
             p = Path(tok).expanduser()
-            if not p.is_file():
-                raise UsageError(f"no such file: {p}", fix="check the path")
+            validate_recipe_file(p)  # missing, a folder, not UTF-8, not YAML, empty, not a mapping
             if is_recipe_file(p):
                 o, d = recipe_overrides(p)
                 overrides, dirs = o + overrides, dirs + d

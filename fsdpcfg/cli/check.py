@@ -40,10 +40,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _kind(arg: str) -> str:
+    """``override`` for any ``key=value`` / ``~key`` token (also ``+recipe=PATH.yaml`` and values ending in
+    ``.yaml``), else ``yaml`` or ``script`` for a file path."""
+    if "=" in arg or arg.startswith("~"):
+        return "override"
     if arg.endswith(_YAML):
         return "yaml"
-    if arg.endswith(".sh") or (Path(arg).is_file() and "=" not in arg):
+    if arg.endswith(".sh") or Path(arg).is_file():
         return "script"
+    if Path(arg).is_dir():
+        raise UsageError(f"{arg} is a folder", fix="give the YAML files or scripts in it (e.g. recipes/*.yaml)")
     return "override"
 
 

@@ -23,6 +23,18 @@ from fsdpcfg.errors import UsageError
 PASS_THROUGH = True
 
 
+
+def _words(option: str, text: str) -> list[str]:
+    """Split an ``--a``/``--b`` value like a shell would.
+
+    Raises:
+        UsageError: unbalanced quotes.
+    """
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise UsageError(f"{option} {text!r}: {e}", fix="balance the quotes inside the value") from None
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``diff``'s arguments."""
     parser.add_argument("tokens", nargs="*", metavar="A B [OVERRIDE]",
@@ -50,7 +62,7 @@ def sides(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         if args.side_a is None or args.side_b is None:
             raise UsageError("--a and --b go together", fix='give both, e.g. --a "+recipe=x" --b "+recipe=x k=v"')
         common = list(args.tokens)
-        return shlex.split(args.side_a) + common, shlex.split(args.side_b) + common
+        return _words("--a", args.side_a) + common, _words("--b", args.side_b) + common
     targets = [t for t in args.tokens if "=" not in t and not t.startswith("~")]
     overrides = [t for t in args.tokens if t not in targets]
     if len(targets) != 2:

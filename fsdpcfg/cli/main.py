@@ -5,8 +5,8 @@
 subcommand of that name. Each subcommand module defines ``add_arguments(parser)`` and ``run(args) -> int``
 and is imported only when chosen, so ``fsdpcfg check`` stays free of torch.
 
-User mistakes (:class:`fsdpcfg.errors.ConfigError`) are printed without a traceback; the exit code is 1 for
-a bad config and 2 for a usage error.
+User mistakes (:class:`fsdpcfg.errors.ConfigError`, and ``OSError`` on a path the user gave) are printed
+without a traceback; the exit code is 1 for a bad config or an unusable path and 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -58,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"fsdpcfg: error: {e}", file=sys.stderr)
         return e.exit_code
+    except OSError as e:  # a path the user gave that cannot be read or written (a file where a folder goes, ...)
+        where = f" {e.filename}" if getattr(e, "filename", None) else ""
+        print(f"fsdpcfg: error: cannot use{where}: {e.strerror or e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("fsdpcfg: interrupted", file=sys.stderr)
         return 130

@@ -141,6 +141,7 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
     for i, o in enumerate(overrides):
         if o.startswith("+recipe=") and o.endswith((".yaml", ".yml")):
             f = Path(o.split("=", 1)[1]).expanduser()
+            validate_recipe_file(f)
             overrides[i] = f"+recipe={f.stem}"
             extra_recipe_dirs.append(f.resolve().parent)
     resolvers.register()
@@ -200,6 +201,35 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
         prov.add_override(key, text)
     return Composed(cfg=cfg, choices=choices, kind=kind, overrides=overrides, added=added, deleted=deleted,
                     provenance=prov, origin="compose")
+
+
+def validate_recipe_file(f: Path) -> None:
+    """Check that a user's recipe file can be read as a recipe before Hydra sees it.
+
+    Raises:
+        UsageError: the path does not exist or is a folder.
+        ConfigError: the file is not UTF-8 text, not valid YAML (with the line), empty, or not a mapping.
+    """
+    if not f.exists():
+        raise UsageError(f"no such recipe file: {f}", fix="check the path, or give a recipe name (`fsdpcfg ls`)")
+    if f.is_dir():
+        raise UsageError(f"{f} is a folder, not a recipe file", fix="give a .yaml file in it")
+    try:
+        text = f.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{f}: not UTF-8 text (byte {e.start})", fix="give a YAML recipe file") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{f}:{mark.line + 1}" if mark is not None else str(f)
+        raise ConfigError(f"{where}: not valid YAML: {getattr(e, 'problem', None) or _first_line(e)}",
+                          fix="fix the YAML syntax (`fsdpcfg check FILE` shows every problem)") from None
+    if data is None:
+        raise ConfigError(f"{f} is empty", fix="write a recipe: `fsdpcfg cp qwen_grpo FILE` makes a child recipe")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{f}: a recipe is a mapping of keys, not a {type(data).__name__}",
+                          fix="`fsdpcfg cp qwen_grpo FILE` writes a minimal recipe to start from")
 
 
 def _recipe_file(name: str, extra_dirs: list[Path]) -> Path | None:

@@ -106,6 +106,21 @@ def require_model(cfg: dict[str, Any]) -> None:
             raise
 
 
+def require_data(cfg: dict[str, Any]) -> None:
+    """Refuse, before torchrun starts, training data files that do not exist on this machine.
+
+    Raises:
+        ConfigError: naming ``data.train_files`` and the missing paths.
+    """
+    from fsdpcfg.rules.data_files import missing_files
+
+    missing = missing_files(cfg["data"]["train_files"])
+    if missing:
+        raise ConfigError(f"no such file: {', '.join(missing)}", key="data.train_files", value=missing[0],
+                          fix="point data.train_files at a jsonl or parquet file in verl's format, or choose a "
+                              "shipped set (data=gsm8k, data=arith)")
+
+
 def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: bool = False,
                   echo: Callable[[str], None] = print) -> int:
     """Start the native loop on the resolved config ``cfg`` and return torchrun's exit code (0 for a dry run).
@@ -124,6 +139,7 @@ def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: boo
     if not dry_run:
         ensure_assets(cfg, echo)
         require_model(cfg)
+        require_data(cfg)
     config_path = write_run_config(cfg)
     cmd = torchrun_command(plan, str(config_path))
     if cfg["fsdpcfg"].get("kind") == "sft":  # the native SFT trainer's entry instead of the GRPO loop's

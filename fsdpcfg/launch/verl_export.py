@@ -127,17 +127,21 @@ def export_verl(composed: Any, out_dir: str | Path, *, force: bool = False) -> E
     """Write ``config.yaml``, ``run_verl.sh`` and ``files/`` for ``composed`` into ``out_dir``.
 
     The config should have passed fsdpcfg's checks (:func:`fsdpcfg.launch.verl.require_valid`); this
-    function only converts. ``force`` allows writing into a folder that already holds a ``run_verl.sh``.
+    function only converts. ``force`` allows overwriting a ``run_verl.sh``, ``config.yaml`` or ``files/``
+    already in ``out_dir``; without it nothing there is touched.
 
     Raises:
-        ConfigError: the config cannot be handed to verl (see :func:`build_verl_invocation`), or ``out_dir``
-            already holds an export and ``force`` is false.
+        ConfigError: the config cannot be handed to verl (see :func:`build_verl_invocation`), ``out_dir`` is
+            a file, or it already holds one of the files the export writes and ``force`` is false.
     """
     from fsdpcfg.errors import ConfigError
 
     out = Path(out_dir).absolute()
-    if (out / SCRIPT_FILE).exists() and not force:
-        raise ConfigError(f"{out} already holds an export ({SCRIPT_FILE})", key=None,
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"-o {out} is a file, not a folder", fix="give a folder to write the export into")
+    taken = [p.name for p in (out / SCRIPT_FILE, out / CONFIG_FILE, out / FILES_DIR) if p.exists()]
+    if taken and not force:
+        raise ConfigError(f"{out} already holds {', '.join(taken)}; the export would overwrite it", key=None,
                           fix="choose another -o folder, or pass --force to overwrite it")
     inv = build_verl_invocation(composed, out)
     copied = _copy_package_files(inv.tree, out / FILES_DIR)

@@ -74,7 +74,7 @@ def test_split_args_recognises_names_files_and_overrides(tmp_path: Path):
         catalog.split_args(["qwen_grpo", "other"])
     with pytest.raises(UsageError, match="overrides"):
         catalog.split_args([str(dump), "a=1"])
-    with pytest.raises(UsageError, match="no such file"):
+    with pytest.raises(UsageError, match="no such recipe file"):
         catalog.split_args([str(tmp_path / "nope.yaml")])
 
 
