@@ -157,7 +157,7 @@ def _plan_section(composed: Any) -> str:
     try:
         p = make_plan(cfg)
     except ConfigError as e:
-        return f"DERIVED NUMBERS: cannot be derived: {e.message}"
+        return f"DERIVED NUMBERS: cannot be derived: {e.key + ' ' if e.key else ''}{e.message}"
     except Exception as e:  # a config the rules already reported as invalid
         return f"DERIVED NUMBERS: cannot be derived ({type(e).__name__}: {e})"
     text = "DERIVED NUMBERS\n" + "\n".join(f"  {k}: {v}" for k, v in p.derivations.items())
