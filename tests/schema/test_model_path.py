@@ -28,8 +28,14 @@ def test_hub_id_uses_the_local_cache_only(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    from fsdpcfg.schema import model as model_schema
+
     assert model_path_status("Org/Model-1.5B").kind == "hub_id"
+    monkeypatch.setattr(model_schema, "hub_reachable", lambda timeout_s=3.0: True)
     assert require_model_path("Org/Model-1.5B").kind == "hub_id"  # the hub may be used at launch
+    monkeypatch.setattr(model_schema, "hub_reachable", lambda timeout_s=3.0: False)
+    with pytest.raises(ConfigError, match="cannot be reached.*\n.*model=tiny_qwen2"):
+        require_model_path("Org/Model-1.5B")  # online, but the hub does not answer (this machine)
     with pytest.raises(ConfigError, match="model=tiny_qwen2"):
         require_model_path("Org/Model-1.5B", offline=True)
     snap = tmp_path / "models--Org--Model-1.5B" / "snapshots" / "abc123"
