@@ -1,7 +1,7 @@
 """FC2xx unit tests: the numbers and the derivations."""
 
 import pytest
-from conftest import errors, run
+from rule_helpers import errors, run
 
 from fsdpcfg.rules import batch
 

@@ -1,6 +1,6 @@
 """FC5xx/FC6xx/FC7xx unit tests."""
 
-from conftest import errors, run, warnings
+from rule_helpers import errors, run, warnings
 
 from fsdpcfg.rules import algorithm, rollout_engine, traps
 
@@ -66,3 +66,18 @@ def test_fc703_fc704_fc705():
     assert w and "=4" in w[0].fix
     assert not run(traps.on_policy_micro_mismatch, *GPU, "data.train_batch_size=64", f"{A}.actor.ppo_mini_batch_size=32",
                    f"{A}.rollout.log_prob_micro_batch_size_per_gpu=32", f"{A}.actor.ppo_micro_batch_size_per_gpu=4")
+
+
+def test_fc110_group_option_contradicted_on_the_same_command_line():
+    from fsdpcfg.check import check_overrides
+
+    fs = [f for f in check_overrides(["+recipe=qwen_grpo", "engine=fsdp2", f"{A}.actor.strategy=fsdp"])
+          if f.rule == "FC110"]
+    assert len(fs) == 1 and fs[0].severity == "warning" and fs[0].keys == [f"{A}.actor.strategy"]
+    assert "`engine=fsdp2`" in fs[0].message and "=fsdp on the same command line" in fs[0].message
+    # agreeing values, a recipe value (not the command line), and a group alone are fine
+    for ov in (["engine=fsdp2", f"{A}.actor.strategy=fsdp2"], [f"{A}.actor.strategy=fsdp"], ["engine=fsdp"]):
+        assert not [f for f in check_overrides(["+recipe=qwen_grpo", *ov]) if f.rule == "FC110"], ov
+    # the SFT tree has the same groups
+    fs = [f for f in check_overrides(["+recipe=qwen_sft", "engine=fsdp2", "engine.strategy=fsdp"]) if f.rule == "FC110"]
+    assert [f.keys for f in fs] == [["engine.strategy"]]

@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import errors, run, warnings
+from rule_helpers import errors, run, warnings
 
 from fsdpcfg.rules import model_files, model_rules, parallel
 
@@ -80,7 +80,7 @@ def test_fc406_table(shared_models):
 def test_inspection_imports_nothing_heavy(shared_models):
     """Running every FC2xx-FC7xx rule on a real model folder imports neither torch, transformers nor verl."""
     code = (
-        "import sys; sys.path.insert(0, 'tests/rules'); from conftest import make_ctx; "
+        "import sys; sys.path.insert(0, 'tests/rules'); from rule_helpers import make_ctx; "
         "import fsdpcfg.rules.batch, fsdpcfg.rules.parallel, fsdpcfg.rules.model_rules, "
         "fsdpcfg.rules.rollout_engine, fsdpcfg.rules.algorithm, fsdpcfg.rules.traps; "
         "from fsdpcfg.rules.registry import RULES; "

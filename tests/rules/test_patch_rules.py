@@ -1,6 +1,6 @@
 """FC361/FC364/FC861 on composed configs (rules read config.json as JSON)."""
 
-from conftest import errors, run
+from rule_helpers import errors, run
 
 from fsdpcfg.check import check_overrides
 from fsdpcfg.rules import patch_rules
