@@ -92,6 +92,17 @@ def need_ref(ctx: "Context") -> bool:
     return flag(ctx.get("algorithm.use_kl_in_reward")) or flag(ctx.get(f"{A}.actor.use_kl_loss"))
 
 
+def fsdp_sections(ctx: "Context") -> list[tuple[str, str]]:
+    """``(fsdp config section, strategy key)`` of every FSDP role the run builds: the actor always, the
+    reference when :func:`need_ref`, the critic when :func:`need_critic` (verl's own role derivation)."""
+    out = [(f"{A}.actor.fsdp_config", f"{A}.actor.strategy")]
+    if need_ref(ctx):
+        out.append((f"{A}.ref.fsdp_config", f"{A}.ref.strategy"))
+    if need_critic(ctx):
+        out.append(("critic.fsdp", "critic.strategy"))
+    return out
+
+
 def rollout_name(ctx: "Context") -> str:
     return str(ctx.get(f"{A}.rollout.name"))
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fsdpcfg import paths
-from fsdpcfg.rules._common import A, flag, need_critic, need_ref, rollout_name, val
+from fsdpcfg.rules._common import A, flag, fsdp_sections, rollout_name, val
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.model_files import ModelInfo, layer_classes, native_model_types, transformers_version
@@ -203,12 +203,7 @@ def pad_and_stop_ids(ctx: Context) -> Iterable[Finding]:
 
 
 def _wrap_keys(ctx: Context) -> list[str]:
-    out = [f"{A}.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap"]
-    if need_ref(ctx):
-        out.append(f"{A}.ref.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap")
-    if need_critic(ctx):
-        out.append("critic.fsdp.wrap_policy.transformer_layer_cls_to_wrap")
-    return out
+    return [f"{sec}.wrap_policy.transformer_layer_cls_to_wrap" for sec, _ in fsdp_sections(ctx)]
 
 
 @rule("FC405", "FSDP wrap classes must be modules of the model's architecture",

@@ -15,22 +15,13 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from fsdpcfg.rules._common import (A, actor_sp, divisors, engine_rollout, flag, need_critic, need_ref, num,
+from fsdpcfg.rules._common import (A, actor_sp, divisors, fsdp_sections, engine_rollout, flag, need_critic, need_ref, num,
                                    rollout_name, src, val, world, world_derivation)
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
 
 R = f"{A}.rollout"
-
-
-def _fsdp_sections(ctx: Context) -> list[str]:
-    out = [f"{A}.actor.fsdp_config"]
-    if need_ref(ctx):
-        out.append(f"{A}.ref.fsdp_config")
-    if need_critic(ctx):
-        out.append("critic.fsdp")
-    return out
 
 
 @rule("FC301", "fsdp_size must divide the world size", keys=[f"{A}.actor.fsdp_config.fsdp_size"],
@@ -44,7 +35,7 @@ def fsdp_size_divides(ctx: Context) -> Iterable[Finding]:
     w = world(ctx)
     if w is None:
         return
-    for sec in _fsdp_sections(ctx):
+    for sec, _ in fsdp_sections(ctx):
         key = f"{sec}.fsdp_size"
         fs = num(val(ctx, key))
         if fs is None or fs < 0 or fs >= w:

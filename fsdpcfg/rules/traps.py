@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from fsdpcfg.rules._common import A, flag, need_critic, need_ref, num, src, val
+from fsdpcfg.rules._common import A, flag, fsdp_sections, num, src, val
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
@@ -61,15 +61,6 @@ def verl_on_cpu(ctx: Context) -> Iterable[Finding]:
                           "use launcher=native for CPU runs, or trainer=gpu_1x/gpu_8x (trainer.device=cuda) for verl")
 
 
-def _fsdp_sections(ctx: Context) -> list[tuple[str, str]]:
-    out = [(f"{A}.actor.fsdp_config", f"{A}.actor.strategy")]
-    if need_ref(ctx):
-        out.append((f"{A}.ref.fsdp_config", f"{A}.ref.strategy"))
-    if need_critic(ctx):
-        out.append(("critic.fsdp", "critic.strategy"))
-    return out
-
-
 @rule("FC703", "FSDP1 offload flags under FSDP2", severity="warning",
       keys=[f"{A}.actor.fsdp_config.param_offload", f"{A}.actor.fsdp_config.optimizer_offload",
             f"{A}.actor.fsdp_config.offload_policy"],
@@ -82,7 +73,7 @@ def fsdp1_offload_under_fsdp2(ctx: Context) -> Iterable[Finding]:
     Source: verl/workers/engine/fsdp/transformer_impl.py ``_build_fsdp_module`` (fsdp2 branch:
     ``offload_policy`` -> ``CPUOffloadPolicy``, manual offload otherwise); case c16.
     """
-    for sec, strat in _fsdp_sections(ctx):
+    for sec, strat in fsdp_sections(ctx):
         if str(val(ctx, strat)) != "fsdp2" or flag(val(ctx, f"{sec}.offload_policy")):
             continue
         on = [f"{sec}.{k}" for k in ("param_offload", "optimizer_offload") if flag(val(ctx, f"{sec}.{k}"))]
@@ -106,7 +97,7 @@ def offload_on_cpu(ctx: Context) -> Iterable[Finding]:
     """
     if ctx.launcher != "native" or str(ctx.get("trainer.device")) != "cpu":
         return
-    for sec, _ in _fsdp_sections(ctx):
+    for sec, _ in fsdp_sections(ctx):
         on = [f"{sec}.{k}" for k in ("param_offload", "optimizer_offload", "offload_policy") if flag(val(ctx, f"{sec}.{k}"))]
         if on:
             yield ctx.finding("FC704", on,

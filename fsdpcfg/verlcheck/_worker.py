@@ -46,17 +46,10 @@ from typing import Any
 
 import yaml
 
+from fsdpcfg.verlref import flatten
+
 CONFIGS = {"ppo": "ppo_trainer", "sft": "sft_trainer_engine"}
 OPEN_MAPPINGS = ("ray_kwargs.ray_init",)
-
-
-def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(tree, dict) and tree:
-        out: dict[str, Any] = {}
-        for k, v in tree.items():
-            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    return {prefix: tree}
 
 
 def _compose(config: str, tree: dict[str, Any] | None):
@@ -83,7 +76,7 @@ def _base(config: str):
 
     if config not in _BASE:
         cfg = _compose(config, None)
-        raw = _flatten(OmegaConf.to_container(cfg, resolve=False))
+        raw = flatten(OmegaConf.to_container(cfg, resolve=False))
         open_ = OPEN_MAPPINGS + tuple(k for k, v in raw.items() if v == {})
         _BASE[config] = (raw, open_, set(OmegaConf.missing_keys(cfg)))
     return _BASE[config]
@@ -190,7 +183,7 @@ def check_one(kind: str, tree: dict[str, Any] | None = None, config_dir: str | N
     if config_dir is not None:
         doc = yaml.safe_load(Path(config_dir, "config.yaml").read_text()) or {}
         tree = {k: v for k, v in doc.items() if k not in ("defaults", "hydra")}
-    res["ignored_keys"] = [k for k in _flatten(tree) if k not in base_keys
+    res["ignored_keys"] = [k for k in flatten(tree) if k not in base_keys
                            and not any(k == p or k.startswith(p + ".") for p in open_)
                            and not _dataclass_field(k, base_keys)]
 
