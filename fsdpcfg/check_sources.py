@@ -71,9 +71,11 @@ def check_yaml_file(path: Path) -> Checked:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         return Checked(label, [Finding("FC100", "error", [], f"{where}: not valid YAML: "
-                                       f"{str(e).strip().splitlines()[0]}", "fix the YAML syntax")])
+                                       f"{str(e).strip().splitlines()[0]}", "fix the YAML syntax",
+                                       location=(label, mark.line + 1 if mark is not None else None))])
     except (OSError, UnicodeDecodeError) as e:
-        return Checked(label, [Finding("FC100", "error", [], f"{path}: cannot be read: {e}", "check the file")])
+        return Checked(label, [Finding("FC100", "error", [], f"{path}: cannot be read: {e}", "check the file",
+                                       location=(label, None))])
     if info.kind == "unrelated":
         return Checked(label, [not_a_config("FC130", label, info.why)])
     try:

@@ -76,7 +76,7 @@ def classify(data: Any, text: str = "") -> ConfigFile:
         return ConfigFile("recipe")
     if not isinstance(data, dict):
         return ConfigFile("unrelated", why=f"its top level is a {type(data).__name__}, not a mapping of sections")
-    top = {str(k) for k in data}
+    top = {_key_text(k) for k in data}
     if not top & known_sections():
         shown = ", ".join(sorted(top)[:5]) + (", ..." if len(top) > 5 else "")
         return ConfigFile("unrelated", why=f"none of its top-level keys ({shown or 'none'}) is a verl or "
@@ -88,6 +88,11 @@ def classify(data: Any, text: str = "") -> ConfigFile:
     if "defaults" not in data and not has_package_header(text) and FULL_SECTIONS[tree] <= top:
         return ConfigFile("full", tree)
     return ConfigFile("recipe", tree)
+
+
+def _key_text(key: Any) -> str:
+    """A top-level key as written: YAML 1.1 reads a GitHub workflow's ``on:`` as ``True``."""
+    return ("on" if key else "off") if isinstance(key, bool) else str(key)
 
 
 def has_package_header(text: str) -> bool:

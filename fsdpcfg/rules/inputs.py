@@ -48,8 +48,10 @@ def not_a_config(rule_id: str, path: str, why: str) -> Finding:
     """
     if rule_id == "FC130":
         return Finding("FC130", "info", [], f"{path}: skipped, not a fsdpcfg or verl config: {why}",
-                       "nothing to do; narrow the hook's `files:` pattern to skip it without a message")
+                       "nothing to do; narrow the hook's `files:` pattern to skip it without a message",
+                       location=(path, None))
     if rule_id == "FC131":
         return Finding("FC131", "info", [], f"{path}: skipped, not a verl run script: {why}",
-                       "nothing to do; narrow the hook's `files:` pattern to skip it without a message")
+                       "nothing to do; narrow the hook's `files:` pattern to skip it without a message",
+                       location=(path, None))
     raise ValueError(f"not an input rule: {rule_id}")
