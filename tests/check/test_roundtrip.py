@@ -70,6 +70,27 @@ def test_check_of_export_output_still_finds_a_real_mistake(tmp_path: Path, capsy
     assert bad and bad[0]["file"].endswith("out/config.yaml") and bad[0]["line"] == line, doc
 
 
+@pytest.mark.parametrize("args", [
+    # FC705 (on-policy micro-batch mismatch), a warning verl users meet on 8 GPUs
+    ["launcher=verl", "rollout=vllm", "trainer.n_gpus_per_node=8", "data.train_batch_size=64",
+     "actor_rollout_ref.actor.ppo_mini_batch_size=64", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=32",
+     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"],
+    # FC703 (FSDP1 offload flags under FSDP2)
+    ["launcher=verl", "rollout=vllm", "trainer=gpu_1x", "actor_rollout_ref.actor.fsdp_config.param_offload=true",
+     "actor_rollout_ref.rollout.tensor_model_parallel_size=1"],
+])
+def test_export_output_keeps_the_findings_of_the_config(args, tmp_path: Path, capsys):
+    """What check says of a config, it says of that config's export (the values, now read from the file)."""
+    from fsdpcfg.check import check_overrides
+
+    before = sorted((f.rule, f.severity, tuple(f.keys)) for f in check_overrides(["+recipe=qwen_grpo", *args]))
+    assert before and all(sev != "error" for _, sev, _ in before)
+    assert main(["export", "--launcher", "verl", "+recipe=qwen_grpo", *args, "-o", str(tmp_path / "out")]) == 0
+    capsys.readouterr()
+    checked = check_yaml_file(tmp_path / "out" / "config.yaml")
+    assert sorted((f.rule, f.severity, tuple(f.keys)) for f in checked.findings) == before
+
+
 @pytest.mark.parametrize("args", [["+recipe=qwen_grpo"], ["+recipe=arith_grpo"], ["+recipe=qwen_sft"],
                                   ["+recipe=qwen_grpo", "engine=fsdp", "data.train_batch_size=8"],
                                   ["+recipe=qwen_sft", "engine=fsdp", "optim.lr=2e-5"]])
