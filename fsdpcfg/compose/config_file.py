@@ -12,7 +12,9 @@ One classification serves every command that takes a YAML path (``fsdpcfg check 
                ``- sft_trainer_engine``, as ``fsdpcfg export`` and verl's ``--config-path/--config-name``
                users write it); verl composes that config first and the file's keys on top.
 ``unrelated``  YAML with none of verl's or fsdpcfg's top-level sections (a GitHub workflow, a docker-compose
-               file, a Kubernetes manifest, several YAML documents, a list): not a config, skipped by ``check``.
+               file, a Kubernetes manifest, several YAML documents, a list), or whose only known sections are
+               generic names (:data:`GENERIC_SECTIONS`: a ConfigMap's ``data:``) beside keys verl does not have:
+               not a config, skipped by ``check``.
 
 The known sections are the top-level keys of verl 0.9.1's ``ppo_trainer`` and ``sft_trainer_engine`` configs
 (:mod:`fsdpcfg.verlref`) plus ``fsdpcfg``, ``defaults`` and ``hydra``. Reads YAML only; imports nothing heavy.
@@ -35,6 +37,10 @@ VERL_BASES = {"ppo_trainer": "ppo", "sft_trainer_engine": "sft"}
 #: sections every full (dumped) config of each layout has.
 FULL_SECTIONS = {"ppo": frozenset({"actor_rollout_ref", "data", "trainer", "algorithm"}),
                  "sft": frozenset({"model", "engine", "optim", "data", "trainer"})}
+#: verl section names that other tools' YAML uses too (a Kubernetes ConfigMap's ``data:``, an ML tool's
+#: ``model:``): a file whose only known sections are these, beside keys verl does not have, is not a config.
+GENERIC_SECTIONS = frozenset({"data", "model", "trainer", "algorithm", "optim", "engine", "checkpoint", "profiler",
+                              "reward", "skip"})
 #: top-level keys that are fsdpcfg's or Hydra's rather than verl's.
 OWN_SECTIONS = frozenset({"fsdpcfg", "defaults", "hydra"})
 _TOP_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)\s*:")
@@ -77,10 +83,13 @@ def classify(data: Any, text: str = "") -> ConfigFile:
     if not isinstance(data, dict):
         return ConfigFile("unrelated", why=f"its top level is a {type(data).__name__}, not a mapping of sections")
     top = {_key_text(k) for k in data}
-    if not top & known_sections():
+    known = top & known_sections()
+    if not known or (not known - GENERIC_SECTIONS and top - known):
         shown = ", ".join(sorted(top)[:5]) + (", ..." if len(top) > 5 else "")
-        return ConfigFile("unrelated", why=f"none of its top-level keys ({shown or 'none'}) is a verl or "
-                                           "fsdpcfg section")
+        why = f"none of its top-level keys ({shown or 'none'}) is a verl or fsdpcfg section" if not known else (
+            f"its top-level keys {', '.join(sorted(top - known)[:5])} are not verl's or fsdpcfg's, and "
+            f"{', '.join(sorted(known))} alone is a name other tools use too")
+        return ConfigFile("unrelated", why=why)
     tree = _tree(data)
     base = verl_base(data.get("defaults"))
     if base is not None:

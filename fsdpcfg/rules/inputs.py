@@ -22,8 +22,9 @@ if TYPE_CHECKING:
       kinds=("ppo", "sft"))
 def unrelated_yaml(ctx: "Context") -> Iterator[Finding]:
     """A YAML file with none of verl's or fsdpcfg's top-level sections (``actor_rollout_ref``, ``data``,
-    ``trainer``, ``model``, ``fsdpcfg``, ``defaults`` ...; :func:`fsdpcfg.compose.config_file.classify`), a
-    file of several YAML documents, or a top-level list, is not a config: ``check`` skips it with this info
+    ``trainer``, ``model``, ``fsdpcfg``, ``defaults`` ...; :func:`fsdpcfg.compose.config_file.classify`), one
+    whose only known sections are generic names (a Kubernetes ConfigMap's ``data:``) beside keys verl does not
+    have, a file of several YAML documents, or a top-level list, is not a config: ``check`` skips it with this info
     in every mode (exit 0). Made per input by :func:`fsdpcfg.check_sources.check_yaml_file` through
     :func:`not_a_config`, before any config exists; over a composed config (which is a config) it finds
     nothing. Source: issue 12 item 5."""

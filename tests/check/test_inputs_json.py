@@ -75,6 +75,9 @@ UNRELATED = {
     "docker-compose.yml": "version: '3'\nservices:\n  web:\n    image: nginx\n",
     "k8s.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: Service\n",
     "one-pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers: []\n",
+    # a ConfigMap has `data:`, and an ML tool's config `model:`/`trainer:`: generic names beside foreign keys
+    "trainer-config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: t\ndata:\n  LR: '1e-6'\n",
+    "lightning.yaml": "seed_everything: 1\nmodel:\n  lr: 0.1\ntrainer:\n  max_epochs: 3\n",
     "playbook.yml": "- hosts: all\n  tasks: []\n",
     "chart.yaml": "apiVersion: v2\nname: {{ .Chart.Name }}\nversion: {{ .Chart.Version }}\n",
 }
@@ -140,6 +143,10 @@ def test_help_documents_exit_codes_and_json(capsys):
     ({"data": {"train_batch_size": 8}}, "recipe", "ppo"),
     ({"trainer": {"nnodes": 2}}, "recipe", "ppo"),
     ({"services": {"a": {}}}, "unrelated", "ppo"),
+    ({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "b"}}, "unrelated", "ppo"),
+    # a section only verl has makes it a config even beside a mistyped section (reported, not skipped)
+    ({"actor_rollout_ref": {}, "trainr": {}}, "recipe", "ppo"),
+    ({"defaults": ["qwen_grpo"], "trainr": {}}, "recipe", "ppo"),
     ([1, 2], "unrelated", "ppo"),
 ])
 def test_classify(data, kind, tree):
