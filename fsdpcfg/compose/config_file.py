@@ -186,9 +186,11 @@ def load(path: Path) -> Any:
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         raise ConfigError(f"{where}: not valid YAML: {str(e).strip().splitlines()[0]}",
                           fix="fix the YAML syntax") from None
-    if info.kind in ("recipe", "unrelated"):
-        raise UsageError(f"{path} is not a full config file ({'a recipe' if info.kind == 'recipe' else info.why})",
-                         fix="give a recipe as +recipe=FILE, or a config written by fsdpcfg or verl")
+    if info.kind == "unrelated":
+        raise UsageError(f"{path} is not a fsdpcfg or verl config: {info.why}",
+                         fix="give a recipe file, a run folder's config.yaml, or a config written by verl")
+    if info.kind == "recipe":
+        raise UsageError(f"{path} is a recipe, not a full config file", fix=f"compose it: +recipe={path}")
     composed = load_yaml_config(path)
     composed.kind = info.tree
     if info.kind == "verl":

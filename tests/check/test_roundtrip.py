@@ -146,3 +146,20 @@ def test_verl_config_file_as_recipe_is_a_usage_error_naming_verl(tmp_path: Path,
     err = capsys.readouterr().err
     assert "is a verl config file" in err and "python -m verl.trainer.main_ppo --config-path=" in err
     assert "Traceback" not in err
+
+
+def test_users_verl_config_file_is_read_as_verl_composes_it(tmp_path: Path):
+    """A verl user's own config file (``--config-name=mine``, defaults list starting from ``ppo_trainer``): verl's
+    defaults under the file's keys, so what the file leaves out is verl's (8 GPUs, adv_estimator=gae with a
+    critic) and a typo in it is reported at its line."""
+    p = tmp_path / "mine.yaml"
+    p.write_text("defaults:\n  - ppo_trainer\n  - _self_\ndata:\n  train_batch_size: 8\n"
+                 "actor_rollout_ref:\n  actor:\n    ppo_mini_batch_size: 4\n    stratgy: fsdp2\n")
+    checked = check_yaml_file(p)
+    assert checked.composed.cfg.trainer.n_gpus_per_node == verlref.defaults()["trainer.n_gpus_per_node"] == 8
+    assert checked.composed.cfg.fsdpcfg.launcher == "verl"
+    typo = next(f for f in checked.findings if "actor_rollout_ref.actor.stratgy" in f.keys)
+    assert typo.severity == "error" and typo.provenance["actor_rollout_ref.actor.stratgy"].endswith("mine.yaml:9")
+    # 4 prompts over verl's 8 GPUs: the actor's and the critic's mini batches do not divide (verl would stop)
+    over = {tuple(f.keys)[0] for f in checked.findings if f.rule == "FC204"}
+    assert {"actor_rollout_ref.actor.ppo_mini_batch_size", "critic.ppo_mini_batch_size"} <= over
