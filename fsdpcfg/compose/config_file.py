@@ -13,8 +13,9 @@ One classification serves every command that takes a YAML path (``fsdpcfg check 
                users write it); verl composes that config first and the file's keys on top.
 ``unrelated``  YAML with none of verl's or fsdpcfg's top-level sections (a GitHub workflow, a docker-compose
                file, a Kubernetes manifest, several YAML documents, a list), or whose only known sections are
-               generic names (:data:`GENERIC_SECTIONS`: a ConfigMap's ``data:``) beside keys verl does not have:
-               not a config, skipped by ``check``.
+               generic names (:data:`GENERIC_SECTIONS`: a ConfigMap's ``data:``; a Hydra ``defaults`` list that
+               names none of fsdpcfg's or verl's configs) beside keys verl does not have, or a Hydra object node
+               (a top-level ``_target_``): not a config, skipped by ``check``.
 
 The known sections are the top-level keys of verl 0.9.1's ``ppo_trainer`` and ``sft_trainer_engine`` configs
 (:mod:`fsdpcfg.verlref`) plus ``fsdpcfg``, ``defaults`` and ``hydra``. Reads YAML only; imports nothing heavy.
@@ -84,7 +85,11 @@ def classify(data: Any, text: str = "") -> ConfigFile:
         return ConfigFile("unrelated", why=f"its top level is a {type(data).__name__}, not a mapping of sections")
     top = {_key_text(k) for k in data}
     known = top & known_sections()
-    if not known or (not known - GENERIC_SECTIONS and top - known):
+    if "_target_" in top:
+        return ConfigFile("unrelated", why="it is a Hydra object node (a top-level _target_), a piece of another "
+                                           "config tree, not a run config")
+    evidence = known - GENERIC_SECTIONS - {"defaults", "hydra"} or _names_ours(data.get("defaults"))
+    if not known or (not evidence and top - known):
         shown = ", ".join(sorted(top)[:5]) + (", ..." if len(top) > 5 else "")
         why = f"none of its top-level keys ({shown or 'none'}) is a verl or fsdpcfg section" if not known else (
             f"its top-level keys {', '.join(sorted(top - known)[:5])} are not verl's or fsdpcfg's, and "
@@ -97,6 +102,29 @@ def classify(data: Any, text: str = "") -> ConfigFile:
     if "defaults" not in data and not has_package_header(text) and FULL_SECTIONS[tree] <= top:
         return ConfigFile("full", tree)
     return ConfigFile("recipe", tree)
+
+
+def _names_ours(defaults: Any) -> bool:
+    """True when a Hydra defaults list names fsdpcfg's or verl's configs: a verl base config, a shipped recipe
+    (``- qwen_grpo``, ``- /recipe/qwen_grpo@_global_``) or an option of one of fsdpcfg's groups
+    (``- override /engine: fsdp2``). Any Hydra project has a defaults list; these make it ours."""
+    from fsdpcfg.compose._compose import available_options, groups
+
+    if verl_base(defaults) is not None:
+        return True
+    recipes = set(available_options("recipe"))
+    for entry in defaults if isinstance(defaults, list) else []:
+        if isinstance(entry, str):
+            name = entry.split("@")[0].strip().lstrip("/")
+            if name.startswith("recipe/") or name in recipes:
+                return True
+        elif isinstance(entry, dict):
+            for k, v in entry.items():
+                group = str(k).replace("override ", "").strip().lstrip("/").split("@")[0]
+                if group == "recipe" or any(group in groups(kind) and str(v) in available_options(group, kind)
+                                            for kind in FULL_SECTIONS):
+                    return True
+    return False
 
 
 def _key_text(key: Any) -> str:

@@ -144,6 +144,10 @@ def test_help_documents_exit_codes_and_json(capsys):
     ({"trainer": {"nnodes": 2}}, "recipe", "ppo"),
     ({"services": {"a": {}}}, "unrelated", "ppo"),
     ({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "b"}}, "unrelated", "ppo"),
+    # another Hydra project: its defaults name its own options; an object node (_target_) is a fragment
+    ({"defaults": [{"data": "mnist"}, {"model": "mnist"}, "_self_"], "task_name": "train"}, "unrelated", "ppo"),
+    ({"_target_": "verl.workers.config.FSDPActorConfig", "strategy": "fsdp"}, "unrelated", "ppo"),
+    ({"defaults": [{"override /engine": "fsdp"}], "task_name": "x"}, "recipe", "ppo"),
     # a section only verl has makes it a config even beside a mistyped section (reported, not skipped)
     ({"actor_rollout_ref": {}, "trainr": {}}, "recipe", "ppo"),
     ({"defaults": ["qwen_grpo"], "trainr": {}}, "recipe", "ppo"),

@@ -1,6 +1,7 @@
 """The pre-commit hooks of ``.pre-commit-hooks.yaml``, run by real ``pre-commit`` on a scratch repository that
-holds what a training repository holds: a GitHub workflow, a docker-compose file, Kubernetes manifests, build
-scripts, a good recipe and a bad one. Only the bad recipe may fail, with its finding in the output.
+holds what a training repository holds: a GitHub workflow, a docker-compose file, Kubernetes manifests, a Helm
+template, a Hydra project's own configs, a verl fork's config fragments, build scripts, a good recipe and a bad
+one. Only the bad recipe may fail, with its finding in the output.
 
 Offline: the hooks' ``language: python`` makes pre-commit build a virtualenv and ``pip install`` this
 repository from PyPI's index, which this machine cannot reach (``try-repo`` does the same). The test therefore
@@ -44,6 +45,14 @@ UNRELATED = {
     # a Helm template (not plain YAML) under a config folder
     "configs/helm/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n"
                                     "  name: {{ .Release.Name }}\n  labels: {{- include \"x\" . | nindent 4 }}\n",
+    # a Hydra project's own tree (lightning-hydra-template style): a root whose defaults name its own groups, and
+    # an object node with _target_; and fsdpcfg-like group fragments under conf/ (excluded by the pattern)
+    "configs/train.yaml": "defaults:\n  - data: mnist\n  - model: mnist\n  - _self_\ntask_name: train\nseed: 1\n",
+    "configs/model/mnist.yaml": "_target_: src.models.MNISTModule\nlr: 0.001\nnet:\n  hidden: 64\n",
+    "conf/engine/fsdp.yaml": "# @package _global_\nactor_rollout_ref:\n  actor:\n    strategy: fsdp\n",
+    # a verl fork's own config fragments (excluded by the pattern)
+    "verl/trainer/config/actor/dp_actor.yaml": "defaults:\n  - ../optim@optim: fsdp\n  - actor\n  - _self_\n"
+                                               "strategy: fsdp\nppo_micro_batch_size: null\n",
     "scripts/build.sh": "#!/usr/bin/env bash\nset -e\npip install -e .\npytest -q\n",
     "scripts/download.sh": "#!/bin/bash\nhuggingface-cli download Qwen/Qwen2.5-0.5B-Instruct\n",
 }
@@ -92,8 +101,10 @@ def test_unrelated_files_pass_and_only_the_bad_recipe_fails(tmp_path: Path):
     assert "configs/helm/deployment.yaml: skipped, not a fsdpcfg or verl config: it is not plain YAML" in out
     assert "scripts/build.sh: skipped, not a verl run script" in out
     assert "scripts/download.sh: skipped, not a verl run script" in out
+    assert "configs/train.yaml: skipped" in out and "configs/model/mnist.yaml: skipped" in out
     # the default patterns never hand these to the hooks
-    for rel in (".github/workflows/ci.yml", "docker-compose.yml", "deploy/job.yaml", ".pre-commit-config.yaml"):
+    for rel in (".github/workflows/ci.yml", "docker-compose.yml", "deploy/job.yaml", ".pre-commit-config.yaml",
+                "conf/engine/fsdp.yaml", "verl/trainer/config/actor/dp_actor.yaml"):
         assert rel not in out, rel
 
     bad = _run(_scratch_repo(tmp_path / "bad", with_bad=True))
