@@ -1,5 +1,7 @@
 """Inputs of ``fsdpcfg check`` other than command-line overrides: recipe files, full config files (an
-fsdpcfg or verl dump) and verl run scripts (``python3 -m verl.trainer.main_ppo key=value ...``).
+fsdpcfg or verl dump), verl config files (``defaults: [ppo_trainer, _self_]``), YAML that is no config (skipped,
+FC130; the classification is :mod:`fsdpcfg.compose.config_file`) and verl run scripts
+(``python3 -m verl.trainer.main_ppo key=value ...``).
 
 Each function returns a :class:`Checked`: the findings and, when the config could be built, the composed
 config (for the derived numbers). Nothing here runs the script, imports the user's code, or uses the network.
@@ -63,7 +65,7 @@ def check_yaml_file(path: Path) -> Checked:
 
     path = Path(path)
     if not path.is_file():
-        raise UsageError(f"no such file: {path}")
+        raise UsageError(f"no such file: {path}", fix="check the path (a folder: give the YAML files in it)")
     label = str(path)
     try:
         data, info = config_file.read(path)
