@@ -127,6 +127,21 @@ def _names_ours(defaults: Any) -> bool:
     return False
 
 
+def _shape_mismatch(base: Any, body: Any, prefix: str = "") -> str | None:
+    """The first dotted key where ``body`` gives a list where ``base`` has a mapping or the other way round."""
+    if not isinstance(base, dict) or not isinstance(body, dict):
+        return None
+    for k, v in body.items():
+        key = f"{prefix}{k}"
+        b = base.get(k) if isinstance(k, str) else None
+        if isinstance(b, dict) and isinstance(v, list) or isinstance(b, list) and isinstance(v, dict):
+            return key
+        found = _shape_mismatch(b, v, key + ".")
+        if found:
+            return found
+    return None
+
+
 def _key_text(key: Any) -> str:
     """A top-level key as written: YAML 1.1 reads a GitHub workflow's ``on:`` as ``True``."""
     return ("on" if key else "off") if isinstance(key, bool) else str(key)
@@ -226,11 +241,15 @@ def load(path: Path) -> Any:
         base = OmegaConf.create(verlref.tree(info.base))
         try:
             composed.cfg = OmegaConf.merge(base, OmegaConf.create(body))
-        except Exception as e:  # omegaconf's merge errors (a mapping given a scalar, ...)
-            key = getattr(e, "full_key", None)
+        except Exception as e:  # omegaconf's merge errors (a mapping given a list, ...)
+            key = getattr(e, "full_key", None) or _shape_mismatch(verlref.tree(info.base), body)
+            theirs = verlref.defaults(info.base, resolved=False)
+            shape = "a mapping" if key and any(k.startswith(key + ".") for k in theirs) else "a list" \
+                if key and isinstance(theirs.get(key), list) else "a value"
             raise ConfigError(f"{path}: cannot be merged onto verl's {info.base} config: "
                               f"{str(e).strip().splitlines()[0]}", key=key,
-                              fix="give the key a value of the type verl's default has") from None
+                              fix=f"write {key} as {shape}, as verl's {info.base} does" if key else
+                              "give each key a value of the shape verl's default has") from None
         OmegaConf.set_struct(composed.cfg, False)
         verl_default = Source("default", f"verl {verlref.verl_version()} {info.base} default")
         written = set(yaml_leaf_lines(path))

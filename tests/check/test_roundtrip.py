@@ -163,3 +163,12 @@ def test_users_verl_config_file_is_read_as_verl_composes_it(tmp_path: Path):
     # 4 prompts over verl's 8 GPUs: the actor's and the critic's mini batches do not divide (verl would stop)
     over = {tuple(f.keys)[0] for f in checked.findings if f.rule == "FC204"}
     assert {"actor_rollout_ref.actor.ppo_mini_batch_size", "critic.ppo_mini_batch_size"} <= over
+
+
+def test_verl_config_file_with_a_list_where_verl_has_a_mapping(tmp_path: Path):
+    p = tmp_path / "mine.yaml"
+    p.write_text("defaults:\n  - ppo_trainer\n  - _self_\nactor_rollout_ref:\n  actor: [fsdp2]\n")
+    [f] = check_yaml_file(p).findings
+    assert (f.rule, f.severity, f.keys) == ("FC100", "error", ["actor_rollout_ref.actor"])
+    assert "cannot be merged onto verl's ppo_trainer config" in f.message
+    assert f.fix == "write actor_rollout_ref.actor as a mapping, as verl's ppo_trainer does"
