@@ -110,6 +110,9 @@ def test_run_folder_config_checks_clean_and_reruns_with_the_same_values(args, tm
 
     again = compose([f"+recipe={saved}"])
     assert verlref.flatten(absolutise(run_config(again))) == verlref.flatten(original)
+    from fsdpcfg.check import check_config
+
+    assert _false_findings(check_config(again)) == []  # what `python -m fsdpcfg +recipe=...` checks first
     assert str(again.provenance.source_of("data.train_batch_size")).endswith(
         f"config.yaml:{next(i for i, s in enumerate(original_text.splitlines(), 1) if 'train_batch_size' in s)})")
 
