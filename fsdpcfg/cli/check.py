@@ -43,9 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = ("exit codes:\n" + "\n".join(f"  {k}  {v}" for k, v in EXIT_CODES.items())
                      + "\n\n--format json: {\"exit_code\", \"inputs\": [{\"input\", \"status\", \"counts\", "
                        "\"findings\": [{\"rule\", \"severity\", \"keys\", \"message\", \"fix\", \"file\", "
-                       "\"line\"}]}], \"findings\": [every input's findings, each with its \"input\"]}; a usage "
-                       "error: {\"exit_code\": 2, \"error\": {\"message\", \"fix\"}, \"inputs\": [], \"findings\": []}. "
-                       "See docs/cli.md.")
+                       "\"line\"}]}], \"findings\": [every input's findings, each with its \"input\"]}; a "
+                       "usage error: {\"exit_code\": 2, \"error\": {\"message\", \"key\", \"fix\"}, \"inputs\": [], "
+                       "\"findings\": []}. See docs/cli.md.")
     parser.add_argument("inputs", nargs="*", metavar="INPUT",
                         help="Hydra overrides (+recipe=NAME key=value ...), or YAML files, or verl run scripts")
     parser.add_argument("--format", choices=("human", "json"), default="human",

@@ -4,6 +4,7 @@ again with the same values."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,8 @@ RECIPES = ["qwen_grpo", "arith_grpo", "qwen_sft"]
 CANNOT_INSPECT = {"FC106", "FC400", "FC408"}
 #: the SFT schema does not list verl 0.9.1's whole sft_trainer_engine tree yet (issue 12 item 2, branch keytree);
 #: verl's own keys (model._target_, engine.forward_only ...) are FC150 there. Strict: remove when it does.
-SFT_TREE = pytest.mark.xfail(strict=True, raises=AssertionError, reason="schema/sft.py lacks verl's sft_trainer_engine keys (issue 12.2)")
+SFT_TREE = pytest.mark.xfail(strict=True, raises=AssertionError,
+                             reason="schema/sft.py lacks verl's sft_trainer_engine keys (issue 12.2)")
 
 
 def _false_findings(findings):
@@ -59,14 +61,15 @@ def test_check_of_export_output_still_finds_a_real_mistake(tmp_path: Path, capsy
     out = tmp_path / "out"
     assert main(["export", "--launcher", "verl", "+recipe=qwen_grpo", "-o", str(out)]) == 0
     capsys.readouterr()
-    text = (out / "config.yaml").read_text().replace("ppo_micro_batch_size_per_gpu: 4", "ppo_micro_batch_size_per_gpu: 3")
+    text = (out / "config.yaml").read_text().replace("ppo_micro_batch_size_per_gpu: 4",
+                                                     "ppo_micro_batch_size_per_gpu: 3")
     (out / "config.yaml").write_text(text)
     line = next(i for i, s in enumerate(text.splitlines(), 1) if "ppo_micro_batch_size_per_gpu: 3" in s)
     rc = main(["check", "--format", "json", str(out / "config.yaml")])
-    doc = __import__("json").loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)
     assert rc == 1
-    bad = [f for f in doc["inputs"][0]["findings"] if "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu" in f["keys"]
-           and f["severity"] == "error"]
+    key = "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"
+    bad = [f for f in doc["inputs"][0]["findings"] if key in f["keys"] and f["severity"] == "error"]
     assert bad and bad[0]["file"].endswith("out/config.yaml") and bad[0]["line"] == line, doc
 
 
