@@ -1,5 +1,7 @@
 """Inputs of ``fsdpcfg check`` other than command-line overrides: recipe files, full config files (an
-fsdpcfg or verl dump) and verl run scripts (``python3 -m verl.trainer.main_ppo key=value ...``).
+fsdpcfg or verl dump), verl config files (``defaults: [ppo_trainer, _self_]``), YAML that is no config (skipped,
+FC130; the classification is :mod:`fsdpcfg.compose.config_file`) and verl run scripts
+(``python3 -m verl.trainer.main_ppo key=value ...``).
 
 Each function returns a :class:`Checked`: the findings and, when the config could be built, the composed
 config (for the derived numbers). Nothing here runs the script, imports the user's code, or uses the network.
@@ -39,47 +41,47 @@ class Checked:
 
 
 def is_full_config(data: Any) -> bool:
-    """True for a complete config (a dump of fsdpcfg's or verl's tree), false for a recipe (an overlay
-    with a Hydra ``defaults`` list or a few sections)."""
-    return isinstance(data, dict) and "defaults" not in data and {"actor_rollout_ref", "data", "trainer",
-                                                                  "algorithm"} <= set(data)
+    """True for a complete config (a dump of fsdpcfg's or verl's tree, PPO or SFT layout), false for a recipe
+    (an overlay with a Hydra ``defaults`` list or a few sections); :func:`fsdpcfg.compose.config_file.classify`."""
+    from fsdpcfg.compose.config_file import classify
+
+    return classify(data).kind == "full"
 
 
 def check_yaml_file(path: Path) -> Checked:
-    """Check a recipe (composed as ``+recipe=<stem>`` with its folder as an extra recipe folder) or a full
-    config file (read as it is; a verl dump without an ``fsdpcfg`` section is checked for ``launcher=verl``).
+    """Check one YAML file, as :func:`fsdpcfg.compose.config_file.classify` reads it:
+
+    * a recipe: composed as ``+recipe=<stem>`` with its folder as an extra recipe folder;
+    * a full config (a run folder's ``config.yaml``, a verl dump) or a verl config file (``fsdpcfg export``'s
+      ``config.yaml``: ``defaults: [ppo_trainer, _self_]``): :func:`fsdpcfg.compose.config_file.load`
+      (a file without an ``fsdpcfg`` section is checked for ``launcher=verl``);
+    * not a fsdpcfg or verl config (a workflow, docker-compose, a k8s manifest): the info FC130, nothing else.
 
     Raises:
         UsageError: the file does not exist.
     """
-    from fsdpcfg.compose import compose, load_yaml_config
-    from fsdpcfg.compose.provenance import Source
+    from fsdpcfg.compose import config_file
+    from fsdpcfg.rules.inputs import not_a_config
 
     path = Path(path)
     if not path.is_file():
-        raise UsageError(f"no such file: {path}")
+        raise UsageError(f"no such file: {path}", fix="check the path (a folder: give the YAML files in it)")
     label = str(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data, info = config_file.read(path)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         return Checked(label, [Finding("FC100", "error", [], f"{where}: not valid YAML: "
-                                       f"{str(e).strip().splitlines()[0]}", "fix the YAML syntax")])
+                                       f"{str(e).strip().splitlines()[0]}", "fix the YAML syntax",
+                                       location=(label, mark.line + 1 if mark is not None else None))])
     except (OSError, UnicodeDecodeError) as e:
-        return Checked(label, [Finding("FC100", "error", [], f"{path}: cannot be read: {e}", "check the file")])
-    if data is not None and not isinstance(data, dict):
-        return Checked(label, [Finding("FC100", "error", [], f"{path}: expected a mapping of keys at the top level, "
-                                       f"got {type(data).__name__}", "write key: value pairs")])
+        return Checked(label, [Finding("FC100", "error", [], f"{path}: cannot be read: {e}", "check the file",
+                                       location=(label, None))])
+    if info.kind == "unrelated":
+        return Checked(label, [not_a_config("FC130", label, info.why)])
     try:
-        if is_full_config(data):
-            composed = load_yaml_config(path)
-            if "fsdpcfg" not in data:
-                composed.cfg["fsdpcfg"] = {"launcher": "verl"}
-                composed.provenance.record("fsdpcfg.launcher", Source("file", f"{path} (a verl config: no "
-                                                                      "fsdpcfg section, so launcher=verl)"))
-        else:
-            composed = _compose_recipe_file(path)
+        composed = config_file.load(path) if info.kind in ("full", "verl") else _compose_recipe_file(path)
     except UsageError:
         raise
     except ConfigError as e:
@@ -100,10 +102,10 @@ def _compose_recipe_file(path: Path) -> Any:
 
     folder = path.parent.resolve()
     if path.stem not in available_options("recipe"):
-        return compose([f"+recipe={path.stem}"], extra_recipe_dirs=[folder])
+        return compose([f"+recipe={path}"], extra_recipe_dirs=[folder])
     with tempfile.TemporaryDirectory(prefix="fsdpcfg-check-") as tmp:
-        alias = f"{path.stem}__file"
-        (Path(tmp) / f"{alias}.yaml").symlink_to(path.resolve())
+        alias = Path(tmp) / f"{path.stem}__file.yaml"
+        alias.symlink_to(path.resolve())
         return compose([f"+recipe={alias}"], extra_recipe_dirs=[Path(tmp), folder])
 
 

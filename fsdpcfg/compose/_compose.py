@@ -151,6 +151,12 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
             raise UsageError(f"`{o.input_line}` is a sweep; a single config cannot hold it",
                              fix="run sweeps with `python -m fsdpcfg -m ...`, or give one value")
     extra_dirs = [Path(d) for d in (extra_recipe_dirs or [])]
+    headerless: dict[str, Path] = {}  # a user's recipe (name -> file) without a `# @package` header
+    for o in parsed:
+        own = _recipe_file(o.value(), extra_dirs) if o.key_or_group == "recipe" and isinstance(o.value(), str) \
+            else None
+        if own is not None and own.resolve().parent != paths.recipes_dir().resolve() and _needs_global_package(own):
+            headerless[o.value()] = own
     tmp = None
     search = []
     if extra_dirs:
@@ -161,6 +167,9 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
                 dst = tmp / "recipe" / f.name
                 if not dst.exists():
                     os.symlink(f.resolve(), dst)
+        for name, f in headerless.items():  # a recipe's keys are top-level keys: Hydra's _global_ package
+            (tmp / "recipe" / f"{name}.yaml").unlink(missing_ok=True)
+            (tmp / "recipe" / f"{name}.yaml").write_text("# @package _global_\n" + f.read_text(encoding="utf-8"))
         search = [f"hydra.searchpath=[file://{tmp}]"]
     kind = "ppo"
     for o in parsed:
@@ -201,6 +210,36 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
         prov.add_override(key, text)
     return Composed(cfg=cfg, choices=choices, kind=kind, overrides=overrides, added=added, deleted=deleted,
                     provenance=prov, origin="compose")
+
+
+def _needs_global_package(f: Path) -> bool:
+    """True when the recipe file ``f`` (``+recipe=f``) has no ``# @package`` header: its keys are then composed
+    at the top level (Hydra's ``_global_`` package, from a copy with the header) instead of under ``recipe.``.
+    This is what a run folder's ``config.yaml`` (a full config) and a hand-written overlay need.
+
+    Raises:
+        UsageError: ``f`` is a verl config file (verl composes it, not fsdpcfg) or not a config at all.
+    """
+    from fsdpcfg.compose import config_file
+
+    try:
+        _, info = config_file.read(f)
+    except yaml.YAMLError:
+        return False  # validate_recipe_file has reported it already; Hydra would too
+    if info.kind == "verl":
+        from fsdpcfg import verlref
+
+        entry = verlref.ENTRY_POINTS.get(info.base, "verl.trainer.main_ppo")
+        runner = "torchrun --nproc_per_node=GPUS" if info.tree == "sft" else "python"
+        raise UsageError(f"{f} is a verl config file (its defaults list starts from verl's {info.base}); verl "
+                         "composes it, fsdpcfg does not",
+                         fix=f"check it with `fsdpcfg check {f}`; run it with `{runner} -m {entry} "
+                             f"--config-path={f.resolve().parent} --config-name={f.stem}` (or the run_verl.sh "
+                             "beside it)")
+    if info.kind == "unrelated":
+        raise UsageError(f"{f} is not a fsdpcfg or verl config: {info.why}",
+                         fix="give a recipe file, a recipe name (`fsdpcfg ls`) or a run folder's config.yaml")
+    return not config_file.has_package_header(f.read_text(encoding="utf-8"))
 
 
 def validate_recipe_file(f: Path) -> None:

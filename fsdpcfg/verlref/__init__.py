@@ -59,6 +59,24 @@ def prefixes(config: str = "ppo_trainer") -> frozenset[str]:
     return frozenset(out)
 
 
+def tree(config: str = "ppo_trainer") -> dict[str, Any]:
+    """Return verl's ``config`` as nested dicts, values as written (``${...}`` interpolations and ``???``
+    kept): the tree verl composes before a config file's keys merge on top
+    (:func:`fsdpcfg.compose.config_file.load`).
+
+    Raises:
+        KeyError: ``config`` is not one of :data:`ENTRY_POINTS`.
+    """
+    out: dict[str, Any] = {}
+    for key, v in _load()["configs"][config]["raw"].items():
+        node = out
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = v
+    return out
+
+
 def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     """Flatten nested dicts into ``{dotted key: leaf}``; lists and empty dicts are leaves."""
     if isinstance(tree, dict) and tree:

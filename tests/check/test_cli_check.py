@@ -42,8 +42,9 @@ def test_json_shape_and_exit_codes(run_check):
     assert rc == 1
     assert findings[0] == {"rule": "FC103", "severity": "error", "keys": ["actor_rollout_ref.actor.strategy"],
                            "message": "actor_rollout_ref.actor.strategy: 'fsdp3' is not one of fsdp, fsdp2",
-                           "fix": findings[0]["fix"]}
-    assert all(list(f) == ["rule", "severity", "keys", "message", "fix"] for f in findings)
+                           "fix": findings[0]["fix"], "file": None, "line": None,  # set on the command line
+                           "input": "+recipe=qwen_grpo actor_rollout_ref.actor.strategy=fsdp3"}
+    assert all(list(f) == ["rule", "severity", "keys", "message", "fix", "file", "line", "input"] for f in findings)
 
 
 def test_exact_json_document():
@@ -51,7 +52,11 @@ def test_exact_json_document():
                           "+trainer.nnode=2"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and out.stderr == ""
     doc = json.loads(out.stdout)
-    assert list(doc) == ["findings"] and doc["findings"][0]["rule"] == "FC102"
+    assert list(doc) == ["exit_code", "inputs", "findings"] and doc["exit_code"] == 1
+    assert doc["findings"][0]["rule"] == "FC102"
+    [one] = doc["inputs"]
+    assert one["input"] == "+recipe=qwen_grpo +trainer.nnode=2" and one["status"] == "fails"
+    assert one["counts"]["error"] == sum(f["severity"] == "error" for f in one["findings"]) >= 1
 
 
 @pytest.mark.parametrize("args", [["a=["], ["missing.yaml"], ["x.yaml", "data.train_batch_size=4"],
