@@ -30,6 +30,7 @@ from fsdpcfg.train.metrics import MetricsLogger
 from fsdpcfg.train.model import load_model, load_tokenizer, to_dtype
 from fsdpcfg.train.reward import make_reward_fn, score_responses
 from fsdpcfg.train.rollout.hf import GenerationSettings, HFRollout
+from fsdpcfg.train.validate import Validator, is_validation_step
 from fsdpcfg.errors import ConfigError
 
 
@@ -100,6 +101,12 @@ class Trainer:
         self.loss_cfg = ActorLossConfig.from_actor_cfg(self.actor_cfg)
         self.gen = GenerationSettings.from_rollout_cfg(self.rollout_cfg)
         self.reward_fn = make_reward_fn(cfg["reward"])
+        tr = cfg["trainer"]
+        self.test_freq = int(tr["test_freq"])
+        wants_val = bool(tr["val_before_train"]) or self.test_freq > 0
+        self.validator = Validator(self) if wants_val else None
+        #: ``(step, metrics)`` of each validation pass, in order (the closing summary reads first and last)
+        self.val_history: list[tuple[int, dict[str, float]]] = []
         self.start_step = 0
         if self.resume_from is not None:
             state = ckpt.load_trainer_state(self.resume_from, self.optimizer, self.scheduler)
@@ -162,6 +169,14 @@ class Trainer:
             return sent.base_tensors + sent.adapter_tensors
         mb = float(self.cfg["fsdpcfg"]["update_weights_bucket_megabytes"])
         return self.rollout.update_weights(bucketed(iter_full_params(self.actor), mb))
+
+    def validate(self, step: int) -> dict[str, float]:
+        """Run the validation pass on the actor's current weights (collective; ``fsdpcfg.train.validate``)."""
+        assert self.validator is not None
+        self.sync_weights()  # the replica gets the weights the step just trained, as verl's rollout does
+        metrics = self.validator.run()
+        self.val_history.append((step, metrics))
+        return metrics
 
     def step(self, step: int) -> dict[str, float]:
         """Run training step ``step`` (1-based) and return its global metrics (identical on all ranks)."""
@@ -267,8 +282,12 @@ class Trainer:
                 logger.message("fsdpcfg: trainer.total_training_steps already reached; nothing to do "
                                "(raise it, or trainer.resume_mode=disable to start over)")
         try:
+            if self.validator is not None and self.cfg["trainer"]["val_before_train"]:
+                logger.log(self.start_step, self.validate(self.start_step), advance=False)
             for step in range(self.start_step + 1, self.total_steps + 1):
                 metrics = self.step(step)
+                if self.validator is not None and is_validation_step(step, self.total_steps, self.test_freq):
+                    metrics.update(self.validate(step))
                 logger.log(step, metrics)
                 if (save_freq > 0 and step % save_freq == 0) or step == self.total_steps:
                     self.save(step)

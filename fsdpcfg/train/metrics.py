@@ -59,8 +59,9 @@ class MetricsLogger:
         self._bar = tqdm(total=total_steps, initial=start_step, desc=desc, unit="step", dynamic_ncols=True,
                          file=sys.stderr, leave=True)
 
-    def log(self, step: int, metrics: dict[str, Any]) -> None:
-        """Record ``metrics`` of training step ``step`` (1-based) everywhere that is switched on."""
+    def log(self, step: int, metrics: dict[str, Any], *, advance: bool = True) -> None:
+        """Record ``metrics`` of training step ``step`` (1-based; 0 for a validation before training) everywhere
+        that is switched on; ``advance=False`` leaves the progress bar where it is (no step was trained)."""
         if not self.enabled:
             return
         clean = {k: (float(v) if isinstance(v, (int, float)) else v) for k, v in metrics.items()}
@@ -74,8 +75,11 @@ class MetricsLogger:
         if self._bar is not None:
             shown = {label: f"{clean[k]:.4g}" for k, label in self.bar_keys.items() if k in clean}
             self._bar.set_postfix(shown, refresh=False)
-            self._bar.update(1)
-            self._bar.write(f"step {step}: " + " ".join(f"{k}={clean[k]:.4g}" for k in self.line_keys if k in clean))
+            if advance:
+                self._bar.update(1)
+            line = [f"{k}={clean[k]:.4g}" for k in self.line_keys if k in clean]
+            line += [f"{k}={v:.4g}" for k, v in clean.items() if k.startswith("val-core/") and isinstance(v, float)]
+            self._bar.write(f"step {step}: " + " ".join(line))
 
     def message(self, text: str) -> None:
         """Print one line above the progress bar (rank 0 only)."""
