@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+import resource
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
+
+import torch
 
 #: the metrics shown on the progress bar, in order, with short labels.
 BAR_KEYS = {"critic/rewards/mean": "reward", "actor/pg_loss": "pg", "actor/kl_loss": "kl",
@@ -24,6 +29,66 @@ def mean_over(values: list[dict[str, float]]) -> dict[str, float]:
         for k, v in d.items():
             sums.setdefault(k, []).append(float(v))
     return {k: sum(v) / len(v) for k, v in sums.items()}
+
+
+@contextmanager
+def timed(name: str, timing: dict[str, float]) -> Iterator[None]:
+    """Add the wall time of the ``with`` body, in seconds, to ``timing[name]`` (verl's ``marked_timer``)."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        timing[name] = timing.get(name, 0.0) + time.perf_counter() - t0
+
+
+def masked_aggregate(values: torch.Tensor, mask: torch.Tensor, loss_agg_mode: str, device: torch.device) -> float:
+    """A ``[b, R]`` per-token quantity (entropy) of this rank aggregated over every rank's tokens with
+    ``loss_agg_mode``, as verl aggregates ``actor/entropy`` over the whole batch (collective).
+
+    Raises:
+        ValueError: an unknown ``loss_agg_mode`` (from :func:`fsdpcfg.train.algorithm.losses.agg_loss`).
+    """
+    import torch.distributed as dist
+
+    from fsdpcfg.train.algorithm.losses import agg_loss
+
+    world = dist.get_world_size()
+    totals = torch.tensor([float(mask.sum()), float((mask.sum(-1) > 0).sum())], dtype=torch.float64, device=device)
+    dist.all_reduce(totals)
+    part = agg_loss(values.float(), mask.float(), loss_agg_mode, dp_size=world, batch_num_tokens=float(totals[0]),
+                    global_batch_size=float(totals[1]))
+    t = torch.tensor([float(part)], dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return float(t.item()) / world
+
+
+def memory_metrics(device: torch.device) -> dict[str, float]:
+    """Peak memory over the ranks, in GiB (collective): on a GPU verl's ``perf/max_memory_allocated_gb`` and
+    ``perf/max_memory_reserved_gb`` (``torch.cuda``); everywhere the process's peak resident set
+    ``perf/max_rss_gb`` (``getrusage``) and verl's ``perf/cpu_memory_used_gb`` (the machine's used memory)."""
+    import torch.distributed as dist
+
+    gib = 1024 ** 3
+    vals = {"perf/max_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / gib}
+    if device.type == "cuda":
+        vals["perf/max_memory_allocated_gb"] = torch.cuda.max_memory_allocated(device) / gib
+        vals["perf/max_memory_reserved_gb"] = torch.cuda.max_memory_reserved(device) / gib
+    keys = sorted(vals)
+    t = torch.tensor([vals[k] for k in keys], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    out = dict(zip(keys, t.tolist()))
+    out["perf/cpu_memory_used_gb"] = _used_memory_gib()
+    return out
+
+
+def _used_memory_gib() -> float:
+    """The machine's used memory (``MemTotal - MemAvailable`` of ``/proc/meminfo``), as psutil reports it."""
+    try:
+        info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
+        kib = int(info["MemTotal"].split()[0]) - int(info["MemAvailable"].split()[0])
+        return kib / 1024 ** 2
+    except (OSError, KeyError, ValueError):
+        return float("nan")
 
 
 class MetricsLogger:
