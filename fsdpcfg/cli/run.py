@@ -221,7 +221,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.multirun:
         composed, cfg, plan = prepare(args.overrides)
-        return _launch(composed, cfg, plan, args.dry_run)
+        rc = _launch(composed, cfg, plan, args.dry_run)
+        if rc == 0 and plan is not None and not args.dry_run:
+            from fsdpcfg.runinfo.summary import closing_summary
+
+            _echo(closing_summary(cfg, args.overrides))
+        return rc
     from fsdpcfg.sweep import run_sweep
 
     return run_sweep(args.overrides, only_valid=args.only_valid, dry_run=args.dry_run, echo=_echo)

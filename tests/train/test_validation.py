@@ -58,3 +58,8 @@ def test_validation_at_steps_0_2_4_on_two_ranks(tiny_model_path, tmp_path):
         if key in r:
             assert 0.0 <= r[key] <= 1.0 and r["timing_s/testing"] > 0
     assert f"{key}=" in proc.stderr + proc.stdout  # on the step's console line
+    # the closing summary: validation first -> last, where the files are, how to continue
+    assert "run finished: 4 step(s)" in proc.stdout
+    assert f"validation   {key} " in proc.stdout and "(step 0) -> " in proc.stdout and "(step 4)" in proc.stdout
+    assert f"tensorboard --logdir {run_dir / 'tensorboard'}" in proc.stdout
+    assert "trainer.total_training_steps=8" in proc.stdout
