@@ -1,5 +1,6 @@
-"""Per-step metrics of the native loop, in verl's metric names: to the console under a progress bar (rank 0),
-to ``<run_dir>/metrics.jsonl`` and to TensorBoard (``<run_dir>/tensorboard``), as ``fsdpcfg.metrics`` selects."""
+"""Per-step metrics of the native loop, in verl's metric names: always to ``<run_dir>/metrics.jsonl``, and to the
+sinks ``trainer.logger`` selects (console progress bar, TensorBoard, verl's file layout, wandb, MLflow:
+:mod:`fsdpcfg.train.trackers`); plus the step's timing, entropy and memory helpers."""
 
 from __future__ import annotations
 
@@ -94,49 +95,66 @@ def _used_memory_gib() -> float:
 class MetricsLogger:
     """Writes each step's metrics; only rank 0 creates one (``enabled=False`` elsewhere does nothing).
 
+    ``<run_dir>/metrics.jsonl`` (``{"step": N, metric: value, ...}`` per line) is always written; the sinks of
+    ``loggers`` (``trainer.logger``: console, tensorboard, file, wandb, mlflow) as
+    :mod:`fsdpcfg.train.trackers` describes.
+
     Args:
         run_dir: the run folder (``fsdpcfg.run_dir``).
         total_steps: for the progress bar; start_step: the step already done (resume).
-        jsonl, tensorboard: the ``fsdpcfg.metrics`` switches.
+        loggers: ``trainer.logger``; project, experiment: ``trainer.project_name`` / ``experiment_name``;
+            config: the resolved config (wandb's config, MLflow's params).
         desc, bar_keys, line_keys: the progress bar's label, its metrics ({key: label}) and the metrics of each
             step's console line (default: GRPO's :data:`BAR_KEYS` and :data:`LINE_KEYS`).
     """
 
-    def __init__(self, run_dir: str | Path, total_steps: int, start_step: int = 0, *, jsonl: bool = True,
-                 tensorboard: bool = True, enabled: bool = True, desc: str = "GRPO",
-                 bar_keys: dict[str, str] | None = None, line_keys: tuple[str, ...] | None = None) -> None:
+    def __init__(self, run_dir: str | Path, total_steps: int, start_step: int = 0, *,
+                 loggers: list[str] | tuple[str, ...] = ("console",), project: str = "fsdpcfg",
+                 experiment: str = "run", config: dict[str, Any] | None = None, enabled: bool = True,
+                 desc: str = "GRPO", bar_keys: dict[str, str] | None = None,
+                 line_keys: tuple[str, ...] | None = None) -> None:
+        from fsdpcfg.train.trackers import open_sinks
+
         self.enabled = enabled
         self.bar_keys = BAR_KEYS if bar_keys is None else bar_keys
         self.line_keys = LINE_KEYS if line_keys is None else line_keys
-        self._jsonl = self._tb = self._bar = None
+        self._jsonl = self._bar = None
+        self.sinks: list[Any] = []
         if not enabled:
             return
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        if jsonl:
-            self._jsonl = open(run_dir / "metrics.jsonl", "a", buffering=1)
-        if tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
+        self._jsonl = open(run_dir / "metrics.jsonl", "a", buffering=1)
+        self.sinks = open_sinks(list(loggers), run_dir, project, experiment, config or {})
+        if "console" in loggers:
+            from tqdm import tqdm
 
-            self._tb = SummaryWriter(log_dir=str(run_dir / "tensorboard"))
-        from tqdm import tqdm
+            self._bar = tqdm(total=total_steps, initial=start_step, desc=desc, unit="step", dynamic_ncols=True,
+                             file=sys.stderr, leave=True)
 
-        self._bar = tqdm(total=total_steps, initial=start_step, desc=desc, unit="step", dynamic_ncols=True,
-                         file=sys.stderr, leave=True)
+    @classmethod
+    def for_run(cls, cfg: dict[str, Any], total_steps: int, start_step: int, *, enabled: bool,
+                **display: Any) -> "MetricsLogger":
+        """The logger a run's resolved config asks for (``trainer.logger``, names, run folder); ``display``: the
+        progress bar's ``desc``, ``bar_keys``, ``line_keys``."""
+        tr = cfg["trainer"]
+        loggers = tr["logger"] if isinstance(tr["logger"], list) else [tr["logger"]]
+        return cls(cfg["fsdpcfg"]["run_dir"], total_steps, start_step, loggers=loggers, project=tr["project_name"],
+                   experiment=tr["experiment_name"], config=cfg, enabled=enabled, **display)
 
     def log(self, step: int, metrics: dict[str, Any], *, advance: bool = True) -> None:
         """Record ``metrics`` of training step ``step`` (1-based; 0 for a validation before training) everywhere
         that is switched on; ``advance=False`` leaves the progress bar where it is (no step was trained)."""
+        from fsdpcfg.train.trackers import finite
+
         if not self.enabled:
             return
         clean = {k: (float(v) if isinstance(v, (int, float)) else v) for k, v in metrics.items()}
         if self._jsonl is not None:
             self._jsonl.write(json.dumps({"step": step, **clean}) + "\n")
-        if self._tb is not None:
-            for k, v in clean.items():
-                if isinstance(v, float) and math.isfinite(v):
-                    self._tb.add_scalar(k, v, step)
-            self._tb.flush()
+        plot = finite(clean)
+        for sink in self.sinks:
+            sink.log(step, plot)
         if self._bar is not None:
             shown = {label: f"{clean[k]:.4g}" for k, label in self.bar_keys.items() if k in clean}
             self._bar.set_postfix(shown, refresh=False)
@@ -147,9 +165,11 @@ class MetricsLogger:
             self._bar.write(f"step {step}: " + " ".join(line))
 
     def message(self, text: str) -> None:
-        """Print one line above the progress bar (rank 0 only)."""
+        """Print one line above the progress bar (rank 0 only; printed plainly without ``console``)."""
         if self._bar is not None:
             self._bar.write(text)
+        elif self.enabled:
+            print(text, file=sys.stderr, flush=True)
 
     def close(self) -> None:
         """Flush and close the sinks."""
@@ -157,5 +177,5 @@ class MetricsLogger:
             self._bar.close()
         if self._jsonl is not None:
             self._jsonl.close()
-        if self._tb is not None:
-            self._tb.close()
+        for sink in self.sinks:
+            sink.close()

@@ -189,5 +189,7 @@ def test_validation_runs_under_both_launchers_and_needs_val_files():
         assert not [f for f in fs if f.rule in ("FC802", "FC803", "FC409")], launcher
     fs = check_overrides(BASE + ["trainer.test_freq=5", "data.val_files=null"])
     (f,) = [f for f in fs if f.rule == "FC409"]
-    assert f.severity == "error" and f.keys == ["data.val_files", "trainer.test_freq"]
-    assert "trainer.test_freq=5 asks for validation" in f.message and "trainer.test_freq=-1" in f.fix
+    # qwen_grpo validates before training too
+    assert f.severity == "error" and f.keys == ["data.val_files", "trainer.val_before_train", "trainer.test_freq"]
+    assert "trainer.val_before_train=True and trainer.test_freq=5 asks for validation" in f.message
+    assert "trainer.test_freq=-1" in f.fix
