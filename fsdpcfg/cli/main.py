@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "explain": "explain a config key or a rule ID",
     "doctor": "validate a model for training and rollout, cheapest stage first",
     "assets": "build the offline assets (tiny models) the offline recipes use",
+    "preview": "the first data rows as the model sees them: chat template, token counts, reward of a correct answer",
 }
 
 
@@ -40,6 +41,15 @@ def main(argv: list[str] | None = None) -> int:
     elif argv and argv[0] in ("-h", "--help"):
         print(_usage())
         return 0
+    elif argv and _looks_like_command(argv[0]):
+        # a bare word is never a Hydra override (those hold `=` or start with + ~): a mistyped subcommand
+        from fsdpcfg.errors import did_you_mean
+
+        close = did_you_mean(argv[0], COMMANDS)
+        hint = f"did you mean `fsdpcfg {close[0]}`? " if close else ""
+        print(f"fsdpcfg: error: unknown command `{argv[0]}`\n  -> {hint}commands: {', '.join(COMMANDS)}",
+              file=sys.stderr)
+        return 2
     from fsdpcfg.errors import ConfigError
 
     try:
@@ -65,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fsdpcfg: interrupted", file=sys.stderr)
         return 130
+
+
+def _looks_like_command(word: str) -> bool:
+    """True for a bare word such as ``chek`` (no ``=``, ``+``, ``~``, ``-``, ``/``, ``.``): not an override."""
+    return word.replace("_", "").replace("-", "").isalnum() and not word.startswith("-")
 
 
 def _usage() -> str:

@@ -89,6 +89,8 @@ class Composed:
         provenance: where each value came from.
         origin: ``"compose"`` (Hydra tree) or ``"file"`` (a full config file read as it is).
         kind: ``"ppo"`` (verl's ppo_trainer layout) or ``"sft"`` (sft_trainer_engine layout).
+        hydra_cfg: Hydra's own ``hydra`` node of the composition (``--cfg hydra``), unresolved; ``None`` for a
+            config read from a file.
     """
 
     cfg: DictConfig
@@ -99,6 +101,7 @@ class Composed:
     deleted: list[str] = field(default_factory=list)
     provenance: Provenance = field(default_factory=Provenance)
     origin: str = "compose"
+    hydra_cfg: DictConfig | None = None
 
     def to_container(self, resolve: bool = True) -> dict[str, Any]:
         """Return the config as plain dicts and lists (interpolations resolved unless ``resolve=False``).
@@ -181,6 +184,7 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     choices = {k: v for k, v in (cfg.hydra.runtime.choices or {}).items() if not k.startswith("hydra/") and v}
+    hydra_cfg = cfg.hydra
     with open_dict(cfg):
         del cfg["hydra"]
     OmegaConf.set_struct(cfg, False)
@@ -209,7 +213,7 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
             added.append(key)
         prov.add_override(key, text)
     return Composed(cfg=cfg, choices=choices, kind=kind, overrides=overrides, added=added, deleted=deleted,
-                    provenance=prov, origin="compose")
+                    provenance=prov, origin="compose", hydra_cfg=hydra_cfg)
 
 
 def _needs_global_package(f: Path) -> bool:

@@ -99,6 +99,29 @@ def native_unsupported_value(ctx: "Context") -> Iterator["Finding"]:
                               f"use launcher=verl to run {_text(value)}, or set {key}={_text(allowed[0])}")
 
 
+LOGGER = "trainer.logger"
+
+
+@rule("FC804", "every trainer.logger sink is one the launcher writes", keys=(LOGGER, LAUNCHER),
+      example=("+recipe=qwen_grpo", "trainer.logger=[console,swanlab]"), kinds=("ppo", "sft"))
+def logger_sinks(ctx: "Context") -> Iterator["Finding"]:
+    """Under ``fsdpcfg.launcher=native``: the native loop writes ``console``, ``tensorboard``, ``file``,
+    ``wandb`` and ``mlflow`` (``fsdpcfg/train/trackers.py``, declared as ``NATIVE_SINKS``); any other sink verl
+    supports (``swanlab``, ``vemlp_wandb``, ``clearml``, ``trackio``, ``rl_insight``) would silently write
+    nothing. Source: verl 0.9.1 ``verl/utils/tracking.py`` ``Tracking.supported_backend``."""
+    if ctx.launcher != "native":
+        return
+    from fsdpcfg.schema.trainer import NATIVE_SINKS
+
+    value = ctx.get(LOGGER)
+    loggers = value if isinstance(value, list) else [value]
+    other = [x for x in loggers if isinstance(x, str) and x not in NATIVE_SINKS]
+    if other:
+        yield ctx.finding("FC804", [LOGGER, LAUNCHER], f"{LOGGER}: {', '.join(other)} is not written by the native "
+                          f"loop (it writes {', '.join(NATIVE_SINKS)})",
+                          f"use launcher=verl for {', '.join(other)}, or choose from {', '.join(NATIVE_SINKS)}")
+
+
 def _text(v: Any) -> str:
     if isinstance(v, bool):
         return str(v).lower()

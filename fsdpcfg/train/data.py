@@ -116,6 +116,10 @@ class PromptDataset:
     def __len__(self) -> int:
         return len(self.rows)
 
+    def prompt_ids(self, i: int) -> list[int]:
+        """Prompt token ids of row ``i`` after the chat template, before ``data.truncation`` (``fsdpcfg preview``)."""
+        return self._raw_ids(i)
+
     def _raw_ids(self, i: int) -> list[int]:
         prompt = self.rows[i][self.prompt_key]
         if isinstance(prompt, str):

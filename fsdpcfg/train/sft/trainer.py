@@ -189,10 +189,8 @@ class SFTTrainer:
 
     def fit(self) -> None:
         """Run the remaining steps, logging each, checkpointing every ``trainer.save_freq`` steps and at the end."""
-        fc = self.cfg["fsdpcfg"]
-        logger = MetricsLogger(fc["run_dir"], self.total_steps, self.start_step, jsonl=bool(fc["metrics"]["jsonl"]),
-                               tensorboard=bool(fc["metrics"]["tensorboard"]), enabled=self.rank == 0, desc="SFT",
-                               bar_keys=BAR_KEYS, line_keys=LINE_KEYS)
+        logger = MetricsLogger.for_run(self.cfg, self.total_steps, self.start_step, enabled=self.rank == 0, desc="SFT",
+                                        bar_keys=BAR_KEYS, line_keys=LINE_KEYS)
         save_freq = int(self.cfg["trainer"]["save_freq"])
         if self.resume_from is not None:
             logger.message(f"fsdpcfg: resumed from {self.resume_from} (step {self.start_step} of {self.total_steps})")
@@ -212,11 +210,11 @@ def main(config_path: str) -> int:
     path = Path(config_path)
     cfg = yaml.safe_load(path.read_text())
     trainer = SFTTrainer(cfg)
-    try:
-        if trainer.rank == 0:
-            save_resolved_config(cfg, path)
-        trainer.fit()
-    finally:
-        dist.barrier()
-        dist.destroy_process_group()
+    if trainer.rank == 0:
+        save_resolved_config(cfg, path)
+    trainer.fit()
+    # no barrier on the way out of an exception: the other ranks may be inside a collective, and torchrun stops
+    # them when this rank exits non-zero (a barrier there would hang every rank)
+    dist.barrier()
+    dist.destroy_process_group()
     return 0
