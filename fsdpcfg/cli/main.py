@@ -40,6 +40,16 @@ def main(argv: list[str] | None = None) -> int:
     elif argv and argv[0] in ("-h", "--help"):
         print(_usage())
         return 0
+    from fsdpcfg.runinfo.redact import filter_streams
+
+    restore = filter_streams()  # no line fsdpcfg prints holds a secret's value (fsdpcfg.runinfo.redact)
+    try:
+        return _dispatch(name, argv)
+    finally:
+        restore()
+
+
+def _dispatch(name: str, argv: list[str]) -> int:
     from fsdpcfg.errors import ConfigError
 
     try:

@@ -21,6 +21,7 @@ from fsdpcfg.doctor.boundaries import CONFIG, ROLLOUT, STATE, Failure, failure_f
 from fsdpcfg.doctor.report import FAIL, Report, StageResult
 from fsdpcfg.doctor.smoke import WORLD, Variant
 from fsdpcfg.errors import ConfigError, UsageError
+from fsdpcfg.runinfo.redact import write_private
 
 _DEFAULT_BOUNDARY = {3: STATE, 4: STATE, 5: ROLLOUT}
 ENGINES = ("fsdp", "fsdp2")
@@ -129,7 +130,7 @@ def _launch(spec: dict, work: Path, timeout: float, say: Callable[[str], None]) 
     import os
 
     spec_file = work / "spec.json"
-    spec_file.write_text(json.dumps(spec))
+    write_private(spec_file, json.dumps(spec))
     for f in work.glob("rank*.jsonl"):
         f.unlink()
     out_file = work / "torchrun.log"

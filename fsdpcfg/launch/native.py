@@ -60,19 +60,12 @@ def ensure_assets(cfg: dict[str, Any], echo: Callable[[str], None] = print) -> l
 def write_run_config(cfg: dict[str, Any]) -> Path:
     """Write ``cfg`` to ``<fsdpcfg.run_dir>/config.yaml`` atomically (temp file, fsync, rename); return the path.
     Secrets are never written: see :func:`fsdpcfg.runinfo.redact`."""
-    from fsdpcfg.runinfo.redact import redact
+    from fsdpcfg.runinfo.redact import redact, write_private
 
     cfg = redact(cfg)
     run_dir = Path(cfg["fsdpcfg"]["run_dir"]).expanduser()
     run_dir.mkdir(parents=True, exist_ok=True)
-    target = run_dir / "config.yaml"
-    tmp = run_dir / f".config.yaml.tmp-{os.getpid()}"
-    with open(tmp, "w") as fh:
-        yaml.safe_dump(cfg, fh, sort_keys=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
-    return target
+    return write_private(run_dir / "config.yaml", yaml.safe_dump(cfg, sort_keys=False))
 
 
 def absolutise(cfg: dict[str, Any]) -> dict[str, Any]:

@@ -85,15 +85,20 @@ class VerlInvocation:
         return self.config_dir / CONFIG_FILE
 
     def write(self) -> Path:
-        """Write the YAML into :attr:`config_dir` (created if needed) and return its path."""
+        """Write the YAML into :attr:`config_dir` (created if needed, atomically, secrets as references:
+        :func:`fsdpcfg.runinfo.redact.write_private`) and return its path."""
+        from fsdpcfg.runinfo.redact import write_private
+
         self.config_dir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(self.yaml_text)
-        return self.config_path
+        return write_private(self.config_path, self.yaml_text)
 
     def command_line(self) -> str:
-        """The exact command as one shell line, ``env`` assignments first."""
-        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
-        return (prefix + " " if prefix else "") + shlex.join(self.argv)
+        """The exact command as one shell line, ``env`` assignments first; a secret is shown as the variable it
+        comes from (``WANDB_API_KEY="${MYKEY}"``, :func:`fsdpcfg.runinfo.redact.shell_value`), never its value."""
+        from fsdpcfg.runinfo.redact import scrub_text, shell_value
+
+        prefix = " ".join(f"{k}={shell_value(k, v)}" for k, v in self.env.items())
+        return (prefix + " " if prefix else "") + scrub_text(shlex.join(self.argv))
 
 
 def verl_config_name(kind: str) -> str:
@@ -268,10 +273,13 @@ def build_verl_invocation(composed: Any, config_dir: str | Path | None = None, *
         run_dir = (composed.to_container(resolve=True).get("fsdpcfg") or {}).get("run_dir") or "runs/verl"
         config_dir = Path(run_dir) / "verl"
     config_dir = Path(config_dir).absolute()
+    from fsdpcfg.runinfo.redact import scrub, scrub_text
+
+    tree = scrub(tree)  # a secret verl reads (runtime_env.env_vars) becomes ${oc.env:NAME}: verl resolves it
     notes = _notes(tree, config)
     doc = {"defaults": [config, "_self_"], "hydra": {"searchpath": [VERL_SEARCHPATH]}, **tree}
-    text = _header(config, entry, composed, notes) + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False,
-                                                                    width=120)
+    text = scrub_text(_header(config, entry, composed, notes) + yaml.safe_dump(doc, sort_keys=False,
+                                                                               default_flow_style=False, width=120))
     cfg_args = [f"--config-path={config_dir}", f"--config-name={Path(CONFIG_FILE).stem}"]
     py = python or "python3"
     if kind == "ppo":

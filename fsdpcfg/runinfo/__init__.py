@@ -25,20 +25,18 @@ import yaml
 
 from fsdpcfg.runinfo._collect import git_info, hardware, package_versions
 from fsdpcfg.runinfo.audit import AUDIT_FILE, audit_startup, check_audit_file, compare_audit, expected_audit
-from fsdpcfg.runinfo.redact import REDACTED, contains_secret, redact
+from fsdpcfg.runinfo.redact import REDACTED, contains_secret, redact, scrub_text, write_private
 
 __all__ = ["AUDIT_FILE", "OVERRIDES_FILE", "REDACTED", "RUN_INFO_FILE", "audit_startup", "check_audit_file",
            "compare_audit", "contains_secret", "expected_audit", "git_info", "hardware", "package_versions",
-           "redact", "redact_overrides", "run_config", "write_run_info"]
+           "redact", "redact_overrides", "run_config", "scrub_text", "write_private", "write_run_info"]
 
 RUN_INFO_FILE = "run_info.json"
 OVERRIDES_FILE = "overrides.yaml"
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_private(path, text)
 
 
 def redact_overrides(overrides: list[str]) -> list[str]:
@@ -51,7 +49,7 @@ def redact_overrides(overrides: list[str]) -> list[str]:
         key, sep, value = o.partition("=")
         if sep and is_secret_key(key.lstrip("+~")) and value and not env_reference(value):
             o = f"{key}={REDACTED}"
-        out.append(o)
+        out.append(scrub_text(o))
     return out
 
 

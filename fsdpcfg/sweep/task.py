@@ -151,7 +151,7 @@ def run_point(job_cfg: Any, *, expected: dict[str, dict[str, Any]], ckpt_group: 
         result["error"] = f"{type(e).__name__}: {e} (traceback in {run_dir / LOG_FILE})"
     result["ended"] = time.time()
     result["wall_s"] = round(result["ended"] - started, 2)
-    tmp = run_dir / f".{RESULT_FILE}.tmp"
-    tmp.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    os.replace(tmp, run_dir / RESULT_FILE)
+    from fsdpcfg.runinfo.redact import write_private
+
+    write_private(run_dir / RESULT_FILE, json.dumps(result, indent=2, default=str) + "\n")
     return result

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fsdpcfg.runinfo.redact import scrub_text
+
 #: the metrics shown on the progress bar, in order, with short labels.
 BAR_KEYS = {"critic/rewards/mean": "reward", "actor/pg_loss": "pg", "actor/kl_loss": "kl",
             "actor/grad_norm": "gnorm", "response_length/mean": "len", "timing_s/step": "s/step"}
@@ -65,7 +67,7 @@ class MetricsLogger:
             return
         clean = {k: (float(v) if isinstance(v, (int, float)) else v) for k, v in metrics.items()}
         if self._jsonl is not None:
-            self._jsonl.write(json.dumps({"step": step, **clean}) + "\n")
+            self._jsonl.write(scrub_text(json.dumps({"step": step, **clean})) + "\n")
         if self._tb is not None:
             for k, v in clean.items():
                 if isinstance(v, float) and math.isfinite(v):
