@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(name: str, argv: list[str]) -> int:
-    from fsdpcfg.errors import ConfigError
+    from fsdpcfg.errors import ConfigError, Interrupted
 
     try:
         module = importlib.import_module(f"fsdpcfg.cli.{name}")
@@ -72,6 +72,9 @@ def _dispatch(name: str, argv: list[str]) -> int:
         where = f" {e.filename}" if getattr(e, "filename", None) else ""
         print(f"fsdpcfg: error: cannot use{where}: {e.strerror or e}", file=sys.stderr)
         return 1
+    except Interrupted as e:  # a signal stopped the run; torchrun and its ranks are gone
+        print(f"fsdpcfg: {e}", file=sys.stderr)
+        return e.exit_code
     except KeyboardInterrupt:
         print("fsdpcfg: interrupted", file=sys.stderr)
         return 130

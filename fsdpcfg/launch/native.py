@@ -11,7 +11,6 @@ written by rank 0 to ``<run_dir>/error.txt`` and reported here without a traceba
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -118,7 +117,11 @@ def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: boo
                   echo: Callable[[str], None] = print) -> int:
     """Start the native loop on the resolved config ``cfg`` and return torchrun's exit code (0 for a dry run).
 
+    torchrun runs under :func:`fsdpcfg.launch._signals.run_forwarding`: a SIGINT/SIGTERM/SIGHUP here stops it
+    and its ranks, and the ranks die with this process whatever kills it.
+
     Raises:
+        Interrupted: a signal stopped the run (exit code ``128 + signal``).
         ConfigError: the plan cannot be made (batch sizes), an asset cannot be built, or a worker reported a
             config mistake while starting (read from ``<run_dir>/error.txt``).
     """
@@ -144,7 +147,10 @@ def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: boo
     err = config_path.parent / ERROR_FILE
     err.unlink(missing_ok=True)
     sys.stdout.flush()
-    rc = subprocess.call(cmd, env={**os.environ, "FSDPCFG_ERROR_FILE": str(err)})
+    from fsdpcfg.launch._signals import run_forwarding
+
+    # SIGINT/SIGTERM/SIGHUP are forwarded and waited for; torchrun and the ranks die with this process
+    rc = run_forwarding(cmd, {**os.environ, "FSDPCFG_ERROR_FILE": str(err)}, say=echo)
     if err.is_file():
         text = err.read_text().strip()
         raise ConfigError(text)

@@ -23,7 +23,10 @@ def run_rank(module: str, argv: list[str], prog: str) -> int:
         print(f"usage: {prog} CONFIG.yaml (started by torchrun; use `python -m fsdpcfg`)", file=sys.stderr)
         return 2
     from fsdpcfg.errors import ConfigError
+    from fsdpcfg.launch._signals import die_with_parent
     from fsdpcfg.runinfo.redact import filter_streams, write_private
+
+    die_with_parent()  # torchrun starts ranks in their own sessions: they die with torchrun, whatever kills it
 
     filter_streams()  # this rank's own output holds no secret either (fsdpcfg.runinfo.redact)
     _register_secrets(argv[0])
