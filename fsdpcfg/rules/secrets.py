@@ -76,8 +76,8 @@ def is_secret_key(key: str) -> bool:
     leaf = key.rsplit(".", 1)[-1]
     if _VOCAB_TOKEN.search(leaf):
         return False
-    if (any(m in f".{key}" for m in _ENV_MAPPINGS) or leaf.isupper()) and is_secret_name(leaf):
-        return True
+    if any(m in f".{key}" for m in _ENV_MAPPINGS) or leaf.isupper():
+        return is_secret_name(leaf)
     return bool(_SECRET_LEAF.search(leaf))
 
 
@@ -136,7 +136,9 @@ def literal_secret(ctx: Context) -> Iterable[Finding]:
     """
     raw = OmegaConf.to_container(ctx.composed.cfg, resolve=False)
     for key, value in literal_secrets(raw).items():
-        name = re.sub(r"[^A-Z0-9_]", "_", key.rsplit(".", 1)[-1].upper())
+        parts = key.split(".")
+        leaf = parts[-1] if is_secret_key(key) or len(parts) < 2 else "_".join(parts[-2:])  # model.path: MODEL_PATH
+        name = re.sub(r"[^A-Z0-9_]", "_", leaf.upper())
         where = ctx.source(key).replace(value, "<secret>")  # a command-line source quotes the override
         url = URL_USERINFO.search(value)
         if url and not url.group("pw").startswith("$"):
