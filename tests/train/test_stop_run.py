@@ -1,7 +1,9 @@
 """Stopping the launcher stops training (issue 14 item 2): a real native run (torchrun, two ranks) is stopped
 after its first step by SIGTERM to ``python -m fsdpcfg``, SIGKILL to its process group, SIGKILL to it alone, or
 SIGKILL to torchrun alone; within 10 s no process of the tree (launcher, torchrun, both ranks, by their recorded
-PIDs) is left and no checkpoint file is written afterwards. A two-point sweep interrupted with SIGINT during its
+PIDs) is left and no checkpoint file is written afterwards. The runs carry a secret
+(``+fsdpcfg.env.WANDB_API_KEY=${oc.env:MYKEY}``): no file of the run folder, the checkpoints or the output holds
+its value (issue 14 item 1, on the ranks' own writers: metrics, start-up audit, checkpoints). A two-point sweep interrupted with SIGINT during its
 first point never starts the second, exits 130 and says so in its summary."""
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import json
 import os
 import signal
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -50,8 +53,16 @@ def _tree(proc) -> tuple[int, list[int]]:
     return torchrun[0], pids
 
 
+SECRET = "Zq" + uuid.uuid4().hex[:20]
+
+
+def _no_secret(folder: Path) -> None:
+    hits = [str(p) for p in folder.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert not hits, hits
+
+
 def _run_args(tmp_path: Path) -> list[str]:
-    return ["+recipe=arith_grpo", f"fsdpcfg.run_dir={tmp_path / 'run'}", f"trainer.default_local_dir={tmp_path / 'ckpt'}",
+    return ["+recipe=arith_grpo", "+fsdpcfg.env.WANDB_API_KEY=${oc.env:MYKEY}", f"fsdpcfg.run_dir={tmp_path / 'run'}", f"trainer.default_local_dir={tmp_path / 'ckpt'}",
             "trainer.total_training_steps=50", "trainer.save_freq=1", "fsdpcfg.metrics.tensorboard=false"]
 
 
@@ -61,7 +72,7 @@ def _run_args(tmp_path: Path) -> list[str]:
 def test_stopping_the_launcher_stops_torchrun_and_the_ranks(how, tiny_model, tmp_path):
     tiny_model("tiny-qwen2-arith")
     log = tmp_path / "run.log"
-    proc = start(_run_args(tmp_path), log)
+    proc = start(_run_args(tmp_path), log, env={"MYKEY": SECRET})
     try:
         wait_for_line(log, "step 1:", proc, timeout=300)
         torchrun, pids = _tree(proc)
@@ -100,6 +111,9 @@ def test_stopping_the_launcher_stops_torchrun_and_the_ranks(how, tiny_model, tmp
         assert rc == -signal.SIGKILL
     steps = [json.loads(line)["step"] for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert 1 <= max(steps) < 50  # stopped early, not run to the end
+    assert any(p.name.startswith("global_step_") for p in ckpt.iterdir())  # the secret check sees checkpoints
+    _no_secret(tmp_path)
+    assert "${oc.env:MYKEY}" in (tmp_path / "run" / "config.yaml").read_text()
 
 
 @pytest.mark.distributed
@@ -109,7 +123,7 @@ def test_ctrl_c_stops_a_sweep(tiny_model, tmp_path):
     sweep = tmp_path / "sweep"
     log = tmp_path / "sweep.log"
     proc = start(["-m", *_run_args(tmp_path), "actor_rollout_ref.actor.optim.lr=1e-6,2e-6",
-                  f"hydra.sweep.dir={sweep}"], log)
+                  f"hydra.sweep.dir={sweep}"], log, env={"MYKEY": SECRET})
     try:
         first = sweep / "0" / "train.log"
         end = time.time() + 120
@@ -136,3 +150,4 @@ def test_ctrl_c_stops_a_sweep(tiny_model, tmp_path):
     assert [p["status"] for p in summary["points"]] == ["interrupted", "not started (sweep interrupted)"]
     assert "sweep interrupted by SIGINT: 1 point(s) not started" in out
     assert json.loads((sweep / "0" / "result.json").read_text())["status"] == "interrupted"
+    _no_secret(tmp_path)
