@@ -8,14 +8,16 @@
         startup_audit.json   written by rank 0 of the loop: the settings in effect after start-up (FSDP version,
                              mesh, dtypes, patches, rollout backend) next to what was asked; a mismatch stops the run
 
-Public API: :func:`write_run_info`, :func:`redact`, :func:`audit_startup`, :func:`expected_audit`,
+Every file here is written through :func:`write_private` and every printed line through the CLI's scrubbed
+streams: no secret's value is saved or shown (:mod:`fsdpcfg.runinfo.redact`).
+
+Public API: :func:`write_run_info`, :func:`redact`, :func:`scrub_text`, :func:`write_private`, :func:`audit_startup`, :func:`expected_audit`,
 :func:`compare_audit`, :func:`check_audit_file`, :data:`AUDIT_FILE`, :data:`RUN_INFO_FILE`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
