@@ -46,9 +46,11 @@ _ENV_NOT_SECRET = re.compile(r"^(TOKENIZERS_PARALLELISM|PYTHONHASHSEED|SSH_AUTH_
                              re.IGNORECASE)
 #: where a dotted key's last part is an environment variable name.
 _ENV_MAPPINGS = ("fsdpcfg.env.", ".env_vars.")
-#: the shapes of issued tokens (each match is a secret wherever it appears).
+#: the shapes of issued tokens (each match is a secret wherever it appears). Random tokens mix cases (and digits):
+#: ``hf_`` and ``sk-`` need an upper-case letter (``sk-`` also a digit), so ``/data/sk-learn-experiments-...`` is none.
 TOKEN_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9_])(?:hf_[A-Za-z0-9]{30,}|sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{36,}|"
+    r"(?<![A-Za-z0-9_])(?:hf_(?=[a-z0-9]*[A-Z])[A-Za-z0-9]{30,}|"
+    r"sk-(?:proj-|ant-|svcacct-)?(?=[A-Za-z_-]*[0-9])(?=[a-z0-9_-]*[A-Z])[A-Za-z0-9_-]{32,}|gh[pousr]_[A-Za-z0-9]{36,}|"
     r"github_pat_[A-Za-z0-9_]{22,}|xox[abposr]-[A-Za-z0-9-]{10,}|(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Za-z0-9])")
 #: a URL with a password in its user part: group ``pw`` is the secret.
 URL_USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@'\"]+:)(?P<pw>[^/\s@'\"]+)(?P<at>@)")

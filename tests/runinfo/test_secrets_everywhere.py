@@ -63,9 +63,9 @@ def test_not_secret_names(key):
     assert not is_secret_name(key.rsplit(".", 1)[-1]) or not key.startswith("fsdpcfg.env")
 
 
-@pytest.mark.parametrize("value", ["hf_" + "a1B2" * 9, "sk-" + "x" * 40, "sk-proj-" + "Ab1" * 10, "ghp_" + "Z9" * 18,
+@pytest.mark.parametrize("value", ["hf_" + "a1B2" * 9, "sk-" + "aB3" * 14, "sk-proj-" + "Ab1" * 12, "ghp_" + "Z9" * 18,
                                    "github_pat_" + "11ABC_" * 6, "xoxb-1234-5678-abcdef", "AKIA" + "ABCDEFGH23456789",
-                                   "https://bob:hunter2pw@tracker.example.com/x", "see hf_" + "q" * 34 + " here"])
+                                   "https://bob:hunter2pw@tracker.example.com/x", "see hf_" + "Qq" * 17 + " here"])
 def test_secret_shapes(value):
     assert secret_shapes(value)
     assert REDACTED in scrub_text(value)
@@ -73,7 +73,8 @@ def test_secret_shapes(value):
 
 
 @pytest.mark.parametrize("value", ["https://host.example/path", "https://bob@host.example/x",
-                                   "https://bob:${oc.env:TRACKER_PW}@host", "task-sk-short", "a" * 40,
+                                   "https://bob:${oc.env:TRACKER_PW}@host", "task-sk-short",
+                                   "/data/sk-learn-experiments-2024-abcdefghijk", "hf_" + "lowercaseletters" * 3, "a" * 40,
                                    "9c11ea5" + "e" * 33, "Qwen/Qwen2.5-0.5B-Instruct"])
 def test_not_secret_shapes(value):
     assert not secret_shapes(value, "trainer.experiment_name")
@@ -211,7 +212,7 @@ def test_show_and_check_print_the_reference(tmp_path):
 
 @pytest.mark.slow
 def test_doctor_report_hides_a_token_in_a_model_path(tmp_path):
-    token = "hf_" + uuid.uuid4().hex[:32]
+    token = "hf_Xy" + uuid.uuid4().hex[:32]
     p = _fsdpcfg("doctor", "+recipe=qwen_grpo", f"actor_rollout_ref.model.path=/nonexistent/{token}",
                  "--format", "json", "--work-dir", str(tmp_path / "work"), env={})
     assert p.returncode == 1
