@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -346,6 +345,7 @@ def launch_verl(composed: Any, *, dry_run: bool = False, config_dir: str | Path 
     Raises:
         ConfigError: the machine cannot run verl (a GPU-less machine: use launcher=native), or the config
             cannot be handed over (see :func:`build_verl_invocation`).
+        Interrupted: a signal stopped verl (:func:`fsdpcfg.launch._signals.run_forwarding`).
     """
     from fsdpcfg.rules.verl_launch import launch_findings
 
@@ -367,4 +367,7 @@ def launch_verl(composed: Any, *, dry_run: bool = False, config_dir: str | Path 
     if dry_run:
         return 0
     sys.stdout.flush()
-    return subprocess.call(inv.argv, env={**os.environ, **inv.env})
+    from fsdpcfg.launch._signals import run_forwarding
+
+    # as for torchrun: SIGINT/SIGTERM/SIGHUP forwarded and waited for, verl dies with this process
+    return run_forwarding(inv.argv, {**os.environ, **inv.env}, say=echo)

@@ -35,8 +35,8 @@ from fsdpcfg.verlref import flatten
 
 #: leaf names (case-insensitive, ``_``/``-`` separated words) that hold a secret.
 _SECRET_LEAF = re.compile(r"(^|[_-])(api[_-]?key|apikey|access[_-]?key|private[_-]?key|secret([_-]?key)?|password|"
-                          r"passwd|credentials?|(auth|access|api|bearer|hub|hf)[_-]?token)($|[_-])|(^|[_-])(token|pat)$",
-                          re.IGNORECASE)
+                          r"passwd|credentials?|(auth|access|api|bearer|hub|hf)[_-]?token)($|[_-])|"
+                          r"(^|[_-])(token|pat)$", re.IGNORECASE)
 #: environment variable names that hold a secret (``WANDB_KEY``, ``GITHUB_PAT``, ``OPENAI_KEY``, ``HF_TOKEN``).
 ENV_SECRET_NAME = re.compile(r"^(KEY|TOKEN|SECRET|PAT)$|_(KEY|TOKEN|SECRET|PAT|PASS|PWD)$|PASSWORD|PASSWD|SECRET|"
                              r"CREDENTIAL|API_?KEY|_TOKEN_", re.IGNORECASE)

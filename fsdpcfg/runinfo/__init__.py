@@ -11,7 +11,8 @@
 Every file here is written through :func:`write_private` and every printed line through the CLI's scrubbed
 streams: no secret's value is saved or shown (:mod:`fsdpcfg.runinfo.redact`).
 
-Public API: :func:`write_run_info`, :func:`redact`, :func:`scrub_text`, :func:`write_private`, :func:`audit_startup`, :func:`expected_audit`,
+Public API: :func:`write_run_info`, :func:`redact`, :func:`scrub_text`, :func:`write_private`,
+:func:`audit_startup`, :func:`expected_audit`,
 :func:`compare_audit`, :func:`check_audit_file`, :data:`AUDIT_FILE`, :data:`RUN_INFO_FILE`.
 """
 

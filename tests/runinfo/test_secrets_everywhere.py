@@ -74,7 +74,8 @@ def test_secret_shapes(value):
 
 @pytest.mark.parametrize("value", ["https://host.example/path", "https://bob@host.example/x",
                                    "https://bob:${oc.env:TRACKER_PW}@host", "task-sk-short",
-                                   "/data/sk-learn-experiments-2024-abcdefghijk", "hf_" + "lowercaseletters" * 3, "a" * 40,
+                                   "/data/sk-learn-experiments-2024-abcdefghijk", "hf_" + "lowercaseletters" * 3,
+                                   "a" * 40,
                                    "9c11ea5" + "e" * 33, "Qwen/Qwen2.5-0.5B-Instruct"])
 def test_not_secret_shapes(value):
     assert not secret_shapes(value, "trainer.experiment_name")
