@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import os
 import re
 import sys
@@ -41,7 +42,9 @@ def register(value: Any, env_name: str | None = None) -> None:
     """Remember ``value`` (a string of at least 6 characters; shorter ones and non-strings are ignored) as a
     secret: :func:`scrub_text` replaces it by ``${oc.env:<env_name>}``, or ``<redacted>`` without a name."""
     if isinstance(value, str) and len(value) >= _MIN_SEARCH_LEN and (value not in _KNOWN or env_name):
-        _KNOWN[value] = env_name
+        # as written into JSON (escaped quotes, backslashes) and single-quoted YAML (doubled quotes) too
+        for form in {value, json.dumps(value)[1:-1], value.replace("'", "''")}:
+            _KNOWN[form] = env_name
 
 
 def register_environment(environ: dict[str, str] | None = None) -> None:

@@ -115,6 +115,17 @@ def test_registered_values_become_their_reference_and_shell_names_the_variable(t
     assert [p.name for p in tmp_path.iterdir()] == ["f.json"]  # no temporary file left
 
 
+def test_a_secret_with_quotes_is_found_as_json_and_yaml_write_it():
+    secret = "Zq'\"\\" + uuid.uuid4().hex[:12]
+    register(secret, "MYKEY_T4")
+    for text in (json.dumps({"k": secret}), yaml.safe_dump({"k": secret}), secret):
+        assert "${oc.env:MYKEY_T4}" in scrub_text(text) and uuid_part(secret) not in scrub_text(text)
+
+
+def uuid_part(secret: str) -> str:
+    return secret[-12:]
+
+
 def test_sweep_summary_and_metrics_writers_scrub(tmp_path):
     from fsdpcfg.sweep.summary import write_summary
     from fsdpcfg.train.metrics import MetricsLogger
