@@ -35,7 +35,7 @@ _ENV_REF = re.compile(r"\$\{oc\.env:\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:,[^}]*)?\}"
 
 #: secret value -> the environment variable it came from (``None``: written as a literal).
 _KNOWN: dict[str, str | None] = {}
-_env_seen: set[str] = set()
+_env_seen: set[tuple[str, str]] = set()
 
 
 def register(value: Any, env_name: str | None = None) -> None:
@@ -54,7 +54,7 @@ def register_environment(environ: dict[str, str] | None = None) -> None:
     for name, value in environ.items():
         if (name, value) in _env_seen:
             continue
-        _env_seen.add((name, value))  # type: ignore[arg-type]
+        _env_seen.add((name, value))
         if is_secret_name(name) or secret_shapes(value):
             register(value, name)
 

@@ -248,3 +248,15 @@ def test_literal_secrets_are_refused_unprinted_and_unwritten(override, tmp_path)
     assert p.returncode == 1 and "[FC720]" in p.stderr, p.stdout + p.stderr
     assert secret not in p.stdout + p.stderr
     assert not run_dir.exists()  # refused before anything was written
+
+
+def test_the_cli_streams_are_scrubbed_and_put_back(capsys, monkeypatch):
+    from fsdpcfg.cli.main import main
+
+    secret = _secret()
+    monkeypatch.setenv("MYKEY", secret)
+    before = sys.stdout, sys.stderr
+    assert main(["show", "+recipe=qwen_grpo", REF]) == 0
+    assert (sys.stdout, sys.stderr) == before
+    out = capsys.readouterr()
+    assert secret not in out.out + out.err and "${oc.env:MYKEY}" in out.out
