@@ -40,15 +40,17 @@ def _row(c: PointCheck, status: str, error: str | None = None) -> dict[str, Any]
             "overrides": c.overrides, "error": error, "job": None}
 
 
-def _saved_row(c: PointCheck, job_dir: Path) -> dict[str, Any]:
-    """The outcome a point's task saved in ``<job_dir>/result.json``; :data:`NOT_STARTED` when there is none."""
+def _saved_row(c: PointCheck, job_dir: Path, since: float) -> dict[str, Any]:
+    """The outcome a point's task saved in ``<job_dir>/result.json`` after ``since`` (seconds since the epoch:
+    an earlier sweep's file in a reused ``hydra.sweep.dir`` does not count); :data:`NOT_STARTED` otherwise."""
     from fsdpcfg.sweep.task import RESULT_FILE
 
     try:
         saved = json.loads((job_dir / RESULT_FILE).read_text())
     except (OSError, ValueError):
         return _row(c, NOT_STARTED)
-    return saved if isinstance(saved, dict) else _row(c, NOT_STARTED)
+    ok = isinstance(saved, dict) and isinstance(saved.get("started"), (int, float)) and saved["started"] >= since
+    return saved if ok else _row(c, NOT_STARTED)
 
 
 def _job_row(c: PointCheck, ret: Any) -> dict[str, Any]:
@@ -119,12 +121,13 @@ def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool =
     if dry_run:
         return _dry_run(hl, task, runnable, echo)
     stop: Interrupted | None = None
+    launched_at = time.time()
     try:
         returns = hl.launch([c.overrides for c in runnable], task)
         rows = [_job_row(c, r) for c, r in zip(runnable, returns)]
     except (Interrupted, KeyboardInterrupt) as e:  # Ctrl-C / SIGTERM: the point running was stopped, no more start
         stop = e if isinstance(e, Interrupted) else Interrupted(signal.SIGINT)
-        rows = [_saved_row(c, Path(hl.sweep_dir) / str(job)) for job, c in enumerate(runnable)]
+        rows = [_saved_row(c, Path(hl.sweep_dir) / str(job), launched_at) for job, c in enumerate(runnable)]
     launched_ok = stop is None and len(rows) == len(runnable) and all(r["status"] == "ok" for r in rows)
     for c in checks:
         if c.duplicate_of is not None:
