@@ -50,7 +50,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fsdpcfg: error: unknown command `{argv[0]}`\n  -> {hint}commands: {', '.join(COMMANDS)}",
               file=sys.stderr)
         return 2
-    from fsdpcfg.errors import ConfigError
+    from fsdpcfg.runinfo.redact import filter_streams
+
+    restore = filter_streams()  # no line fsdpcfg prints holds a secret's value (fsdpcfg.runinfo.redact)
+    try:
+        return _dispatch(name, argv)
+    finally:
+        restore()
+
+
+def _dispatch(name: str, argv: list[str]) -> int:
+    from fsdpcfg.errors import ConfigError, Interrupted
 
     try:
         module = importlib.import_module(f"fsdpcfg.cli.{name}")
@@ -72,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         where = f" {e.filename}" if getattr(e, "filename", None) else ""
         print(f"fsdpcfg: error: cannot use{where}: {e.strerror or e}", file=sys.stderr)
         return 1
+    except Interrupted as e:  # a signal stopped the run; torchrun and its ranks are gone
+        print(f"fsdpcfg: {e}", file=sys.stderr)
+        return e.exit_code
     except KeyboardInterrupt:
         print("fsdpcfg: interrupted", file=sys.stderr)
         return 130

@@ -103,6 +103,15 @@ class Composed:
     origin: str = "compose"
     hydra_cfg: DictConfig | None = None
 
+    def __post_init__(self) -> None:
+        # every composed config names its secrets before anything prints or writes it (fsdpcfg.runinfo.redact)
+        from fsdpcfg.runinfo.redact import register_config
+
+        try:
+            register_config(OmegaConf.to_container(self.cfg, resolve=False))
+        except Exception:  # a tree OmegaConf cannot convert is reported by whoever reads it next
+            pass
+
     def to_container(self, resolve: bool = True) -> dict[str, Any]:
         """Return the config as plain dicts and lists (interpolations resolved unless ``resolve=False``).
 

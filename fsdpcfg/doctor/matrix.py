@@ -20,6 +20,7 @@ from typing import Callable
 
 from fsdpcfg.doctor.report import FAIL, NOT_RUN, PASS, SKIP, Report
 from fsdpcfg.doctor.smoke import Variant
+from fsdpcfg.runinfo.redact import write_private
 
 RECIPE = "qwen_grpo"
 #: engines of stages 3-5 (a LoRA actor costs one more GRPO trainer per model, ~10 s on the tiny models).
@@ -237,6 +238,6 @@ def run_matrix(*, models: list[str] | None = None, output: Path | None = None, t
     text = render_markdown(rows, seconds=time.perf_counter() - t0, versions=versions(),
                            date=time.strftime("%Y-%m-%d"))
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text)
+    write_private(output, text)
     echo(f"wrote {output}")
     return 0

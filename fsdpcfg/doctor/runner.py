@@ -21,6 +21,7 @@ from fsdpcfg.doctor.boundaries import CONFIG, ROLLOUT, STATE, Failure, failure_f
 from fsdpcfg.doctor.report import FAIL, Report, StageResult
 from fsdpcfg.doctor.smoke import WORLD, Variant
 from fsdpcfg.errors import ConfigError, UsageError
+from fsdpcfg.runinfo.redact import write_private
 
 _DEFAULT_BOUNDARY = {3: STATE, 4: STATE, 5: ROLLOUT}
 ENGINES = ("fsdp", "fsdp2")
@@ -129,7 +130,7 @@ def _launch(spec: dict, work: Path, timeout: float, say: Callable[[str], None]) 
     import os
 
     spec_file = work / "spec.json"
-    spec_file.write_text(json.dumps(spec))
+    write_private(spec_file, json.dumps(spec))
     for f in work.glob("rank*.jsonl"):
         f.unlink()
     out_file = work / "torchrun.log"
@@ -140,10 +141,18 @@ def _launch(spec: dict, work: Path, timeout: float, say: Callable[[str], None]) 
         f"{', '.join(i['variant'] for i in spec['grpo'])} GRPO)")
     timed_out = False
     with out_file.open("w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        from fsdpcfg.launch._signals import child_setup
+
+        # torchrun dies with the doctor (PR_SET_PDEATHSIG), its ranks with torchrun (fsdpcfg.doctor.worker)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                preexec_fn=child_setup(os.getpid()))
         try:
             proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        except BaseException as e:  # Ctrl-C reaches only the doctor (torchrun has a session of its own)
+            if not isinstance(e, subprocess.TimeoutExpired):
+                os.killpg(proc.pid, 9)
+                proc.wait()
+                raise
             timed_out = True
             os.killpg(proc.pid, 15)
             try:

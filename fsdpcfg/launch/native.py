@@ -11,7 +11,6 @@ written by rank 0 to ``<run_dir>/error.txt`` and reported here without a traceba
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -60,19 +59,12 @@ def ensure_assets(cfg: dict[str, Any], echo: Callable[[str], None] = print) -> l
 def write_run_config(cfg: dict[str, Any]) -> Path:
     """Write ``cfg`` to ``<fsdpcfg.run_dir>/config.yaml`` atomically (temp file, fsync, rename); return the path.
     Secrets are never written: see :func:`fsdpcfg.runinfo.redact`."""
-    from fsdpcfg.runinfo.redact import redact
+    from fsdpcfg.runinfo.redact import redact, write_private
 
     cfg = redact(cfg)
     run_dir = Path(cfg["fsdpcfg"]["run_dir"]).expanduser()
     run_dir.mkdir(parents=True, exist_ok=True)
-    target = run_dir / "config.yaml"
-    tmp = run_dir / f".config.yaml.tmp-{os.getpid()}"
-    with open(tmp, "w") as fh:
-        yaml.safe_dump(cfg, fh, sort_keys=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
-    return target
+    return write_private(run_dir / "config.yaml", yaml.safe_dump(cfg, sort_keys=False))
 
 
 def absolutise(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -125,7 +117,11 @@ def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: boo
                   echo: Callable[[str], None] = print) -> int:
     """Start the native loop on the resolved config ``cfg`` and return torchrun's exit code (0 for a dry run).
 
+    torchrun runs under :func:`fsdpcfg.launch._signals.run_forwarding`: a SIGINT/SIGTERM/SIGHUP here stops it
+    and its ranks, and the ranks die with this process whatever kills it.
+
     Raises:
+        Interrupted: a signal stopped the run (exit code ``128 + signal``).
         ConfigError: the plan cannot be made (batch sizes), an asset cannot be built, or a worker reported a
             config mistake while starting (read from ``<run_dir>/error.txt``).
     """
@@ -151,7 +147,10 @@ def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: boo
     err = config_path.parent / ERROR_FILE
     err.unlink(missing_ok=True)
     sys.stdout.flush()
-    rc = subprocess.call(cmd, env={**os.environ, "FSDPCFG_ERROR_FILE": str(err)})
+    from fsdpcfg.launch._signals import run_forwarding
+
+    # SIGINT/SIGTERM/SIGHUP are forwarded and waited for; torchrun and the ranks die with this process
+    rc = run_forwarding(cmd, {**os.environ, "FSDPCFG_ERROR_FILE": str(err)}, say=echo)
     if err.is_file():
         text = err.read_text().strip()
         raise ConfigError(text)

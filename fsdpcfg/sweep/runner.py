@@ -12,14 +12,20 @@ one run folder per launched point (``<sweep dir>/<job number>``) and the summary
 from __future__ import annotations
 
 import functools
+import json
+import signal
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-from fsdpcfg.errors import ConfigError
+from fsdpcfg.errors import ConfigError, Interrupted
 from fsdpcfg.sweep.expand import expand
 from fsdpcfg.sweep.preflight import PointCheck, preflight, report_failures
 from fsdpcfg.sweep.summary import format_table, write_summary
+
+
+#: the status of a point a sweep interrupted before it started.
+NOT_STARTED = "not started (sweep interrupted)"
 
 
 def _sweep_dir_override(hydra_overrides: list[str], first: PointCheck) -> list[str]:
@@ -32,6 +38,19 @@ def _sweep_dir_override(hydra_overrides: list[str], first: PointCheck) -> list[s
 def _row(c: PointCheck, status: str, error: str | None = None) -> dict[str, Any]:
     return {"point": c.index, "status": status, "final_reward": None, "steps": None, "wall_s": None, "run_dir": None,
             "overrides": c.overrides, "error": error, "job": None}
+
+
+def _saved_row(c: PointCheck, job_dir: Path, since: float) -> dict[str, Any]:
+    """The outcome a point's task saved in ``<job_dir>/result.json`` after ``since`` (seconds since the epoch:
+    an earlier sweep's file in a reused ``hydra.sweep.dir`` does not count); :data:`NOT_STARTED` otherwise."""
+    from fsdpcfg.sweep.task import RESULT_FILE
+
+    try:
+        saved = json.loads((job_dir / RESULT_FILE).read_text())
+    except (OSError, ValueError):
+        return _row(c, NOT_STARTED)
+    ok = isinstance(saved, dict) and isinstance(saved.get("started"), (int, float)) and saved["started"] >= since
+    return saved if ok else _row(c, NOT_STARTED)
 
 
 def _job_row(c: PointCheck, ret: Any) -> dict[str, Any]:
@@ -66,7 +85,9 @@ def _dry_run(hl: Any, task: Any, runnable: list[PointCheck], echo: Callable[[str
 def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool = False,
               echo: Callable[[str], None] = print) -> int:
     """Run the sweep ``overrides``; return 0 when every launched point succeeded, else 1 (with ``only_valid``,
-    the points left out for failing the checks do not count).
+    the points left out for failing the checks do not count). A signal (Ctrl-C, SIGTERM, SIGHUP) stops the
+    running point's torchrun and the sweep: no further point starts, the summary says ``interrupted`` and the
+    code is ``128 + signal``.
 
     Raises:
         ConfigError: a point fails the checks (each failing point and its findings printed first; nothing was
@@ -99,9 +120,15 @@ def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool =
          f"{hl.launcher_target} into {hl.sweep_dir}")
     if dry_run:
         return _dry_run(hl, task, runnable, echo)
-    returns = hl.launch([c.overrides for c in runnable], task)
-    rows = [_job_row(c, r) for c, r in zip(runnable, returns)]
-    launched_ok = len(rows) == len(runnable) and all(r["status"] == "ok" for r in rows)
+    stop: Interrupted | None = None
+    launched_at = time.time()
+    try:
+        returns = hl.launch([c.overrides for c in runnable], task)
+        rows = [_job_row(c, r) for c, r in zip(runnable, returns)]
+    except (Interrupted, KeyboardInterrupt) as e:  # Ctrl-C / SIGTERM: the point running was stopped, no more start
+        stop = e if isinstance(e, Interrupted) else Interrupted(signal.SIGINT)
+        rows = [_saved_row(c, Path(hl.sweep_dir) / str(job), launched_at) for job, c in enumerate(runnable)]
+    launched_ok = stop is None and len(rows) == len(runnable) and all(r["status"] == "ok" for r in rows)
     for c in checks:
         if c.duplicate_of is not None:
             rows.append(_row(c, f"duplicate of point {c.duplicate_of}"))
@@ -111,10 +138,15 @@ def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool =
     rows.sort(key=lambda r: (r["point"] is None, r["point"]))
     total = round(time.perf_counter() - t0, 2)
     json_path, csv_path = write_summary(hl.sweep_dir, rows, launcher=hl.launcher_target, total_wall_s=total,
-                                        overrides=list(overrides))
+                                        overrides=list(overrides), interrupted=stop.name if stop else None)
     echo(format_table(rows))
     for r in rows:
         if r["status"] == "failed":
             echo(f"point {r['point']} failed: {r['error']}")
+    if stop is not None:
+        left = sum(r["status"] == NOT_STARTED for r in rows)
+        echo(f"sweep interrupted by {stop.name}: {left} point(s) not started")
     echo(f"summary: {json_path} and {csv_path} ({total:.1f} s in all)")
+    if stop is not None:
+        return stop.exit_code
     return 0 if launched_ok else 1

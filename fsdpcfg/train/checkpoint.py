@@ -42,12 +42,11 @@ def _fsync_dir(path: Path) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, fsync and rename (readers never see half a file)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    _fsync_file(tmp)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    """Write ``text`` to ``path`` through a temporary file, fsync and rename (readers never see half a file), with
+    secrets scrubbed: :func:`fsdpcfg.runinfo.redact.write_private`."""
+    from fsdpcfg.runinfo.redact import write_private
+
+    write_private(path, text)
 
 
 def _local_optimizer_state(optimizer: torch.optim.Optimizer) -> dict:

@@ -23,7 +23,13 @@ def run_rank(module: str, argv: list[str], prog: str) -> int:
         print(f"usage: {prog} CONFIG.yaml (started by torchrun; use `python -m fsdpcfg`)", file=sys.stderr)
         return 2
     from fsdpcfg.errors import ConfigError
+    from fsdpcfg.launch._signals import die_with_parent
+    from fsdpcfg.runinfo.redact import filter_streams, write_private
 
+    die_with_parent()  # torchrun starts ranks in their own sessions: they die with torchrun, whatever kills it
+
+    filter_streams()  # this rank's own output holds no secret either (fsdpcfg.runinfo.redact)
+    _register_secrets(argv[0])
     try:
         main: Callable[[str], int] = importlib.import_module(module).main
         return main(argv[0])
@@ -31,8 +37,19 @@ def run_rank(module: str, argv: list[str], prog: str) -> int:
         if os.environ.get("RANK", "0") == "0":
             target = os.environ.get("FSDPCFG_ERROR_FILE")
             if target:
-                with open(target, "w") as fh:
-                    fh.write(str(e) + "\n")
+                write_private(target, str(e) + "\n")
             else:
                 print(f"fsdpcfg: error: {e}", file=sys.stderr)
         return e.exit_code
+
+
+def _register_secrets(config_path: str) -> None:
+    """Register the secrets the config file refers to (``${oc.env:NAME}`` of secret keys) for the scrubber."""
+    import yaml
+
+    from fsdpcfg.runinfo.redact import register_config
+
+    try:
+        register_config(yaml.safe_load(open(config_path).read()) or {})
+    except (OSError, ValueError, yaml.YAMLError, AttributeError):
+        pass  # the rank's own loading reports an unreadable config

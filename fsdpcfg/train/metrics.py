@@ -15,6 +15,8 @@ from typing import Any, Iterator
 
 import torch
 
+from fsdpcfg.runinfo.redact import scrub_text
+
 #: the metrics shown on the progress bar, in order, with short labels.
 BAR_KEYS = {"critic/rewards/mean": "reward", "actor/pg_loss": "pg", "actor/kl_loss": "kl",
             "actor/grad_norm": "gnorm", "response_length/mean": "len", "timing_s/step": "s/step"}
@@ -151,7 +153,7 @@ class MetricsLogger:
             return
         clean = {k: (float(v) if isinstance(v, (int, float)) else v) for k, v in metrics.items()}
         if self._jsonl is not None:
-            self._jsonl.write(json.dumps({"step": step, **clean}) + "\n")
+            self._jsonl.write(scrub_text(json.dumps({"step": step, **clean})) + "\n")
         plot = finite(clean)
         for sink in self.sinks:
             sink.log(step, plot)

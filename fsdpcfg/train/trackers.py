@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.runinfo.redact import scrub_text, write_private
 
 from fsdpcfg.schema.trainer import NATIVE_SINKS  # the declaration check reads (FC804)
 
@@ -71,7 +72,7 @@ class FileSink:
         self.fh = open(self.path, "a", buffering=1)
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
-        self.fh.write(json.dumps({"step": step, "data": metrics}) + "\n")
+        self.fh.write(scrub_text(json.dumps({"step": step, "data": metrics})) + "\n")
 
     def close(self) -> None:
         self.fh.close()
@@ -100,7 +101,7 @@ class WandbSink:
             raise ConfigError(f"wandb could not start a run: {str(e).strip().splitlines()[0]}", key="trainer.logger",
                               value="wandb", fix="run `wandb login`, set WANDB_API_KEY, or WANDB_MODE=offline "
                               "(sync later with `wandb sync`), or drop wandb from trainer.logger") from None
-        id_file.write_text(self.run.id + "\n")
+        write_private(id_file, self.run.id + "\n")
         self.id = self.run.id
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
@@ -141,7 +142,7 @@ class MlflowSink:
             flat = _flatten(config)
             mlflow.log_params({k[:250]: str(v)[:500] for k, v in flat.items()})
         self.id = mlflow.active_run().info.run_id
-        id_file.write_text(self.id + "\n")
+        write_private(id_file, self.id + "\n")
         self.uri = uri
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
