@@ -126,7 +126,7 @@ def uuid_part(secret: str) -> str:
     return secret[-12:]
 
 
-def test_sweep_summary_and_metrics_writers_scrub(tmp_path):
+def test_sweep_summary_and_metrics_writers_scrub(tmp_path, monkeypatch):
     from fsdpcfg.sweep.summary import write_summary
     from fsdpcfg.train.metrics import MetricsLogger
 
@@ -135,7 +135,8 @@ def test_sweep_summary_and_metrics_writers_scrub(tmp_path):
     row = {"point": 0, "status": "failed", "final_reward": None, "steps": None, "wall_s": 1.0, "run_dir": None,
            "overrides": [f"+trainer.note={secret}"], "error": f"boom {secret}", "job": 0}
     json_path, csv_path = write_summary(tmp_path, [row], launcher="basic", overrides=[])
-    logger = MetricsLogger(tmp_path / "run", 1, tensorboard=False)
+    monkeypatch.setenv("VERL_FILE_LOGGER_ROOT", str(tmp_path / "verl-file"))  # verl's file layout, scrubbed too
+    logger = MetricsLogger(tmp_path / "run", 1, loggers=["console", "file"], project="p", experiment="e")
     logger.log(1, {"note": f"x{secret}", "loss": 1.0})
     logger.close()
     assert not _hits(secret, tmp_path)
