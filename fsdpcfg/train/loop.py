@@ -18,6 +18,7 @@ import yaml
 
 from fsdpcfg.plan import make_plan, total_training_steps
 from fsdpcfg.train import checkpoint as ckpt
+from fsdpcfg.train.ckpt_identity import identity
 from fsdpcfg.train import patches
 from fsdpcfg.train.actor import ActorBatch, update_actor
 from fsdpcfg.train.algorithm.grpo import ActorLossConfig, grpo_advantages, token_level_rewards
@@ -96,6 +97,8 @@ class Trainer:
                                        int(seed))
         self.total_steps = total_training_steps(cfg, len(self.dataset))
         self.resume_from = ckpt.find_resume_folder(cfg["trainer"])
+        # what the checkpoints record they were trained from (compared by the launcher before a resume)
+        self.trained_from = identity(cfg) if self.rank == 0 else None
         self._build_models()
         self.loss_cfg = ActorLossConfig.from_actor_cfg(self.actor_cfg)
         self.gen = GenerationSettings.from_rollout_cfg(self.rollout_cfg)
@@ -253,7 +256,7 @@ class Trainer:
                              hf_config=self.hf_config, tokenizer=self.tokenizer, optimizer=self.optimizer,
                              generation_config=self.generation_config,
                              scheduler=self.scheduler, trainer_state={"step": step, "sampler": self.sampler.state_dict()},
-                             keep=tr["max_actor_ckpt_to_keep"])
+                             keep=tr["max_actor_ckpt_to_keep"], trained_from=self.trained_from)
 
     def fit(self) -> None:
         """Run the remaining steps, logging each and checkpointing every ``trainer.save_freq`` and at the end."""
@@ -287,15 +290,18 @@ def _dump_first_step(step: int, rank: int, **tensors: torch.Tensor) -> None:
 
 def save_resolved_config(cfg: dict, config_path: Path) -> None:
     """Write the resolved config to ``<fsdpcfg.run_dir>/config.yaml`` unless it was launched from that file."""
-    run_dir = Path(cfg["fsdpcfg"]["run_dir"])
-    run_dir.mkdir(parents=True, exist_ok=True)
-    target = run_dir / "config.yaml"
+    from fsdpcfg.runinfo.faults import write_file_in
+
+    target = Path(cfg["fsdpcfg"]["run_dir"]) / "config.yaml"
     if not target.exists() or target.resolve() != config_path.resolve():
-        ckpt.atomic_write_text(target, yaml.safe_dump(cfg, sort_keys=False))
+        write_file_in(cfg["fsdpcfg"]["run_dir"], "config.yaml", yaml.safe_dump(cfg, sort_keys=False),
+                      "fsdpcfg.run_dir")
 
 
 def main(config_path: str) -> int:
     """Entry point of one rank: read the resolved config, train, tear down. Returns the exit code."""
+    from fsdpcfg.train.entry import close_process_group
+
     path = Path(config_path)
     cfg = yaml.safe_load(path.read_text())
     trainer = Trainer(cfg)
@@ -306,7 +312,8 @@ def main(config_path: str) -> int:
 
         audit_startup(trainer)  # <run_dir>/startup_audit.json; built != asked stops every rank here
         trainer.fit()
-    finally:
-        dist.barrier()
-        dist.destroy_process_group()
+    except BaseException:
+        close_process_group(clean=False)
+        raise
+    close_process_group(clean=True)
     return 0
