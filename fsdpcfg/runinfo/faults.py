@@ -81,8 +81,8 @@ def write_fault(path: str | Path, key: str, code: int, exc: BaseException | None
         st = os.statvfs(where)
         free = f" ({st.f_bavail * st.f_frsize / 2**20:.1f} MiB free of {st.f_blocks * st.f_frsize / 2**20:.1f} MiB)"
     cause = FAULT_ERRNOS.get(code, os.strerror(code))
-    resume = ("; a checkpoint being written is left as global_step_N.tmp, never resumed from, and the next run "
-              "resumes from the last complete one (trainer.resume_mode=auto)")
+    resume = ("; the checkpoint being written is left as global_step_N.tmp, never resumed from, and the next run "
+              "resumes from the last complete one (trainer.resume_mode=auto)") if "global_step_" in str(path) else ""
     if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         fix = f"free space on that file system (df -h {where}) or point {key} at a larger one" + resume
         cause += free
@@ -92,12 +92,14 @@ def write_fault(path: str | Path, key: str, code: int, exc: BaseException | None
         fix = f"make {where} writable for this user (chmod/chown), or point {key} at a folder you can write"
     else:
         fix = f"check the device holding {where} (dmesg), or point {key} at another file system" + resume
-    return WriteFault(f"cannot write {path}: {cause}", key=key, value=str(path), fix=fix)
+    what = f"into {path}" if path.is_dir() else str(path)
+    return WriteFault(f"cannot write {what}: {cause}", key=key, value=str(path), fix=fix)
 
 
 @contextlib.contextmanager
-def writing(path: str | Path, key: str) -> Iterator[None]:
-    """Run the body (a write of ``path``); a failure the file system explains becomes :class:`WriteFault`.
+def writing(path: str | Path, key: str, shown: str | Path | None = None) -> Iterator[None]:
+    """Run the body (a write of ``path``); a failure the file system explains becomes :class:`WriteFault`
+    (naming ``shown``, default ``path``).
 
     Anything else (a bug) propagates unchanged, traceback and all.
     """
@@ -109,7 +111,7 @@ def writing(path: str | Path, key: str) -> Iterator[None]:
         code = fault_errno(path, e)
         if code is None:
             raise
-        raise write_fault(path, key, code, e) from e
+        raise write_fault(shown if shown is not None else path, key, code, e) from e
 
 
 PROBE = ".fsdpcfg-write-probe"
@@ -123,7 +125,7 @@ def require_writable(folder: str | Path, key: str, nbytes: int = 4096) -> None:
     """
     folder = Path(folder)
     probe = folder / f"{PROBE}-{os.getpid()}"
-    with writing(probe, key):
+    with writing(probe, key, shown=folder):
         try:
             folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -223,9 +223,13 @@ def hold_for_rank(cfg: dict[str, Any], echo: Callable[[str], None] = print) -> N
     Raises:
         FolderBusy: another run holds one of the folders.
     """
-    launcher = os.environ.get(HOLDER_ENV)
+    launcher = os.environ.get(HOLDER_ENV, "")
     folders = run_folders(cfg)
-    if launcher and all(probe(f)[0] == "held" and (probe(f)[1] or Holder(0, "", "", "")).pid == int(launcher)
-                        for _, f in folders):
+
+    def held_by_launcher(folder: Path) -> bool:
+        state, holder = probe(folder)
+        return state == "held" and holder is not None and str(holder.pid) == launcher
+
+    if launcher and all(held_by_launcher(f) for _, f in folders):
         return
     _RANK_LOCK.append(RunLock(folders, echo=echo).acquire())
