@@ -43,8 +43,10 @@ def _log_detail(config_path: str, rank: int) -> None:
     with contextlib.suppress(Exception):
         import yaml
 
-        run_dir = Path(yaml.safe_load(Path(config_path).read_text())["fsdpcfg"]["run_dir"])
-        (run_dir / f"fault-rank{rank}.log").write_text(traceback.format_exc())
+        from fsdpcfg.paths import within
+
+        run_dir = yaml.safe_load(Path(config_path).read_text())["fsdpcfg"]["run_dir"]
+        within(run_dir, f"fault-rank{rank}.log").write_text(traceback.format_exc())
 
 
 def _hold_folders(config_path: str) -> None:

@@ -44,7 +44,9 @@ def truncate_after(run_dir: str | Path, step: int) -> int:
     """
     from fsdpcfg.runinfo.faults import write_file_in, writing
 
-    path = Path(run_dir) / METRICS_FILE
+    from fsdpcfg.paths import within
+
+    path = within(run_dir, METRICS_FILE)
     if not path.is_file():
         return 0
     kept: dict[int, str] = {}
@@ -62,7 +64,8 @@ def truncate_after(run_dir: str | Path, step: int) -> int:
         elif line.strip():
             moved.append(line)
     if moved:
-        with writing(Path(run_dir) / DISCARDED_FILE, "fsdpcfg.run_dir"), open(Path(run_dir) / DISCARDED_FILE, "a") as fh:
+        discarded = within(run_dir, DISCARDED_FILE)
+        with writing(discarded, "fsdpcfg.run_dir"), open(discarded, "a") as fh:
             fh.write("".join(m + "\n" for m in moved))
         write_file_in(run_dir, METRICS_FILE, "".join(kept[k] + "\n" for k in sorted(kept)), "fsdpcfg.run_dir")
     return len(moved)
@@ -88,10 +91,11 @@ class MetricsLogger:
         self._jsonl = self._tb = self._bar = None
         if not enabled:
             return
+        from fsdpcfg.paths import within
         from fsdpcfg.runinfo.faults import writing
 
         run_dir = Path(run_dir)
-        self._jsonl_path = run_dir / METRICS_FILE
+        self._jsonl_path = within(run_dir, METRICS_FILE)
         with writing(self._jsonl_path, "fsdpcfg.run_dir"):
             run_dir.mkdir(parents=True, exist_ok=True)
         if jsonl:

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+import fsdpcfg
 from fsdpcfg.check import check_overrides
 from fsdpcfg.paths import PathEscape, atomic_write_text, component_problem, within
 from fsdpcfg.train.ckpt_layout import prunable
 
-REPO = Path(__file__).resolve().parents[2]
+CODE = str(Path(fsdpcfg.__file__).resolve().parents[1])  # the fsdpcfg under test, for a subprocess run elsewhere
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -54,7 +55,7 @@ def test_traversal_names_write_nothing_anywhere(tmp_path, flags):
                      "trainer.project_name=../../.."]:
         proc = subprocess.run([sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", override, *flags], cwd=cwd,
                               capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+                              env={**os.environ, "PYTHONPATH": CODE})
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert "FC730" in proc.stderr and "Traceback" not in proc.stderr
         assert _tree(tmp_path) == before, override

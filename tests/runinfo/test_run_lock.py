@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import fsdpcfg
 from fsdpcfg.cli.main import main
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.runinfo.lock import HOLDER_ENV, LOCK_FILE, FolderBusy, Holder, RunLock, hold_for_rank, probe
@@ -89,7 +90,7 @@ def _dead_holder(folder: Path) -> int:
     code = ("import sys, time; from fsdpcfg.runinfo.lock import RunLock; "
             f"RunLock([('fsdpcfg.run_dir', {str(folder)!r})]).acquire(); print('locked', flush=True); time.sleep(60)")
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+                             env={**os.environ, "PYTHONPATH": str(Path(fsdpcfg.__file__).resolve().parents[1])})
     assert child.stdout.readline().strip() == "locked"
     os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=30)

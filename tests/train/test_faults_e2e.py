@@ -37,3 +37,6 @@ def test_disk_full_at_the_first_save_is_one_message(tiny_model, tmp_path):
     assert err.count("cannot write") == 1  # one message, not one per rank
     assert not left
     assert (tmp_path / "run" / "metrics.jsonl").read_text().count('"step": 1') == 1  # step 1 ran, then the save failed
+    logs = list((tmp_path / "run").glob("fault-rank*.log"))  # the detail, for a bug report
+    assert logs and all("Traceback" in p.read_text() for p in logs)
+    assert not (full / "ckpt" / "global_step_1").exists()  # nothing half-saved that resume could load
