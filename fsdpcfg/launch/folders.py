@@ -1,7 +1,7 @@
 """The folders a launch writes: locked for the run's life, checked writable before torchrun, left alone by a
 dry run.
 
-    with hold_folders(cfg) as env:      # both locks taken, both folders written to once; env for torchrun
+    with hold_folders(cfg) as lock:     # both locks taken, both folders written to once; lock.env() for torchrun
         ...write config.yaml, run_info.json; start torchrun with env...
     folder = dry_run_folder(run_dir)    # where --dry-run may write: the run folder, unless it holds a run
 
@@ -67,9 +67,10 @@ def dry_run_folder(run_dir: str | Path, echo: Callable[[str], None] = print) -> 
 
 @contextlib.contextmanager
 def hold_folders(cfg: dict[str, Any], echo: Callable[[str], None] = print,
-                 folders: list[tuple[str, Path]] | None = None) -> Iterator[dict[str, str]]:
+                 folders: list[tuple[str, Path]] | None = None) -> Iterator[RunLock]:
     """Lock the run folder and the checkpoint folder (``folders``: default :func:`fsdpcfg.runinfo.lock.
-    run_folders`) and write to each once, for the body; yield the environment torchrun's ranks need.
+    run_folders`) and write to each once, for the body; yield the lock (its :meth:`RunLock.env` is the
+    environment torchrun's ranks need, its :meth:`RunLock.pass_fds` the descriptors torchrun should share).
 
     Raises:
         FolderBusy: another run holds one of them (its pid, host, start time and command named).
@@ -79,4 +80,4 @@ def hold_folders(cfg: dict[str, Any], echo: Callable[[str], None] = print,
     for key, folder in folders:  # before the lock, which would fail on the same fault with a less clear message
         require_writable(folder, key)
     with RunLock(folders, echo=echo) as lock:
-        yield lock.env()
+        yield lock

@@ -153,7 +153,7 @@ def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: boo
     ensure_assets(cfg, echo)
     require_model(cfg)
     require_data(cfg)
-    with hold_folders(cfg, echo) as lock_env:
+    with hold_folders(cfg, echo) as lock:
         if composed is not None:
             write_run_info(run_dir, composed, plan=plan, extra=run_info)
         config_path = write_run_config(cfg)
@@ -161,7 +161,9 @@ def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: boo
         err = paths.within(run_dir, ERROR_FILE)
         err.unlink(missing_ok=True)
         sys.stdout.flush()
-        rc = subprocess.call(cmd, env={**os.environ, **lock_env, "FSDPCFG_ERROR_FILE": str(err)})
+        # torchrun shares the locks: they stay held while it lives, even if this process is killed first
+        rc = subprocess.call(cmd, env={**os.environ, **lock.env(), "FSDPCFG_ERROR_FILE": str(err)},
+                             pass_fds=lock.pass_fds())
         if err.is_file():
             text = err.read_text().strip()
             raise ConfigError(text)

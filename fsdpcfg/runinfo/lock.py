@@ -117,6 +117,8 @@ def busy_error(folder: Path, key: str, holder: Holder | None) -> FolderBusy:
     """The refusal for ``folder`` (the value of ``key``) held by ``holder``."""
     who = holder.describe() if holder is not None else "another process (its record is being written)"
     kill = f" (kill {holder.pid})" if holder is not None and holder.alive() else ""
+    if holder is not None and holder.alive() is False:  # the launcher is gone, the torchrun it started is not
+        who += f"; that process is gone but one it started still holds the lock (lsof {folder / LOCK_FILE})"
     return FolderBusy(f"{folder} is in use by another run: {who}; two runs in one folder mix their metrics and "
                       "checkpoints, so this one was not started", key=key, value=str(folder),
                       fix=f"wait for that run to finish or stop it{kill}, or give this run folders of its own: "
@@ -144,9 +146,11 @@ class RunLock:
         self.echo = echo
         self.holder = Holder.of_this_process()
         self._locks: list[Any] = []
+        self._fds: list[int] = []  # the lock files' descriptors (filelock's, borrowed), for pass_fds
 
     def _on_acquired(self, folder: Path) -> Callable[[int], None]:
         def write_record(fd: int) -> None:
+            self._fds.append(fd)
             os.lseek(fd, 0, os.SEEK_SET)
             old = Holder.parse(os.read(fd, 65536).decode(errors="replace"))
             if old is not None and old.pid != self.holder.pid:
@@ -183,8 +187,15 @@ class RunLock:
             raise
         return self
 
+    def pass_fds(self) -> tuple[int, ...]:
+        """The lock files' descriptors, for ``subprocess``'s ``pass_fds``: a child started with them shares the
+        locks (one open file description), so they stay held while torchrun lives even if this process is
+        killed first."""
+        return tuple(self._fds)
+
     def release(self) -> None:
         """Empty the lock files (a later run then sees no stale holder) and release the locks."""
+        self._fds.clear()
         while self._locks:
             path, lock = self._locks.pop()
             try:

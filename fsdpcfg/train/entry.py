@@ -49,13 +49,20 @@ def _log_detail(config_path: str, rank: int) -> None:
         within(run_dir, f"fault-rank{rank}.log").write_text(traceback.format_exc())
 
 
-def _hold_folders(config_path: str) -> None:
-    """Rank 0: hold the run and checkpoint folders (a no-op under the launcher, which holds them)."""
+def _rank0_preflight(config_path: str) -> None:
+    """Rank 0, before anything is built: hold the run and checkpoint folders (a no-op under the launcher, which
+    holds them) and refuse to resume a checkpoint trained from another model (the launcher checked it too; a
+    run started directly with torchrun is checked here)."""
     import yaml
 
     from fsdpcfg.runinfo.lock import hold_for_rank
+    from fsdpcfg.train.ckpt_identity import check_resume_identity
+    from fsdpcfg.train.ckpt_layout import find_resume_folder
 
-    hold_for_rank(yaml.safe_load(Path(config_path).read_text()))
+    cfg = yaml.safe_load(Path(config_path).read_text())
+    hold_for_rank(cfg)
+    if not os.environ.get("FSDPCFG_ERROR_FILE"):  # under the launcher this was checked before torchrun
+        check_resume_identity(cfg, find_resume_folder(cfg["trainer"]), echo=lambda m: print(m, flush=True))
 
 
 def run_rank(module: str, argv: list[str], prog: str) -> int:
@@ -78,7 +85,7 @@ def run_rank(module: str, argv: list[str], prog: str) -> int:
     rank = int(os.environ.get("RANK", "0"))
     try:
         if rank == 0:
-            _hold_folders(argv[0])
+            _rank0_preflight(argv[0])
         main: Callable[[str], int] = importlib.import_module(module).main
         return main(argv[0])
     except WriteFault as e:  # a fault of this rank's machine: this rank may be the only one to see it

@@ -152,3 +152,29 @@ def test_holder_record_parsing_and_liveness():
     assert Holder(me.pid, "some-other-host", "t", "c").alive() is None
     with pytest.raises(ConfigError):
         raise FolderBusy("x")
+
+
+def test_torchrun_started_with_the_lock_keeps_it_when_the_launcher_is_killed(tmp_path):
+    """The launcher passes the lock's descriptor to torchrun (pass_fds): SIGKILL the launcher and the folder stays
+    locked while its child lives; the refusal says the named holder is gone and who still holds it."""
+    code = ("import subprocess, sys, time; from fsdpcfg.runinfo.lock import RunLock; "
+            f"lk = RunLock([('fsdpcfg.run_dir', {str(tmp_path)!r})]).acquire(); "
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], pass_fds=lk.pass_fds()); "
+            "print(child.pid, flush=True); time.sleep(60)")
+    launcher = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONPATH": str(Path(fsdpcfg.__file__).resolve().parents[1])})
+    child = int(launcher.stdout.readline())
+    try:
+        os.kill(launcher.pid, signal.SIGKILL)
+        launcher.wait(timeout=30)
+        state, holder = probe(tmp_path)
+        assert state == "held" and holder.pid == launcher.pid and holder.alive() is False
+        with pytest.raises(FolderBusy) as e:
+            RunLock([("fsdpcfg.run_dir", tmp_path)]).acquire()
+        assert f"pid {launcher.pid}" in str(e.value) and "one it started still holds the lock" in str(e.value)
+    finally:
+        os.kill(child, signal.SIGKILL)
+    deadline = time.time() + 30
+    while probe(tmp_path)[0] == "held" and time.time() < deadline:
+        time.sleep(0.1)
+    assert probe(tmp_path)[0] == "stale"  # the last holder is gone: the next run takes it over

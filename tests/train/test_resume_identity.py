@@ -108,3 +108,27 @@ def test_identity_of_an_unreadable_hub_id_is_its_path(tmp_path, monkeypatch):
     other = dict(rec, model_path="Qwen/Qwen2.5-1.5B-Instruct")
     assert [d[0] for d in differences(rec, other)] == ["model path"]
     assert differences(rec, rec) == []
+
+
+def test_ranks_started_directly_check_the_identity_too(tmp_path, tiny_model, monkeypatch):
+    """torchrun -m fsdpcfg.train CONFIG without the launcher: rank 0 refuses the changed model before it builds
+    anything (fsdpcfg.train.entry)."""
+    import yaml
+
+    from fsdpcfg.errors import ConfigError
+    from fsdpcfg.runinfo.lock import HOLDER_ENV
+    from fsdpcfg.train import entry
+
+    qwen, arith = tiny_model("tiny-qwen2"), tiny_model("tiny-qwen2-arith")
+    _checkpoint(tmp_path / "ckpt", identity(_cfg(f"actor_rollout_ref.model.path={qwen}")))
+    cfg = _cfg(f"actor_rollout_ref.model.path={arith}", f"fsdpcfg.run_dir={tmp_path}/run",
+               f"trainer.default_local_dir={tmp_path}/ckpt")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    monkeypatch.delenv("FSDPCFG_ERROR_FILE", raising=False)
+    monkeypatch.delenv(HOLDER_ENV, raising=False)
+    with pytest.raises(ConfigError, match=f"trained from {qwen}, but this run's model is {arith}"):
+        entry._rank0_preflight(str(tmp_path / "config.yaml"))
+    from fsdpcfg.runinfo import lock
+
+    while lock._RANK_LOCK:  # the locks rank 0 took (held for its process's life; this process is pytest)
+        lock._RANK_LOCK.pop().release()
