@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from fsdpcfg.cli import hydra_flags
 from fsdpcfg.errors import ConfigError, UsageError
@@ -181,23 +182,30 @@ def prepare(overrides: list[str]):
         from fsdpcfg.plan import make_plan
 
         plan = make_plan(cfg)
+    from fsdpcfg.train.ckpt_identity import check_resume_identity
     from fsdpcfg.train.ckpt_layout import check_resume_world_size
 
-    check_resume_world_size(cfg["trainer"], plan.world_size)  # refused here, before torchrun starts
+    # refused here, before torchrun starts: another world size, or another model than the checkpoint's
+    check_resume_identity(cfg, check_resume_world_size(cfg["trainer"], plan.world_size), echo=_echo)
     return composed, cfg, plan
 
 
 def _launch(composed, cfg, plan, dry_run: bool) -> int:
-    if plan is None:
-        from fsdpcfg.launch.verl import launch_verl
-
-        return launch_verl(composed, dry_run=dry_run, echo=_echo)
-    from fsdpcfg.launch.native import absolutise, launch_native
-    from fsdpcfg.runinfo import write_run_info
+    from fsdpcfg.launch.native import absolutise
 
     cfg = absolutise(cfg)
-    write_run_info(cfg["fsdpcfg"]["run_dir"], composed, plan=plan)
-    return launch_native(cfg, plan=plan, dry_run=dry_run, echo=_echo)
+    if plan is None:
+        from fsdpcfg.launch.folders import dry_run_folder, hold_folders
+        from fsdpcfg.launch.verl import launch_verl
+
+        if dry_run:  # the verl YAML goes to <run_dir>/verl unless the run folder holds a run
+            folder = dry_run_folder(cfg["fsdpcfg"]["run_dir"], _echo)
+            return launch_verl(composed, dry_run=True, echo=_echo, config_dir=Path(folder) / "verl")
+        with hold_folders(cfg, _echo):
+            return launch_verl(composed, dry_run=False, echo=_echo)
+    from fsdpcfg.launch.native import launch_native
+
+    return launch_native(cfg, plan=plan, dry_run=dry_run, echo=_echo, composed=composed)
 
 
 def sweep_points(overrides: list[str]) -> list[list[str]]:

@@ -88,8 +88,9 @@ def die_with_parent() -> None:
 
 
 def run_forwarding(cmd: list[str], env: dict[str, str], *, grace_s: float = GRACE_S,
-                   say: Callable[[str], None] | None = None) -> int:
+                   say: Callable[[str], None] | None = None, pass_fds: tuple[int, ...] = ()) -> int:
     """Run ``cmd`` (torchrun) with ``env`` and return its exit code, forwarding :data:`FORWARDED` signals to it.
+    ``pass_fds``: file descriptors the child inherits (the run-folder locks, which it then holds too).
 
     Raises:
         Interrupted: a forwarded signal stopped the run (after torchrun and its process group are gone, at most
@@ -98,7 +99,7 @@ def run_forwarding(cmd: list[str], env: dict[str, str], *, grace_s: float = GRAC
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     own_session = supported()
     env = {**env, LAUNCHER_PID_ENV: str(os.getpid())}
-    proc = subprocess.Popen(cmd, env=env, start_new_session=own_session,
+    proc = subprocess.Popen(cmd, env=env, start_new_session=own_session, pass_fds=pass_fds,
                             preexec_fn=child_setup(os.getpid()) if own_session else None)
     received: list[tuple[int, float]] = []
 

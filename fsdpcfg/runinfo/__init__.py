@@ -38,8 +38,10 @@ RUN_INFO_FILE = "run_info.json"
 OVERRIDES_FILE = "overrides.yaml"
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    write_private(path, text)
+def _atomic_write(run_dir: Path, name: str, text: str) -> Path:
+    from fsdpcfg.runinfo.faults import write_file_in
+
+    return write_file_in(run_dir, name, text, "fsdpcfg.run_dir")
 
 
 def redact_overrides(overrides: list[str]) -> list[str]:
@@ -70,14 +72,17 @@ def write_run_info(run_dir: str | Path, composed: Any, *, plan: Any = None,
                    extra: dict[str, Any] | None = None) -> Path:
     """Write ``overrides.yaml`` and ``run_info.json`` into ``run_dir`` (created); return the JSON's path.
 
+    Raises:
+        WriteFault: the folder cannot be written; PathEscape: a file would land outside ``run_dir``.
+
     Args:
         composed: the :class:`fsdpcfg.compose.Composed` the run was made from (overrides, choices, provenance).
         plan: the run's :class:`fsdpcfg.plan.Plan` (``None`` for launcher=verl).
         extra: more entries for ``run_info.json`` (a sweep adds its point number and sweep folder).
     """
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     from fsdpcfg.verlref import flatten
+
+    run_dir = Path(run_dir)
 
     raw = composed.to_container(resolve=False)
     provenance = {}
@@ -98,7 +103,5 @@ def write_run_info(run_dir: str | Path, composed: Any, *, plan: Any = None,
         "plan": plan.to_dict() if plan is not None else None,
         **(extra or {}),
     }
-    _atomic_write(run_dir / OVERRIDES_FILE, yaml.safe_dump(overrides, sort_keys=False))
-    path = run_dir / RUN_INFO_FILE
-    _atomic_write(path, json.dumps(info, indent=2, default=str) + "\n")
-    return path
+    _atomic_write(run_dir, OVERRIDES_FILE, yaml.safe_dump(overrides, sort_keys=False))
+    return _atomic_write(run_dir, RUN_INFO_FILE, json.dumps(info, indent=2, default=str) + "\n")

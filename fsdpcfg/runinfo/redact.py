@@ -172,30 +172,17 @@ def contains_secret(text: str, cfg: dict[str, Any]) -> list[str]:
 
 
 def write_private(path: str | Path, text: str, *, mode: int | None = None) -> Path:
-    """Write ``text`` through :func:`scrub_text` to ``path`` atomically (a temporary file in the same folder,
-    fsync, rename, fsync of the folder): readers never see half a file, and no secret is written. ``mode``
-    sets the permission bits (``0o755`` for a script). Returns ``path``.
+    """Write ``text`` through :func:`scrub_text` to ``path`` with the one atomic writer
+    (:func:`fsdpcfg.paths.atomic_write_text`: temporary file, fsync, rename, fsync of the folder): readers never
+    see half a file, and no secret is written. ``mode`` sets the permission bits (``0o755`` for a script).
+    Returns ``path``.
 
     Raises:
-        OSError: the folder does not exist or cannot be written.
+        OSError: the folder does not exist or cannot be written (nothing is left behind).
     """
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w") as fh:
-            fh.write(scrub_text(text))
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    try:
-        fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return path
+    from fsdpcfg.paths import atomic_write_text
+
+    return atomic_write_text(path, scrub_text(text), mode=mode)
     try:
         os.fsync(fd)
     finally:

@@ -64,6 +64,7 @@ def _job_row(c: PointCheck, ret: Any) -> dict[str, Any]:
 def _dry_run(hl: Any, task: Any, runnable: list[PointCheck], echo: Callable[[str], None]) -> int:
     """Instantiate the launcher (the plugin imports and accepts its settings) and write each point's job folder
     as its job would (config.yaml, overrides.yaml, run_info.json); start nothing."""
+    from fsdpcfg.launch.folders import DRY_RUN_KEY, dry_run_folder
     from fsdpcfg.launch.native import write_run_config
     from fsdpcfg.plan._plan import format_command, torchrun_command
     from fsdpcfg.runinfo import write_run_info
@@ -76,8 +77,9 @@ def _dry_run(hl: Any, task: Any, runnable: list[PointCheck], echo: Callable[[str
         if c.plan is None:  # launcher=verl: verl plans its own run
             continue
         cfg, plan = point_config(c.cfg, c.composed.kind, run_dir, job, Path(hl.sweep_dir).name)
-        write_run_info(run_dir, c.composed, plan=plan, extra={"sweep": hl.sweep_dir})
-        echo("    " + format_command(torchrun_command(plan, str(write_run_config(cfg)))))
+        folder = dry_run_folder(run_dir, echo)  # never into a job folder that holds a run
+        write_run_info(folder, c.composed, plan=plan, extra={"sweep": hl.sweep_dir, DRY_RUN_KEY: True})
+        echo("    " + format_command(torchrun_command(plan, str(write_run_config(cfg, folder)))))
     echo("dry run: nothing was started")
     return 0
 

@@ -95,15 +95,16 @@ def _run(job_cfg: Any, expected: dict[str, Any], run_dir: Path, job: int, ckpt_g
         raise ConfigError("the config Hydra composed for this job differs from the one the preflight checked",
                           fix="report this to the fsdpcfg maintainers (fsdpcfg.compose and Hydra disagree)")
     if cfg["fsdpcfg"]["launcher"] != "native":
+        from fsdpcfg.launch.folders import hold_folders
         from fsdpcfg.launch.verl import launch_verl
 
-        write_run_info(run_dir, composed, extra={"sweep": expected["sweep"]})
-        return {"rc": launch_verl(composed, dry_run=False, echo=print)}
+        with hold_folders(cfg, print, folders=[("hydra.sweep.dir", run_dir)]):  # verl keeps its own checkpoints
+            write_run_info(run_dir, composed, extra={"sweep": expected["sweep"]})
+            return {"rc": launch_verl(composed, dry_run=False, echo=print)}
     from fsdpcfg.launch.native import launch_native
 
     cfg, plan = point_config(cfg, composed.kind, run_dir, job, ckpt_group)
-    write_run_info(run_dir, composed, plan=plan, extra={"sweep": expected["sweep"]})
-    rc = launch_native(cfg, plan=plan, echo=print)
+    rc = launch_native(cfg, plan=plan, echo=print, composed=composed, run_info={"sweep": expected["sweep"]})
     out: dict[str, Any] = {"rc": rc, "checkpoints": cfg["trainer"]["default_local_dir"], **final_metrics(run_dir)}
     if rc == 0 and composed.kind == "ppo":
         mismatches = check_audit_file(run_dir)

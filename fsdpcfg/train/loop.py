@@ -18,6 +18,7 @@ import yaml
 
 from fsdpcfg.plan import make_plan, total_training_steps
 from fsdpcfg.train import checkpoint as ckpt
+from fsdpcfg.train.ckpt_identity import identity
 from fsdpcfg.train import patches
 from fsdpcfg.train.actor import ActorBatch, update_actor
 from fsdpcfg.train.algorithm.grpo import ActorLossConfig, grpo_advantages, token_level_rewards
@@ -97,6 +98,8 @@ class Trainer:
                                        int(seed))
         self.total_steps = total_training_steps(cfg, len(self.dataset))
         self.resume_from = ckpt.find_resume_folder(cfg["trainer"])
+        # what the checkpoints record they were trained from (compared by the launcher before a resume)
+        self.trained_from = identity(cfg) if self.rank == 0 else None
         self._build_models()
         self.loss_cfg = ActorLossConfig.from_actor_cfg(self.actor_cfg)
         self.gen = GenerationSettings.from_rollout_cfg(self.rollout_cfg)
@@ -313,7 +316,7 @@ class Trainer:
                              hf_config=self.hf_config, tokenizer=self.tokenizer, optimizer=self.optimizer,
                              generation_config=self.generation_config,
                              scheduler=self.scheduler, trainer_state={"step": step, "sampler": self.sampler.state_dict()},
-                             keep=tr["max_actor_ckpt_to_keep"])
+                             keep=tr["max_actor_ckpt_to_keep"], trained_from=self.trained_from)
 
     def fit(self) -> None:
         """Run the remaining steps, logging each and checkpointing every ``trainer.save_freq`` and at the end."""
@@ -325,8 +328,9 @@ class Trainer:
                 logger.message("fsdpcfg: trainer.total_training_steps already reached; nothing to do "
                                "(raise it, or trainer.resume_mode=disable to start over)")
         try:
-            if self.validator is not None and self.cfg["trainer"]["val_before_train"]:
-                logger.log(self.start_step, self.validate(self.start_step), advance=False)
+            if self.validator is not None and self.cfg["trainer"]["val_before_train"] and self.start_step == 0:
+                # before the first step only: a resumed run's start step already has its row in metrics.jsonl
+                logger.log(0, self.validate(0), advance=False)
             for step in range(self.start_step + 1, self.total_steps + 1):
                 metrics = self.step(step)
                 if self.validator is not None and is_validation_step(step, self.total_steps, self.test_freq):
@@ -349,26 +353,30 @@ def _dump_first_step(step: int, rank: int, **tensors: torch.Tensor) -> None:
 
 def save_resolved_config(cfg: dict, config_path: Path) -> None:
     """Write the resolved config to ``<fsdpcfg.run_dir>/config.yaml`` unless it was launched from that file."""
-    run_dir = Path(cfg["fsdpcfg"]["run_dir"])
-    run_dir.mkdir(parents=True, exist_ok=True)
-    target = run_dir / "config.yaml"
+    from fsdpcfg.runinfo.faults import write_file_in
+
+    target = Path(cfg["fsdpcfg"]["run_dir"]) / "config.yaml"
     if not target.exists() or target.resolve() != config_path.resolve():
-        ckpt.atomic_write_text(target, yaml.safe_dump(cfg, sort_keys=False))
+        write_file_in(cfg["fsdpcfg"]["run_dir"], "config.yaml", yaml.safe_dump(cfg, sort_keys=False),
+                      "fsdpcfg.run_dir")
 
 
 def main(config_path: str) -> int:
     """Entry point of one rank: read the resolved config, train, tear down. Returns the exit code."""
+    from fsdpcfg.train.entry import close_process_group
+
     path = Path(config_path)
     cfg = yaml.safe_load(path.read_text())
     trainer = Trainer(cfg)
-    if trainer.rank == 0:
-        save_resolved_config(cfg, path)
-    from fsdpcfg.runinfo import audit_startup
+    try:
+        if trainer.rank == 0:
+            save_resolved_config(cfg, path)
+        from fsdpcfg.runinfo import audit_startup
 
-    audit_startup(trainer)  # <run_dir>/startup_audit.json; built != asked stops every rank here
-    trainer.fit()
-    # no barrier on the way out of an exception: the other ranks may be inside a collective, and torchrun stops
-    # them when this rank exits non-zero (a barrier there would hang every rank)
-    dist.barrier()
-    dist.destroy_process_group()
+        audit_startup(trainer)  # <run_dir>/startup_audit.json; built != asked stops every rank here
+        trainer.fit()
+    except BaseException:
+        close_process_group(clean=False)  # no barrier: the other ranks may be inside a collective
+        raise
+    close_process_group(clean=True)
     return 0

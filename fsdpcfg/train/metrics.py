@@ -1,6 +1,10 @@
 """Per-step metrics of the native loop, in verl's metric names: always to ``<run_dir>/metrics.jsonl``, and to the
 sinks ``trainer.logger`` selects (console progress bar, TensorBoard, verl's file layout, wandb, MLflow:
-:mod:`fsdpcfg.train.trackers`); plus the step's timing, entropy and memory helpers."""
+:mod:`fsdpcfg.train.trackers`); plus the step's timing, entropy and memory helpers.
+
+``metrics.jsonl`` holds one row per step: a run that starts at step S (resumed from ``global_step_S``, or S=0)
+first moves the rows of later steps, written by a run killed before it could save them, to
+``metrics.discarded.jsonl`` (:func:`truncate_after`)."""
 
 from __future__ import annotations
 
@@ -94,6 +98,47 @@ def _used_memory_gib() -> float:
         return float("nan")
 
 
+METRICS_FILE = "metrics.jsonl"
+DISCARDED_FILE = "metrics.discarded.jsonl"
+
+
+def truncate_after(run_dir: str | Path, step: int) -> int:
+    """Keep in ``<run_dir>/metrics.jsonl`` the rows of steps ``<= step`` (the last of each step's rows) and
+    move the others, and any line that is not a JSON row, to ``metrics.discarded.jsonl``; return how many rows
+    were moved. Source: issue 14 item 8 (rows of steps 2, 2 after resuming from a save killed at step 2).
+
+    Raises:
+        WriteFault: the run folder cannot be written.
+    """
+    from fsdpcfg.runinfo.faults import write_file_in, writing
+
+    from fsdpcfg.paths import within
+
+    path = within(run_dir, METRICS_FILE)
+    if not path.is_file():
+        return 0
+    kept: dict[int, str] = {}
+    moved = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            row_step = json.loads(line)["step"]
+            ok = isinstance(row_step, int) and row_step <= step
+        except (ValueError, KeyError, TypeError):
+            ok, row_step = False, None
+        if ok:
+            if row_step in kept:
+                moved.append(kept[row_step])
+            kept[row_step] = line
+        elif line.strip():
+            moved.append(line)
+    if moved:
+        discarded = within(run_dir, DISCARDED_FILE)
+        with writing(discarded, "fsdpcfg.run_dir"), open(discarded, "a") as fh:
+            fh.write("".join(m + "\n" for m in moved))
+        write_file_in(run_dir, METRICS_FILE, "".join(kept[k] + "\n" for k in sorted(kept)), "fsdpcfg.run_dir")
+    return len(moved)
+
+
 class MetricsLogger:
     """Writes each step's metrics; only rank 0 creates one (``enabled=False`` elsewhere does nothing).
 
@@ -124,12 +169,23 @@ class MetricsLogger:
         self.sinks: list[Any] = []
         if not enabled:
             return
+        from fsdpcfg.paths import within
+        from fsdpcfg.runinfo.faults import writing
+
         run_dir = Path(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        self._jsonl = open(run_dir / "metrics.jsonl", "a", buffering=1)
+        self._jsonl_path = within(run_dir, METRICS_FILE)
+        with writing(self._jsonl_path, "fsdpcfg.run_dir"):
+            run_dir.mkdir(parents=True, exist_ok=True)
+        moved = truncate_after(run_dir, start_step)
+        if moved:
+            print(f"fsdpcfg: moved {moved} metrics row(s) past step {start_step} (not in the checkpoint this run "
+                  f"starts from) to {run_dir / DISCARDED_FILE}", file=sys.stderr, flush=True)
+        with writing(self._jsonl_path, "fsdpcfg.run_dir"):
+            self._jsonl = open(self._jsonl_path, "a", buffering=1)
         self.sinks = open_sinks(list(loggers), run_dir, project, experiment, config or {})
         if "console" in loggers:
             from tqdm import tqdm
+
 
             self._bar = tqdm(total=total_steps, initial=start_step, desc=desc, unit="step", dynamic_ncols=True,
                              file=sys.stderr, leave=True)
@@ -153,7 +209,10 @@ class MetricsLogger:
             return
         clean = {k: (float(v) if isinstance(v, (int, float)) else v) for k, v in metrics.items()}
         if self._jsonl is not None:
-            self._jsonl.write(scrub_text(json.dumps({"step": step, **clean})) + "\n")
+            from fsdpcfg.runinfo.faults import writing
+
+            with writing(self._jsonl_path, "fsdpcfg.run_dir"):
+                self._jsonl.write(scrub_text(json.dumps({"step": step, **clean})) + "\n")
         plot = finite(clean)
         for sink in self.sinks:
             sink.log(step, plot)
@@ -178,6 +237,9 @@ class MetricsLogger:
         if self._bar is not None:
             self._bar.close()
         if self._jsonl is not None:
-            self._jsonl.close()
+            try:
+                self._jsonl.close()
+            except OSError:  # a full disk: the write that failed already raised its WriteFault
+                pass
         for sink in self.sinks:
             sink.close()
