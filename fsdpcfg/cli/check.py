@@ -2,7 +2,9 @@
 
     fsdpcfg check [+recipe=NAME] [OVERRIDES...]     a config composed from the tree
     fsdpcfg check FILE.yaml...                      recipe files or full config files (fsdpcfg or verl dumps)
-    fsdpcfg check RUN_SCRIPT.sh                     the overrides of a verl.trainer.main_ppo command line
+    fsdpcfg check RUN_SCRIPT.sh [OVERRIDES...] [-- ARGS...]
+                                                    the verl commands of a run script, read as bash reads it
+                                                    (OVERRIDES stand at its "$@", ARGS are its $1 $2 ...)
 
 Human output groups findings by severity, each with its rule ID, keys, numbers, fix and the provenance of
 each key's value, then the derived numbers (``--plan``). ``--format json`` prints exactly
@@ -39,6 +41,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "where it disagrees (fsdpcfg.verlcheck); exit 1 when verl rejects")
 
 
+#: ``fsdpcfg.cli.main`` calls :func:`parse` (the words after ``--`` are a run script's own arguments).
+PASS_THROUGH = True
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``; the words after the first ``--`` become ``script_args`` (``None`` when there is no
+    ``--``): the positional arguments of the run script being checked."""
+    script_args = None
+    if "--" in argv:
+        i = argv.index("--")
+        argv, script_args = argv[:i], argv[i + 1:]
+    args = parser.parse_args(argv)
+    args.script_args = script_args
+    return args
+
+
 def _kind(arg: str) -> str:
     """``override`` for any ``key=value`` / ``~key`` token (also ``+recipe=PATH.yaml`` and values ending in
     ``.yaml``), else ``yaml`` or ``script`` for a file path."""
@@ -65,6 +83,12 @@ def collect(args: argparse.Namespace) -> list[Any]:
     kinds = [_kind(a) for a in args.inputs]
     files = [a for a, k in zip(args.inputs, kinds) if k != "override"]
     overrides = [a for a, k in zip(args.inputs, kinds) if k == "override"]
+    script_args = getattr(args, "script_args", None)
+    if script_args is not None and not (files and all(k == "script" for k in kinds if k != "override")):
+        raise UsageError("`-- ARGS` gives a run script's positional arguments: give a run script before it",
+                         fix="fsdpcfg check run.sh [key=value ...] -- ARG ...")
+    if files and overrides and all(k == "script" for k in kinds if k != "override"):
+        return [c for f in files for c in check_run_script(Path(f), overrides, args=script_args)]
     if files and overrides:
         raise UsageError(f"give either files ({', '.join(files)}) or overrides ({', '.join(overrides)}), not both",
                          fix="put the overrides in a recipe file, or check the files on their own")
@@ -78,7 +102,7 @@ def collect(args: argparse.Namespace) -> list[Any]:
         if k == "yaml":
             out.append(check_yaml_file(Path(f)))
         else:
-            out.extend(check_run_script(Path(f)))
+            out.extend(check_run_script(Path(f), args=script_args))
     return out
 
 

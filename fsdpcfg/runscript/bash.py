@@ -175,10 +175,16 @@ def evaluate(text: str, *, args: Optional[list[str]] = None, extra: Iterable[str
     tree = _parser().parse(src)
     ev = _Evaluator(src, dict(os.environ if environ is None else environ), [str(x) for x in extra], script_path)
     state = _State({}, set(), None if args is None else [Word(a, 0) for a in args])
-    error_line = _first_error_line(tree.root_node)
+    error_line, error_byte = _first_error(tree.root_node)
     try:
         for child in tree.root_node.named_children:
-            if error_line and child.end_point[0] + 1 >= error_line:
+            if error_line and child.start_byte >= error_byte:
+                break
+            if child.type == "ERROR" or child.has_error:
+                # the statements before the broken one still run in bash
+                for c in child.named_children if child.type == "ERROR" else []:
+                    if c.end_byte <= error_byte and not c.has_error:
+                        ev.statement(c, state)
                 break
             ev.statement(child, state)
     except _Exit:
@@ -186,16 +192,29 @@ def evaluate(text: str, *, args: Optional[list[str]] = None, extra: Iterable[str
     return Evaluation(ev.commands, ev.notes, ev.env_used, error_line)
 
 
-def _first_error_line(node) -> int:
+def _first_error(node) -> tuple[int, int]:
+    """(line, byte offset) where bash's grammar first fails to read the script; (0, 0) when it reads it all."""
     if not node.has_error:
-        return 0
+        return 0, 0
     stack = [node]
     while stack:
         n = stack.pop(0)
-        if n.type == "ERROR" or n.is_missing:
-            return n.start_point[0] + 1
+        if n.is_missing:
+            return n.start_point[0] + 1, n.start_byte
+        if n.type == "ERROR":
+            for c in n.children:
+                if c.is_named and not c.has_error and c.type in _STATEMENTS:
+                    continue  # a complete statement the error node swallowed
+                return c.start_point[0] + 1, c.start_byte
+            return n.start_point[0] + 1, n.start_byte
         stack = [c for c in n.children if c.has_error or c.is_missing or c.type == "ERROR"] + stack
-    return node.start_point[0] + 1
+    return node.start_point[0] + 1, node.start_byte
+
+
+_STATEMENTS = frozenset({"command", "variable_assignment", "variable_assignments", "declaration_command",
+                         "redirected_statement", "pipeline", "list", "if_statement", "case_statement",
+                         "for_statement", "while_statement", "function_definition", "comment", "subshell",
+                         "compound_statement", "unset_command", "negated_command", "test_command"})
 
 
 class _Evaluator:
@@ -796,9 +815,16 @@ class _Evaluator:
         """The values of parameter ``name`` (several for ``@``, ``*`` and arrays), [] when unset/empty."""
         vals = self.lookup(name, st, node)
         if vals is None:
-            return []
+            return self._unset(name, st, node)
         keep = name in ("@", "*")  # an element keeps its own line; a variable's value takes the word's
         return [_F(w.text, w.unknown, w.env, w.line if keep else 0, w.cli) for w in vals]
+
+    def _unset(self, name: str, st: _State, node) -> list[_F]:
+        """``$NAME`` that neither the script nor the environment sets: bash gives nothing, but the script's
+        author meant a value, so it is unknown (not a guessed empty string)."""
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and name not in st.vars:
+            return [_F(f"${name}", (f"`${name}` is not set by the script nor in the environment of the check",))]
+        return []
 
     def lookup(self, name: str, st: _State, node, index: Optional[str] = None) -> Optional[list[Word]]:
         """Return the value(s) of ``name`` (``index`` ``@``/``*``: every element; a number: that element;
@@ -876,7 +902,9 @@ class _Evaluator:
             n = len(vals or []) if all_elements else len((vals or [Word("", 0)])[0].text)
             return [_F(str(n))]
         if not rest:
-            fs = [_F(w.text, w.unknown, w.env, w.line, w.cli) for w in (vals or [])]
+            if vals is None:
+                return self._unset(name, st, node)
+            fs = [_F(w.text, w.unknown, w.env, w.line, w.cli) for w in vals]
             if index == "*" and quoted:
                 return self.split(fs, True, False)
             return self.split(fs, quoted, all_elements and not (index == "*" and quoted))
