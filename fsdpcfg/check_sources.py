@@ -127,7 +127,7 @@ def check_run_script(path: Path, overrides: Sequence[str] = (), *, args: Optiona
     from fsdpcfg.compose import compose
     from fsdpcfg.compose.provenance import Source
     from fsdpcfg.runscript import Word
-    from fsdpcfg.runscript.translate import key_of, not_a_trainer, translate
+    from fsdpcfg.runscript.translate import drop_guessed, key_of, not_a_trainer, translate
     from fsdpcfg.verlref import VERL_VERSION
 
     path = Path(path)
@@ -173,7 +173,7 @@ def check_run_script(path: Path, overrides: Sequence[str] = (), *, args: Optiona
             composed.provenance.record(key, Source("override", where) if where == "command line"
                                        else Source("file", where))
         composed.script_notes = notes + tr.notes  # reported by rules FC107 and FC120-FC125
-        out.append(Checked(label, check_config(composed), composed))
+        out.append(Checked(label, drop_guessed(check_config(composed)), composed))
     return out
 
 

@@ -367,18 +367,22 @@ class _Evaluator:
         where = f"line {self.line(node)}"
         names = set().union(*(o.vars.keys() for o in going)) | set(st.vars)
         merged: dict[str, list[Word]] = {}
+        arrays = set().union(*(o.arrays for o in going))
         for name in names:
             vals = [o.vars.get(name) for o in going]
             keys = [None if v is None else tuple((w.text, w.unknown) for w in v) for v in vals]
             if all(k == keys[0] for k in keys):
                 if vals[0] is not None:
                     merged[name] = vals[0]
+            elif name in arrays:
+                merged[name] = _merge_arrays([v or [] for v in vals], f"set only in some branches, or differently, "
+                                                                      f"of a construct the check cannot decide ({where})")
             else:
                 merged[name] = [Word(f"${name}", self.line(node),
                                      (f"`{name}` is set differently by branches the check cannot choose "
                                       f"between ({where})",))]
         st.vars = merged
-        st.arrays = set().union(*(o.arrays for o in going))
+        st.arrays = arrays
         if any(o.args != going[0].args for o in going):
             st.args = None
         else:
@@ -1020,8 +1024,8 @@ class _Evaluator:
             return unknown
         cmd = body[0]
         if cmd.type == "list" and len(cmd.children) == 3 and self.text(cmd.children[1]) == "&&":
-            first, second = cmd.children[0], cmd.children[2]
-            a = self._simple_argv(first, st)
+            first, second = (_unredirected(c) for c in (cmd.children[0], cmd.children[2]))
+            a = [w for w in self._simple_argv(first, st) or [] if w.text != "--"]
             b = self._simple_argv(second, st)
             if a and b and a[0].text == "cd" and len(a) == 2 and [w.text for w in b] == ["pwd"] and a[1].known:
                 return _F(os.path.abspath(a[1].text), (), a[1].env)
@@ -1178,6 +1182,43 @@ _ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a 
           "^": lambda a, b: a ^ b}
 
 
+def _merge_arrays(values: list[list[Word]], reason: str) -> list[Word]:
+    """Arrays that branches the check cannot choose between left different. Arrays of ``key=value`` overrides
+    merge by key: a key every branch gives the same last value stays known, any other key is kept (its text
+    from the first branch that has it) but marked unknown, so the key it feeds is still named. Other arrays
+    keep the elements they share at the start; the rest are marked unknown."""
+    def key(w: Word) -> Optional[str]:
+        k = w.text.split("=", 1)[0].lstrip("+~") if "=" in w.text else None
+        return k if k and re.fullmatch(r"[A-Za-z_][\w.\-/@]*", k) else None
+
+    if all(key(w) for v in values for w in v):
+        finals = [{key(w): w for w in v} for v in values]
+        order: list[str] = []
+        for v in values:
+            order += [k for k in (key(w) for w in v) if k not in order]
+        out = []
+        for k in order:
+            ws = [f.get(k) for f in finals]
+            first = next(w for w in ws if w is not None)
+            same = all(w is not None and (w.text, w.unknown) == (first.text, first.unknown) for w in ws)
+            out.append(first if same else Word(first.text, first.line, _union(first.unknown, (reason,)), first.env,
+                                               first.cli))
+        return out
+    n = 0
+    while all(len(v) > n for v in values) and all((v[n].text, v[n].unknown) == (values[0][n].text,
+                                                                                values[0][n].unknown) for v in values):
+        n += 1
+    out = list(values[0][:n])
+    seen: set[str] = set()
+    for v in values:
+        for w in v[n:]:
+            if w.text in seen:
+                continue
+            seen.add(w.text)
+            out.append(Word(w.text, w.line, _union(w.unknown, (reason,)), w.env, w.cli))
+    return out
+
+
 def _compare(a: str, op: str, b: str, pattern: bool) -> Optional[bool]:
     if op in ("=", "=="):
         return fnmatch.fnmatchcase(a, b) if pattern else a == b
@@ -1198,6 +1239,13 @@ def _compare(a: str, op: str, b: str, pattern: bool) -> Optional[bool]:
         except ValueError:
             return None
     return None
+
+
+def _unredirected(node):
+    """``cd DIR >/dev/null 2>&1`` -> the ``cd DIR`` command (output redirections do not change its result)."""
+    if node.type == "redirected_statement" and node.child_by_field_name("body") is not None:
+        return node.child_by_field_name("body")
+    return node
 
 
 def _int(w: Word) -> Optional[int]:

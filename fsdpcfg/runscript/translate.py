@@ -136,6 +136,26 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
     return Translation(out, lines, notes, kind, config, user, [key_of(r) for r in resets])
 
 
+def drop_guessed(findings: list[Finding]) -> list[Finding]:
+    """Errors and warnings on a key whose value the script gives but the check cannot know (FC107 names it) are
+    guesses on verl's default that stood in: they are left out, and that FC107 info names the rules left out."""
+    unknown = {k for f in findings if f.rule == "FC107" for k in f.keys}
+    out: list[Finding] = []
+    dropped: dict[str, set[str]] = {}
+    for f in findings:
+        hit = [k for k in f.keys if k in unknown]
+        if f.severity in ("error", "warning") and hit:
+            for k in hit:
+                dropped.setdefault(k, set()).add(f.rule)
+            continue
+        out.append(f)
+    for f in out:
+        rules = sorted(set().union(*(dropped.get(k, set()) for k in f.keys))) if f.rule == "FC107" else []
+        if rules and "left out" not in f.message:
+            f.message += f"; {', '.join(rules)} on it left out (they would judge that default, not the script's value)"
+    return out
+
+
 def _env_note(w: Word, key: str, label: str, notes: list[Finding]) -> None:
     for e in w.env:
         name, _, value = e.partition("=")

@@ -237,3 +237,28 @@ def test_syntax_error_line_is_reported():
     ev = run("cmd ok\nif then fi (\n")
     assert ev.syntax_error_line == 2
     assert [c.argv[1].text for c in ev.commands] == ["ok"]
+
+
+def test_arrays_that_undecidable_branches_change_keep_their_shared_part_and_name_the_rest():
+    ev = run("""
+        R=(a.name=vllm a.n=4)
+        case "$(uname)" in
+            Linux) R+=(a.tp=2) ;;
+            *) R=(a.name=sglang a.n=4) ;;
+        esac
+        cmd "${R[@]}"
+    """)
+    got = [(w.text, w.known) for w in ev.commands[-1].argv[1:]]
+    assert got == [("a.name=vllm", False), ("a.n=4", True), ("a.tp=2", False)]
+    assert "some branches" in ev.commands[-1].argv[1].unknown[0]
+
+
+def test_arrays_of_other_words_keep_their_shared_start():
+    ev = run('A=(x y)\nif [ -d /d ]; then A+=(z); fi\ncmd "${A[@]}"')
+    assert [(w.text, w.known) for w in ev.commands[-1].argv[1:]] == [("x", True), ("y", True), ("z", False)]
+
+
+def test_script_folder_with_cd_dashdash_and_redirections():
+    [w] = last('D=$(cd -- "$(dirname "$0")/.." >/dev/null 2>&1 && pwd)\ncmd $D/x.py',
+               script_path="/r/examples/run.sh").argv[1:]
+    assert w.known and w.text == "/r/x.py"
