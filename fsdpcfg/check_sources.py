@@ -140,6 +140,9 @@ def check_run_script(path: Path, overrides: Sequence[str] = (), *, args: Optiona
     ev, cmds = parse_run_script(text, args=args, extra=overrides, environ=environ, script_path=str(path))
     if not cmds:
         where = f" (bash's grammar stops reading it at line {ev.syntax_error_line})" if ev.syntax_error_line else ""
+        exits = [n for n in ev.notes if n.kind == "exit"]
+        if exits:
+            where += f" (with these arguments it stops at line {exits[0].line}: {exits[0].message})"
         raise UsageError(f"{path}: no verl command found{where} (`python3 -m verl.trainer.main_ppo ...`, "
                          "`torchrun ... -m verl.trainer.sft_trainer ...`)",
                          fix="give a shell script that runs a verl trainer, a YAML file, or overrides")

@@ -10,6 +10,7 @@ only verl knows). What could not be read becomes an info finding (FC107, FC120-F
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -214,13 +215,22 @@ def _config_choice(vc: VerlCommand, script: Path, label: str,
                              f"cannot be known ({'; '.join(path_word.unknown)}); config {name} was not read, the check "
                              f"uses verl's {default}", "write the folder in the script"))
         return default, (), []
-    f = _find_config(path_word.text, name, script)
-    if f is None:
-        if name in CONFIG_NAMES:
+    folder = Path(path_word.text).expanduser()
+    if not folder.is_absolute():
+        # Hydra: a relative --config-path is relative to the file of @hydra.main (verl/trainer/), so `config`
+        # is verl's own config folder
+        if os.path.normpath(path_word.text) == "config" and name in CONFIG_NAMES:
             return _named(name, default, label, name_word, notes)
+        notes.append(Finding("FC124", "info", [], f"{label}: --config-path={path_word.text} (line {path_word.line}) is "
+                             "relative to verl/trainer/ (Hydra reads a relative config path from the folder of the "
+                             f"trainer's file); config {name} was not read, the check uses verl's {default}",
+                             "give an absolute --config-path (e.g. \"$(pwd)/config\") to have it checked"))
+        return default, (), []
+    f = _find_config(folder, name)
+    if f is None:
         notes.append(Finding("FC124", "info", [], f"{label}: config {name}.yaml was not found in --config-path="
-                             f"{path_word.text} (line {path_word.line}; looked beside the script and in the current "
-                             f"folder); the check uses verl's {default}", "check from the folder the script runs in"))
+                             f"{path_word.text} (line {path_word.line}); the check uses verl's {default}",
+                             "check the folder and the name"))
         return default, (), []
     return _config_file(f, default, label, notes)
 
@@ -239,14 +249,11 @@ def _reference_configs() -> frozenset[str]:
     return frozenset(_load()["configs"])
 
 
-def _find_config(folder: str, name: str, script: Path) -> Optional[Path]:
-    base = Path(folder).expanduser()
-    candidates = [base] if base.is_absolute() else [script.parent / base, Path.cwd() / base]
-    for d in candidates:
-        for suffix in (".yaml", ".yml"):
-            f = d / f"{name}{suffix}"
-            if f.is_file():
-                return f
+def _find_config(folder: Path, name: str) -> Optional[Path]:
+    for suffix in (".yaml", ".yml"):
+        f = folder / f"{name}{suffix}"
+        if f.is_file():
+            return f
     return None
 
 

@@ -149,12 +149,12 @@ def _torchrun_options(words: list[Word]) -> dict[str, Word]:
     i = 0
     while i < len(words):
         w = words[i]
-        if not (w.known and w.text.startswith("--")):
+        if not w.text.startswith("--"):
             i += 1
             continue
         name, eq, value = w.text[2:].partition("=")
         name = name.replace("-", "_")
-        if eq:
+        if eq:  # `--nproc_per_node=$1`: the name is known even when the value is not
             out[name] = Word(value, w.line, w.unknown, w.env)
         elif f"--{name}" in _TORCHRUN_FLAGS or w.text in _TORCHRUN_FLAGS:
             out[name] = Word("true", w.line)
