@@ -82,9 +82,14 @@ def module_of(word: Word, after_m: bool) -> Optional[str]:
     t = word.text
     if after_m and re.fullmatch(r"(verl|recipe)(\.[A-Za-z_][A-Za-z0-9_]*)+", t):
         return t
-    m = re.search(r"(?:^|/)((?:verl|recipe)/[A-Za-z0-9_/]+)\.py$", t)
-    if m and not after_m:
-        return m.group(1).replace("/", ".")
+    if after_m or not t.endswith(".py"):
+        return None
+    parts = t[:-3].split("/")
+    for top in ("verl", "recipe"):  # the last `verl/` of the path is the package (/src/verl/verl/trainer/...)
+        if top in parts[:-1]:
+            i = len(parts) - 1 - parts[::-1].index(top)
+            if all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p) for p in parts[i:]):
+                return ".".join(parts[i:])
     return None
 
 
