@@ -159,11 +159,16 @@ def check_run_script(path: Path, overrides: Sequence[str] = (), *, args: Optiona
         if vc.kind == "other":
             out.append(Checked(label, notes + [not_a_trainer(vc, label)]))
             continue
+        tr = None
         try:
             tr = translate(vc, ev, path, label)
             composed = compose(tr.overrides)
         except ConfigError as e:
-            out.append(Checked(label, [compose_error_finding(e)] + notes))
+            f = compose_error_finding(e)
+            for key in f.keys:  # the script line the refused word is on
+                if tr is not None and key in tr.lines:
+                    f.provenance[key] = tr.lines[key]
+            out.append(Checked(label, [f] + notes + (tr.notes if tr is not None else [])))
             continue
         except Exception as e:  # Hydra/OmegaConf errors that are not ConfigError: still a finding
             out.append(Checked(label, [unexpected_compose_finding(e, [w.text for w in vc.overrides])] + notes))
