@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
@@ -68,9 +69,7 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
     Raises:
         ConfigError: composing the base tree fails (a group option of the script that does not exist).
     """
-    from fsdpcfg.compose import compose
     from fsdpcfg.compose._compose import available_options, groups
-    from omegaconf import OmegaConf
 
     kind = vc.kind
     notes: list[Finding] = []
@@ -98,9 +97,7 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
                     if key_of(t) == "actor_rollout_ref.rollout.name" and "=" in t), None)
     if kind == "ppo" and rollout in available_options("rollout"):
         base.append(f"rollout={rollout}")
-    tree = compose(base + user_groups)
-    chosen = {t.split("=", 1)[0] + "=" + t.split("=", 1)[1] for t in user_groups}
-    raw = verlref.flatten(OmegaConf.to_container(tree.cfg, resolve=False))
+    raw, chosen_keys = _base_tree(tuple(base), tuple(user_groups))
     ref_defaults = verlref.defaults(config)
     ref_keys = verlref.keys(config)
     user_keys = {key_of(t) for t in user}
@@ -108,9 +105,8 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
     for key, ours in raw.items():
         if key in user_keys or key not in ref_keys or (isinstance(ours, str) and "${" in ours):
             continue
-        src = tree.provenance.source_of(key)
-        if src is not None and src.kind == "group" and src.option in chosen:
-            continue  # the script chose this group option: its values stand
+        if key in chosen_keys:
+            continue  # the script chose the group option that sets it: its value stands
         theirs = ref_defaults.get(key)
         if theirs != ours and not (isinstance(theirs, str) and "${" in theirs):
             resets.append(f"{key}={hydra_value(theirs)}")
@@ -135,6 +131,24 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
         notes.append(Finding("FC123", "info", [], f"{label}: this command may not run: {vc.conditional}",
                              "check the script with the arguments or variables that select its branch"))
     return Translation(out, lines, notes, kind, config, user, [key_of(r) for r in resets])
+
+
+@lru_cache(maxsize=8)
+def _base_tree(base: tuple[str, ...], user_groups: tuple[str, ...]) -> tuple[dict[str, Any], frozenset[str]]:
+    """The flat tree of ``base`` + the script's group options (composed once per process for each choice), and
+    the keys those group options set."""
+    from fsdpcfg.compose import compose
+    from omegaconf import OmegaConf
+
+    tree = compose(list(base + user_groups))
+    raw = verlref.flatten(OmegaConf.to_container(tree.cfg, resolve=False))
+    chosen = set(user_groups)
+    keys = set()
+    for key in raw:
+        src = tree.provenance.source_of(key)
+        if src is not None and src.kind == "group" and src.option in chosen:
+            keys.add(key)
+    return raw, frozenset(keys)
 
 
 def drop_guessed(findings: list[Finding]) -> list[Finding]:
