@@ -954,11 +954,16 @@ class _Evaluator:
                 out.append(_F(r, (), f.env, f.line))
         return self.split(out, quoted, all_elements)
 
-    def operand(self, nodes, parent, st: _State, pattern: bool = False) -> _F:
+    def operand(self, nodes, parent, st: _State, pattern: bool = False, tilde: bool = True) -> _F:
         """The word after an expansion operator (``${X:-THIS}``), as one string; text between its nodes kept."""
         out = _F("")
         if not nodes:
             return out
+        if tilde and self.text(nodes[0]).startswith("~/") and nodes[0].type in ("word", "concatenation"):
+            home = self.env("HOME", parent)  # bash expands a tilde in the word of ${X:-~/dir}
+            out = _F(home.text, home.unknown, home.env)
+            rest = self.operand(nodes, parent, st, pattern, tilde=False)
+            return out + _F(rest.text[1:], rest.unknown, rest.env)
         pos = nodes[0].start_byte
         for c in nodes:
             if c.start_byte > pos:

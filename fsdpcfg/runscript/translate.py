@@ -27,6 +27,13 @@ SCRIPT_BASE = ["launcher=verl", "trainer=gpu_8x", "engine=fsdp", "patches=remove
 SFT_BASE = ["+recipe=qwen_sft", "launcher=verl", "trainer=gpu_8x"]
 #: verl config a kind is checked against when the script names none.
 DEFAULT_CONFIG = {"ppo": "ppo_trainer", "sft": "sft_trainer_engine"}
+#: verl 0.9.1's own config groups and their default option (the ``defaults`` lists of
+#: ``verl/trainer/config/sft_trainer_engine.yaml`` and ``ppo_trainer.yaml``): a script that names the default
+#: option (``model=hf_model``, ``optim=fsdp``) changes nothing, also where fsdpcfg's tree has no such option.
+VERL_DEFAULT_GROUPS = {
+    "sft": {"model": "hf_model", "engine": "fsdp", "optim": "fsdp", "profiler": "profiler"},
+    "ppo": {"model_engine": "dp", "data": "legacy_data"},
+}
 #: torchrun option -> the key that carries the same number in verl's SFT config (fsdpcfg's SFT rules compute
 #: the world size from them; verl's torchrun trainer takes it from torchrun). Source: verl 0.9.1 sft_trainer.py.
 TORCHRUN_KEYS = {"nproc_per_node": "trainer.n_gpus_per_node", "nnodes": "trainer.nnodes"}
@@ -81,6 +88,12 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
     for w, src in file_items + [(w, where(w)) for w in vc.overrides]:
         if not w.known:
             unknown.append((w, key_of(w.text)))
+            continue
+        group, eq, option = w.text.partition("=")
+        if eq and VERL_DEFAULT_GROUPS[kind].get(group) == option.strip("'\"") and \
+                option.strip("'\"") not in available_options(group, kind):
+            notes.append(Finding("FC124", "info", [], f"{label}: `{w.text}` (line {w.line}) is verl's default option of "
+                                 f"its `{group}` group: nothing to change", "nothing to do"))
             continue
         if w.text.startswith(("hydra.", "+hydra.", "++hydra.")):
             notes.append(Finding("FC124", "info", [], f"{label}: `{w.text}` (line {w.line}) is a setting of Hydra "

@@ -45,7 +45,7 @@ def test_unquoted_expansion_is_split_and_an_empty_one_vanishes():
     ("${X:-d}", "d"), ("${X-d}", "d"), ("${EMPTY:-d}", "d"), ("${EMPTY-d}", ""), ("${SET:-d}", "v"),
     ("${SET:+alt}", "alt"), ("${X:+alt}", ""), ("${#SET}", "1"), ("${P##*/}", "c.txt"), ("${P#*/}", "a/b/c.txt"),
     ("${P%/*}", "/a/b"), ("${P%%.*}", "/a/b/c"), ("${P/b/B}", "/a/B/c.txt"), ("${SET^^}", "V"),
-    ("${L:1:3}", "bcd"), ("${X:-$HOME/m}", "/home/u/m"), ('${X:-"q d"}', "q d"),
+    ("${L:1:3}", "bcd"), ("${X:-$HOME/m}", "/home/u/m"), ('${X:-"q d"}', "q d"), ("${X:-~/d/e}", "/home/u/d/e"),
 ])
 def test_parameter_expansion(expr, expected):
     got = words(f'SET=v\nEMPTY=\nP=/a/b/c.txt\nL=abcdef\ncmd "{expr}"')
