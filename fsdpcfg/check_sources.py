@@ -143,6 +143,10 @@ def check_run_script(path: Path, overrides: Sequence[str] = (), *, args: Optiona
         exits = [n for n in ev.notes if n.kind == "exit"]
         if exits:
             where += f" (with these arguments it stops at line {exits[0].line}: {exits[0].message})"
+        unknown = [c for c in ev.commands if not c.argv[0].known]
+        if unknown:
+            where += (f" (the command at line {unknown[0].line} cannot be known: "
+                      f"{unknown[0].argv[0].unknown[0]})")
         raise UsageError(f"{path}: no verl command found{where} (`python3 -m verl.trainer.main_ppo ...`, "
                          "`torchrun ... -m verl.trainer.sft_trainer ...`)",
                          fix="give a shell script that runs a verl trainer, a YAML file, or overrides")

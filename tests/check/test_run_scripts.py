@@ -205,3 +205,15 @@ def test_a_positional_argument_that_reaches_dollar_at_is_passed_to_verl(tmp_path
     [r] = check_run_script(f, args=["sglang"], environ=ENV)
     assert [x.rule for x in r.findings if x.severity == "error"] == ["FC100"]
     assert "sglang" in r.findings[0].message
+
+
+def test_no_verl_command_says_why(tmp_path):
+    from fsdpcfg.errors import UsageError
+
+    f = tmp_path / "run.sh"
+    f.write_text("$COMMAND data.train_batch_size=8 model.path=x\n")  # COMMAND is set nowhere
+    with pytest.raises(UsageError, match=r"line 1 cannot be known: `\$COMMAND` is not set"):
+        check_run_script(f, environ=ENV)
+    f.write_text("echo preparing\npython3 prepare.py\n")
+    with pytest.raises(UsageError, match="no verl command found"):
+        check_run_script(f, environ=ENV)
