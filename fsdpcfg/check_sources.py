@@ -17,8 +17,16 @@ from fsdpcfg.check import check_config, compose_error_finding, unexpected_compos
 from fsdpcfg.errors import ConfigError, UsageError
 from fsdpcfg.rules.finding import Finding
 
-# the run-script reader lives in fsdpcfg.runscript; these names are kept for callers of this module.
-from fsdpcfg.runscript.translate import SCRIPT_BASE, hydra_value  # noqa: E402,F401
+
+
+def __getattr__(name: str) -> Any:
+    """``SCRIPT_BASE`` and ``hydra_value`` live in :mod:`fsdpcfg.runscript.translate` (imported only when a run
+    script is checked); kept here for callers of this module."""
+    if name in ("SCRIPT_BASE", "hydra_value"):
+        from fsdpcfg.runscript import translate
+
+        return getattr(translate, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
