@@ -105,11 +105,12 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
     _launcher_keys(vc, kind, user, lines, notes, label, script)
     kind_groups = set(groups(kind))
     user_groups = [t for t in user if "=" in t and not t.startswith(("+", "~")) and key_of(t) in kind_groups]
-    base = list(SCRIPT_BASE if kind == "ppo" else SFT_BASE) + list(extra_groups)
     rollout = next((t.split("=", 1)[1].strip("'\"") for t in user
                     if key_of(t) == "actor_rollout_ref.rollout.name" and "=" in t), None)
-    if kind == "ppo" and rollout in available_options("rollout"):
-        base.append(f"rollout={rollout}")
+    rollout_group = [f"rollout={rollout}"] if kind == "ppo" and rollout in available_options("rollout") else []
+    # one option per group (Hydra refuses two): the script's choice over the config name's over ours
+    base = _one_per_group(list(SCRIPT_BASE if kind == "ppo" else SFT_BASE) + list(extra_groups) + rollout_group,
+                          user_groups)
     raw, chosen_keys = _base_tree(tuple(base), tuple(user_groups))
     ref_defaults = verlref.defaults(config)
     ref_keys = verlref.keys(config)
@@ -144,6 +145,18 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
         notes.append(Finding("FC123", "info", [], f"{label}: this command may not run: {vc.conditional}",
                              "check the script with the arguments or variables that select its branch"))
     return Translation(out, lines, notes, kind, config, user, [key_of(r) for r in resets])
+
+
+def _one_per_group(base: list[str], user_groups: list[str]) -> list[str]:
+    """``base`` with a later option of a group replacing an earlier one, and without the groups the script
+    chooses itself (``user_groups``)."""
+    chosen = {t.split("=", 1)[0] for t in user_groups}
+    out: dict[str, str] = {}
+    for t in base:
+        group = t.split("=", 1)[0]
+        if group.lstrip("+") not in chosen:
+            out[group] = t
+    return list(out.values())
 
 
 @lru_cache(maxsize=8)

@@ -217,3 +217,12 @@ def test_no_verl_command_says_why(tmp_path):
     f.write_text("echo preparing\npython3 prepare.py\n")
     with pytest.raises(UsageError, match="no verl command found"):
         check_run_script(f, environ=ENV)
+
+
+def test_one_option_per_group():
+    from fsdpcfg.runscript.translate import _one_per_group
+
+    assert _one_per_group(["launcher=verl", "engine=fsdp", "patches=remove_padding", "engine=megatron"],
+                          []) == ["launcher=verl", "engine=megatron", "patches=remove_padding"]
+    assert _one_per_group(["+recipe=qwen_sft", "launcher=verl", "trainer=gpu_8x"], ["trainer=cpu"]) == [
+        "+recipe=qwen_sft", "launcher=verl"]
