@@ -226,3 +226,21 @@ def test_one_option_per_group():
                           []) == ["launcher=verl", "engine=megatron", "patches=remove_padding"]
     assert _one_per_group(["+recipe=qwen_sft", "launcher=verl", "trainer=gpu_8x"], ["trainer=cpu"]) == [
         "+recipe=qwen_sft", "launcher=verl"]
+
+
+def test_environment_values_are_named_where_they_feed_a_key_and_where_they_choose_a_branch():
+    env = dict(ENV, MODEL_PATH="/models/q", USE_SGLANG="1")
+    [r] = check_run_script(CORPUS / "grpo_arrays.sh", environ=env)
+    assert _value(r, "actor_rollout_ref.model.path") == "/models/q"
+    fed = [f for f in r.findings if f.rule == "FC120" and f.keys == ["actor_rollout_ref.model.path"]]
+    assert fed and "MODEL_PATH=/models/q" in fed[0].message
+    f = CORPUS.parent / "scripts" / "engine_case.sh"
+    text = f.read_text().replace('ENGINE=${1:-vllm}', 'ENGINE=vllm; [ "$USE_SGLANG" = 1 ] && ENGINE=sglang')
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        g = Path(d) / "run.sh"
+        g.write_text(text)
+        [r] = check_run_script(g, environ=env)
+    assert _value(r, "actor_rollout_ref.rollout.name") == "sglang"
+    assert any(f.rule == "FC120" and not f.keys and "USE_SGLANG=1" in f.message for f in r.findings)
