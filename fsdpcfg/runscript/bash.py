@@ -231,6 +231,7 @@ class _Evaluator:
         self.locals: list[dict[str, tuple[Optional[list[Word]], bool]]] = []
         self.depth = 0
         self.uses_args = False
+        self.in_test = False
 
     # ---- helpers ---------------------------------------------------------------------------------------
     def text(self, node) -> str:
@@ -590,7 +591,12 @@ class _Evaluator:
                     st.vars[w.text] = [Word(f"${w.text}", self.line(node), (f"`{w.text}` is read from input",))]
             return None
         if name in ("test", "["):
-            return self._test_argv([w for w in argv[1:] if w.text != "]"])
+            self.in_test = True
+            try:
+                args = [w for a in node.children_by_field_name("argument") for w in self.words(a, st)]
+            finally:
+                self.in_test = False
+            return self._test_argv([w for w in args if w.text != "]"])
         if name == "true" or name == ":":
             return True
         if name == "false":
@@ -826,7 +832,7 @@ class _Evaluator:
     def _unset(self, name: str, st: _State, node) -> list[_F]:
         """``$NAME`` that neither the script nor the environment sets: bash gives nothing, but the script's
         author meant a value, so it is unknown (not a guessed empty string)."""
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and name not in st.vars:
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and name not in st.vars and not self.in_test:
             return [_F(f"${name}", (f"`${name}` is not set by the script nor in the environment of the check",))]
         return []
 
@@ -1117,7 +1123,11 @@ class _Evaluator:
         exprs = node.named_children
         if not exprs:
             return False
-        return self.test_expr(exprs[0], st, double)
+        self.in_test = True  # in a test, an unset variable is the empty string, as bash has it
+        try:
+            return self.test_expr(exprs[0], st, double)
+        finally:
+            self.in_test = False
 
     def test_expr(self, node, st: _State, double: bool) -> Optional[bool]:
         t = node.type

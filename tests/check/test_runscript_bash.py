@@ -262,3 +262,9 @@ def test_script_folder_with_cd_dashdash_and_redirections():
     [w] = last('D=$(cd -- "$(dirname "$0")/.." >/dev/null 2>&1 && pwd)\ncmd $D/x.py',
                script_path="/r/examples/run.sh").argv[1:]
     assert w.known and w.text == "/r/x.py"
+
+
+def test_an_unset_variable_is_empty_in_a_test_and_unknown_in_a_word():
+    ev = run('[ -z "$NOT_SET" ] && X=default\nif test -n "$NOT_SET"; then X=other; fi\ncmd $X k=$NOT_SET')
+    x, k = ev.commands[-1].argv[1:]
+    assert x.text == "default" and not k.known
