@@ -19,7 +19,12 @@ from typing import Any, Optional
 from fsdpcfg import verlref
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.runscript.bash import Evaluation, Word
-from fsdpcfg.runscript.verl_cmd import CONFIG_NAMES, OTHER_TRAINER_MODULES, VerlCommand, config_name_of
+from fsdpcfg.runscript.verl_cmd import (
+    CONFIG_NAMES,
+    OTHER_TRAINER_MODULES,
+    VerlCommand,
+    config_name_of,
+)
 
 #: group options that put our ppo tree on verl's defaults before a script's overrides apply.
 SCRIPT_BASE = ["launcher=verl", "trainer=gpu_8x", "engine=fsdp", "patches=remove_padding"]
@@ -81,7 +86,7 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
     kind = vc.kind
     notes: list[Finding] = []
     lines: dict[str, str] = {}
-    where = lambda w: "command line" if w.cli else f"{script}:{w.line}"  # noqa: E731
+    where = lambda w: "command line" if w.cli else f"{script}:{w.line}"
     config, extra_groups, file_items = _config_choice(vc, script, label, notes)
     user: list[str] = []
     unknown: list[tuple[Word, str]] = []
@@ -163,8 +168,9 @@ def _one_per_group(base: list[str], user_groups: list[str]) -> list[str]:
 def _base_tree(base: tuple[str, ...], user_groups: tuple[str, ...]) -> tuple[dict[str, Any], frozenset[str]]:
     """The flat tree of ``base`` + the script's group options (composed once per process for each choice), and
     the keys those group options set."""
-    from fsdpcfg.compose import compose
     from omegaconf import OmegaConf
+
+    from fsdpcfg.compose import compose
 
     tree = compose(list(base + user_groups))
     raw = verlref.flatten(OmegaConf.to_container(tree.cfg, resolve=False))
@@ -276,7 +282,7 @@ def _config_choice(vc: VerlCommand, script: Path, label: str,
 
 
 def _named(name: str, default: str, label: str, word: Word, notes: list[Finding]) -> tuple[str, tuple[str, ...], list]:
-    kind, groups = CONFIG_NAMES[name]
+    _kind, groups = CONFIG_NAMES[name]
     if groups:
         notes.append(Finding("FC124", "info", [], f"{label}: --config-name={name} (line {word.line}) is checked as "
                              f"{' '.join(groups)}", "nothing to do"))

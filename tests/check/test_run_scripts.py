@@ -78,8 +78,9 @@ def test_corpus_script(path):
 
 
 def _value(result, key):
-    from fsdpcfg.rules.context import get_dotted
     from omegaconf import OmegaConf
+
+    from fsdpcfg.rules.context import get_dotted
 
     return get_dotted(OmegaConf.to_container(result.composed.cfg, resolve=True), key, None)
 
@@ -193,7 +194,7 @@ def test_cli_overrides_and_positional_arguments(run_check):
     assert rc == 1 and {"FC205", "FC122"} <= {f["rule"] for f in findings}
     rc, findings = run_check(str(CORPUS / "sft_torchrun.sh"), "--", "2", "/tmp/x")
     assert rc == 0 and not [f for f in findings if f["rule"] == "FC107"]
-    rc, out = run_check("+recipe=qwen_grpo", "--", "x")
+    rc, _ = run_check("+recipe=qwen_grpo", "--", "x")
     assert rc == 2  # -- ARGS are for a run script
 
 
