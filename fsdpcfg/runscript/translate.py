@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from fsdpcfg import verlref
 from fsdpcfg.rules.finding import Finding
-from fsdpcfg.runscript.bash import Evaluation, Word
+from fsdpcfg.runscript.words import Evaluation, Word
 from fsdpcfg.runscript.verl_cmd import (
     CONFIG_NAMES,
     OTHER_TRAINER_MODULES,

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from fsdpcfg.runscript.bash import Command, Evaluation, Word
+from fsdpcfg.runscript.words import Command, Evaluation, Word
 
 #: verl entry point (module) -> the kind of config fsdpcfg checks it on ("ppo": verl's ppo_trainer layout,
 #: "sft": sft_trainer_engine). Source: verl 0.9.1 ``verl/trainer/*.py`` ``@hydra.main(config_name=...)``.
