@@ -9,7 +9,7 @@ submit -- ...``). Nothing in the script is executed: no command runs, no file is
 """
 
 from fsdpcfg.runscript.bash import evaluate
-from fsdpcfg.runscript.words import Command, Evaluation, Note, Word
 from fsdpcfg.runscript.verl_cmd import VerlCommand, find_verl_commands
+from fsdpcfg.runscript.words import Command, Evaluation, Note, Word
 
 __all__ = ["Command", "Evaluation", "Note", "VerlCommand", "Word", "evaluate", "find_verl_commands"]

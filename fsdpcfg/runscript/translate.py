@@ -18,13 +18,13 @@ from typing import Any, Optional
 
 from fsdpcfg import verlref
 from fsdpcfg.rules.finding import Finding
-from fsdpcfg.runscript.words import Evaluation, Word
 from fsdpcfg.runscript.verl_cmd import (
     CONFIG_NAMES,
     OTHER_TRAINER_MODULES,
     VerlCommand,
     config_name_of,
 )
+from fsdpcfg.runscript.words import Evaluation, Word
 
 #: group options that put our ppo tree on verl's defaults before a script's overrides apply.
 SCRIPT_BASE = ["launcher=verl", "trainer=gpu_8x", "engine=fsdp", "patches=remove_padding"]
