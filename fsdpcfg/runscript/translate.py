@@ -34,7 +34,8 @@ SFT_BASE = ["+recipe=qwen_sft", "launcher=verl", "trainer=gpu_8x"]
 DEFAULT_CONFIG = {"ppo": "ppo_trainer", "sft": "sft_trainer_engine"}
 #: verl 0.9.1's own config groups and their default option (the ``defaults`` lists of
 #: ``verl/trainer/config/sft_trainer_engine.yaml`` and ``ppo_trainer.yaml``): a script that names the default
-#: option (``model=hf_model``, ``optim=fsdp``) changes nothing, also where fsdpcfg's tree has no such option.
+#: option (``model=hf_model``, ``engine=fsdp``, ``optim=fsdp``) changes nothing from verl's defaults, which the
+#: check starts from, whatever fsdpcfg's own option of that name sets.
 VERL_DEFAULT_GROUPS = {
     "sft": {"model": "hf_model", "engine": "fsdp", "optim": "fsdp", "profiler": "profiler"},
     "ppo": {"model_engine": "dp", "data": "legacy_data"},
@@ -95,8 +96,8 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
             unknown.append((w, key_of(w.text)))
             continue
         group, eq, option = w.text.partition("=")
-        if eq and VERL_DEFAULT_GROUPS[kind].get(group) == option.strip("'\"") and \
-                option.strip("'\"") not in available_options(group, kind):
+        if eq and VERL_DEFAULT_GROUPS[kind].get(group) == option.strip("'\""):
+            # verl's default option: verl's defaults (the resets below) already are what it selects
             notes.append(Finding("FC124", "info", [], f"{label}: `{w.text}` (line {w.line}) is verl's default option of "
                                  f"its `{group}` group: nothing to change", "nothing to do"))
             continue
