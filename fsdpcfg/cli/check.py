@@ -3,7 +3,9 @@
     fsdpcfg check [+recipe=NAME] [OVERRIDES...]     a config composed from the tree
     fsdpcfg check FILE.yaml...                      recipe files, full configs (a run folder's config.yaml, a verl
                                                     dump) or verl config files (fsdpcfg export's config.yaml)
-    fsdpcfg check RUN_SCRIPT.sh...                  the overrides of a verl.trainer.main_ppo command line
+    fsdpcfg check RUN_SCRIPT.sh [OVERRIDES...] [-- ARGS...]
+                                                    the verl commands of a run script, read as bash reads it
+                                                    (OVERRIDES stand at its "$@", ARGS are its $1 $2 ...)
     fsdpcfg check --skip-unrelated FILES...         as pre-commit runs it: a script with no verl command is skipped
 
 Human output groups findings by severity, each with its rule ID, ``file:line``, keys, numbers, fix and the
@@ -64,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "where it disagrees (fsdpcfg.verlcheck); exit 1 when verl rejects")
 
 
+#: ``fsdpcfg.cli.main`` calls :func:`parse` (the words after ``--`` are a run script's own arguments).
 def _kind(arg: str) -> str:
     """``override`` for any ``key=value`` / ``~key`` token (also ``+recipe=PATH.yaml`` and values ending in
     ``.yaml``), else ``yaml`` or ``script`` for a file path."""
@@ -79,21 +82,31 @@ def _kind(arg: str) -> str:
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """Parse ``check``'s command line. With ``--format json`` an argparse usage error is returned as
-    ``args.usage_error`` (printed as JSON by :func:`run`) instead of argparse's text on stderr."""
+    """Parse ``check``'s command line. The words after the first ``--`` become ``script_args`` (``None`` when
+    there is no ``--``): the positional arguments of the run script being checked. With ``--format json`` an
+    argparse usage error is returned as ``args.usage_error`` (printed as JSON by :func:`run`) instead of
+    argparse's text on stderr."""
+    script_args = None
+    if "--" in argv:
+        i = argv.index("--")
+        argv, script_args = argv[:i], argv[i + 1:]
     json_mode = any(a == "--format=json" or a == "--format" and argv[i + 1:i + 2] == ["json"]
                     for i, a in enumerate(argv))
     if not json_mode:
-        return parser.parse_args(argv)
+        args = parser.parse_args(argv)
+        args.script_args = script_args
+        return args
 
     def error(message: str):
         raise UsageError(message, fix="see `fsdpcfg check --help`")
 
     parser.error = error  # type: ignore[method-assign]
     try:
-        return parser.parse_args(argv)
+        args = parser.parse_args(argv)
     except UsageError as e:
         return argparse.Namespace(usage_error=e, format="json")
+    args.script_args = script_args
+    return args
 
 
 def collect(args: argparse.Namespace) -> list[Any]:
@@ -108,6 +121,12 @@ def collect(args: argparse.Namespace) -> list[Any]:
     kinds = [_kind(a) for a in args.inputs]
     files = [a for a, k in zip(args.inputs, kinds) if k != "override"]
     overrides = [a for a, k in zip(args.inputs, kinds) if k == "override"]
+    script_args = getattr(args, "script_args", None)
+    if script_args is not None and not (files and all(k == "script" for k in kinds if k != "override")):
+        raise UsageError("`-- ARGS` gives a run script's positional arguments: give a run script before it",
+                         fix="fsdpcfg check run.sh [key=value ...] -- ARG ...")
+    if files and overrides and all(k == "script" for k in kinds if k != "override"):
+        return [c for f in files for c in check_run_script(Path(f), overrides, args=script_args)]
     if files and overrides:
         raise UsageError(f"give either files ({', '.join(files)}) or overrides ({', '.join(overrides)}), not both",
                          fix="put the overrides in a recipe file, or check the files on their own")
@@ -122,7 +141,7 @@ def collect(args: argparse.Namespace) -> list[Any]:
             out.append(check_yaml_file(Path(f)))
             continue
         try:
-            out.extend(check_run_script(Path(f)))
+            out.extend(check_run_script(Path(f), args=script_args))
         except UsageError as e:  # no verl command in it (or it cannot be read)
             if not getattr(args, "skip_unrelated", False) or not Path(f).is_file():
                 raise

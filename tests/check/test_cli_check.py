@@ -157,22 +157,23 @@ def test_verl_dump_is_checked_as_launcher_verl(tmp_path, run_check):
 
 
 def test_parse_run_script():
-    [cmd] = parse_run_script(GOOD_SCRIPT)
-    got = dict(cmd.overrides)
+    _, [cmd] = parse_run_script(GOOD_SCRIPT, environ={})
+    got = {w.text: w.line for w in cmd.overrides}
     assert "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct" in got  # $MODEL from the script
     assert "trainer.n_gpus_per_node=8" in got  # ${N_GPUS} from `export N_GPUS=8`
     assert "trainer.logger=[\"console\",\"wandb\"]" in got
-    assert [t for t, _ in cmd.unresolved] == ["data.train_files=$HOME/data/gsm8k/train.parquet", "$@"]
+    assert [w.text for w in cmd.overrides if not w.known] == ["data.train_files=$HOME/data/gsm8k/train.parquet"]
     assert got["actor_rollout_ref.rollout.name=vllm"] == 13
 
 
-def test_run_script(tmp_path, run_check):
+def test_run_script(tmp_path, run_check, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
     good = tmp_path / "run_grpo.sh"
     good.write_text(GOOD_SCRIPT)
     rc, findings = run_check(str(good))
     assert rc == 0, [f for f in findings if f["severity"] == "error"]
-    infos = [f for f in findings if f["rule"] == "FC107"]
-    assert infos and infos[0]["keys"] == ["data.train_files"]
+    infos = [f for f in findings if f["rule"] == "FC120"]  # $HOME from the check's environment, named
+    assert infos and infos[0]["keys"] == ["data.train_files"] and f"HOME={tmp_path}" in infos[0]["message"]
     bad = tmp_path / "run_bad.sh"
     bad.write_text(GOOD_SCRIPT.replace("actor_rollout_ref.actor.use_kl_loss=True",
                                        "actor_rollout_ref.actor.strategy=fsdp3 +actor_rollout_ref.actor.ppo_epoch=2"))
