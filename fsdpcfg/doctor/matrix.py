@@ -33,6 +33,11 @@ REMEDIES: dict[str, tuple[str, list[str]]] = {
     "FC403": ("no chat template: set custom_chat_template",
               [f"actor_rollout_ref.model.custom_chat_template='{CHAT_TEMPLATE}'"]),
 }
+#: warning rule ID -> (condition, overrides): a warning whose fix the matrix applies, as a user should.
+WARNING_REMEDIES: dict[str, tuple[str, list[str]]] = {
+    "FC471": ("attention soft-capping: eager attention (sdpa skips the cap)",
+              ["+actor_rollout_ref.model.override_config.attn_implementation=eager"]),
+}
 #: warning rule ID -> note recorded beside the conditions.
 NOTES = {"FC404": "no pad token: pads with eos"}
 
@@ -56,7 +61,8 @@ def default_models() -> list[str]:
 
 
 def find_conditions(overrides: list[str]) -> tuple[list[str], list[str], list[str]]:
-    """Run the static check, apply :data:`REMEDIES` for its errors until none applies.
+    """Run the static check, apply :data:`REMEDIES` for its errors and :data:`WARNING_REMEDIES` for its warnings
+    until none applies.
 
     Returns:
         ``(overrides + remedies, conditions, notes)``.
@@ -66,16 +72,18 @@ def find_conditions(overrides: list[str]) -> tuple[list[str], list[str], list[st
     conditions: list[str] = []
     notes: list[str] = []
     overrides = list(overrides)
-    for _ in range(len(REMEDIES) + 1):
+    for _ in range(len(REMEDIES) + len(WARNING_REMEDIES) + 1):
         findings = check_overrides(overrides)
-        todo = [f.rule for f in findings if f.severity == "error" and f.rule in REMEDIES
-                and REMEDIES[f.rule][0] not in conditions]
+        remedies = {f.rule: (REMEDIES if f.severity == "error" else WARNING_REMEDIES)[f.rule] for f in findings
+                    if (f.severity == "error" and f.rule in REMEDIES)
+                    or (f.severity == "warning" and f.rule in WARNING_REMEDIES)}
+        todo = [r for r, (cond, _) in remedies.items() if cond not in conditions]
         notes = sorted({NOTES[f.rule] for f in findings if f.rule in NOTES})
         if not todo:
             break
-        for rule in dict.fromkeys(todo):
-            conditions.append(REMEDIES[rule][0])
-            overrides += REMEDIES[rule][1]
+        for rule in todo:
+            conditions.append(remedies[rule][0])
+            overrides += remedies[rule][1]
     return overrides, conditions, notes
 
 

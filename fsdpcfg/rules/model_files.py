@@ -247,3 +247,18 @@ def layer_classes(model_type: str) -> tuple[tuple[str, ...], frozenset[str]] | N
         ns.extend(re.findall(r'"(\w+)"', m.group(1)))
     classes = frozenset(re.findall(r"^class (\w+)\(", text, flags=re.M))
     return tuple(dict.fromkeys(ns)), classes
+
+
+@lru_cache(maxsize=64)
+def class_defined_anywhere(name: str) -> bool | None:
+    """True when some ``models/*/modeling_*.py`` of the installed transformers defines ``class <name>(`` (read as
+    text); ``None`` when transformers is not installed. Scans every modeling file (tens of ms): call it only
+    after the model_type's own file (:func:`layer_classes`) did not have the class."""
+    root = _transformers_root()
+    if root is None:
+        return None
+    pattern = re.compile(rf"^class {re.escape(name)}\(", flags=re.M)
+    for f in (root / "models").glob("*/modeling_*.py"):
+        if pattern.search(f.read_text(encoding="utf-8", errors="replace")):
+            return True
+    return False
