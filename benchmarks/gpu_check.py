@@ -86,6 +86,22 @@ GRPO_OVERRIDES = ["+recipe=qwen_grpo", "trainer=gpu_1x", f"trainer.total_trainin
                   "trainer.resume_mode=disable", "fsdpcfg.metrics.tensorboard=false"]
 GRPO_MODEL = "qwen2.5-0.5b-random"
 DOCTOR_MODELS = ("tiny-qwen2", "tiny-llama3", "tiny-mixtral")
+#: ``--cpu-smoke`` (the CPU test of this harness, tests/benchmarks/test_gpu_check.py): the same parts on this
+#: machine's CPU, 1 gloo rank, fp32, tiny-qwen2, 3 steps, 8 tokens; no install part (the wheels are for 3.12).
+SMOKE = {"GPU_CHECK_SMOKE": "1"}
+SMOKE_OVERRIDES = ["trainer=cpu", "trainer.n_gpus_per_node=1", "trainer.total_training_steps=3",
+                   "data.train_batch_size=2", "actor_rollout_ref.rollout.n=2", "data.max_response_length=8",
+                   "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+                   "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+                   "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
+                   "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4"]
+
+
+def smoke() -> bool:
+    """True in the CPU smoke run of this harness (``run --cpu-smoke`` sets ``GPU_CHECK_SMOKE=1`` for its parts)."""
+    return os.environ.get("GPU_CHECK_SMOKE") == "1"
+
+
 #: part -> time limit, seconds.
 PARTS = {"install": 90, "env": 60, "assets": 150, "grpo_fsdp2": 170, "grpo_fsdp": 170,
          **{f"doctor_{m}": 100 for m in DOCTOR_MODELS}}
@@ -146,8 +162,10 @@ def plan_commands(results: Path, work: Path) -> dict[str, list[str]]:
             "assets": me + ["part", "assets", str(work)]}
     for engine in ("fsdp2", "fsdp"):
         cmds[f"grpo_{engine}"] = me + ["part", "grpo", str(work), engine]
-    for m in DOCTOR_MODELS:
+    for m in doctor_models():
         cmds[f"doctor_{m}"] = me + ["part", "doctor", str(work), m]
+    if smoke():
+        del cmds["install"]
     return cmds
 
 
@@ -160,8 +178,10 @@ def part_env(work: Path) -> dict:
     return env
 
 
-def run_all(results: Path, dry_run: bool, only: list[str] | None = None) -> int:
+def run_all(results: Path, dry_run: bool, only: list[str] | None = None, cpu_smoke: bool = False) -> int:
     """Run (or, with ``dry_run``, print) every part; write the JSON, the Markdown and the log tails."""
+    if cpu_smoke:
+        os.environ.update(SMOKE)
     work = Path(os.environ.get("GPU_CHECK_WORK", "/tmp/fsdpcfg-gpu-check"))
     cmds = plan_commands(results, work)
     names = [n for n in cmds if not only or n in only]
@@ -268,7 +288,7 @@ def part_assets(work: Path) -> dict:
     from fsdpcfg import assets
 
     out = {}
-    for name in (GRPO_MODEL, *DOCTOR_MODELS):
+    for name in (grpo_model(), *doctor_models()):
         t = time.perf_counter()
         path = assets.ensure(name, verbose=False)
         out[name] = {"path": str(path), "seconds": round(time.perf_counter() - t, 1)}
@@ -282,14 +302,27 @@ def grpo_config(engine: str, work: Path) -> dict:
     from fsdpcfg.launch.native import absolutise
 
     run_dir = work / f"grpo-{engine}"
-    ovs = [*grpo_overrides(engine, assets.asset_path(GRPO_MODEL)), f"fsdpcfg.run_dir={run_dir}",
+    ovs = [*grpo_overrides(engine, assets.asset_path(grpo_model())), f"fsdpcfg.run_dir={run_dir}",
            f"trainer.default_local_dir={run_dir}/ckpt"]
     return absolutise(compose(ovs).to_container())
 
 
+def grpo_model() -> str:
+    """The GRPO part's asset: :data:`GRPO_MODEL`, tiny-qwen2 in the CPU smoke run."""
+    return "tiny-qwen2" if smoke() else GRPO_MODEL
+
+
+def doctor_models() -> tuple[str, ...]:
+    """The doctor parts' assets (one in the CPU smoke run)."""
+    return DOCTOR_MODELS[:1] if smoke() else DOCTOR_MODELS
+
+
 def grpo_overrides(engine: str, model_path) -> list[str]:
     """The overrides of the GRPO part for ``engine`` on the model folder ``model_path``."""
-    return [*GRPO_OVERRIDES, f"engine={engine}", f"actor_rollout_ref.model.path={model_path}"]
+    merged = {o.split("=", 1)[0]: o for o in GRPO_OVERRIDES}
+    if smoke():  # the same keys, smaller values: replaced, not repeated (Hydra refuses a key given twice)
+        merged.update({o.split("=", 1)[0]: o for o in SMOKE_OVERRIDES})
+    return [*merged.values(), f"engine={engine}", f"actor_rollout_ref.model.path={model_path}"]
 
 
 def part_grpo(work: Path, engine: str) -> dict:
@@ -358,7 +391,8 @@ def summarise(rec: dict, *, n_params: int, estimate: dict, check_errors: list, u
     for pr in probes:
         pr["bound"] = logprob_bound(pr["max_abs_logprob"])
         pr["within_bound"] = pr["max_abs_diff"] <= pr["bound"]
-    return {"device": rec.get("device"), "steps": len(rec["steps"]), "warmup": WARMUP, "median_s": med,
+    return {"model": grpo_model(), "device": rec.get("device"), "steps": len(rec["steps"]), "warmup": WARMUP,
+            "median_s": med,
             "tokens_per_step": tokens, "tokens_per_s": tokens / step_s if step_s else None, "n_params": n_params,
             "flops_per_step": flops, "peak_flops": peak, "mfu": mfu, "memory": {
                 "max_allocated_bytes": rec["max_allocated"], "phases_bytes": rec["phase_peaks"],
@@ -372,9 +406,11 @@ def part_doctor(work: Path, asset: str) -> dict:
     from fsdpcfg.doctor.matrix import find_conditions
 
     path = assets.ensure(asset, verbose=False)
-    overrides, conditions, notes = find_conditions(["+recipe=qwen_grpo", "trainer=gpu_1x",
+    trainer = "trainer=cpu" if smoke() else "trainer=gpu_1x"
+    overrides, conditions, notes = find_conditions(["+recipe=qwen_grpo", trainer,
                                                     f"actor_rollout_ref.model.path={path}"])
-    report = run_doctor(overrides, variants=[Variant("fsdp"), Variant("fsdp2"), Variant("fsdp2", lora=True)],
+    variants = [Variant("fsdp2")] if smoke() else [Variant("fsdp"), Variant("fsdp2"), Variant("fsdp2", lora=True)]
+    report = run_doctor(overrides, variants=variants, sft_engines=tuple(v.engine for v in variants),
                         timeout=90, conditions=conditions, work_dir=work / f"doctor-{asset}", keep=True)
     return {"ok": report.ok, "conditions": conditions, "notes": notes, "seconds": report.seconds,
             "stages": [{"stage": r.stage, "name": r.name, "variant": r.variant, "status": r.status,
@@ -386,6 +422,19 @@ def part_doctor(work: Path, asset: str) -> dict:
 
 
 # -- the torchrun worker of the GRPO parts ---------------------------------------------------------------------------
+class _NoCudaMemory:
+    """``torch.cuda``'s memory calls on the CPU smoke run: nothing to measure (0 bytes)."""
+
+    def reset_peak_memory_stats(self) -> None:
+        return None
+
+    def synchronize(self) -> None:
+        return None
+
+    def max_memory_allocated(self) -> int:
+        return 0
+
+
 def worker(config_path: str, out_path: str) -> None:
     """One rank: build the trainer, run its steps recording CUDA memory per phase, probe log-probs after the first
     two weight synchronisations."""
@@ -397,9 +446,11 @@ def worker(config_path: str, out_path: str) -> None:
     from fsdpcfg.train.rollout.hf import GenerationSettings
 
     cfg = yaml.safe_load(Path(config_path).read_text())
-    torch.cuda.reset_peak_memory_stats()
+    cuda = torch.cuda.is_available() and cfg["trainer"]["device"] == "cuda"
+    mem = torch.cuda if cuda else _NoCudaMemory()
+    mem.reset_peak_memory_stats()
     trainer = loop.Trainer(cfg)
-    peaks = {"build": torch.cuda.max_memory_allocated()}
+    peaks = {"build": mem.max_memory_allocated()}
     overall = peaks["build"]
     probes: list[dict] = []
     probe_batch = trainer.dataset.batch(list(range(4)))
@@ -409,11 +460,11 @@ def worker(config_path: str, out_path: str) -> None:
     def measured(fn, label):
         def inner(*a, **k):
             nonlocal overall
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
+            mem.synchronize()
+            mem.reset_peak_memory_stats()
             out = fn(*a, **k)
-            torch.cuda.synchronize()
-            peak = torch.cuda.max_memory_allocated()
+            mem.synchronize()
+            peak = mem.max_memory_allocated()
             peaks[label] = max(peaks.get(label, 0), peak)
             overall = max(overall, peak)
             return out
@@ -433,9 +484,15 @@ def worker(config_path: str, out_path: str) -> None:
                 replica_lp, _ = response_log_probs(trainer.rollout.model, ids, mask, R)
             m = o.response_mask.bool()
             d = (actor_lp - replica_lp.float().cpu())[m].abs()
+            # how far the actor moved since the previous probe, on the same sequences when greedy decoding gave
+            # the same ones: the second probe then shows the optimizer step was synchronised, not a stale replica
+            prev = probes[-1] if probes else None
+            moved = (float((actor_lp - prev["_lp"])[m].abs().max()) if prev is not None
+                     and torch.equal(prev["_ids"], o.input_ids) else None)
             probes.append({"sync": len(probes) + 1, "tokens": int(m.sum()), "max_abs_diff": float(d.max()),
                            "mean_abs_diff": float(d.mean()), "max_abs_logprob": float(actor_lp[m].abs().max()),
-                           "seconds": round(time.perf_counter() - t, 3)})
+                           "moved_since_previous": moved, "seconds": round(time.perf_counter() - t, 3),
+                           "_lp": actor_lp, "_ids": o.input_ids})
         return n
 
     trainer.sync_weights = sync_and_probe
@@ -445,7 +502,9 @@ def worker(config_path: str, out_path: str) -> None:
     steps = []
     for step in range(1, trainer.total_steps + 1):
         steps.append(trainer.step(step))
-    rec = {"device": torch.cuda.get_device_name(0), "steps": steps, "phase_peaks": peaks, "max_allocated": overall,
+    for pr in probes:
+        del pr["_lp"], pr["_ids"]
+    rec = {"device": torch.cuda.get_device_name(0) if cuda else "cpu", "steps": steps, "phase_peaks": peaks, "max_allocated": overall,
            "probes": probes, "use_reference": trainer.ref is not None, "strategy": trainer.plan.strategy,
            "param_dtype": str(next(trainer.rollout.model.parameters()).dtype)}
     Path(out_path).write_text(json.dumps(rec, default=float))
@@ -475,7 +534,10 @@ def render_markdown(report: dict) -> str:
     for n, p in parts.items():
         err = (p.get("error") or "").replace("\n", " ").replace("|", "/")[-300:]
         lines.append(f"| {n} | {p.get('status')} | {p.get('seconds', '-')} | {err} |")
-    lines += ["", "## GRPO, Qwen2.5-0.5B architecture (random weights), trainer=gpu_1x, 16 prompts x 4, 128 tokens",
+    model = next((parts[n].get("model") for n in ("grpo_fsdp2", "grpo_fsdp") if parts.get(n, {}).get("model")),
+                 grpo_model())
+    lines += ["", f"## GRPO on {model} (random weights), " + ("CPU smoke settings" if smoke() else
+              "trainer=gpu_1x, 16 prompts x 4 samples, responses up to 128 tokens"),
               "", "| engine | step s | gen s | old log-prob s | ref s | update s | sync s | tokens/s | MFU step | "
               "MFU update | MFU gen | peak allocated | estimate (phase) |", "|---|" + "---|" * 12]
     for engine in ("fsdp2", "fsdp"):
@@ -493,16 +555,16 @@ def render_markdown(report: dict) -> str:
     lines += ["", "Medians over steps 3-10 (steps 1-2 carry the log-prob probes). MFU: 6N (update) + 2N (old "
               "log-prob) + 2N (ref) + 2N (generation) FLOPs per real token, N the parameter count, over the dense "
               "bf16 peak (H200: 989 TFLOP/s).", "", "## Actor vs rollout replica log-probs (bf16)", "",
-              "| engine | sync | tokens | max abs diff | mean abs diff | max abs log-prob | bound | within |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| engine | sync | tokens | max abs diff | mean abs diff | max abs log-prob | bound | within | actor moved |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for engine in ("fsdp2", "fsdp"):
         for pr in parts.get(f"grpo_{engine}", {}).get("logprob_probes", []):
             lines.append(f"| {engine} | {pr['sync']} | {pr['tokens']} | {pr['max_abs_diff']:.3g} | "
                          f"{pr['mean_abs_diff']:.3g} | {pr['max_abs_logprob']:.2f} | {pr['bound']:.3g} | "
-                         f"{'yes' if pr['within_bound'] else '**no**'} |")
-    lines += ["", "## fsdpcfg doctor on CUDA (trainer=gpu_1x)", "", "| model | result | stages | conditions |",
+                         f"{'yes' if pr['within_bound'] else '**no**'} | {_f(pr.get('moved_since_previous'), '.3g')} |")
+    lines += ["", "## fsdpcfg doctor " + ("(CPU smoke)" if smoke() else "on CUDA (trainer=gpu_1x)"), "", "| model | result | stages | conditions |",
               "|---|---|---|---|"]
-    for m in DOCTOR_MODELS:
+    for m in doctor_models():
         d = parts.get(f"doctor_{m}", {})
         if "stages" not in d:
             lines.append(f"| {m} | {d.get('status', 'not run')} | | |")
@@ -524,6 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("results")
     r.add_argument("--dry-run", action="store_true")
     r.add_argument("--parts", default=None, help="comma-separated subset (a rerun of what failed)")
+    r.add_argument("--cpu-smoke", action="store_true", help="the harness on this CPU, tiny model (its test)")
     pt = sub.add_parser("part")
     pt.add_argument("name", choices=["install", "env", "assets", "grpo", "doctor"])
     pt.add_argument("work")
@@ -535,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "prepare":
         return prepare(a.dry_run)
     if a.cmd == "run":
-        return run_all(Path(a.results), a.dry_run, a.parts.split(",") if a.parts else None)
+        return run_all(Path(a.results), a.dry_run, a.parts.split(",") if a.parts else None, a.cpu_smoke)
     if a.cmd == "worker":
         worker(a.config, a.out)
         return 0
