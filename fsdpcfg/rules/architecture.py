@@ -13,7 +13,8 @@ from typing import Iterable
 from fsdpcfg.rules._common import A
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
-from fsdpcfg.rules.model_files import class_defined_anywhere, layer_classes, transformers_version
+from fsdpcfg.rules.model_files import (class_defined_anywhere, layer_classes, sdpa_applies_softcap,
+                                       transformers_version)
 from fsdpcfg.rules.model_rules import P, _model
 from fsdpcfg.rules.registry import rule
 
@@ -76,7 +77,8 @@ def softcap_attention(ctx: Context) -> Iterable[Finding]:
     5.10 the eager path and flash-attention apply it; ``sdpa`` (``integrations/sdpa_attention.py``) takes no soft-cap
     argument and silently skips it, so training and log-probs are computed with a different attention than the
     model was trained with (measured on tiny-gemma2: sdpa's output with the cap equals sdpa's without it, eager's
-    differs). The native loop loads with transformers' default, sdpa, unless
+    differs). The installed sdpa integration is read as text: a transformers whose sdpa takes ``softcap`` (or that
+    cannot be read) gets no finding. The native loop loads with transformers' default, sdpa, unless
     ``override_config.attn_implementation`` says otherwise; verl asks for flash_attention_2, which applies it.
 
     Source: transformers 5.10 ``models/gemma2/modeling_gemma2.py`` (``eager_attention_forward(softcap=...)``) and
@@ -91,7 +93,7 @@ def softcap_attention(ctx: Context) -> Iterable[Finding]:
         return
     asked = ctx.get(ATTN)
     impl = str(asked) if asked else DEFAULT_ATTN.get(ctx.launcher, "sdpa")
-    if impl in SOFTCAP_ATTN:
+    if impl in SOFTCAP_ATTN or (impl == "sdpa" and sdpa_applies_softcap() is not False):
         return
     why = f"{ATTN} = {asked}" if asked else f"{ATTN} is unset, so the {ctx.launcher} launcher loads with {impl}"
     device = str(ctx.get("trainer.device") or "cuda")

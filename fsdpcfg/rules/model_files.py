@@ -262,3 +262,14 @@ def class_defined_anywhere(name: str) -> bool | None:
         if pattern.search(f.read_text(encoding="utf-8", errors="replace")):
             return True
     return False
+
+
+@lru_cache(maxsize=1)
+def sdpa_applies_softcap() -> bool | None:
+    """Whether the installed transformers' sdpa attention (``integrations/sdpa_attention.py``, read as text) takes a
+    ``softcap`` argument; ``None`` when transformers or the file is absent. 5.10's does not."""
+    root = _transformers_root()
+    f = root / "integrations" / "sdpa_attention.py" if root is not None else None
+    if f is None or not f.is_file():
+        return None
+    return "softcap" in f.read_text(encoding="utf-8", errors="replace")

@@ -80,3 +80,14 @@ def test_check_and_doctor_on_the_unknown_architecture_asset(tiny_model):
     assert "FC470" in p.stdout and "LlamaMTPForCausalLM" in p.stdout
     report = run_doctor(["+recipe=qwen_grpo", f"{A}.model.path={path}"])
     assert not report.ok and report.failure.stage == 0 and "FC470" in report.failure.failure.rules
+
+
+def test_fc471_reads_the_installed_sdpa(tmp_path, monkeypatch):
+    """transformers 5.10's sdpa takes no softcap (read from its file); a version whose sdpa applies it gets no
+    finding."""
+    from fsdpcfg.rules import model_files
+
+    assert model_files.sdpa_applies_softcap() is False  # the installed 5.10
+    path = _folder(tmp_path, attn_logit_softcapping=50.0)
+    monkeypatch.setattr(architecture, "sdpa_applies_softcap", lambda: True)
+    assert not run(architecture.softcap_attention, f"{A}.model.path={path}")
