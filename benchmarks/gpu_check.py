@@ -184,6 +184,9 @@ def run_all(results: Path, dry_run: bool, only: list[str] | None = None, cpu_smo
         os.environ.update(SMOKE)
     work = Path(os.environ.get("GPU_CHECK_WORK", "/tmp/fsdpcfg-gpu-check"))
     cmds = plan_commands(results, work)
+    unknown = sorted(set(only or []) - set(cmds))
+    if unknown:
+        raise SystemExit(f"unknown part(s) {unknown}; the parts are: {', '.join(cmds)}")
     names = [n for n in cmds if not only or n in only]
     if dry_run:
         for n in names:
