@@ -191,6 +191,10 @@ def run_all(results: Path, dry_run: bool, only: list[str] | None = None, cpu_smo
     if dry_run:
         for n in names:
             print(f"[{n}] timeout {PARTS[n]}s: {shlex.join(cmds[n])}")
+        for engine in ("fsdp2", "fsdp"):
+            print(f"grpo_{engine} overrides: {shlex.join(grpo_overrides(engine, '$FSDPCFG_HOME/models/' + grpo_model()))}")
+        print("doctor overrides: +recipe=qwen_grpo trainer=gpu_1x actor_rollout_ref.model.path=$FSDPCFG_HOME/models/"
+              f"{{{','.join(doctor_models())}}} + the matrix's remedies (fsdpcfg.doctor.matrix.find_conditions)")
         print(f"env: PYTHONPATH={part_env(work)['PYTHONPATH']} FSDPCFG_HOME={work / 'home'}")
         print(f"wheels: {json.dumps(check_wheels())}")
         return 0
