@@ -174,7 +174,10 @@ def render_markdown(rows: list[ModelRow], *, seconds: float, versions: dict[str,
             lines.append(f"| {r.asset} | {r.source} | not run | | | | | | {cond} |")
             continue
         ckpt = "not run" if rep.status_of(5) == NOT_RUN else ("yes" if rep.status_of(5) == PASS else "**no**")
-        lines.append(f"| {r.asset} | {r.source} | {_cell(rep, 1)} | {_patches_cell(rep)} | "
+        check = next((x for x in rep.results if x.stage == 0), None)
+        load = (f"**check failed** ({', '.join(check.failure.rules)})" if check is not None and check.status == FAIL
+                and check.failure is not None else _cell(rep, 1))
+        lines.append(f"| {r.asset} | {r.source} | {load} | {_patches_cell(rep)} | "
                      f"{_cell(rep, 3, ['fsdp', 'fsdp2'])} | {_cell(rep, 4, names)} | {_logprob_cell(rep)} | {ckpt} | "
                      f"{cond} |")
     lines += ["", "## Details", ""]

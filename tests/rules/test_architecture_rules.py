@@ -80,6 +80,13 @@ def test_check_and_doctor_on_the_unknown_architecture_asset(tiny_model):
     assert "FC470" in p.stdout and "LlamaMTPForCausalLM" in p.stdout
     report = run_doctor(["+recipe=qwen_grpo", f"{A}.model.path={path}"])
     assert not report.ok and report.failure.stage == 0 and "FC470" in report.failure.failure.rules
+    assert report.failure.failure.boundary == "model construction"
+    from fsdpcfg.doctor.matrix import ModelRow, render_markdown
+
+    row = next(line for line in render_markdown([ModelRow("tiny-unknown-arch", "x", [], [], report)], seconds=1,
+                                                 versions={}, date="2026-01-01").splitlines()
+               if line.startswith("| tiny-unknown-arch |"))
+    assert "| **check failed** (FC403, FC470) |" in row  # no remedies applied here: FC403 too
 
 
 def test_fc471_reads_the_installed_sdpa(tmp_path, monkeypatch):
