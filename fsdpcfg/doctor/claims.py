@@ -54,8 +54,8 @@ CLAIMS: list[Claim] = [
           "Phi-3-mini's config.json keeps its auto_map but model_type phi3 is native, so no remote code is needed "
           "(FC402 stays silent)."),
     Claim("MoE: mistralai/Mixtral-8x7B-v0.1, Qwen/Qwen3-30B-A3B",
-          "verl runs Mixtral on its Megatron backend (docs/perf/dpsk.md) and Qwen3-30B-A3B on FSDP "
-          "(examples/sapo_trainer/run_qwen3_30b_a3b_fsdp.sh).",
+          "verl runs Mixtral on its Megatron backend (docs/perf/dpsk.md) and Qwen3-30B-A3B-Base with actor "
+          "strategy fsdp2 and offload (v0.9.0 examples/sapo_trainer/run_qwen3_30b_a3b_fsdp.sh).",
           ("tiny-mixtral", "tiny-qwen3-moe"),
           "both MoE classes shard per decoder layer under FSDP1 and FSDP2 and pass remove_padding's packed-vs-padded "
           "comparison (tests/models/test_remove_padding.py)."),
