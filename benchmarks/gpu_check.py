@@ -24,11 +24,14 @@ part recorded with its error text without stopping the others:
 5. ``doctor_<asset>``: ``fsdpcfg doctor`` stages 0-5 with ``trainer=gpu_1x`` (fsdp, fsdp2, fsdp2+lora), the
    remedies of the compatibility matrix applied.
 
+The GRPO parts' torchrun rank is :mod:`gpu_check_worker` (benchmarks/gpu_check_worker.py); the medians, MFU, the
+log-prob bound and the tables are :mod:`gpu_check_report`.
+
 Output: ``RESULTS_DIR/gpu_check.json`` (everything), ``gpu_check.md`` (the tables) and ``gpu_check.log`` (the
 tails of the parts' logs). ``--dry-run`` prints the commands with their limits and checks what can be checked
 without a GPU (the wheel folder, that each command's script and module exist).
 
-MFU: model FLOPs of a step over (step time x the GPU's dense bf16 peak, :data:`PEAK_BF16`; H200 SXM: 989 TFLOP/s,
+MFU: model FLOPs of a step over (step time x the GPU's dense bf16 peak, ``gpu_check_report.PEAK_BF16``; H200 SXM: 989 TFLOP/s,
 the H100/H200 SXM datasheet figure without sparsity). Model FLOPs count matrix multiplies with the parameter count
 N (the tied LM head once, as :func:`fsdpcfg.plan.param_count.count_parameters`): 6·N per token of the actor update
 (forward + backward), 2·N per token of each forward-only pass (old log-probs, reference log-probs) and 2·N per
@@ -41,7 +44,7 @@ mixed-precision cast of the fp32 master and the replica's cast on arrival are th
 only through reduction order (batch shape, padding, kernels). The logits leave the LM head in bf16 (8 significant
 bits: relative rounding 2^-8, one ulp 2^-7 relative) and are upcast before the log-softmax, so one ulp of a logit
 of magnitude |z| is up to 2^-7·|z|; a log-prob ``z_t - logsumexp(z)`` of magnitude |lp| ~ 12 (151,936 words,
-random weights: nearly uniform) is bounded here by :func:`logprob_bound` = 4 ulps at max(|lp|, 1): 4·2^-7·12 =
+random weights: nearly uniform) is bounded here by ``gpu_check_report.logprob_bound`` = 4 ulps at max(|lp|, 1): 4·2^-7·12 =
 0.375 for the largest, against 0.0 measured on the CPU in fp32 (tests/train/test_logprob_sync.py).
 
 The one command a later session runs (tool ``run``, results under ``$OUT``)::
@@ -62,6 +65,9 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from gpu_check_report import render_markdown, summarise
 WHEELS = ROOT / ".whl"
 #: what the GPU machine lacks (NOTES.md "The GPU machine"): fsdpcfg's core dependencies but PyYAML, which it has, and
 #: typing-extensions at the version pydantic was tested with here (its floor may be above the machine's; newer is
@@ -72,10 +78,8 @@ PACKAGES = ("hydra-core", "omegaconf", "antlr4-python3-runtime", "pydantic", "py
 SDIST_ONLY = ("antlr4-python3-runtime",)
 TARGET = {"python_version": "3.12", "platform": "manylinux2014_x86_64", "implementation": "cp", "abi": "cp312"}
 MAX_WHEEL_BYTES = 64 * 2**20
-#: dense bf16 peak FLOP/s by GPU name substring (datasheets, no sparsity).
-PEAK_BF16 = (("h200", 989e12), ("h100", 989e12), ("b200", 2250e12), ("a100", 312e12))
 BUDGET_S = 450.0
-STEPS, WARMUP = 10, 2
+STEPS = 10
 #: the 0.5B GRPO run: 16 prompts x 4 samples, responses up to 128 tokens, 4 micro-batches of 16 per update.
 GRPO_OVERRIDES = ["+recipe=qwen_grpo", "trainer=gpu_1x", f"trainer.total_training_steps={STEPS}",
                   "data.train_batch_size=16", "actor_rollout_ref.rollout.n=4", "data.max_response_length=128",
@@ -239,7 +243,8 @@ def run_all(results: Path, dry_run: bool, only: list[str] | None = None, cpu_smo
         print(f"[{n}] {rec['status']} in {rec['seconds']}s", flush=True)
     report["seconds"] = round(time.monotonic() - start, 1)
     (results / "gpu_check.json").write_text(json.dumps(report, indent=2, default=str))
-    (results / "gpu_check.md").write_text(render_markdown(report))
+    (results / "gpu_check.md").write_text(render_markdown(report, model=grpo_model(), doctor_models=doctor_models(),
+                                                          smoke=smoke()))
     with (results / "gpu_check.log").open("w") as fh:
         for n in names:
             log = work / "logs" / f"{n}.log"
@@ -359,7 +364,7 @@ def part_grpo(work: Path, engine: str) -> dict:
     est = estimate_memory(cfg)
     out_json = work / f"grpo-{engine}.out.json"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1",
-           str(Path(__file__).resolve()), "worker", str(cfg_path), str(out_json)]
+           str(ROOT / "benchmarks" / "gpu_check_worker.py"), str(cfg_path), str(out_json)]
     p = subprocess.run(cmd, text=True, capture_output=True)
     if p.returncode:
         raise SystemExit(f"torchrun failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
@@ -368,54 +373,7 @@ def part_grpo(work: Path, engine: str) -> dict:
                                            .read_text())).total
     return summarise(rec, n_params=n_params, estimate={"peak_bytes": est.peak_bytes, "peak_phase": est.peak_phase,
                                                         "phases": est.phases, "device_bytes": est.device_bytes},
-                     check_errors=errors, use_ref=rec.get("use_reference", True))
-
-
-def peak_flops(device: str | None) -> float | None:
-    """The dense bf16 peak of ``device`` (by name), FLOP/s, or ``None`` when not in :data:`PEAK_BF16`."""
-    for sub, flops in PEAK_BF16:
-        if device and sub in device.lower():
-            return flops
-    return None
-
-
-def logprob_bound(max_abs_logprob: float) -> float:
-    """4 bf16 ulps (2^-7 relative each) at ``max(|log-prob|, 1)`` (see the module docstring)."""
-    return 4 * 2.0 ** -7 * max(1.0, max_abs_logprob)
-
-
-def _median(xs: list[float]) -> float | None:
-    xs = sorted(xs)
-    return (xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2) if xs else None
-
-
-def summarise(rec: dict, *, n_params: int, estimate: dict, check_errors: list, use_ref: bool) -> dict:
-    """Medians over the steps after :data:`WARMUP` of each phase, tokens/s, MFU, memory and the log-prob probes."""
-    steps = rec["steps"][WARMUP:] or rec["steps"]
-    keys = ["timing_s/update_weights", "timing_s/gen", "timing_s/old_log_prob", "timing_s/ref",
-            "timing_s/update_actor", "timing_s/step"]
-    med = {k: _median([s[k] for s in steps if k in s]) for k in keys}
-    tokens = _median([s["perf/total_num_tokens"] for s in steps])
-    step_s = med["timing_s/step"]
-    flops = {"update": 6 * n_params * tokens, "old_log_prob": 2 * n_params * tokens,
-             "ref": 2 * n_params * tokens if use_ref else 0.0, "gen": 2 * n_params * tokens}
-    peak = peak_flops(rec.get("device"))
-    mfu = None
-    if peak and step_s:
-        mfu = {"step": sum(flops.values()) / (step_s * peak),
-               "update": flops["update"] / (med["timing_s/update_actor"] * peak) if med["timing_s/update_actor"] else None,
-               "gen": flops["gen"] / (med["timing_s/gen"] * peak) if med["timing_s/gen"] else None}
-    probes = rec.get("probes", [])
-    for pr in probes:
-        pr["bound"] = logprob_bound(pr["max_abs_logprob"])
-        pr["within_bound"] = pr["max_abs_diff"] <= pr["bound"]
-    return {"model": grpo_model(), "device": rec.get("device"), "steps": len(rec["steps"]), "warmup": WARMUP,
-            "median_s": med,
-            "tokens_per_step": tokens, "tokens_per_s": tokens / step_s if step_s else None, "n_params": n_params,
-            "flops_per_step": flops, "peak_flops": peak, "mfu": mfu, "memory": {
-                "max_allocated_bytes": rec["max_allocated"], "phases_bytes": rec["phase_peaks"],
-                "estimate": estimate}, "logprob_probes": probes, "check_errors": check_errors,
-            "per_step": rec["steps"]}
+                     check_errors=errors, use_ref=rec.get("use_reference", True), model=grpo_model())
 
 
 def part_doctor(work: Path, asset: str) -> dict:
@@ -440,162 +398,6 @@ def part_doctor(work: Path, asset: str) -> dict:
                        for r in report.results]}
 
 
-# -- the torchrun worker of the GRPO parts ---------------------------------------------------------------------------
-class _NoCudaMemory:
-    """``torch.cuda``'s memory calls on the CPU smoke run: nothing to measure (0 bytes)."""
-
-    def reset_peak_memory_stats(self) -> None:
-        return None
-
-    def synchronize(self) -> None:
-        return None
-
-    def max_memory_allocated(self) -> int:
-        return 0
-
-
-def worker(config_path: str, out_path: str) -> None:
-    """One rank: build the trainer, run its steps recording CUDA memory per phase, probe log-probs after the first
-    two weight synchronisations."""
-    import torch
-    import yaml
-
-    import fsdpcfg.train.loop as loop
-    from fsdpcfg.train.engine.forward import response_log_probs
-    from fsdpcfg.train.rollout.hf import GenerationSettings
-
-    cfg = yaml.safe_load(Path(config_path).read_text())
-    cuda = torch.cuda.is_available() and cfg["trainer"]["device"] == "cuda"
-    mem = torch.cuda if cuda else _NoCudaMemory()
-    mem.reset_peak_memory_stats()
-    trainer = loop.Trainer(cfg)
-    peaks = {"build": mem.max_memory_allocated()}
-    overall = peaks["build"]
-    probes: list[dict] = []
-    probe_batch = trainer.dataset.batch(list(range(4)))
-    greedy = GenerationSettings(n=1, response_length=32, temperature=1.0, top_p=1.0, top_k=-1, do_sample=False,
-                                ignore_eos=False)
-
-    def measured(fn, label):
-        def inner(*a, **k):
-            nonlocal overall
-            mem.synchronize()
-            mem.reset_peak_memory_stats()
-            out = fn(*a, **k)
-            mem.synchronize()
-            peak = mem.max_memory_allocated()
-            peaks[label] = max(peaks.get(label, 0), peak)
-            overall = max(overall, peak)
-            return out
-        return inner
-
-    sync = measured(trainer.sync_weights, "weight_sync")
-
-    def sync_and_probe():
-        n = sync()
-        if len(probes) < 2:  # after the first and the second synchronisation
-            t = time.perf_counter()
-            o = trainer.rollout.generate(probe_batch.input_ids, probe_batch.attention_mask, greedy)
-            ids, mask = o.input_ids.to(trainer.device), o.attention_mask.to(trainer.device)
-            R = o.responses.shape[1]
-            actor_lp = loop.batched_log_probs(trainer.actor, ids, mask, R, 4).float().cpu()
-            with torch.no_grad():
-                replica_lp, _ = response_log_probs(trainer.rollout.model, ids, mask, R)
-            m = o.response_mask.bool()
-            d = (actor_lp - replica_lp.float().cpu())[m].abs()
-            # how far the actor moved since the previous probe, on the same sequences when greedy decoding gave
-            # the same ones: the second probe then shows the optimizer step was synchronised, not a stale replica
-            prev = probes[-1] if probes else None
-            moved = (float((actor_lp - prev["_lp"])[m].abs().max()) if prev is not None
-                     and torch.equal(prev["_ids"], o.input_ids) else None)
-            probes.append({"sync": len(probes) + 1, "tokens": int(m.sum()), "max_abs_diff": float(d.max()),
-                           "mean_abs_diff": float(d.mean()), "max_abs_logprob": float(actor_lp[m].abs().max()),
-                           "moved_since_previous": moved, "seconds": round(time.perf_counter() - t, 3),
-                           "_lp": actor_lp, "_ids": o.input_ids})
-        return n
-
-    trainer.sync_weights = sync_and_probe
-    trainer.rollout.generate = measured(trainer.rollout.generate, "generate")
-    loop.batched_log_probs = measured(loop.batched_log_probs, "log_probs")
-    loop.update_actor = measured(loop.update_actor, "update")
-    steps = []
-    for step in range(1, trainer.total_steps + 1):
-        steps.append(trainer.step(step))
-    for pr in probes:
-        del pr["_lp"], pr["_ids"]
-    rec = {"device": torch.cuda.get_device_name(0) if cuda else "cpu", "steps": steps, "phase_peaks": peaks, "max_allocated": overall,
-           "probes": probes, "use_reference": trainer.ref is not None, "strategy": trainer.plan.strategy,
-           "param_dtype": str(next(trainer.rollout.model.parameters()).dtype)}
-    Path(out_path).write_text(json.dumps(rec, default=float))
-    import torch.distributed as dist
-
-    dist.barrier()
-    dist.destroy_process_group()
-
-
-# -- the report -------------------------------------------------------------------------------------------------------
-def _gib(b) -> str:
-    return "-" if b is None else f"{b / 2**30:.2f} GiB"
-
-
-def _f(x, fmt=".2f") -> str:
-    return "-" if x is None else format(x, fmt)
-
-
-def render_markdown(report: dict) -> str:
-    """The GPU section: environment, one row per part, the GRPO table, the log-prob probes, the doctor rows."""
-    parts = report["parts"]
-    env = parts.get("env", {})
-    lines = [f"# GPU check ({report['date']}, {report.get('seconds', 0):.0f} s)", "",
-             f"{env.get('device', '?')}, torch {env.get('torch', '?')} (CUDA {env.get('cuda', '?')}), transformers "
-             f"{env.get('transformers', '?')}, peft {env.get('peft', '?')}, Python {env.get('python', '?')}.", "",
-             "| part | status | seconds | error |", "|---|---|---|---|"]
-    for n, p in parts.items():
-        err = (p.get("error") or "").replace("\n", " ").replace("|", "/")[-300:]
-        lines.append(f"| {n} | {p.get('status')} | {p.get('seconds', '-')} | {err} |")
-    model = next((parts[n].get("model") for n in ("grpo_fsdp2", "grpo_fsdp") if parts.get(n, {}).get("model")),
-                 grpo_model())
-    lines += ["", f"## GRPO on {model} (random weights), " + ("CPU smoke settings" if smoke() else
-              "trainer=gpu_1x, 16 prompts x 4 samples, responses up to 128 tokens"),
-              "", "| engine | step s | gen s | old log-prob s | ref s | update s | sync s | tokens/s | MFU step | "
-              "MFU update | MFU gen | peak allocated | estimate (phase) |", "|---|" + "---|" * 12]
-    for engine in ("fsdp2", "fsdp"):
-        g = parts.get(f"grpo_{engine}", {})
-        if g.get("status") != "ok":
-            lines.append(f"| {engine} | {g.get('status', 'not run')} |" + " |" * 11)
-            continue
-        m, mfu, mem = g["median_s"], g.get("mfu") or {}, g["memory"]
-        lines.append(f"| {engine} | {_f(m['timing_s/step'])} | {_f(m['timing_s/gen'])} | "
-                     f"{_f(m['timing_s/old_log_prob'])} | {_f(m['timing_s/ref'])} | {_f(m['timing_s/update_actor'])} | "
-                     f"{_f(m['timing_s/update_weights'])} | {_f(g['tokens_per_s'], '.0f')} | "
-                     f"{_f(mfu.get('step'), '.1%')} | {_f(mfu.get('update'), '.1%')} | {_f(mfu.get('gen'), '.1%')} | "
-                     f"{_gib(mem['max_allocated_bytes'])} | {_gib(mem['estimate']['peak_bytes'])} "
-                     f"({mem['estimate']['peak_phase']}) |")
-    lines += ["", "Medians over steps 3-10 (steps 1-2 carry the log-prob probes). MFU: 6N (update) + 2N (old "
-              "log-prob) + 2N (ref) + 2N (generation) FLOPs per real token, N the parameter count, over the dense "
-              "bf16 peak (H200: 989 TFLOP/s).", "", "## Actor vs rollout replica log-probs (bf16)", "",
-              "| engine | sync | tokens | max abs diff | mean abs diff | max abs log-prob | bound | within | actor moved |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    for engine in ("fsdp2", "fsdp"):
-        for pr in parts.get(f"grpo_{engine}", {}).get("logprob_probes", []):
-            lines.append(f"| {engine} | {pr['sync']} | {pr['tokens']} | {pr['max_abs_diff']:.3g} | "
-                         f"{pr['mean_abs_diff']:.3g} | {pr['max_abs_logprob']:.2f} | {pr['bound']:.3g} | "
-                         f"{'yes' if pr['within_bound'] else '**no**'} | {_f(pr.get('moved_since_previous'), '.3g')} |")
-    lines += ["", "## fsdpcfg doctor " + ("(CPU smoke)" if smoke() else "on CUDA (trainer=gpu_1x)"), "", "| model | result | stages | conditions |",
-              "|---|---|---|---|"]
-    for m in doctor_models():
-        d = parts.get(f"doctor_{m}", {})
-        if "stages" not in d:
-            lines.append(f"| {m} | {d.get('status', 'not run')} | | |")
-            continue
-        failed = next((s for s in d["stages"] if s["status"] == "FAIL"), None)
-        result = "all stages passed" if d["ok"] else (f"stopped at stage {failed['stage']} {failed['name']} "
-                                                      f"[{failed['variant']}]: {failed['failure']['message'][:200]}"
-                                                      if failed else "failed")
-        lines.append(f"| {m} | {result} | {len(d['stages'])} | {'; '.join(d['conditions']) or 'none'} |")
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -610,17 +412,11 @@ def main(argv: list[str] | None = None) -> int:
     pt.add_argument("name", choices=["install", "env", "assets", "grpo", "doctor"])
     pt.add_argument("work")
     pt.add_argument("arg", nargs="?")
-    w = sub.add_parser("worker")
-    w.add_argument("config")
-    w.add_argument("out")
     a = ap.parse_args(argv)
     if a.cmd == "prepare":
         return prepare(a.dry_run)
     if a.cmd == "run":
         return run_all(Path(a.results), a.dry_run, a.parts.split(",") if a.parts else None, a.cpu_smoke)
-    if a.cmd == "worker":
-        worker(a.config, a.out)
-        return 0
     work = Path(a.work)
     fn = {"install": lambda: part_install(work), "env": lambda: part_env_info(work),
           "assets": lambda: part_assets(work), "grpo": lambda: part_grpo(work, a.arg),

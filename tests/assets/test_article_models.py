@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from fsdpcfg import assets
 from fsdpcfg.cli.main import main
 
 A = "actor_rollout_ref"

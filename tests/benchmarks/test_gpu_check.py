@@ -31,6 +31,7 @@ def _load():
 
 
 gc = _load()
+import gpu_check_report as rep  # benchmarks/ is on sys.path once gpu_check is loaded
 
 
 def test_the_run_call_is_written_where_a_later_session_looks():
@@ -54,7 +55,7 @@ def test_prepare_commands_use_flags_pip_has():
     assert [w[-1].split("==")[0] for w in wheels] == list(gc.SDIST_ONLY)
     pinned = {p.split("==")[0] for p in gc.pinned()}
     assert pinned == set(gc.PACKAGES)
-    core = json.dumps(open(ROOT / "pyproject.toml").read())
+    core = (ROOT / "pyproject.toml").read_text()
     for dep in ("hydra-core", "omegaconf", "pydantic"):
         assert dep in core and dep in pinned
 
@@ -76,7 +77,7 @@ def test_dry_run_prints_every_part_with_a_command_that_exists(tmp_path):
     p = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), "--dry-run"], capture_output=True, text=True,
                        cwd=ROOT)
     assert p.returncode == 0, p.stderr
-    lines = re.findall(r"^\[(\S+)\] timeout (\d+)s: (.+)$", p.stdout, flags=re.M)
+    lines = re.findall(r"^\[(\S+)\] timeout (\d+)s: (.+)$", p.stdout, flags=re.MULTILINE)
     assert [n for n, _, _ in lines] == list(gc.PARTS)
     choices = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "part", "--help"],
                              capture_output=True, text=True).stdout
@@ -85,6 +86,8 @@ def test_dry_run_prints_every_part_with_a_command_that_exists(tmp_path):
         assert Path(argv[1]).is_file() and argv[2] == "part" and argv[3] in choices, cmd
         assert int(limit) == gc.PARTS[name]
     assert gc.BUDGET_S < 8 * 60  # every part within one budget under 8 minutes
+    worker = ROOT / "benchmarks" / "gpu_check_worker.py"  # the GRPO parts' torchrun target
+    assert worker.is_file() and '"gpu_check_worker.py"' in (ROOT / "benchmarks" / "gpu_check.py").read_text()
     assert not (tmp_path / "out").exists()  # a dry run writes nothing
 
 
@@ -132,14 +135,14 @@ def test_the_gpu_asset_is_the_real_architecture():
 
 
 def test_bounds_and_mfu_arithmetic():
-    assert gc.logprob_bound(12.0) == pytest.approx(4 * 12 / 128)
-    assert gc.logprob_bound(0.1) == pytest.approx(4 / 128)
-    assert gc.peak_flops("NVIDIA H200") == 989e12 and gc.peak_flops("Tesla T4") is None
+    assert rep.logprob_bound(12.0) == pytest.approx(4 * 12 / 128)
+    assert rep.logprob_bound(0.1) == pytest.approx(4 / 128)
+    assert rep.peak_flops("NVIDIA H200") == 989e12 and rep.peak_flops("Tesla T4") is None
     rec = {"device": "NVIDIA H200", "phase_peaks": {}, "max_allocated": 1, "probes": [
         {"sync": 1, "tokens": 3, "max_abs_diff": 0.5, "mean_abs_diff": 0.1, "max_abs_logprob": 12.0}],
         "steps": [{"timing_s/step": 2.0, "timing_s/update_actor": 1.0, "timing_s/gen": 0.5,
                    "perf/total_num_tokens": 1000.0}] * 3}
-    out = gc.summarise(rec, n_params=10**9, estimate={}, check_errors=[], use_ref=True)
+    out = rep.summarise(rec, n_params=10**9, estimate={}, check_errors=[], use_ref=True, model="m", warmup=2)
     assert out["mfu"]["step"] == pytest.approx(12e12 / (2.0 * 989e12))  # (6 + 2 + 2 + 2) N per token
     assert out["mfu"]["update"] == pytest.approx(6e12 / 989e12)
     assert out["tokens_per_s"] == 500.0 and out["logprob_probes"][0]["within_bound"] is False
