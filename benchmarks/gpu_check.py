@@ -36,7 +36,8 @@ the H100/H200 SXM datasheet figure without sparsity). Model FLOPs count matrix m
 N (the tied LM head once, as :func:`fsdpcfg.plan.param_count.count_parameters`): 6·N per token of the actor update
 (forward + backward), 2·N per token of each forward-only pass (old log-probs, reference log-probs) and 2·N per
 token of generation (prompt prefill and each new token); tokens are the real ones (``perf/total_num_tokens``:
-prompt + response, no padding). Attention's score FLOPs (about 4·layers·seq·hidden per token, ~4% here) are left
+prompt + response, no padding). For scale: an 8192^3 bf16 matrix product ran at about 788 TFLOP/s on this
+machine kind (/work/.library/device/KINDS.md, 2026-10-28), 80% of the datasheet peak. Attention's score FLOPs (about 4·layers·seq·hidden per token, ~4% here) are left
 out, so the MFU is a slight under-estimate.
 
 Log-prob bound (bf16): both sides compute the same graph in bf16 from the same bf16-rounded weights (the FSDP
