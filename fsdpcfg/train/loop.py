@@ -48,6 +48,14 @@ def init_distributed(device: str, backend: str) -> torch.device:
     return dev
 
 
+def collective_device() -> torch.device:
+    """Where a tensor given to a collective must live: this rank's CUDA device under NCCL (NCCL has no CPU
+    tensors: "No backend type associated with device type cpu"), the CPU under gloo."""
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
 def all_gather_cat(t: torch.Tensor) -> torch.Tensor:
     """Concatenate equal-shaped tensors of all ranks along dim 0, in rank order."""
     parts = [torch.empty_like(t) for _ in range(dist.get_world_size())]
