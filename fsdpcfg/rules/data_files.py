@@ -153,7 +153,8 @@ def _message_problem(value: Any) -> str | None:
 
 
 @rule("FC412", "prompts are chat messages (a list of {role, content})",
-      keys=["data.prompt_key", "data.messages_key", KEY, VAL], example=["data.prompt_key=data_source"], kinds=BOTH)
+      keys=["data.prompt_key", "data.messages_key", KEY, VAL], example=["launcher=verl", "data.prompt_key=data_source"],
+      kinds=BOTH)
 def chat_rows(ctx: Context) -> Iterable[Finding]:
     """verl passes the prompt column to ``tokenizer.apply_chat_template``: it must be a list of
     ``{"role", "content"}`` messages. A plain-string prompt is an error under ``launcher=verl``; the native
