@@ -140,13 +140,14 @@ def _leaf_names() -> frozenset[str]:
 
     names = set()
     for config in ("ppo_trainer", "sft_trainer_engine"):
-        names |= {k.rsplit(".", 1)[-1] for k in verlref.keys(config)}
+        names |= {part for k in verlref.keys(config) for part in k.split(".")}
     return frozenset(n for n in names if len(n) >= _MIN_LEAF)
 
 
 def _reads_config(node: ast.AST) -> bool:
     """True when the expression ``node`` reads a config value: a name or attribute containing
-    ``config``/``cfg``/``conf``, or one named like a leaf of verl's config tree (``loss_agg_mode``)."""
+    ``config``/``cfg``/``conf``, or one named like a key of verl's config tree (a leaf such as ``loss_agg_mode``
+    or a section such as ``kl_ctrl``; names shorter than 6 characters are too generic to count)."""
     leaves = _leaf_names()
     for n in ast.walk(node):
         word = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None

@@ -133,6 +133,15 @@ def render(rows: list[Row] | None = None, mapping: Mapping | None = None) -> str
             "", "*Caught* names the fsdpcfg rules (`fsdpcfg explain RULE`) that report the same mistake in "
             "`fsdpcfg check`, before anything starts. *Runtime only* says why a check cannot be made before launch "
             "(it reads tensors, the machine, or a code path fsdpcfg does not check).", ""]
+    codes: dict[str, int] = {}
+    for r in runtime:
+        code = r.value[len(RUNTIME):].strip()  # type: ignore[index]
+        codes[code] = codes.get(code, 0) + 1
+    out += ["## Why a check is runtime only", "", "| reason | checks | why |", "|---|---|---|"]
+    for code, n in sorted(codes.items(), key=lambda kv: (-kv[1], kv[0])):
+        label = code if code in mapping.reasons else "(other)"
+        out.append(f"| <a id=\"why-{label}\"></a>{label} | {n} | {_cell(reason(RUNTIME + code, mapping))} |")
+    out.append("")
     regs = [r for r in rows if r.check.kind == "registry"]
     out += ["## Name tables", "", "| registry | config key | names in verl | caught by |", "|---|---|---|---|"]
     for r in regs:
@@ -149,7 +158,10 @@ def render(rows: list[Row] | None = None, mapping: Mapping | None = None) -> str
                 "| function | check | verl's message | caught by |", "|---|---|---|---|"]
         for r in frows:
             c = r.check
-            cond = f"{c.kind} {c.condition}" if c.kind == "assert" else f"raise if {c.condition}"
+            if c.kind == "assert":
+                cond = c.condition if c.condition.startswith("if ") else f"assert {c.condition}"
+            else:
+                cond = f"raise if {c.condition}"
             out.append(f"| `{c.function}` (line {c.line}) | {_code(cond)} | {_cell(c.message) or '-'} | "
                        f"{_verdict(r, mapping)} |")
         out.append("")
@@ -162,7 +174,10 @@ def _verdict(row: Row, mapping: Mapping) -> str:
     ids = rule_ids(row.value)
     if ids:
         return ", ".join(f"[{i}](reference.md#{i.lower()})" for i in ids)
-    return "runtime only: " + _cell(reason(row.value, mapping))
+    code = row.value[len(RUNTIME):].strip()
+    if code in mapping.reasons:
+        return f"runtime only ([{code}](#why-{code}))"
+    return "runtime only: " + _cell(code)
 
 
 def stale(page: Path = PAGE) -> bool:
