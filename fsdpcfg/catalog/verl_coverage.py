@@ -42,11 +42,14 @@ class Mapping:
         reasons: reason code -> text.
         names: registry name -> ``module:ATTRIBUTE`` of fsdpcfg's own copy of the names (a tuple, a frozenset or
             a ``Literal``), which must equal verl's.
+        evidence: check id -> overrides that break the check (``SFT ...``: on the SFT recipe), which a test runs
+            through ``fsdpcfg check`` to show that a mapped rule reports them.
     """
 
     checks: dict[str, str]
     reasons: dict[str, str]
     names: dict[str, str]
+    evidence: dict[str, str]
 
 
 def load_mapping(path: Path = MAPPING) -> Mapping:
@@ -59,7 +62,8 @@ def load_mapping(path: Path = MAPPING) -> Mapping:
     checks = data.get("checks") or {}
     if not isinstance(checks, dict) or not all(isinstance(v, str) for v in checks.values()):
         raise ValueError(f"{path}: 'checks' must map each check id to 'FCnnn ...' or 'runtime: reason'")
-    return Mapping(checks, dict(data.get("reasons") or {}), dict(data.get("registry_names") or {}))
+    return Mapping(checks, dict(data.get("reasons") or {}), dict(data.get("registry_names") or {}),
+                   dict(data.get("evidence") or {}))
 
 
 def rule_ids(value: str) -> list[str]:
@@ -132,7 +136,9 @@ def render(rows: list[Row] | None = None, mapping: Mapping | None = None) -> str
     out += ["", "and the registries " + ", ".join(f"`{r.name}` (`{r.key}`)" for r in verl_checks.REGISTRIES) + ".",
             "", "*Caught* names the fsdpcfg rules (`fsdpcfg explain RULE`) that report the same mistake in "
             "`fsdpcfg check`, before anything starts. *Runtime only* says why a check cannot be made before launch "
-            "(it reads tensors, the machine, or a code path fsdpcfg does not check).", ""]
+            "(it reads tensors, the machine, or a code path fsdpcfg does not check). *(tested)*: "
+            "tests/catalog/test_verl_coverage.py breaks the check with the overrides in the mapping's `evidence` and "
+            "asserts that the rule reports it.", ""]
     codes: dict[str, int] = {}
     for r in runtime:
         code = r.value[len(RUNTIME):].strip()  # type: ignore[index]
@@ -173,7 +179,8 @@ def _verdict(row: Row, mapping: Mapping) -> str:
         return "**not mapped**"
     ids = rule_ids(row.value)
     if ids:
-        return ", ".join(f"[{i}](reference.md#{i.lower()})" for i in ids)
+        shown = ", ".join(f"[{i}](reference.md#{i.lower()})" for i in ids)
+        return shown + (" (tested)" if row.check.id in mapping.evidence else "")
     code = row.value[len(RUNTIME):].strip()
     if code in mapping.reasons:
         return f"runtime only ([{code}](#why-{code}))"
