@@ -159,3 +159,46 @@ def test_fc416_one_architecture(tmp_path):
         (folder / "config.json").write_text(json.dumps(cfg))
         found = errors(run(model_arch.one_architecture, f"actor_rollout_ref.model.path={folder}"), "FC416")
         assert len(found) == 1 and f"architectures = {arch!r}" in found[0].message
+
+
+# -- FC417 ---------------------------------------------------------------------------------------------------
+def test_fc417_broken_chat_template(tmp_path):
+    from fsdpcfg.rules import model_template as t
+
+    found = errors(run(t.chat_template_parses,
+                       "actor_rollout_ref.model.custom_chat_template='{% for m in messages %}{{ m.content }}'"))
+    assert len(found) == 1 and "is not valid Jinja (line 1: Unexpected end of template" in found[0].message
+    assert found[0].keys == ["actor_rollout_ref.model.custom_chat_template"]
+    # the tokenizer's own template, broken in a copy of the tiny model's folder
+    from fsdpcfg.compose import compose
+
+    src = compose(["+recipe=qwen_grpo"]).to_container()["actor_rollout_ref"]["model"]["path"]
+    folder = tmp_path / "model"
+    try:
+        shutil.copytree(src, folder, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
+    except FileNotFoundError:
+        pytest.skip("the tiny model is not built here (fsdpcfg assets build)")
+    ov = f"actor_rollout_ref.model.path={folder}"
+    assert not run(t.chat_template_parses, ov)  # the real Qwen2.5 template parses
+    tc = json.loads((folder / "tokenizer_config.json").read_text())
+    tc["chat_template"] = tc["chat_template"].replace("{%- endfor %}", "", 1)
+    (folder / "tokenizer_config.json").write_text(json.dumps(tc))
+    found = errors(run(t.chat_template_parses, ov))
+    assert len(found) == 1 and "tokenizer_config.json chat_template) is not valid Jinja" in found[0].message
+
+
+def test_fc417_real_templates_and_transformers_tags_parse():
+    from pathlib import Path
+
+    from fsdpcfg import paths
+    from fsdpcfg.rules.model_template import syntax_error
+
+    texts = []
+    for p in sorted(Path(paths.data_dir()).rglob("tokenizer_config.json")):
+        tpl = json.loads(p.read_text()).get("chat_template")
+        texts += [x["template"] for x in tpl] if isinstance(tpl, list) else [tpl] if isinstance(tpl, str) else []
+    assert len(texts) >= 5
+    assert [syntax_error(x) for x in texts] == [None] * len(texts)
+    tags = "{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}{% break %}{% endfor %}"
+    assert syntax_error(tags) is None
+    assert syntax_error("{{ x") == "line 1: unexpected end of template, expected 'end of print statement'."
