@@ -68,9 +68,20 @@ def peek(path: str, key: str) -> datafiles.Peek | datafiles.DataFileError | None
     return _peek_cached(path, key, (st.st_mtime_ns, st.st_size))
 
 
+def chosen(ctx: Context, key: str) -> bool:
+    """False when ``ctx`` is a verl run script's config (``fsdpcfg check run.sh``) that does not set ``key``:
+    the value is then fsdpcfg's own group default, not the file verl would read, so it is not checked."""
+    if getattr(ctx.composed, "script_notes", None) is None:
+        return True
+    src = ctx.composed.provenance.source_of(key)
+    return src is not None and src.kind in ("file", "override")
+
+
 def _files(ctx: Context) -> Iterator[tuple[str, str]]:
-    """``(key, path)`` of every local train and val file."""
+    """``(key, path)`` of every local train and val file the config chose."""
     for key in (KEY, VAL):
+        if not chosen(ctx, key):
+            continue
         for f in datafiles.file_list(ctx.get(key)):
             yield key, f
 
@@ -255,7 +266,7 @@ def rows_for_steps(ctx: Context) -> Iterable[Finding]:
     dataloader is empty!") and ``fit`` (``for epoch in range(... total_epochs)``); verl/trainer/sft_trainer.py
     ``_build_dataloader`` (``DistributedSampler(drop_last=True)``).
     """
-    got = _rows(ctx, KEY)
+    got = _rows(ctx, KEY) if chosen(ctx, KEY) else None
     tbs = num(ctx.get("data.train_batch_size"))
     if got is None or tbs is None or tbs <= 0:
         return

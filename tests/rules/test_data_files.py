@@ -208,3 +208,23 @@ def test_check_does_not_read_a_whole_jsonl_file(tmp_path, monkeypatch):
     d._peek_cached.cache_clear()
     head = datafiles.peek(path, 4)
     assert head.num_rows == 2000 and len(calls) == 4
+
+
+def test_run_script_data_rules_read_only_the_files_the_script_names(tmp_path):
+    """A verl run script that does not set data.train_files reads verl's default path, not fsdpcfg's shipped
+    data: no data-file finding for it. One that names a 3-row file with a batch of 1024 gets FC414."""
+    from fsdpcfg.check_sources import check_run_script
+
+    base = ("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=1024 "
+            "actor_rollout_ref.rollout.name=vllm actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 "
+            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 "
+            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4 trainer.n_gpus_per_node=8")
+    plain = tmp_path / "run.sh"
+    plain.write_text(f"#!/bin/bash\n{base} $@\n")
+    rules = {f.rule for c in check_run_script(plain) for f in c.findings}
+    assert not rules & {"FC410", "FC411", "FC412", "FC413", "FC414"}, rules
+    small = _parquet(tmp_path / "t.parquet", [_row(i) for i in range(3)])
+    named = tmp_path / "run_named.sh"
+    named.write_text(f"#!/bin/bash\n{base} data.train_files={small} data.val_files={small}\n")
+    found = [f for c in check_run_script(named) for f in c.findings if f.rule == "FC414"]
+    assert len(found) == 1 and "holds 3 rows" in found[0].message
