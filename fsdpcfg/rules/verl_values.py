@@ -308,3 +308,84 @@ def prefix_grouper_balance(ctx: Context) -> Iterable[Finding]:
                           f"data.train_batch_size = {tbs} prompt groups do not split over {dp} data-parallel ranks "
                           f"({world_derivation(ctx)}, Ulysses {actor_sp(ctx)})",
                           f"set data.train_batch_size to a multiple of {dp}, or trainer.balance_batch=false")
+
+
+D = "distillation"
+TM = f"{D}.teacher_models"
+
+
+def _teachers(ctx: Context) -> list[str]:
+    """Names of the teacher entries: verl's default ``teacher_model`` and any added under ``teacher_models``."""
+    node = ctx.cfg.get(D, {}).get("teacher_models") if isinstance(ctx.cfg.get(D), dict) else None
+    names = list(node) if isinstance(node, dict) else []
+    return ["teacher_model", *[n for n in names if n != "teacher_model"]]
+
+
+def _replica(ctx: Context, name: str) -> int | None:
+    """GPUs of one replica of teacher ``name``: inference TP x DP x PP (an unset size is 1, RolloutConfig's
+    default); ``None`` when a size is not a whole number."""
+    sizes = []
+    for k in ("tensor_model", "data", "pipeline_model"):
+        raw = val(ctx, f"{TM}.{name}.inference.{k}_parallel_size")
+        sizes.append(1 if raw is None else num(raw))
+    return None if any(s is None or s < 1 for s in sizes) else sizes[0] * sizes[1] * sizes[2]
+
+
+@rule("FC682", "on-policy distillation: loss settings, teacher entries and the teacher pool size",
+      keys=[f"{D}.enabled", f"{D}.distillation_loss.policy_loss_mode", f"{D}.distillation_loss.loss_mode",
+            f"{TM}.teacher_model.model_path", f"{D}.n_gpus_per_node", f"{D}.nnodes"],
+      example=["launcher=verl", "++distillation.enabled=true"])
+def distillation(ctx: Context) -> Iterable[Finding]:
+    """With ``distillation.enabled`` verl builds the teacher pool at start-up: the distillation loss must use the
+    vanilla policy loss, ``k1`` needs ``use_policy_gradient``; one teacher (``teacher_model``) needs a
+    ``model_path`` and a replica size (inference TP x DP x PP) dividing the pool (``distillation.n_gpus_per_node
+    x distillation.nnodes``); several teachers each need ``model_path`` and a distinct ``key``, and their
+    ``num_replicas x`` replica sizes must add up to the pool.
+
+    Source: verl/workers/config/distillation.py ``DistillationLossConfig.__post_init__``,
+    ``DistillationConfig.__post_init__`` / ``_resolve_teacher_models``,
+    ``DistillationTeacherModelConfig.check_configured``.
+    """
+    if not flag(val(ctx, f"{D}.enabled")):
+        return
+    L = f"{D}.distillation_loss"
+    if val(ctx, f"{L}.policy_loss_mode") != "vanilla":
+        yield ctx.finding("FC682", [f"{L}.policy_loss_mode"], f"{L}.policy_loss_mode = "
+                          f"{_shown(val(ctx, f'{L}.policy_loss_mode'))}; verl 0.9.1 supports only vanilla",
+                          f"set {L}.policy_loss_mode=vanilla")
+    if val(ctx, f"{L}.loss_mode") == "k1" and not flag(val(ctx, f"{L}.use_policy_gradient")):
+        yield ctx.finding("FC682", [f"{L}.loss_mode", f"{L}.use_policy_gradient"], f"{L}.loss_mode = k1 without "
+                          f"{L}.use_policy_gradient: the k1 loss's gradient does not depend on the teacher",
+                          f"set {L}.use_policy_gradient=true, or {L}.loss_mode=k3")
+    g, nn = num(val(ctx, f"{D}.n_gpus_per_node")), num(val(ctx, f"{D}.nnodes"))
+    pool = g * nn if g is not None and nn is not None else None
+    names = _teachers(ctx)
+    teachers = names if len(names) == 1 else names[1:]  # verl drops the default entry when others are added
+    for name in teachers:
+        if val(ctx, f"{TM}.{name}.model_path") is None:
+            yield ctx.finding("FC682", [f"{TM}.{name}.model_path"], f"{TM}.{name}.model_path is not set",
+                              f"set {TM}.{name}.model_path to the teacher checkpoint")
+    if len(names) == 1:
+        per = _replica(ctx, "teacher_model")
+        if pool is not None and per and (pool == 0 or pool % per):
+            yield ctx.finding("FC682", [f"{D}.n_gpus_per_node", f"{D}.nnodes"], f"the teacher pool has {pool} GPUs "
+                              f"({D}.n_gpus_per_node {g} x {D}.nnodes {nn}); one teacher replica needs {per} "
+                              "(inference TP x DP x PP), which must divide it",
+                              f"set {D}.nnodes / {D}.n_gpus_per_node to a non-zero multiple of {per}")
+        return
+    keys = [val(ctx, f"{TM}.{n}.key") for n in teachers]
+    for n, k in zip(teachers, keys):
+        if k is None:
+            yield ctx.finding("FC682", [f"{TM}.{n}.key"], f"{TM}.{n}.key is not set (several teachers are routed "
+                              f"by {D}.teacher_key)", f"set {TM}.{n}.key to the data source it teaches")
+    dup = sorted({str(k) for k in keys if k is not None and keys.count(k) > 1})
+    if dup:
+        yield ctx.finding("FC682", [f"{TM}.{teachers[0]}.key"], f"two teachers share the key {', '.join(dup)}",
+                          "give each teacher its own key")
+    sizes = [(num(val(ctx, f"{TM}.{n}.num_replicas")), _replica(ctx, n)) for n in teachers]
+    if pool is not None and all(r is not None and p is not None for r, p in sizes):
+        total = sum(r * p for r, p in sizes)
+        if total != pool:
+            yield ctx.finding("FC682", [f"{D}.n_gpus_per_node", f"{D}.nnodes"], f"the teachers need {total} GPUs "
+                              f"(num_replicas x TP x DP x PP, summed), the pool has {pool} ({D}.n_gpus_per_node {g} "
+                              f"x {D}.nnodes {nn})", "make the pool and the teachers' replicas agree")

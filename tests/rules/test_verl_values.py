@@ -202,3 +202,36 @@ def test_fc417_real_templates_and_transformers_tags_parse():
     tags = "{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}{% break %}{% endfor %}"
     assert syntax_error(tags) is None
     assert syntax_error("{{ x") == "line 1: unexpected end of template, expected 'end of print statement'."
+
+
+# -- FC682 ---------------------------------------------------------------------------------------------------
+DIST = ("++distillation.enabled=true", "++distillation.nnodes=1",
+        "++distillation.teacher_models.teacher_model.model_path=/models/teacher")
+
+
+def test_fc682_single_teacher():
+    assert not run(v.distillation, *VERL, *DIST)  # 8 GPUs, TP 2: four replicas
+    assert not run(v.distillation, *VERL, "++distillation.n_gpus_per_node=3")  # distillation off
+    found = run(v.distillation, *VERL, *DIST, "++distillation.n_gpus_per_node=3")
+    assert len(found) == 1 and "the teacher pool has 3 GPUs" in found[0].message and "needs 2" in found[0].message
+    found = run(v.distillation, *VERL, *DIST[:2])
+    assert _keys(found) == ["distillation.teacher_models.teacher_model.model_path"]
+    found = run(v.distillation, *VERL, *DIST, "++distillation.distillation_loss.policy_loss_mode=gspo")
+    assert _keys(found) == ["distillation.distillation_loss.policy_loss_mode"]
+    found = run(v.distillation, *VERL, *DIST, "++distillation.distillation_loss.loss_mode=k1")
+    assert _keys(found) == ["distillation.distillation_loss.loss_mode"]
+    assert not run(v.distillation, *VERL, *DIST, "++distillation.distillation_loss.loss_mode=k1",
+                   "++distillation.distillation_loss.use_policy_gradient=true")
+
+
+def test_fc682_several_teachers():
+    def teacher(name, key, replicas):
+        t = f"++distillation.teacher_models.{name}"
+        return (f"{t}.model_path=/models/{name}", f"{t}.key={key}", f"{t}.num_replicas={replicas}",
+                f"{t}.inference.tensor_model_parallel_size=2")
+
+    ok = (*DIST[:2], *teacher("t1", "openai/gsm8k", 2), *teacher("t2", "math", 2))
+    assert not run(v.distillation, *VERL, *ok)
+    found = run(v.distillation, *VERL, *DIST[:2], *teacher("t1", "math", 2), *teacher("t2", "math", 1))
+    msgs = " | ".join(f.message for f in found)
+    assert "two teachers share the key math" in msgs and "the teachers need 6 GPUs" in msgs and "pool has 8" in msgs
