@@ -19,6 +19,8 @@ from fsdpcfg.rules.registry import rule
 R = f"{A}.rollout"
 PL = f"{A}.actor.policy_loss"
 HR = "trainer.v1.separate_async.hybrid_rollout"
+D = "distillation"
+TM = f"{D}.teacher_models"
 NUMBER = (int, float)
 
 
@@ -191,8 +193,9 @@ def _missing_leaves(tree: Any, prefix: str = "") -> Iterable[str]:
 def missing_in_verl_sections(ctx: Context) -> Iterable[Finding]:
     """verl builds each role's section into a dataclass whose ``__post_init__`` asserts that no field is
     ``???`` (``strategy``, ``optim.lr``, ``rollout_n``); a ``???`` there fails when the workers start. FC104 reports
-    the keys fsdpcfg's schema knows; this rule the rest (the critic when it runs, the reward sections, any other
-    section verl reads).
+    the keys fsdpcfg's schema knows; this rule the rest, in the sections verl builds (the critic when it runs, the
+    reward model and distillation when enabled: ``reward.reward_model.rollout.name`` is ``???`` in verl's own
+    defaults and never read while the reward model is off).
 
     Source: verl/workers/config/actor.py ``ActorConfig.__post_init__``, critic.py ``CriticConfig.__post_init__``,
     optimizer.py ``OptimizerConfig.__post_init__`` (``assert ... != MISSING``).
@@ -200,7 +203,10 @@ def missing_in_verl_sections(ctx: Context) -> Iterable[Finding]:
     from fsdpcfg.rules.schema_rules import schema_report
 
     known = {i.key for i in schema_report(ctx).issues if i.kind == "missing"}
-    skip = () if need_critic(ctx) else ("critic.",)
+    # sections verl builds only when they are switched on (reward.reward_model.rollout.name is ??? by default)
+    off = {"critic.": need_critic(ctx), "reward.reward_model.": flag(val(ctx, "reward.reward_model.enable")),
+           "reward_model.": flag(val(ctx, "reward_model.enable")), f"{D}.": flag(val(ctx, f"{D}.enabled"))}
+    skip = tuple(prefix for prefix, on in off.items() if not on)
     for key in _missing_leaves(ctx.cfg):
         if key in known or key.startswith(skip) or key.startswith("fsdpcfg."):
             continue
@@ -309,9 +315,6 @@ def prefix_grouper_balance(ctx: Context) -> Iterable[Finding]:
                           f"({world_derivation(ctx)}, Ulysses {actor_sp(ctx)})",
                           f"set data.train_batch_size to a multiple of {dp}, or trainer.balance_batch=false")
 
-
-D = "distillation"
-TM = f"{D}.teacher_models"
 
 
 def _teachers(ctx: Context) -> list[str]:

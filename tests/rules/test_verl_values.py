@@ -235,3 +235,11 @@ def test_fc682_several_teachers():
     found = run(v.distillation, *VERL, *DIST[:2], *teacher("t1", "math", 2), *teacher("t2", "math", 1))
     msgs = " | ".join(f.message for f in found)
     assert "two teachers share the key math" in msgs and "the teachers need 6 GPUs" in msgs and "pool has 8" in msgs
+
+
+def test_fc183_ignores_sections_verl_does_not_build():
+    """verl's own defaults hold reward.reward_model.rollout.name: ??? (read only with the reward model on)."""
+    assert not run(v.missing_in_verl_sections, *VERL, "++reward.reward_model.rollout.name=???")
+    found = run(v.missing_in_verl_sections, *VERL, "++reward.reward_model.enable=true",
+                "++reward.reward_model.rollout.name=???")
+    assert _keys(found) == ["reward.reward_model.rollout.name"]
