@@ -51,6 +51,7 @@ FILES: dict[str, str] = {
     "utils/fsdp_utils.py": "config",
     "utils/dataset/rl_dataset.py": "config",
     "utils/dataset/multiturn_sft_dataset.py": "config",
+    "workers/rollout/vllm_rollout/utils.py": "config",
 }
 
 #: Words that mark a name or attribute as a config object in a condition (``dataloader``: its length is the
