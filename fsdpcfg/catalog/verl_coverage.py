@@ -31,6 +31,8 @@ PAGE = paths.REPO_DIR / "docs" / "verl-coverage.md"
 #: The mapping, written by hand.
 MAPPING = paths.data_dir() / "verl_coverage.yaml"
 RUNTIME = "runtime:"
+#: Rules for what verl does not check at all and fails on after start-up (data files, reward function, template).
+BEYOND_VERL = ("FC403", "FC408", "FC410", "FC411", "FC412", "FC413", "FC414", "FC415", "FC417")
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,15 @@ def render(rows: list[Row] | None = None, mapping: Mapping | None = None) -> str
     for code, n in sorted(codes.items(), key=lambda kv: (-kv[1], kv[0])):
         label = code if code in mapping.reasons else "(other)"
         out.append(f"| <a id=\"why-{label}\"></a>{label} | {n} | {_cell(reason(RUNTIME + code, mapping))} |")
+    out.append("")
+    from fsdpcfg.catalog import ruleinfo
+
+    table = ruleinfo.rules()
+    out += ["## What verl does not check", "",
+            "verl reads these only inside its workers, where a mistake is a raw traceback 15 s to minutes after "
+            "start-up; `fsdpcfg check` opens the files (the head of each data file, the reward file parsed, never "
+            "imported) before anything starts:", ""]
+    out += [f"- [{rid}](reference.md#{rid.lower()}): {table[rid].title}" for rid in BEYOND_VERL if rid in table]
     out.append("")
     regs = [r for r in rows if r.check.kind == "registry"]
     out += ["## Name tables", "", "| registry | config key | names in verl | caught by |", "|---|---|---|---|"]

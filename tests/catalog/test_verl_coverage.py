@@ -121,6 +121,8 @@ def test_page_prints_the_totals(checks, mapping):
     caught = sum(1 for c in checks if verl_coverage.rule_ids(mapping.checks[c.id]))
     assert f"**{len(checks)} checks found in verl 0.9.1: {caught} caught before launch by `fsdpcfg check`, " \
            f"{len(checks) - caught} runtime only.**" in text
+    for rid in verl_coverage.BEYOND_VERL:  # what verl never checks, listed from the rule table
+        assert f"- [{rid}](reference.md#{rid.lower()}): {ruleinfo.rules()[rid].title}" in text
 
 
 # -- the scanner on a verl tree written here ---------------------------------------------------------------
