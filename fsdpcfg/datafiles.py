@@ -181,6 +181,9 @@ def peek(path: str, n: int = 4, *, key: str = "data.train_files") -> Peek:
         except errors as e:
             raise DataFileError(path, "corrupt", f"parquet data cannot be read ({e})", key=key,
                                 fix="regenerate the file") from None
+        if not total:
+            raise DataFileError(path, "empty", f"the parquet file holds no rows (columns: {', '.join(columns)})",
+                                key=key, fix="regenerate the file")
         return Peek(path, fmt, rows, columns, total)
     if fmt == "json" and _starts_array(p):
         if p.stat().st_size > ARRAY_BYTES:

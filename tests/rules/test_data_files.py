@@ -80,6 +80,15 @@ def test_bad_files_are_data_file_errors_naming_the_file(tmp_path, name, content,
         assert e.value.key == "data.train_files" and e.value.fix
 
 
+def test_parquet_with_a_schema_and_no_rows_is_empty(tmp_path):
+    path = tmp_path / "none.parquet"
+    pq.write_table(pa.Table.from_pylist([_row()]).slice(0, 0), path)
+    for read in (datafiles.peek, datafiles.read_rows):
+        with pytest.raises(datafiles.DataFileError, match="holds no rows") as e:
+            read(str(path))
+        assert e.value.problem == "empty"
+
+
 def test_truncated_parquet_fails_in_the_run_reader_with_one_message(tmp_path):
     """A file cut short after check (a copy still in progress): the native run's read_rows raises ConfigError,
     not a pyarrow traceback."""
