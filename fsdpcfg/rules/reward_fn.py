@@ -140,7 +140,7 @@ def custom_reward_function(ctx: Context) -> Iterable[Finding]:
     if not isinstance(path, str) or not path.strip() or path.startswith(PKG):
         return
     name = ctx.get(NAME)
-    file = path[len(FILE):] if path.startswith(FILE) else path
+    file = path.removeprefix(FILE)
     p = Path(file).expanduser()
     if not p.is_file():
         yield ctx.finding("FC415", [PATH], f"{PATH}: {path} does not exist on this machine, so the reward function "

@@ -4,6 +4,7 @@ and the native run's reader (one reader for both) failing with one fsdpcfg messa
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -96,7 +97,7 @@ def test_truncated_parquet_fails_in_the_run_reader_with_one_message(tmp_path):
 
     good = _parquet(tmp_path / "good.parquet", [_row(i) for i in range(100)])
     cut = tmp_path / "cut.parquet"
-    cut.write_bytes(open(good, "rb").read()[:-200])
+    cut.write_bytes(Path(good).read_bytes()[:-200])
     with pytest.raises(ConfigError, match="cut.parquet: not a readable parquet file"):
         train_read_rows(str(cut))
     assert train_read_rows is datafiles.read_rows

@@ -8,7 +8,8 @@ import shutil
 import pytest
 from rule_helpers import errors, run
 
-from fsdpcfg.rules import model_arch, verl_values as v
+from fsdpcfg.rules import model_arch
+from fsdpcfg.rules import verl_values as v
 
 #: an 8-GPU verl run of the main recipe whose batch arithmetic is clean.
 VERL = ("launcher=verl", "rollout=vllm", "trainer=gpu_8x", "data.train_batch_size=64",
