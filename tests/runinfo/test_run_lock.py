@@ -19,8 +19,9 @@ import fsdpcfg
 from fsdpcfg.cli.main import main
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.runinfo.lock import HOLDER_ENV, LOCK_FILE, FolderBusy, Holder, RunLock, hold_for_rank, probe
+from fsdpcfg.launch import _signals  # the launcher starts torchrun through run_forwarding
 
-RUN = ["+recipe=qwen_grpo", "fsdpcfg.metrics.tensorboard=false"]
+RUN = ["+recipe=qwen_grpo", "trainer.logger=[console]"]
 
 
 def _args(tmp_path: Path, *more: str) -> list[str]:
@@ -31,7 +32,7 @@ def _args(tmp_path: Path, *more: str) -> list[str]:
 def no_torchrun(monkeypatch):
     """Record torchrun starts instead of starting it (the launcher calls subprocess.call)."""
     started = []
-    monkeypatch.setattr(subprocess, "call", lambda cmd, **kw: started.append((cmd, kw)) or 0)
+    monkeypatch.setattr(_signals, "run_forwarding", lambda cmd, env, **kw: started.append((cmd, {**kw, "env": env})) or 0)
     return started
 
 
