@@ -4,7 +4,6 @@ traceback, and nothing the user had is overwritten."""
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
 

@@ -72,13 +72,13 @@ def test_second_run_is_refused_before_torchrun_and_writes_nothing(tmp_path, caps
         assert f"trainer.default_local_dir: {tmp_path}/ckpt is in use by another run" in capsys.readouterr().err
     # free: the run starts, holding both folders while torchrun runs, and tells the ranks who holds them
     seen = []
-    no_torchrun_call = subprocess.call
-    subprocess.call = lambda cmd, **kw: seen.append((probe(tmp_path / "run"), probe(tmp_path / "ckpt"),
-                                                     kw["env"][HOLDER_ENV])) or no_torchrun_call(cmd, **kw)
+    no_torchrun_call = _signals.run_forwarding
+    _signals.run_forwarding = lambda cmd, env, **kw: seen.append((probe(tmp_path / "run"), probe(tmp_path / "ckpt"),
+                                                                  env[HOLDER_ENV])) or no_torchrun_call(cmd, env, **kw)
     try:
         assert main(_args(tmp_path)) == 0
     finally:
-        subprocess.call = no_torchrun_call
+        _signals.run_forwarding = no_torchrun_call
     (run_state, run_holder), (ck_state, ck_holder), env_pid = seen[0]
     assert run_state == ck_state == "held" and run_holder.pid == ck_holder.pid == os.getpid()
     assert env_pid == str(os.getpid())
