@@ -35,10 +35,17 @@ def group_needs_samples(ctx: Context) -> Iterable[Finding]:
     ``n`` samples of each prompt. With ``n = 1`` there is no group: GRPO falls back to the raw score (mean 0,
     std 1), RLOO/REINFORCE++-baseline give zero advantages, and the run silently stops being what it says.
 
+    Not when on-policy distillation replaces the task reward (``distillation.enabled`` with
+    ``distillation.distillation_loss.use_task_rewards=false``): the distillation loss then stands in for the
+    policy loss and no group advantage is used, so one sample per prompt is what verl's distillation examples run.
+
     Source: verl/trainer/ppo/core_algos.py (``compute_grpo_outcome_advantage``: ``len(id2score[idx]) == 1``
-    -> mean 0, std 1; the other group estimators). Case c18.
+    -> mean 0, std 1; the other group estimators). Case c18. verl/trainer/distillation/losses.py (no policy loss
+    without task rewards), examples/on_policy_distillation_trainer/.
     """
     est, n = str(ctx.get(ADV)), num(ctx.get(N))
+    if ctx.get("distillation.enabled") is True and ctx.get("distillation.distillation_loss.use_task_rewards") is False:
+        return
     if est in GROUP_ESTIMATORS and n is not None and n < 2:
         yield ctx.finding("FC601", [N, ADV],
                           f"{ADV} = {est} is group-relative but {N} = {n}: one sample per prompt has no group baseline",

@@ -89,10 +89,13 @@ def fsdp1_hybrid_size_one(ctx: Context) -> Iterable[Finding]:
 @rule("FC861", "GPU-only patches on a CPU run", keys=[f"{A}.model.use_liger", "trainer.device"],
       example=["patches=liger"])
 def patch_device(ctx: Context) -> Iterable[Finding]:
-    """Liger's kernels are Triton kernels: they need a CUDA device, on any launcher.
+    """Liger's kernels are Triton kernels: they need a CUDA device, on any launcher. The other patches run on the
+    CPU or a GPU in the native loop and on a GPU or an Ascend NPU under verl (``trainer.device=npu``: verl's
+    ``examples/ascend_extras`` scripts use remove_padding and gradient checkpointing there).
 
-    Source: fsdpcfg/train/patches/liger.py (``devices``); liger-kernel README (CUDA/ROCm GPUs only).
+    Source: fsdpcfg/train/patches/liger.py (``devices``, ``verl_devices``); liger-kernel README (CUDA/ROCm GPUs
+    only); verl 0.9.1 ``verl/utils/device.py`` (npu is a device verl runs on).
     """
     device = str(ctx.get("trainer.device"))
-    for p in _problems(ctx, "device", device=device):
+    for p in _problems(ctx, "device", device=device, launcher=ctx.launcher):
         yield ctx.finding("FC861", _keys(p, "trainer.device"), f"{p.message} {src(ctx, 'trainer.device')}", p.fix)

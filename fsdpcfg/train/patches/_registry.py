@@ -31,7 +31,9 @@ class Patch:
         is_on: ``value of config_key -> bool``.
         model_types: config.json ``model_type`` values it supports; ``None``: any causal LM (the apply
             function checks the model instance and raises ConfigError naming the model_type when it cannot).
-        devices: ``trainer.device`` values it runs on.
+        devices: ``trainer.device`` values the native loop runs it on.
+        verl_devices: ``trainer.device`` values verl runs it on (launcher=verl: verl's own implementation; verl's
+            Ascend examples use remove_padding, gradient checkpointing and Ulysses on ``npu``).
         launchers: ``fsdpcfg.launcher`` values that run it (``verl`` only: passed to verl, never applied here).
         requires: other patches it needs (``ulysses`` needs ``remove_padding``).
         requires_checked_by: the rule that already reports a missing requirement (no duplicate finding).
@@ -48,6 +50,7 @@ class Patch:
     is_on: Callable[[Any], bool]
     model_types: frozenset[str] | None = None
     devices: tuple[str, ...] = ("cpu", "cuda")
+    verl_devices: tuple[str, ...] = ("cuda", "npu")
     launchers: tuple[str, ...] = ("native", "verl")
     requires: tuple[str, ...] = ()
     requires_checked_by: str | None = None
@@ -153,10 +156,12 @@ class PatchRegistry:
                 out.append(Problem("model_type", p.name, f"patch {p.name!r} does not support model_type "
                                    f"{model_type!r} (it supports: {', '.join(sorted(p.model_types or ()))})",
                                    f"turn it off ({p.config_key}=false), or use a model of a supported type"))
-            if device is not None and device not in p.devices:
-                out.append(Problem("device", p.name, f"patch {p.name!r} runs on {' or '.join(p.devices)} only, "
+            devices = p.verl_devices if launcher == "verl" else p.devices
+            if device is not None and device not in devices:
+                who = "verl runs" if launcher == "verl" else "runs"
+                out.append(Problem("device", p.name, f"patch {p.name!r} {who} on {' or '.join(devices)} only, "
                                    f"not on trainer.device={device}",
-                                   f"turn it off ({p.config_key}={_off(p)}), or run on {p.devices[0]}"))
+                                   f"turn it off ({p.config_key}={_off(p)}), or run on {devices[0]}"))
             if launcher is not None and launcher not in p.launchers:
                 out.append(Problem("launcher", p.name, f"patch {p.name!r} is run by launcher="
                                    f"{' or '.join(p.launchers)} only, not by launcher={launcher}",

@@ -21,6 +21,7 @@ PATCH = Patch(
     is_on=bool,
     model_types=frozenset({"gemma", "gemma2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "phi3"}),
     devices=("cuda",),
+    verl_devices=("cuda",),  # Triton kernels: CUDA (and ROCm) GPUs only
     launchers=("verl",),
     packages=("liger_kernel",),
     source="verl/workers/engine/fsdp/transformer_impl.py (use_liger); liger_kernel/transformers/monkey_patch.py",
