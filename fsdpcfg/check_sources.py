@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-import yaml
-
-from fsdpcfg import verlref
+from fsdpcfg import verlref, yamlio
 from fsdpcfg.check import check_config, compose_error_finding, unexpected_compose_finding
 from fsdpcfg.errors import ConfigError, UsageError
 from fsdpcfg.rules.finding import Finding
@@ -60,14 +58,9 @@ def check_yaml_file(path: Path) -> Checked:
         raise UsageError(f"no such file: {path}")
     label = str(path)
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        return Checked(label, [Finding("FC100", "error", [], f"{where}: not valid YAML: "
-                                       f"{str(e).strip().splitlines()[0]}", "fix the YAML syntax")])
-    except (OSError, UnicodeDecodeError) as e:
-        return Checked(label, [Finding("FC100", "error", [], f"{path}: cannot be read: {e}", "check the file")])
+        data = yamlio.load_file(path)  # bounded work: alias bombs, deep nesting, huge files refused
+    except ConfigError as e:
+        return Checked(label, [Finding("FC100", "error", [], e.message, e.fix or "fix the file")])
     if data is not None and not isinstance(data, dict):
         return Checked(label, [Finding("FC100", "error", [], f"{path}: expected a mapping of keys at the top level, "
                                        f"got {type(data).__name__}", "write key: value pairs")])

@@ -15,13 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
-from fsdpcfg import paths
+from fsdpcfg import paths, yamlio
+from fsdpcfg.compose._compose import YAML_SUFFIXES as _SUFFIXES
 from fsdpcfg.compose._compose import validate_recipe_file
-from fsdpcfg.errors import UsageError
-
-_SUFFIXES = (".yaml", ".yml")
+from fsdpcfg.errors import ConfigError, UsageError
 
 
 def is_recipe_file(path: Path) -> bool:
@@ -30,13 +27,15 @@ def is_recipe_file(path: Path) -> bool:
     path = Path(path)
     if path.resolve().parent == paths.recipes_dir().resolve():
         return True
-    text = path.read_text()
+    text = yamlio.read_text(path)
     if any(line.strip().startswith("# @package") for line in text.splitlines()[:5]):
         return True
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return True  # let Hydra report the syntax error with its location
+        data = yamlio.load(text, str(path))
+    except ConfigError as e:
+        if "not valid YAML" in e.message:
+            return True  # let Hydra report the syntax error with its location
+        raise
     return isinstance(data, dict) and "defaults" in data
 
 

@@ -9,22 +9,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from fsdpcfg import paths
+from fsdpcfg import paths, yamlio
 from fsdpcfg.compose import resolvers
 from fsdpcfg.compose.provenance import Provenance
 from fsdpcfg.errors import ConfigError, UsageError, did_you_mean
 
-def _safe_load(text: str):
-    """``yaml.safe_load`` with libyaml's parser when PyYAML has it (the same result, several times faster)."""
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+#: the file suffixes a recipe or config file may have; Hydra itself only looks for ``NAME.yaml``.
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def _safe_load(path: Path):
+    """The guarded ``yaml.safe_load`` of a file (:func:`fsdpcfg.yamlio.load_file`: bounded work, libyaml).
+
+    Raises:
+        ConfigError: the file is past a limit of :data:`fsdpcfg.yamlio.LIMITS`, unreadable or not YAML.
+    """
+    return yamlio.load_file(path)
 
 
 def groups(kind: str = "ppo") -> tuple[str, ...]:
     """Return the config groups of the ``kind`` tree, in the order its root ``config.yaml`` lists them."""
-    data = _safe_load((paths.conf_dir(kind) / "config.yaml").read_text()) or {}
+    data = _safe_load(paths.conf_dir(kind) / "config.yaml") or {}
     out = []
     for entry in data.get("defaults", []):
         if isinstance(entry, dict):
@@ -50,9 +57,11 @@ def recipe_chain(name: str, extra_dirs: list[Path] | None = None) -> list[Path]:
             continue
         chain.insert(0, f)
         try:
-            data = _safe_load(f.read_text()) or {}
-        except yaml.YAMLError:
-            break
+            data = _safe_load(f) or {}
+        except ConfigError as e:
+            if "not valid YAML" in e.message:
+                break  # Hydra reports the syntax error with its location
+            raise  # past a limit of fsdpcfg.yamlio: refused before Hydra loads it
         for entry in (data.get("defaults") or []) if isinstance(data, dict) else []:
             if isinstance(entry, str) and entry != "_self_":
                 ref = entry.split("@")[0].lstrip("/")
@@ -67,9 +76,11 @@ def recipe_kind(name: str, extra_dirs: list[Path] | None = None) -> str:
     it extends, default ``ppo``."""
     for f in reversed(recipe_chain(name, extra_dirs)):
         try:
-            data = _safe_load(f.read_text()) or {}
-        except yaml.YAMLError:
-            return "ppo"
+            data = _safe_load(f) or {}
+        except ConfigError as e:
+            if "not valid YAML" in e.message:
+                return "ppo"
+            raise
         kind = (data.get("fsdpcfg") or {}).get("kind") if isinstance(data, dict) else None
         if kind is not None:
             return kind if kind in paths.KINDS else "ppo"
@@ -139,7 +150,7 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
     overrides = list(overrides or [])
     extra_recipe_dirs = list(extra_recipe_dirs or [])
     for i, o in enumerate(overrides):
-        if o.startswith("+recipe=") and o.endswith((".yaml", ".yml")):
+        if o.startswith("+recipe=") and o.endswith(YAML_SUFFIXES):
             f = Path(o.split("=", 1)[1]).expanduser()
             validate_recipe_file(f)
             overrides[i] = f"+recipe={f.stem}"
@@ -157,8 +168,8 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
         tmp = Path(tempfile.mkdtemp(prefix="fsdpcfg-recipes-"))
         (tmp / "recipe").mkdir()
         for d in extra_dirs:
-            for f in d.glob("*.yaml"):
-                dst = tmp / "recipe" / f.name
+            for f in sorted(p for p in d.iterdir() if p.suffix in YAML_SUFFIXES and p.is_file()):
+                dst = tmp / "recipe" / f"{f.stem}.yaml"  # Hydra finds NAME.yaml only: a .yml recipe is linked so
                 if not dst.exists():
                     os.symlink(f.resolve(), dst)
         search = [f"hydra.searchpath=[file://{tmp}]"]
@@ -215,16 +226,11 @@ def validate_recipe_file(f: Path) -> None:
     if f.is_dir():
         raise UsageError(f"{f} is a folder, not a recipe file", fix="give a .yaml file in it")
     try:
-        text = f.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{f}: not UTF-8 text (byte {e.start})", fix="give a YAML recipe file") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{f}:{mark.line + 1}" if mark is not None else str(f)
-        raise ConfigError(f"{where}: not valid YAML: {getattr(e, 'problem', None) or _first_line(e)}",
-                          fix="fix the YAML syntax (`fsdpcfg check FILE` shows every problem)") from None
+        data = yamlio.load_file(f)  # bounded: an alias bomb or deep nesting is refused here
+    except ConfigError as e:
+        if "not valid YAML" in e.message:
+            e.fix = "fix the YAML syntax (`fsdpcfg check FILE` shows every problem)"
+        raise
     if data is None:
         raise ConfigError(f"{f} is empty", fix="write a recipe: `fsdpcfg cp qwen_grpo FILE` makes a child recipe")
     if not isinstance(data, dict):
@@ -234,9 +240,10 @@ def validate_recipe_file(f: Path) -> None:
 
 def _recipe_file(name: str, extra_dirs: list[Path]) -> Path | None:
     for d in [paths.recipes_dir(), *extra_dirs]:
-        f = Path(d) / f"{name}.yaml"
-        if f.is_file():
-            return f
+        for suffix in YAML_SUFFIXES:
+            f = Path(d) / f"{name}{suffix}"
+            if f.is_file():
+                return f
     return None
 
 
@@ -337,10 +344,7 @@ def load_yaml_config(path: Path) -> Composed:
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"no such file: {path}")
-    try:
-        data = _safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {_first_line(e)}", fix="fix the YAML syntax") from None
+    data = _safe_load(path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of keys at the top level", fix="write key: value pairs")
     resolvers.register()
