@@ -125,10 +125,37 @@ class Composed:
                               fix="set the referenced key, or replace the ${...} value with a literal") from None
 
 
+def bound_override(text: str) -> None:
+    """Refuse an override whose value nests brackets deeper than :data:`fsdpcfg.yamlio.LIMITS` allows (Hydra's
+    parser and OmegaConf recurse per level: 3,000 nested ``[`` gave a RecursionError traceback in the run).
+
+    Raises:
+        UsageError: too deeply nested or too long (names the override, the limit and the value found).
+    """
+    limits = yamlio.LIMITS
+    key = text.split("=", 1)[0]
+    if len(text) > limits.max_bytes:
+        raise UsageError(f"the override `{key}=...` is {len(text):,} characters long, over the limit of "
+                         f"{limits.max_bytes:,} (fsdpcfg.yamlio.LIMITS)", fix="put long values in a recipe file")
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{(":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limits.max_depth:
+                    raise UsageError(f"the override `{key}=...` nests brackets more than {limits.max_depth} deep "
+                                     "(fsdpcfg.yamlio.LIMITS)", key=key, fix="flatten the value")
+        elif ch in "]})":
+            depth -= 1
+
+
 def _parse_overrides(overrides: list[str]):
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import OverrideParseException
 
+    for o in overrides:
+        bound_override(o)
     try:
         return OverridesParser.create().parse_overrides(overrides=overrides)
     except OverrideParseException as e:
