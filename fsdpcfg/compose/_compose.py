@@ -295,7 +295,7 @@ def _hydra_compose(overrides: list[str], parsed, kind: str = "ppo") -> DictConfi
     except ConfigCompositionException as e:
         raise _composition_error(e, parsed, kind) from None
     except Exception as e:  # omegaconf errors raised while merging (type mismatches and the like)
-        if type(e).__module__.startswith(("omegaconf", "hydra")):
+        if type(e).__module__.startswith(("omegaconf", "hydra", "yaml")):
             raise ConfigError(f"cannot compose the config: {_first_line(e)}",
                               key=getattr(e, "full_key", None),
                               fix="check the override's value type against the key's default") from None
