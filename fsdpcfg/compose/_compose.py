@@ -62,7 +62,8 @@ def recipe_chain(name: str, extra_dirs: list[Path] | None = None) -> list[Path]:
             if "not valid YAML" in e.message:
                 break  # Hydra reports the syntax error with its location
             raise  # past a limit of fsdpcfg.yamlio: refused before Hydra loads it
-        for entry in (data.get("defaults") or []) if isinstance(data, dict) else []:
+        entries = data.get("defaults") if isinstance(data, dict) else None
+        for entry in entries if isinstance(entries, list) else []:  # another shape: Hydra's error names it
             if isinstance(entry, str) and entry != "_self_":
                 ref = entry.split("@")[0].lstrip("/")
                 ref = ref[len("recipe/"):] if ref.startswith("recipe/") else ref
@@ -263,6 +264,10 @@ def validate_recipe_file(f: Path) -> None:
     if not isinstance(data, dict):
         raise ConfigError(f"{f}: a recipe is a mapping of keys, not a {type(data).__name__}",
                           fix="`fsdpcfg cp qwen_grpo FILE` writes a minimal recipe to start from")
+    if "defaults" in data and not isinstance(data["defaults"], list):
+        raise ConfigError(f"{f}: `defaults` must be a list (Hydra's defaults list), not a "
+                          f"{type(data['defaults']).__name__}",
+                          fix="write it as a list, e.g. `defaults: [qwen_grpo, _self_]`")
 
 
 def _recipe_file(name: str, extra_dirs: list[Path]) -> Path | None:
@@ -295,13 +300,25 @@ def _hydra_compose(overrides: list[str], parsed, kind: str = "ppo") -> DictConfi
     except ConfigCompositionException as e:
         raise _composition_error(e, parsed, kind) from None
     except Exception as e:  # omegaconf errors raised while merging (type mismatches and the like)
-        if type(e).__module__.startswith(("omegaconf", "hydra", "yaml")):
+        if type(e).__module__.startswith(("omegaconf", "hydra", "yaml")) or _raised_in_hydra(e):
             raise ConfigError(f"cannot compose the config: {_first_line(e)}",
                               key=getattr(e, "full_key", None),
                               fix="check the override's value type against the key's default") from None
         raise
     finally:
         GlobalHydra.instance().clear()
+
+
+def _raised_in_hydra(e: BaseException) -> bool:
+    """True when the innermost frame of ``e`` is Hydra's, OmegaConf's or PyYAML's code: a plain ``ValueError``
+    or ``TypeError`` they raise about the input (``defaults: [{a: [1]}]``: "Unsupported item value in defaults"),
+    not a bug of fsdpcfg."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    name = tb.tb_frame.f_code.co_filename if tb is not None else ""
+    return isinstance(e, (ValueError, TypeError, KeyError, AssertionError)) and any(
+        f"{os.sep}{pkg}{os.sep}" in name for pkg in ("hydra", "omegaconf", "yaml"))
 
 
 def _missing_option(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
