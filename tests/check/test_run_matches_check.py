@@ -31,7 +31,8 @@ from fsdpcfg.cli.main import main
 from fsdpcfg.compose._compose import GROUPS, available_options
 from fsdpcfg.schema import keys as K
 
-pytestmark = pytest.mark.slow
+#: the whole test runs for minutes (10,000 inputs); each input is bounded by BUDGET_S instead of pytest-timeout's 900 s
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(6 * 3600)]
 
 N_OVERRIDES = int(os.environ.get("FSDPCFG_PROPERTY_OVERRIDES", "10000"))
 N_FILES = int(os.environ.get("FSDPCFG_PROPERTY_FILES", "200"))
@@ -56,6 +57,14 @@ _WORDS = st.sampled_from(["null", "true", "false", "???", "''", "fsdp", "fsdp2",
                           "[" * 80 + "]" * 80, "x" * 3000])
 _VALUES = st.one_of(_EXTREME, _WORDS, st.integers(-10, 10**6), st.floats(-1e6, 1e6, allow_nan=False, width=32),
                     st.text("abcxyz019-_.:", max_size=10))
+
+
+def _progress(seen: dict, what: str) -> None:
+    """Print a running tally every 50 inputs (``-s`` shows it), so that a long run reports as it goes."""
+    n = seen["sets"] if "sets" in seen else seen["files"]
+    if n % 50 == 0:
+        print(f"  {n} {what}, {seen['refused']} refused by both, {time.monotonic() - seen['t']:.0f} s wall, "
+              f"{time.process_time() - seen['cpu']:.0f} CPU s", flush=True)
 
 
 def _text(v) -> str:
@@ -123,7 +132,7 @@ def workdir(tmp_path, monkeypatch):
 
 
 def test_override_sets_get_the_same_verdict_from_check_and_the_run(workdir):
-    seen = {"sets": 0, "refused": 0, "t": time.monotonic()}
+    seen = {"sets": 0, "refused": 0, "t": time.monotonic(), "cpu": time.process_time()}
 
     @settings(max_examples=N_OVERRIDES, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
@@ -132,10 +141,12 @@ def test_override_sets_get_the_same_verdict_from_check_and_the_run(workdir):
         rc, _ = _verdicts(base + overrides, base + overrides)
         seen["sets"] += 1
         seen["refused"] += rc != 0
+        _progress(seen, "override sets")
 
     prop()
     elapsed = time.monotonic() - seen["t"]
-    print(f"\n{seen['sets']} override sets, {seen['refused']} refused by both, {elapsed:.0f} s")
+    print(f"\n{seen['sets']} override sets, {seen['refused']} refused by both, {elapsed:.0f} s wall, "
+          f"{time.process_time() - seen['cpu']:.0f} CPU s")
     assert seen["sets"] >= min(N_OVERRIDES, 10000) * 0.9  # hypothesis may stop early only on an exhausted space
 
 
@@ -193,7 +204,7 @@ _names = itertools.count()
 
 
 def test_hostile_files_get_the_same_verdict_from_check_and_the_run(workdir, tmp_path):
-    seen = {"files": 0, "refused": 0, "t": time.monotonic(), "kinds": {}}
+    seen = {"files": 0, "refused": 0, "t": time.monotonic(), "cpu": time.process_time(), "kinds": {}}
 
     @settings(max_examples=N_FILES, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
@@ -209,8 +220,10 @@ def test_hostile_files_get_the_same_verdict_from_check_and_the_run(workdir, tmp_
         seen["files"] += 1
         seen["refused"] += rc != 0
         seen["kinds"][kind] = seen["kinds"].get(kind, 0) + 1
+        _progress(seen, "hostile files")
 
     prop()
     elapsed = time.monotonic() - seen["t"]
-    print(f"\n{seen['files']} hostile files ({seen['kinds']}), {seen['refused']} refused by both, {elapsed:.0f} s")
+    print(f"\n{seen['files']} hostile files ({seen['kinds']}), {seen['refused']} refused by both, {elapsed:.0f} s "
+          f"wall, {time.process_time() - seen['cpu']:.0f} CPU s")
     assert seen["files"] >= N_FILES * 0.9
