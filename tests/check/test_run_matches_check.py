@@ -2,8 +2,8 @@
 refuses with a message: the same verdict from ``fsdpcfg check`` and from ``python -m fsdpcfg ... --dry-run`` (both
 in-process, :func:`fsdpcfg.cli.main.main`), never a traceback, never more than 5 CPU seconds for one input.
 
-Inputs are drawn from the real key universe (fsdpcfg's schema keys, verl 0.9.1's keys, every group and option)
-with valid, invalid and extreme values, ``~key`` deletions, ``+key`` additions and group choices; and hostile
+Inputs are drawn from the real key universe (fsdpcfg's schema keys, verl 0.9.1's keys, the keys of the composed
+main recipe, every group and option) with valid, plausible, invalid and extreme values, ``~key`` deletions, ``+key`` additions and group choices; and hostile
 recipe files (alias bombs, deep nesting, huge key counts, binary, wrong types). ``--dry-run`` writes the run
 folder; every run happens in a temporary working folder (four levels deep, so that ``..`` names stay inside it)
 and no value names an absolute path outside it.
@@ -85,10 +85,47 @@ def _key_override(draw) -> str:
     return f"{op}{key}={value}"
 
 
+def _tree_leaves() -> dict[str, object]:
+    """The scalar leaves of the main recipe's composed tree (interpolations kept): keys that exist, so that a
+    ``key=value`` on them composes, and the values they hold."""
+    from omegaconf import OmegaConf
+
+    from fsdpcfg.compose import compose
+
+    raw = verlref.flatten(OmegaConf.to_container(compose(["+recipe=qwen_grpo"]).cfg, resolve=False))
+    return {k: v for k, v in raw.items() if isinstance(v, (bool, int, float, str)) or v is None}
+
+
+_TREE = _tree_leaves()
+
+
+@st.composite
+def _near_valid(draw) -> str:
+    """A key of the tree set to a plausible value: its own, a small power of two, the other boolean."""
+    key = draw(st.sampled_from(sorted(_TREE)))
+    v = _TREE[key]
+    if isinstance(v, bool):
+        value = draw(st.sampled_from([v, not v]))
+    elif isinstance(v, int):
+        value = draw(st.sampled_from([v, 1, 2, 4, 8, 16, 32, 64, -1, 0]))
+    elif isinstance(v, float):
+        value = draw(st.sampled_from([v, 0.0, 0.1, 0.5, 1.0, 2.0]))
+    elif v is None:
+        value = "null"
+    else:
+        value = v if "${" not in str(v) and " " not in str(v) and str(v) else "null"
+    return f"{key}={_text(value)}"
+
+
 _GROUP = st.builds(lambda g, o: f"{g}={o}", st.sampled_from(list(GROUPS) + ["+recipe", "nogroup"]),
                    st.sampled_from(sorted({o for g in GROUPS for o in available_options(g)})
                                    + ["bogus", "0", "null", "[hf,vllm]", "qwen_grpo", "arith_grpo"]))
-_OVERRIDES = st.lists(st.one_of(_key_override(), _key_override(), _GROUP), max_size=4)
+_VALID_GROUP = st.sampled_from([f"{g}={o}" for g in ("engine", "patches", "rollout", "trainer", "launcher", "data",
+                                                      "reward") for o in available_options(g)])
+_OVERRIDES = st.one_of(
+    st.lists(st.one_of(_key_override(), _key_override(), _GROUP), max_size=4),  # mostly invalid
+    st.lists(st.one_of(_near_valid(), _near_valid(), _VALID_GROUP), max_size=4),  # mostly valid
+)
 _BASE = st.sampled_from([["+recipe=qwen_grpo"], ["+recipe=arith_grpo"], ["+recipe=qwen_grpo", "launcher=verl"],
                          ["+recipe=qwen_sft"], []])
 
