@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import yaml
 
+from fsdpcfg import verlref, yamlio
 from fsdpcfg.check import check_config, compose_error_finding, unexpected_compose_finding
 from fsdpcfg.errors import ConfigError, UsageError
 from fsdpcfg.rules.finding import Finding
@@ -76,8 +77,8 @@ def check_yaml_file(path: Path) -> Checked:
         return Checked(label, [Finding("FC100", "error", [], f"{where}: not valid YAML: "
                                        f"{str(e).strip().splitlines()[0]}", "fix the YAML syntax",
                                        location=(label, mark.line + 1 if mark is not None else None))])
-    except (OSError, UnicodeDecodeError) as e:
-        return Checked(label, [Finding("FC100", "error", [], f"{path}: cannot be read: {e}", "check the file",
+    except ConfigError as e:  # past a bound of fsdpcfg.yamlio (alias bomb, depth, size), not UTF-8, unreadable
+        return Checked(label, [Finding("FC100", "error", [], e.message, e.fix or "fix the file",
                                        location=(label, None))])
     if info.kind == "unrelated":
         return Checked(label, [not_a_config("FC130", label, info.why)])

@@ -17,11 +17,10 @@ from pathlib import Path
 
 import yaml
 
-from fsdpcfg import paths
+from fsdpcfg import paths, yamlio
+from fsdpcfg.compose._compose import YAML_SUFFIXES as _SUFFIXES
 from fsdpcfg.compose._compose import validate_recipe_file
-from fsdpcfg.errors import UsageError
-
-_SUFFIXES = (".yaml", ".yml")
+from fsdpcfg.errors import ConfigError, UsageError
 
 
 def is_recipe_file(path: Path) -> bool:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from fsdpcfg import catalog, paths
+from fsdpcfg import catalog, paths, yamlio
 from fsdpcfg.errors import UsageError, did_you_mean
 
 
@@ -103,7 +103,7 @@ def expanded_text(name: str, dirs: list[Path], dest: Path) -> str:
     chain = recipe_chain(name, dirs)
     body: dict = {}
     for f in chain:
-        data = yaml.safe_load(f.read_text()) or {}
+        data = yamlio.load_file(f) or {}
         data.pop("defaults", None)
         body = _merge(body, data)
     choices = catalog.ordered_choices(composed.choices, composed.kind)

@@ -145,7 +145,9 @@ def check_or_refuse(composed) -> None:
     from fsdpcfg.check import check_config, has_errors
 
     findings = check_config(composed)
-    if has_errors(findings) and composed.cfg.get("fsdpcfg", {}).get("launcher") == "verl":
+    section = composed.cfg.get("fsdpcfg")  # may be anything the user wrote (`fsdpcfg: null`): the schema reports it
+    launcher = section.get("launcher") if hasattr(section, "get") else None
+    if has_errors(findings) and launcher == "verl":
         # the run stops anyway: also say what verl needs that this machine lacks (FC85x, fsdpcfg/rules/verl_launch.py)
         from fsdpcfg.rules.verl_launch import launch_findings
 

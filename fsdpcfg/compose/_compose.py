@@ -9,22 +9,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from fsdpcfg import paths
+from fsdpcfg import paths, yamlio
 from fsdpcfg.compose import resolvers
 from fsdpcfg.compose.provenance import Provenance
 from fsdpcfg.errors import ConfigError, UsageError, did_you_mean
 
-def _safe_load(text: str):
-    """``yaml.safe_load`` with libyaml's parser when PyYAML has it (the same result, several times faster)."""
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+#: the file suffixes a recipe or config file may have; Hydra itself only looks for ``NAME.yaml``.
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def _safe_load(path: Path):
+    """The guarded ``yaml.safe_load`` of a file (:func:`fsdpcfg.yamlio.load_file`: bounded work, libyaml).
+
+    Raises:
+        ConfigError: the file is past a limit of :data:`fsdpcfg.yamlio.LIMITS`, unreadable or not YAML.
+    """
+    return yamlio.load_file(path)
 
 
 def groups(kind: str = "ppo") -> tuple[str, ...]:
     """Return the config groups of the ``kind`` tree, in the order its root ``config.yaml`` lists them."""
-    data = _safe_load((paths.conf_dir(kind) / "config.yaml").read_text()) or {}
+    data = _safe_load(paths.conf_dir(kind) / "config.yaml") or {}
     out = []
     for entry in data.get("defaults", []):
         if isinstance(entry, dict):
@@ -50,10 +57,13 @@ def recipe_chain(name: str, extra_dirs: list[Path] | None = None) -> list[Path]:
             continue
         chain.insert(0, f)
         try:
-            data = _safe_load(f.read_text()) or {}
-        except yaml.YAMLError:
-            break
-        for entry in (data.get("defaults") or []) if isinstance(data, dict) else []:
+            data = _safe_load(f) or {}
+        except ConfigError as e:
+            if "not valid YAML" in e.message:
+                break  # Hydra reports the syntax error with its location
+            raise  # past a limit of fsdpcfg.yamlio: refused before Hydra loads it
+        entries = data.get("defaults") if isinstance(data, dict) else None
+        for entry in entries if isinstance(entries, list) else []:  # another shape: Hydra's error names it
             if isinstance(entry, str) and entry != "_self_":
                 ref = entry.split("@")[0].lstrip("/")
                 ref = ref[len("recipe/"):] if ref.startswith("recipe/") else ref
@@ -67,9 +77,11 @@ def recipe_kind(name: str, extra_dirs: list[Path] | None = None) -> str:
     it extends, default ``ppo``."""
     for f in reversed(recipe_chain(name, extra_dirs)):
         try:
-            data = _safe_load(f.read_text()) or {}
-        except yaml.YAMLError:
-            return "ppo"
+            data = _safe_load(f) or {}
+        except ConfigError as e:
+            if "not valid YAML" in e.message:
+                return "ppo"
+            raise
         kind = (data.get("fsdpcfg") or {}).get("kind") if isinstance(data, dict) else None
         if kind is not None:
             return kind if kind in paths.KINDS else "ppo"
@@ -126,10 +138,37 @@ class Composed:
                               fix="set the referenced key, or replace the ${...} value with a literal") from None
 
 
+def bound_override(text: str) -> None:
+    """Refuse an override whose value nests brackets deeper than :data:`fsdpcfg.yamlio.LIMITS` allows (Hydra's
+    parser and OmegaConf recurse per level: 3,000 nested ``[`` gave a RecursionError traceback in the run).
+
+    Raises:
+        UsageError: too deeply nested or too long (names the override, the limit and the value found).
+    """
+    limits = yamlio.LIMITS
+    key = text.split("=", 1)[0]
+    if len(text) > limits.max_bytes:
+        raise UsageError(f"the override `{key}=...` is {len(text):,} characters long, over the limit of "
+                         f"{limits.max_bytes:,} (fsdpcfg.yamlio.LIMITS)", fix="put long values in a recipe file")
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{(":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limits.max_depth:
+                    raise UsageError(f"the override `{key}=...` nests brackets more than {limits.max_depth} deep "
+                                     "(fsdpcfg.yamlio.LIMITS)", key=key, fix="flatten the value")
+        elif ch in "]})":
+            depth -= 1
+
+
 def _parse_overrides(overrides: list[str]):
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import OverrideParseException
 
+    for o in overrides:
+        bound_override(o)
     try:
         return OverridesParser.create().parse_overrides(overrides=overrides)
     except OverrideParseException as e:
@@ -151,7 +190,7 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
     overrides = list(overrides or [])
     extra_recipe_dirs = list(extra_recipe_dirs or [])
     for i, o in enumerate(overrides):
-        if o.startswith("+recipe=") and o.endswith((".yaml", ".yml")):
+        if o.startswith("+recipe=") and o.endswith(YAML_SUFFIXES):
             f = Path(o.split("=", 1)[1]).expanduser()
             validate_recipe_file(f)
             overrides[i] = f"+recipe={f.stem}"
@@ -175,8 +214,8 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
         tmp = Path(tempfile.mkdtemp(prefix="fsdpcfg-recipes-"))
         (tmp / "recipe").mkdir()
         for d in extra_dirs:
-            for f in d.glob("*.yaml"):
-                dst = tmp / "recipe" / f.name
+            for f in sorted(p for p in d.iterdir() if p.suffix in YAML_SUFFIXES and p.is_file()):
+                dst = tmp / "recipe" / f"{f.stem}.yaml"  # Hydra finds NAME.yaml only: a .yml recipe is linked so
                 if not dst.exists():
                     os.symlink(f.resolve(), dst)
         for name, f in headerless.items():  # a recipe's keys are top-level keys: Hydra's _global_ package
@@ -267,28 +306,28 @@ def validate_recipe_file(f: Path) -> None:
     if f.is_dir():
         raise UsageError(f"{f} is a folder, not a recipe file", fix="give a .yaml file in it")
     try:
-        text = f.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{f}: not UTF-8 text (byte {e.start})", fix="give a YAML recipe file") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{f}:{mark.line + 1}" if mark is not None else str(f)
-        raise ConfigError(f"{where}: not valid YAML: {getattr(e, 'problem', None) or _first_line(e)}",
-                          fix="fix the YAML syntax (`fsdpcfg check FILE` shows every problem)") from None
+        data = yamlio.load_file(f)  # bounded: an alias bomb or deep nesting is refused here
+    except ConfigError as e:
+        if "not valid YAML" in e.message:
+            e.fix = "fix the YAML syntax (`fsdpcfg check FILE` shows every problem)"
+        raise
     if data is None:
         raise ConfigError(f"{f} is empty", fix="write a recipe: `fsdpcfg cp qwen_grpo FILE` makes a child recipe")
     if not isinstance(data, dict):
         raise ConfigError(f"{f}: a recipe is a mapping of keys, not a {type(data).__name__}",
                           fix="`fsdpcfg cp qwen_grpo FILE` writes a minimal recipe to start from")
+    if "defaults" in data and not isinstance(data["defaults"], list):
+        raise ConfigError(f"{f}: `defaults` must be a list (Hydra's defaults list), not a "
+                          f"{type(data['defaults']).__name__}",
+                          fix="write it as a list, e.g. `defaults: [qwen_grpo, _self_]`")
 
 
 def _recipe_file(name: str, extra_dirs: list[Path]) -> Path | None:
     for d in [paths.recipes_dir(), *extra_dirs]:
-        f = Path(d) / f"{name}.yaml"
-        if f.is_file():
-            return f
+        for suffix in YAML_SUFFIXES:
+            f = Path(d) / f"{name}{suffix}"
+            if f.is_file():
+                return f
     return None
 
 
@@ -313,13 +352,25 @@ def _hydra_compose(overrides: list[str], parsed, kind: str = "ppo") -> DictConfi
     except ConfigCompositionException as e:
         raise _composition_error(e, parsed, kind) from None
     except Exception as e:  # omegaconf errors raised while merging (type mismatches and the like)
-        if type(e).__module__.startswith(("omegaconf", "hydra")):
+        if type(e).__module__.startswith(("omegaconf", "hydra", "yaml")) or _raised_in_hydra(e):
             raise ConfigError(f"cannot compose the config: {_first_line(e)}",
                               key=getattr(e, "full_key", None),
                               fix="check the override's value type against the key's default") from None
         raise
     finally:
         GlobalHydra.instance().clear()
+
+
+def _raised_in_hydra(e: BaseException) -> bool:
+    """True when the innermost frame of ``e`` is Hydra's, OmegaConf's or PyYAML's code: a plain ``ValueError``
+    or ``TypeError`` they raise about the input (``defaults: [{a: [1]}]``: "Unsupported item value in defaults"),
+    not a bug of fsdpcfg."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    name = tb.tb_frame.f_code.co_filename if tb is not None else ""
+    return isinstance(e, (ValueError, TypeError, KeyError, AssertionError)) and any(
+        f"{os.sep}{pkg}{os.sep}" in name for pkg in ("hydra", "omegaconf", "yaml"))
 
 
 def _missing_option(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
@@ -389,10 +440,7 @@ def load_yaml_config(path: Path) -> Composed:
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"no such file: {path}")
-    try:
-        data = _safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {_first_line(e)}", fix="fix the YAML syntax") from None
+    data = _safe_load(path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of keys at the top level", fix="write key: value pairs")
     resolvers.register()

@@ -180,13 +180,23 @@ def read(path: Path) -> tuple[Any, ConfigFile]:
 
     Several YAML documents in one file (``---``) are ``unrelated`` (Hydra reads one document).
 
+    The work is bounded first (:func:`fsdpcfg.yamlio.scan`: size, depth, aliases, key count).
+
     Raises:
         yaml.YAMLError: the text is not YAML and its top-level keys name a known section (a broken config).
-        OSError, UnicodeDecodeError: the file cannot be read.
+        ConfigError: a limit of :data:`fsdpcfg.yamlio.LIMITS` is passed, or the file is not UTF-8 or unreadable.
     """
-    text = Path(path).read_text(encoding="utf-8")
+    from fsdpcfg import yamlio
+    from fsdpcfg.errors import ConfigError
+
+    text = yamlio.read_text(path)
     try:
-        docs = list(yaml.safe_load_all(text))
+        yamlio.scan(text, str(path))
+    except ConfigError as e:
+        if "not valid YAML" not in e.message:
+            raise  # a limit passed: refused before anything is built
+    try:
+        docs = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except yaml.YAMLError:
         keys = top_level_keys(text)
         if keys and not set(keys) & known_sections():

@@ -51,10 +51,14 @@ class Source:
 def yaml_leaf_lines(path: Path) -> dict[str, int]:
     """Map each dotted key set by the YAML file at ``path`` to its 1-based line (lists are leaves).
 
-    The top-level ``defaults`` list (Hydra's) is skipped. Raises ``yaml.YAMLError`` on invalid YAML.
+    The top-level ``defaults`` list (Hydra's) is skipped.
+
+    Raises:
+        ConfigError: invalid YAML, or a file past a limit of :data:`fsdpcfg.yamlio.LIMITS`.
     """
-    text = Path(path).read_text()
-    node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when present
+    from fsdpcfg import yamlio
+
+    node = yamlio.compose_node(yamlio.read_text(path), str(path))  # bounded work (fsdpcfg.yamlio)
     out: dict[str, int] = {}
     if node is None or not isinstance(node, yaml.MappingNode):
         return out

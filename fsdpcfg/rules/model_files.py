@@ -9,6 +9,7 @@ it live in :mod:`fsdpcfg.rules.model_rules`.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ class ModelInfo:
     chat_template_file: bool = False
     tokenizer_json: Path | None = None
     problems: list[str] = field(default_factory=list)
+    config_problems: list[str] = field(default_factory=list)
 
     # -- architecture ---------------------------------------------------------------------------------
     @property
@@ -168,6 +170,10 @@ def inspect_model(path: Any, tokenizer_path: Any = None) -> ModelInfo | None:
         info.status = "no_config"
     elif info.config is None:
         info.status = "bad_config"
+    else:
+        info.config_problems = config_field_problems(info.config)
+        if info.config_problems:
+            info.status = "bad_config"
     info.generation_config = _read_json(folder / "generation_config.json", info)
     tfolder = folder
     if isinstance(tokenizer_path, str) and tokenizer_path.strip():
@@ -182,6 +188,112 @@ def inspect_model(path: Any, tokenizer_path: Any = None) -> ModelInfo | None:
         tj = tfolder / "tokenizer.json"
         info.tokenizer_json = tj if tj.is_file() else None
     return info
+
+
+# -- config.json fields the rules and the memory estimate read ------------------------------------------------
+#: ``field: (kind, minimum)`` for the config.json fields that :mod:`fsdpcfg.plan.param_count`, the memory estimate
+#: and the FC3xx-FC5xx rules read; ``int``: an integer (not a boolean) from ``minimum`` to 2**31 - 1, ``float``: a
+#: finite number above ``minimum``, ``bool``: true/false. A field that is absent or null is not checked (the
+#: architectures differ in which they have); one that is present with a wrong type or range is an error (FC451).
+CONFIG_FIELDS: dict[str, tuple[str, float]] = {
+    "hidden_size": ("int", 1), "num_hidden_layers": ("int", 1), "num_attention_heads": ("int", 1),
+    "num_key_value_heads": ("int", 1), "intermediate_size": ("int", 1), "vocab_size": ("int", 1),
+    "max_position_embeddings": ("int", 1), "head_dim": ("int", 1), "sliding_window": ("int", 1),
+    "num_experts": ("int", 0), "num_local_experts": ("int", 0), "n_routed_experts": ("int", 0),
+    "n_shared_experts": ("int", 0), "num_experts_per_tok": ("int", 1), "moe_intermediate_size": ("int", 1),
+    "shared_expert_intermediate_size": ("int", 0), "first_k_dense_replace": ("int", 0), "kv_lora_rank": ("int", 1),
+    "q_lora_rank": ("int", 1), "qk_rope_head_dim": ("int", 1), "qk_nope_head_dim": ("int", 1),
+    "v_head_dim": ("int", 1), "rope_theta": ("float", 0), "rms_norm_eps": ("float", 0),
+    "tie_word_embeddings": ("bool", 0),
+}
+_INT_MAX = 2**31 - 1
+
+
+def config_field_problems(config: dict) -> list[str]:
+    """Check the :data:`CONFIG_FIELDS` of a parsed config.json (its ``text_config`` for multimodal ones, too).
+
+    Returns one line per problem, ``field = value: what it must be`` (empty when all are fine). Also checks that
+    ``num_attention_heads`` is a multiple of ``num_key_value_heads`` and, without ``head_dim``, that
+    ``hidden_size`` divides by ``num_attention_heads`` (transformers reshapes by both). Never raises.
+    Source: issue 14 item 7 (``hidden_size: "sixty-four"``, negative layers, zero heads or NaN passed ``check``).
+    """
+    out: list[str] = []
+    parts = [("", config)]
+    if isinstance(config.get("text_config"), dict):
+        parts.append(("text_config.", config["text_config"]))
+    for prefix, c in parts:
+        for name, (kind, low) in CONFIG_FIELDS.items():
+            v = c.get(name)
+            if v is None:
+                continue
+            shown = f"{prefix}{name} = {json.dumps(v)[:60]}"
+            if kind == "bool":
+                if not isinstance(v, bool):
+                    out.append(f"{shown}: must be true or false")
+            elif kind == "int":
+                if isinstance(v, bool) or not isinstance(v, int):
+                    out.append(f"{shown}: must be an integer")
+                elif not low <= v <= _INT_MAX:
+                    out.append(f"{shown}: must be from {int(low)} to {_INT_MAX:,}")
+            elif isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= low:
+                out.append(f"{shown}: must be a finite number above {low:g}")
+        heads, kv, hidden = (c.get(k) for k in ("num_attention_heads", "num_key_value_heads", "hidden_size"))
+        ints = [x for x in (heads, kv, hidden) if isinstance(x, int) and not isinstance(x, bool) and x > 0]
+        if len(ints) == 3 and heads % kv:
+            out.append(f"{prefix}num_attention_heads = {heads} is not a multiple of num_key_value_heads = {kv}")
+        if len(ints) == 3 and c.get("head_dim") is None and hidden % heads:
+            out.append(f"{prefix}hidden_size = {hidden} is not a multiple of num_attention_heads = {heads} "
+                       "(and no head_dim is given)")
+    return out
+
+
+# -- chat templates ------------------------------------------------------------------------------------------
+def chat_templates(info: ModelInfo) -> list[tuple[str, str]]:
+    """``[(where, template source)]``: the chat templates of the tokenizer (tokenizer_config.json's
+    ``chat_template``, a string or a list of ``{name, template}``; ``chat_template.jinja``; ``chat_template.json``)."""
+    out: list[tuple[str, str]] = []
+    folder = info.tokenizer_folder
+    if folder is None:
+        return out
+    ct = (info.tokenizer_config or {}).get("chat_template")
+    if isinstance(ct, str):
+        out.append((str(folder / TOKENIZER_CONFIG) + " chat_template", ct))
+    elif isinstance(ct, list):
+        for t in ct:
+            if isinstance(t, dict) and isinstance(t.get("template"), str):
+                out.append((f"{folder / TOKENIZER_CONFIG} chat_template[{t.get('name')}]", t["template"]))
+    jinja = folder / "chat_template.jinja"
+    if jinja.is_file():
+        try:
+            out.append((str(jinja), jinja.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as e:
+            info.problems.append(f"{jinja.name} cannot be read ({e.__class__.__name__})")
+    js = folder / "chat_template.json"
+    if js.is_file():
+        data = _read_json(js, info)
+        if isinstance(data, dict) and isinstance(data.get("chat_template"), str):
+            out.append((str(js) + " chat_template", data["chat_template"]))
+    return out
+
+
+def template_syntax_error(source: str) -> tuple[int, str] | None:
+    """``(line, message)`` of the first Jinja syntax error of ``source``, or ``None`` when it parses.
+
+    Parsed (never rendered) with the environment transformers uses for chat templates
+    (``ImmutableSandboxedEnvironment`` with ``loopcontrols``, ``trim_blocks``, ``lstrip_blocks``:
+    ``transformers/utils/chat_template_utils.py`` ``_compile_jinja_template``). jinja2 is imported here, on first
+    use, so that a config without a template does not pay for it.
+    """
+    import jinja2.ext
+    import jinja2.sandbox
+
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                                       extensions=[jinja2.ext.loopcontrols])
+    try:
+        env.parse(source)
+    except jinja2.TemplateSyntaxError as e:
+        return int(e.lineno or 1), str(e.message or e)
+    return None
 
 
 # -- the installed transformers, read from its files -------------------------------------------------------

@@ -56,6 +56,8 @@ def model_folder_incomplete(ctx: Context) -> Iterable[Finding]:
     m = ctx.model
     if m is None or m.status == "not_local":
         return
+    if m.status == "bad_config" and m.config_problems:
+        return  # FC451 names each field
     if m.status in ("no_config", "bad_config"):
         what = "has no config.json" if m.status == "no_config" else "has a config.json that is not a JSON object"
         yield ctx.finding("FC401", [P], f"{P} = {m.path} {what}",
@@ -262,3 +264,60 @@ def rollout_architecture(ctx: Context) -> Iterable[Finding]:
             f"{backend['source'].split(';')[0]}); it may run on the engine's Transformers fallback or fail",
             "try another rollout backend, or check the engine's supported-models list for this version",
             severity="warning")
+
+
+@rule("FC451", "config.json fields have the types and ranges the checks and the model need", keys=[P],
+      example=["+recipe=qwen_grpo", "+actor_rollout_ref.model.override_config.hidden_size=sixty-four"])
+def config_json_fields(ctx: Context) -> Iterable[Finding]:
+    """A ``config.json`` whose architecture numbers are of the wrong type or range (``hidden_size: "sixty-four"``,
+    ``num_hidden_layers: -2``, ``num_attention_heads: 0``, ``NaN``), or whose heads do not divide: transformers
+    fails building the model on every rank after start-up, and the memory estimate and the FC3xx/FC5xx rules
+    cannot use it. Each field is named with its value (:data:`fsdpcfg.rules.model_files.CONFIG_FIELDS`).
+
+    Source: issue 14 item 7; transformers ``PretrainedConfig`` subclasses (``Qwen2Config`` ...) and the
+    attention modules' ``view(..., num_heads, head_dim)``.
+    """
+    from fsdpcfg.rules.model_files import config_field_problems
+
+    m = ctx.model
+    if m is None or m.config is None:
+        return
+    if m.config_problems:
+        where = (m.folder / "config.json") if m.folder is not None else m.path
+        yield ctx.finding("FC451", [P], f"{where}: " + "; ".join(m.config_problems),
+                          "fix config.json (it is the checkpoint's own file: re-download or re-save it with "
+                          "transformers' save_pretrained), or point the model path at a valid checkpoint")
+    ov_key = f"{A}.model.override_config"
+    ov = ctx.get(ov_key)
+    if isinstance(ov, dict) and ov:  # transformers applies it on top of config.json
+        extra = [p for p in config_field_problems({**m.config, **ov}) if p not in m.config_problems]
+        if extra:
+            yield ctx.finding("FC451", [ov_key], f"{ov_key} applied to config.json gives: " + "; ".join(extra),
+                              f"fix the values under {ov_key}")
+
+
+@rule("FC452", "the chat templates of the tokenizer parse as Jinja", keys=[f"{A}.model.custom_chat_template", P],
+      example=["actor_rollout_ref.model.custom_chat_template='{% for m in messages %}{{ m.content }'"])
+def chat_template_syntax(ctx: Context) -> Iterable[Finding]:
+    """A chat template with a Jinja syntax error (``custom_chat_template``, tokenizer_config.json's
+    ``chat_template``, ``chat_template.jinja``) fails at the first ``apply_chat_template``, in the dataset after
+    start-up. Templates are parsed, never rendered (no code of the checkpoint runs).
+
+    Source: issue 14 item 7; transformers ``_compile_jinja_template`` (``utils/chat_template_utils.py``).
+    """
+    from fsdpcfg.rules.model_files import chat_templates, template_syntax_error
+
+    key = f"{A}.model.custom_chat_template"
+    sources: list[tuple[str, str, list[str]]] = []
+    custom = ctx.get(key)
+    if isinstance(custom, str) and custom.strip():
+        sources.append((key, custom, [key]))
+    elif ctx.model is not None and ctx.model.tokenizer_folder is not None:
+        sources += [(where, text, [P]) for where, text in chat_templates(ctx.model)]
+    for where, text, keys in sources:
+        err = template_syntax_error(text)
+        if err is not None:
+            line, msg = err
+            yield ctx.finding("FC452", keys, f"{where}: line {line} of the chat template: Jinja syntax error: {msg}",
+                              "fix the template (it is parsed by jinja2 as transformers does), or set "
+                              f"{key} to a working one")

@@ -16,12 +16,32 @@ KLType = Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3",
 
 FSDPStrategy = Literal["fsdp", "fsdp2"]
 
+# Upper bounds of numeric keys: values past them cannot work, so the schema refuses them (issue 14 item 7:
+# rollout.n=1e30, lora_rank=1e12, max_prompt_length=1e8 passed `check`). Documented in docs/reliability.md.
+#: sizes and counts (batch sizes, steps, engine slots): torch's int32 index kernels and NCCL counts stop at 2**31 - 1.
+MAX_SIZE = 2**31 - 1
+#: token lengths and token budgets: 16,777,216; the longest context of any released model is below it.
+MAX_TOKENS = 2**24
+#: rollout.n (samples per prompt): 4,096; GRPO groups are 2-64, and n multiplies every batch of the step.
+MAX_SAMPLES = 4096
+#: LoRA rank: 65,536; a rank above the layer width adds nothing (the largest hidden sizes are ~30,000).
+MAX_LORA_RANK = 2**16
+#: seeds: numpy's ``RandomState`` takes 0 .. 2**32 - 1 (verl seeds numpy, torch and random with it).
+MAX_SEED = 2**32 - 1
+#: ranks per node (accelerators, or CPU processes with device=cpu) and nodes.
+MAX_RANKS_PER_NODE = 1024
+MAX_NODES = 65536
+#: worker processes of one rank (dataloader, reward).
+MAX_WORKERS = 1024
+
 
 class Section(BaseModel):
     """Base of every schema section: unknown keys are rejected, values are not coerced between types
-    (``"4"`` is not an integer, ``1`` is not a boolean), and fields named ``model*`` are allowed."""
+    (``"4"`` is not an integer, ``1`` is not a boolean), NaN and infinity are not numbers (no float key of verl
+    can work with them), and fields named ``model*`` are allowed."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, protected_namespaces=(), validate_default=False)
+    model_config = ConfigDict(extra="forbid", strict=True, protected_namespaces=(), validate_default=False,
+                              allow_inf_nan=False)
 
 
 def F(default: Any = ..., description: str = "", **kw: Any) -> Any:

@@ -7,7 +7,8 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import field_validator
 
-from fsdpcfg.schema._base import F, FSDPStrategy, KLType, Precision, Section, Sub
+from fsdpcfg.schema._base import (MAX_RANKS_PER_NODE, MAX_SEED, MAX_SIZE, MAX_TOKENS, F, FSDPStrategy, KLType,
+                                  Precision, Section, Sub)
 
 #: ``verl/workers/config/actor.py`` ``ActorConfig.__post_init__``.
 LossAggMode = Literal["token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
@@ -20,7 +21,7 @@ CheckpointContent = Literal["model", "optimizer", "extra", "hf_model"]
 class WrapPolicy(Section):
     """Which modules become FSDP units."""
 
-    min_num_params: int = F(0, ge=0, description="wrap any module with at least this many parameters (0: by "
+    min_num_params: int = F(0, le=2**62, ge=0, description="wrap any module with at least this many parameters (0: by "
                             "layer class only)")
     transformer_layer_cls_to_wrap: Optional[Union[str, list[str]]] = F(
         None, description="decoder-layer class names to wrap; null: the model's `_no_split_modules`")
@@ -37,13 +38,13 @@ class FSDPConfig(Section):
     offload_policy: bool = F(False, description="FSDP2: CPUOffloadPolicy for parameters, gradients and "
                              "optimizer state")
     reshard_after_forward: bool = F(True, description="free gathered parameters after forward (ZeRO-3 style)")
-    fsdp_size: int = F(-1, description="ranks per FSDP shard group (-1: all ranks; otherwise HSDP)")
+    fsdp_size: int = F(-1, ge=-1, le=MAX_SIZE, description="ranks per FSDP shard group (-1: all ranks; otherwise HSDP)")
     forward_prefetch: bool = F(False, description="FSDP1: prefetch the next all-gather during forward")
     model_dtype: Precision = F("fp32", description="dtype the parameters are kept in (master weights)")
     dtype: Precision = F("bfloat16", description="compute dtype of the mixed-precision policy")
     mixed_precision: Optional[dict[str, Any]] = F(None, description="explicit mixed-precision policy "
                                                   "(param_dtype, reduce_dtype, buffer_dtype); null: from dtype")
-    seed: int = F(42, description="seed of the engine's random state")
+    seed: int = F(42, ge=0, le=MAX_SEED, description="seed of the engine's random state")
 
     @field_validator("fsdp_size")
     @classmethod
@@ -61,8 +62,8 @@ class Optim(Section):
     lr: float = F(1e-6, ge=0, description="peak learning rate")
     lr_warmup_steps_ratio: float = F(0.0, ge=0, le=1, description="warmup length as a fraction of the total "
                                      "steps (used when lr_warmup_steps < 0)")
-    lr_warmup_steps: int = F(-1, ge=-1, description="warmup steps; -1: from lr_warmup_steps_ratio")
-    total_training_steps: int = F(-1, description="steps of the schedule; -1: filled in by the trainer")
+    lr_warmup_steps: int = F(-1, le=MAX_SIZE, ge=-1, description="warmup steps; -1: from lr_warmup_steps_ratio")
+    total_training_steps: int = F(-1, ge=-1, le=MAX_SIZE, description="steps of the schedule; -1: filled in by the trainer")
     weight_decay: float = F(0.01, ge=0, description="decoupled weight decay")
     betas: list[float] = F(default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2,
                            description="Adam betas [beta1, beta2]")
@@ -91,14 +92,14 @@ class ActorSection(Section):
     """The policy under training (verl's ``FSDPActorConfig``)."""
 
     strategy: FSDPStrategy = F("fsdp", description="FSDP generation: fsdp or fsdp2")
-    ppo_mini_batch_size: int = F(256, gt=0, description="prompts per optimizer step (multiplied by rollout.n "
+    ppo_mini_batch_size: int = F(256, le=MAX_SIZE, gt=0, description="prompts per optimizer step (multiplied by rollout.n "
                                  "into sequences)")
-    ppo_micro_batch_size: Optional[int] = F(None, gt=0, description="deprecated global micro batch (sequences "
+    ppo_micro_batch_size: Optional[int] = F(None, le=MAX_SIZE, gt=0, description="deprecated global micro batch (sequences "
                                             "over all ranks); use ppo_micro_batch_size_per_gpu")
-    ppo_micro_batch_size_per_gpu: Optional[int] = F(None, gt=0, description="sequences per forward/backward "
+    ppo_micro_batch_size_per_gpu: Optional[int] = F(None, le=MAX_SIZE, gt=0, description="sequences per forward/backward "
                                                     "on one rank")
     use_dynamic_bsz: bool = F(False, description="pack micro-batches by token count instead of a fixed size")
-    ppo_max_token_len_per_gpu: int = F(16384, gt=0, description="token budget per rank and micro-batch when "
+    ppo_max_token_len_per_gpu: int = F(16384, le=MAX_TOKENS, gt=0, description="token budget per rank and micro-batch when "
                                        "use_dynamic_bsz (x ulysses size)")
     clip_ratio: float = F(0.2, ge=0, description="PPO clip epsilon (both sides unless low/high are set)")
     clip_ratio_low: float = F(0.2, ge=0, description="lower clip epsilon")
@@ -109,11 +110,11 @@ class ActorSection(Section):
     use_kl_loss: bool = F(False, description="add a KL-to-reference term to the loss (GRPO style)")
     kl_loss_coef: float = F(0.001, ge=0, description="weight of the KL loss")
     kl_loss_type: KLType = F("low_var_kl", description="KL estimator of the KL loss")
-    ppo_epochs: int = F(1, gt=0, description="passes over each training batch")
+    ppo_epochs: int = F(1, le=MAX_SIZE, gt=0, description="passes over each training batch")
     shuffle: bool = F(False, description="shuffle mini-batches between epochs")
-    data_loader_seed: Optional[int] = F(42, description="seed of the mini-batch shuffling")
+    data_loader_seed: Optional[int] = F(42, ge=0, le=MAX_SEED, description="seed of the mini-batch shuffling")
     grad_clip: float = F(1.0, ge=0, description="gradient-norm clip")
-    ulysses_sequence_parallel_size: int = F(1, ge=1, description="Ulysses sequence-parallel ranks")
+    ulysses_sequence_parallel_size: int = F(1, le=MAX_RANKS_PER_NODE, ge=1, description="Ulysses sequence-parallel ranks")
     use_torch_compile: bool = F(True, description="torch.compile the log-prob/entropy helpers")
     policy_loss: PolicyLoss = Sub(PolicyLoss, "policy loss")
     checkpoint: Checkpoint = Sub(Checkpoint, "checkpoint contents")

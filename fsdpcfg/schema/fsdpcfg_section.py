@@ -15,9 +15,13 @@ class FsdpcfgSection(Section):
     launcher: Literal["native", "verl"] = F("native", description="who runs the loop: native (torchrun, "
                                             "built-in FSDP loop) or verl (Ray)")
     run_dir: str = F("runs/fsdpcfg/run", description="run folder (metrics, resolved config)")
-    update_weights_bucket_megabytes: int = F(512, gt=0, description="weight-sync bucket size in MiB")
-    device_memory_gb: Optional[float] = F(None, gt=0, description="memory of one device in GiB for the memory "
+    update_weights_bucket_megabytes: int = F(512, le=2**20, gt=0, description="weight-sync bucket size in MiB")
+    device_memory_gb: Optional[float] = F(None, le=2**20, gt=0, description="memory of one device in GiB for the memory "
                                            "estimate of `fsdpcfg check` (null: detected; the CPU: this machine's RAM)")
+    memory_margin: Optional[float] = F(0.25, ge=0, le=100, description="how far the memory estimate may pass the "
+                                       "device memory before `check` refuses the run (0.25: 25% over; the estimate "
+                                       "leaves out allocator overheads and may overcount); a warning from 90% of the "
+                                       "device up; null: never refuse, warn only (rule FC450)")
     lora_layer_prefixes: list[str] = F(
         default_factory=lambda: ["layers."], min_length=1, description="LoRA with rollout.layered_summon: names of "
         "the block containers whose numbered children are gathered one at a time for the rollout (layers. -> "

@@ -15,7 +15,7 @@ from typing import Any, Literal, Optional, Union
 from pydantic import field_validator
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.schema._base import F, Section
+from fsdpcfg.schema._base import F, MAX_LORA_RANK, Section
 
 #: ``org/name`` as the Hugging Face Hub spells repository ids (or a bare legacy id such as ``gpt2``).
 HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -40,7 +40,7 @@ class ModelSection(Section):
                                         "config.json at load time (e.g. rope_scaling)")
     enable_gradient_checkpointing: bool = F(True, description="activation checkpointing of every decoder layer")
     use_remove_padding: bool = F(True, description="packed sequences without pad tokens (varlen attention)")
-    lora_rank: int = F(0, ge=0, description="LoRA rank; 0 disables LoRA")
+    lora_rank: int = F(0, le=MAX_LORA_RANK, ge=0, description="LoRA rank; 0 disables LoRA")
     lora_alpha: Union[int, float] = F(16, ge=0, description="LoRA scaling numerator (scale = alpha / rank)")
     target_modules: Union[str, list[str]] = F("all-linear", description="modules LoRA adapts: `all-linear` or "
                                               "a list of module names")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from fsdpcfg.schema._base import F, Section, Sub
+from fsdpcfg.schema._base import F, MAX_WORKERS, Section, Sub
 
 
 class CustomRewardFunction(Section):
@@ -26,6 +26,6 @@ class RewardManager(Section):
 class RewardSection(Section):
     """Rule-based reward."""
 
-    num_workers: int = F(8, ge=1, description="reward worker processes")
+    num_workers: int = F(8, le=MAX_WORKERS, ge=1, description="reward worker processes")
     custom_reward_function: CustomRewardFunction = Sub(CustomRewardFunction, "custom scoring function")
     reward_manager: RewardManager = Sub(RewardManager, "reward manager")

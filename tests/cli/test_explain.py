@@ -17,7 +17,7 @@ def _page(capsys, *argv) -> str:
 def test_key_page_has_type_defaults_tree_and_rules(capsys):
     out = _page(capsys, "actor_rollout_ref.rollout.n")
     assert out.startswith("actor_rollout_ref.rollout.n\n  responses per prompt")
-    assert "  type:        integer, >= 1\n" in out
+    assert "  type:        integer, >= 1, <= 4096\n" in out  # MAX_SAMPLES (fsdpcfg/schema/_base.py)
     assert "  default:     1\n" in out and "  verl 0.9.1:  1\n" in out
     assert "recipes/qwen_grpo.yaml:" in out and "conf/config.yaml:" in out
     rules = {rid for rid, _ in keyinfo.rules_reading("actor_rollout_ref.rollout.n")}

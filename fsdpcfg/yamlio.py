@@ -1,0 +1,218 @@
+"""The one guarded reader of users' YAML: bounded work for any input.
+
+PyYAML and libyaml themselves are safe against code execution (``SafeLoader``), but not against work:
+a 400-byte file of nested aliases ("billion laughs") expands to 10**9 nodes once OmegaConf or a walker
+copies it, 100,000 nested brackets overflow every recursive consumer (PyYAML's composer, OmegaConf,
+our walkers: ``RecursionError``), and a file of millions of keys makes every later stage slow. So every
+path that reads a YAML file a user wrote (recipes, full config files, the files Hydra is about to load
+for a recipe) first runs :func:`scan`: one pass over libyaml's *events* (iterative, no recursion, no
+object built) that counts the bytes, the nesting depth, the nodes with every alias expanded, the
+expanded scalar characters and the length of mapping keys (and refuses a duplicate key, as OmegaConf would
+with a traceback), and stops at the first limit passed. Only
+then is the text constructed (:func:`load`) or composed (:func:`compose_node`).
+
+A file past a limit is a :class:`ConfigError` naming the file, the limit, the value found (or "more
+than" the limit when the scan stopped early) and the fix; the CLI prints it without a traceback.
+The limits (:data:`LIMITS`) are far above any real config: verl 0.9.1's whole ``ppo_trainer`` tree is
+about 3,500 nodes (1,700 keys), 8 levels deep and 40 KB. The node limit also bounds the time of a check: Hydra,
+OmegaConf and the schema take ~0.2 ms per key, so 10,000 keys (20,001 nodes, accepted) are checked in ~2 s
+and 60,000 would take over a minute (refused).
+
+Source of the rule: issue 14 item 6 (an alias bomb hung ``check``, the hook and the run; deep nesting gave
+RecursionError tracebacks in ``check``, ``show``, ``diff``). Tests: ``tests/check/test_hostile_files.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fsdpcfg.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on one YAML document (see the module docstring for why each exists).
+
+    Attributes:
+        max_bytes: file size in bytes.
+        max_depth: nesting of mappings and sequences, aliases expanded.
+        max_nodes: scalars, mappings and sequences (keys included), every alias expanded.
+        max_scalar_chars: characters of all scalars, every alias expanded.
+        max_key_chars: characters of one mapping key.
+    """
+
+    max_bytes: int = 16 * 2**20
+    max_depth: int = 64
+    max_nodes: int = 25_000
+    max_scalar_chars: int = 64 * 2**20
+    max_key_chars: int = 1024
+
+
+#: The limits every guarded read uses.
+LIMITS = Limits()
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+
+
+def _error(label: str, what: str, found: str, limit: int, fix: str) -> ConfigError:
+    """``FILE: WHAT is FOUND, over the limit of LIMIT``: the file is refused before anything loads it."""
+    return ConfigError(f"{label}: {what} is {found}, over the limit of {limit:,} (fsdpcfg.yamlio.LIMITS); "
+                       "the file was not loaded", fix=fix)
+
+
+def _not_yaml(label: str, e: yaml.YAMLError) -> ConfigError:
+    mark = getattr(e, "problem_mark", None)
+    where = f"{label}:{mark.line + 1}" if mark is not None else label
+    problem = getattr(e, "problem", None) or (str(e).strip().splitlines() or [type(e).__name__])[0]
+    return ConfigError(f"{where}: not valid YAML: {problem}", fix="fix the YAML syntax")
+
+
+def scan(text: str, label: str = "<yaml>", limits: Limits = LIMITS) -> None:
+    """Walk the YAML events of ``text`` once and refuse a document past ``limits``.
+
+    Work is bounded by ``len(text)`` (itself bounded by ``max_bytes``): the pass builds no objects and
+    stops at the first limit passed. Aliases count as the anchored node's whole expansion, so a billion
+    laughs file is refused after a few hundred events.
+
+    Raises:
+        ConfigError: a limit is passed (names ``label``, the limit and the value), or the text is not YAML
+            (with the line).
+    """
+    size = len(text.encode("utf-8", "surrogatepass")) if len(text) * 4 > limits.max_bytes else len(text)
+    if size > limits.max_bytes:
+        raise _error(label, "its size", f"{size:,} bytes", limits.max_bytes,
+                     "a config is a few kilobytes: check that this is the file you meant")
+    # per open collection: [nodes below, deepest expanded depth below, scalar chars below, anchor, kind]
+    stack: list[list[Any]] = []
+    anchors: dict[str, tuple[int, int, int]] = {}  # anchor -> (nodes, depth, chars), aliases expanded
+    in_key: list[bool] = []  # per open mapping: is the next node a key?
+    keys: list[dict[str, int]] = []  # per open mapping: its scalar keys so far -> line
+    total = [0, 0]  # nodes, chars
+
+    def add(n: int, d: int, c: int, counted: bool = False) -> None:
+        """Account for a node of ``n`` nodes, ``d`` levels and ``c`` characters under the open collection."""
+        if not counted:
+            total[0] += n
+            total[1] += c
+        if stack:
+            stack[-1][0] += n
+            stack[-1][1] = max(stack[-1][1], d)
+            stack[-1][2] += c
+        if total[0] > limits.max_nodes:
+            raise _error(label, "its node count with every alias (*name) expanded", f"at least {total[0]:,}",
+                         limits.max_nodes,
+                         "remove the repeated aliases (*name) or split the file; a config has a few thousand "
+                         "keys at most")
+        if len(stack) + d > limits.max_depth:
+            raise _error(label, "its nesting depth (aliases expanded)", f"at least {len(stack) + d}",
+                         limits.max_depth,
+                         "flatten the nesting; verl's own config is 8 levels deep")
+        if total[1] > limits.max_scalar_chars:
+            raise _error(label, "its text with every alias expanded", f"at least {total[1]:,} characters",
+                         limits.max_scalar_chars, "remove the repeated aliases (*name)")
+
+    def key_position() -> bool:
+        if stack and stack[-1][4] == "map":
+            is_key = in_key[-1]
+            in_key[-1] = not is_key
+            return is_key
+        return False
+
+    try:
+        for ev in yaml.parse(text, Loader=_LOADER):
+            if isinstance(ev, yaml.ScalarEvent):
+                if key_position():
+                    if len(ev.value) > limits.max_key_chars:
+                        raise _error(label, f"the mapping key at line {ev.start_mark.line + 1}",
+                                     f"{len(ev.value):,} characters long", limits.max_key_chars,
+                                     "use a short key name")
+                    seen = keys[-1]
+                    if ev.value in seen:  # OmegaConf (so Hydra) refuses it with a yaml traceback
+                        raise ConfigError(f"{label}:{ev.start_mark.line + 1}: duplicate key `{ev.value}` (first at "
+                                          f"line {seen[ev.value]})", fix="keep one of them")
+                    seen[ev.value] = ev.start_mark.line + 1
+                if ev.anchor:
+                    anchors[ev.anchor] = (1, 0, len(ev.value))
+                add(1, 0, len(ev.value))
+            elif isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                key_position()
+                kind = "map" if isinstance(ev, yaml.MappingStartEvent) else "seq"
+                total[0] += 1
+                add(0, 1, 0, counted=True)  # the depth check, before the collection is open
+                stack.append([0, 0, 0, ev.anchor, kind])
+                if kind == "map":
+                    in_key.append(True)
+                    keys.append({})
+            elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                n, d, c, anchor, kind = stack.pop()
+                if kind == "map":
+                    in_key.pop()
+                    keys.pop()
+                if anchor:
+                    anchors[anchor] = (n + 1, d + 1, c)
+                add(n + 1, d + 1, c, counted=True)
+            elif isinstance(ev, yaml.AliasEvent):
+                key_position()
+                add(*anchors.get(ev.anchor, (1, 0, 0)))
+    except yaml.YAMLError as e:
+        raise _not_yaml(label, e) from None
+
+
+def load(text: str, label: str = "<yaml>") -> Any:
+    """Scan ``text`` (:func:`scan`), then return it as Python objects (``yaml.safe_load``, libyaml's parser
+    when present).
+
+    Raises:
+        ConfigError: a limit is passed, or the text is not valid YAML (with the line).
+    """
+    scan(text, label)
+    try:
+        return yaml.load(text, Loader=_LOADER)
+    except yaml.YAMLError as e:
+        raise _not_yaml(label, e) from None
+
+
+def read_text(path: Path | str) -> str:
+    """Return the UTF-8 text of a user's YAML file, refusing a file past ``LIMITS.max_bytes`` before reading it.
+
+    Raises:
+        ConfigError: too large, not UTF-8 (with the byte offset), or unreadable.
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > LIMITS.max_bytes:
+            raise _error(str(path), "its size", f"{size:,} bytes", LIMITS.max_bytes,
+                         "a config is a few kilobytes: check that this is the file you meant")
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})", fix="give a YAML file") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read: {e.strerror or e}", fix="check the path and its permissions") \
+            from None
+
+
+def load_file(path: Path | str) -> Any:
+    """:func:`read_text` then :func:`load`, labelled with the path.
+
+    Raises:
+        ConfigError: as :func:`read_text` and :func:`load`.
+    """
+    return load(read_text(path), str(path))
+
+
+def compose_node(text: str, label: str = "<yaml>") -> Any:
+    """Scan ``text``, then return its node tree (``yaml.compose``; line numbers for provenance).
+
+    Raises:
+        ConfigError: as :func:`load`.
+    """
+    scan(text, label)
+    try:
+        return yaml.compose(text, Loader=_LOADER)
+    except yaml.YAMLError as e:
+        raise _not_yaml(label, e) from None
