@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from fsdpcfg import paths
-from fsdpcfg.compose import resolvers
+from fsdpcfg import paths, verlref
+from fsdpcfg.compose import resolvers, verl_base
 from fsdpcfg.compose.provenance import Provenance
 from fsdpcfg.errors import ConfigError, UsageError, did_you_mean
 
@@ -30,7 +30,7 @@ def groups(kind: str = "ppo") -> tuple[str, ...]:
         if isinstance(entry, dict):
             for k in entry:
                 name = str(k).replace("override ", "").strip().lstrip("/").split("@")[0]
-                if name != "_self_":
+                if name not in ("_self_", verl_base.GROUP):
                     out.append(name)
     return tuple(out)
 
@@ -89,6 +89,8 @@ class Composed:
         provenance: where each value came from.
         origin: ``"compose"`` (Hydra tree) or ``"file"`` (a full config file read as it is).
         kind: ``"ppo"`` (verl's ppo_trainer layout) or ``"sft"`` (sft_trainer_engine layout).
+        pruned: keys of fsdpcfg's own FSDP-engine defaults left out because the chosen engine's verl
+            composition has no such key (:func:`fsdpcfg.compose.verl_base.prune`; ``engine=megatron``).
     """
 
     cfg: DictConfig
@@ -99,6 +101,7 @@ class Composed:
     deleted: list[str] = field(default_factory=list)
     provenance: Provenance = field(default_factory=Provenance)
     origin: str = "compose"
+    pruned: list[str] = field(default_factory=list)
 
     def to_container(self, resolve: bool = True) -> dict[str, Any]:
         """Return the config as plain dicts and lists (interpolations resolved unless ``resolve=False``).
@@ -166,17 +169,26 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
     for o in parsed:
         if o.key_or_group == "recipe" and isinstance(o.value(), str):
             kind = recipe_kind(o.value(), extra_dirs)
+    verl_base.register(kind, [_engine_choice(parsed, kind, extra_dirs)])
     try:
-        cfg = _hydra_compose(overrides + search, parsed, kind)
+        try:
+            cfg = _hydra_compose(overrides + search, parsed, kind)
+        except ConfigError:
+            if not verl_base.register_all_if_missing():
+                raise
+            cfg = _hydra_compose(overrides + search, parsed, kind)  # the engine was chosen where we did not look
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-    choices = {k: v for k, v in (cfg.hydra.runtime.choices or {}).items() if not k.startswith("hydra/") and v}
+    choices = {k: v for k, v in (cfg.hydra.runtime.choices or {}).items()
+               if not k.startswith("hydra/") and v and k.split("@")[0] != verl_base.GROUP}
     with open_dict(cfg):
         del cfg["hydra"]
     OmegaConf.set_struct(cfg, False)
 
     prov = Provenance()
+    comp = verl_base.composition_of(cfg, kind)
+    prov.add_verl_defaults(verlref.defaults(comp, resolved=False), verlref.VERL_VERSION)
     conf = paths.conf_dir(kind)
     root = paths.conf_dir("ppo").parent
     prov.add_file(conf / "config.yaml", "default", None, root)
@@ -199,8 +211,30 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
         if o.is_add() or (o.is_force_add() and prov.source_of(key) is None):
             added.append(key)
         prov.add_override(key, text)
+    pruned = verl_base.prune(cfg, prov, comp)
     return Composed(cfg=cfg, choices=choices, kind=kind, overrides=overrides, added=added, deleted=deleted,
-                    provenance=prov, origin="compose")
+                    provenance=prov, origin="compose", pruned=pruned)
+
+
+def _engine_choice(parsed, kind: str, extra_dirs: list[Path]) -> str | None:
+    """The ``engine`` option a compose will select, as far as the command line, the recipe chain and the
+    root config tell (``None`` when they do not); it only decides which verl tree to store first."""
+    for o in reversed(parsed):
+        if o.key_or_group == "engine" and isinstance(o.value(), str):
+            return o.value()
+    recipe = next((o.value() for o in reversed(parsed) if o.key_or_group == "recipe"), None)
+    files = recipe_chain(recipe, extra_dirs) if isinstance(recipe, str) else []
+    for f in [paths.conf_dir(kind) / "config.yaml", *files][::-1]:
+        try:
+            data = _safe_load(f.read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        for entry in (data.get("defaults") or []) if isinstance(data, dict) else []:
+            if isinstance(entry, dict):
+                for k, v in entry.items():
+                    if str(k).replace("override ", "").strip().lstrip("/") == "engine" and isinstance(v, str):
+                        return v
+    return None
 
 
 def validate_recipe_file(f: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator
 
-from fsdpcfg import verlref
 from fsdpcfg.rules.registry import rule
 from fsdpcfg.rules.schema_rules import schema_report
 from fsdpcfg.schema import keys as K
@@ -40,9 +39,9 @@ def backend_launcher(ctx: "Context") -> Iterator["Finding"]:
                       f"choose launcher={other}, or keep launcher={launcher} with {alt}")
 
 
-def _default(key: str) -> Any:
-    return verlref.defaults().get(key, K.schema_default(key) if K.field_info(key) is not None
-                                  and not K.field_info(key).is_required() else None)
+def _default(ctx: "Context", key: str) -> Any:
+    return ctx.verl_defaults().get(key, K.schema_default(key) if K.field_info(key) is not None
+                                   and not K.field_info(key).is_required() else None)
 
 
 def _differs(value: Any, default: Any) -> bool:
@@ -65,7 +64,7 @@ def native_unsupported_key(ctx: "Context") -> Iterator["Finding"]:
     for key, why in K.NATIVE_UNSUPPORTED.items():
         if key in derived or not ctx.is_set(key):
             continue
-        value, default = ctx.get(key), _default(key)
+        value, default = ctx.get(key), _default(ctx, key)
         if _differs(value, default):
             yield ctx.finding("FC802", [key, LAUNCHER], f"{key}={value!r} is not implemented by the native "
                               f"launcher ({why}); only verl's default {default!r} is", f"use launcher=verl to "
@@ -73,7 +72,7 @@ def native_unsupported_key(ctx: "Context") -> Iterator["Finding"]:
     for key, value in schema_report(ctx).verl_only.items():
         if key in derived or key.endswith("._target_"):
             continue
-        default = verlref.defaults().get(key)
+        default = ctx.verl_defaults().get(key)
         if _differs(value, default):
             yield ctx.finding("FC802", [key, LAUNCHER], f"{key}={value!r} is read by verl only; the native "
                               f"launcher does not implement it (verl's default is {default!r})",
@@ -96,7 +95,7 @@ def native_unsupported_value(ctx: "Context") -> Iterator["Finding"]:
         if value not in allowed and known:
             yield ctx.finding("FC803", [key, LAUNCHER], f"{key}={_text(value)} is not implemented by the native "
                               f"launcher (it implements {', '.join(map(_text, allowed))})",
-                              f"use launcher=verl to run {_text(value)}, or set {key}={_text(allowed[0])}")
+                              f"use launcher=verl to run {key}={_text(value)}, or set {key}={_text(allowed[0])}")
 
 
 def _text(v: Any) -> str:

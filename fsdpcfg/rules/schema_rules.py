@@ -114,6 +114,27 @@ def needs_plus(ctx: "Context") -> Iterator[Finding]:
                           f"add it with a plus: +{text}")
 
 
+@rule("FC112", "a key verl's tree already holds is set without `+`", keys=(),
+      example=("+recipe=qwen_grpo", "+critic.optim.lr=1e-5"))
+def plus_refused(ctx: "Context") -> Iterator[Finding]:
+    """``+key=value`` for a key that verl's own composition defines (``critic.*``, ``ray_kwargs.*``, every
+    engine section) fails in Hydra with "Could not append to config. An item is already at ..." -- in verl's
+    ``main_ppo`` as here, whose tree starts from verl's (:mod:`fsdpcfg.compose.verl_base`). Recorded by
+    :func:`fsdpcfg.check.compose_for_check` in ``composed.plus_refused`` (the other rules still run on the
+    value). Source: Hydra's override grammar (``+`` appends, ``++`` forces); issue 12 (verl's key tree)."""
+    for key, text in sorted((getattr(ctx.composed, "plus_refused", None) or {}).items()):
+        yield ctx.finding("FC112", [key], f"`{text}`: {key} is already a key of verl's config (default "
+                          f"{_shown_default(ctx, key)}), so `+` cannot add it (Hydra and verl both reject it)",
+                          f"drop the plus: {text[1:]}")
+
+
+def _shown_default(ctx: "Context", key: str) -> str:
+    from fsdpcfg import verlref
+
+    v = verlref.defaults("ppo", resolved=False).get(key)
+    return "null" if v is None else str(v)
+
+
 @rule("FC104", "required values are set", keys=("actor_rollout_ref.model.path", "data.train_files",
                                                "actor_rollout_ref.rollout.name"),
       example=("actor_rollout_ref.model.path=???",))
