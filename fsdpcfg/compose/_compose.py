@@ -147,6 +147,7 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
             validate_recipe_file(f)
             overrides[i] = f"+recipe={f.stem}"
             extra_recipe_dirs.append(f.resolve().parent)
+    overrides = verl_base.engine_overrides(overrides)
     resolvers.register()
     parsed = _parse_overrides(overrides)
     for o in parsed:

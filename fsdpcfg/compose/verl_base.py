@@ -52,6 +52,32 @@ def composition(kind: str, engine: str | None) -> str:
     return ENGINE_COMPOSITION.get(str(engine), "ppo_trainer")
 
 
+def engine_overrides(overrides: list[str]) -> list[str]:
+    """Read verl's own engine choice, ``model_engine=megatron`` (a config group in verl's ``ppo_trainer``, a
+    key in fsdpcfg's tree), as the ``engine`` option that selects the same composition: ``megatron``,
+    ``veomni``, ``torchtitan`` become ``engine=...``; ``dp`` (verl's FSDP) keeps the recipe's FSDP engine.
+
+    Raises:
+        ConfigError: a ``model_engine`` verl 0.9.1 does not have (verl/trainer/config/model_engine/).
+    """
+    from fsdpcfg.errors import ConfigError
+
+    out = []
+    for o in overrides:
+        key, eq, value = o.partition("=")
+        if not eq or key.lstrip("+") != "model_engine":
+            out.append(o)
+            continue
+        value = value.strip().strip("'\"")
+        if value not in MODEL_ENGINE_COMPOSITION:
+            raise ConfigError(f"no model_engine `{value}` in verl {verlref.VERL_VERSION}", key="model_engine",
+                              value=value, fix=f"choose one of: {', '.join(MODEL_ENGINE_COMPOSITION)} (fsdpcfg's "
+                              "engine=fsdp2/fsdp/megatron/veomni/torchtitan)")
+        if value != "dp":
+            out.append(f"engine={value}")
+    return out
+
+
 def register(kind: str, engines: Iterable[str] | None = None) -> None:
     """Store the :data:`GROUP` options for ``engines`` (every RL engine when ``None``) in Hydra's ConfigStore,
     once per process."""

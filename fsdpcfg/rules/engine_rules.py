@@ -49,7 +49,8 @@ def non_fsdp_engine(ctx: Context) -> Iterable[Finding]:
 def foreign_engine_key(ctx: Context) -> Iterable[Finding]:
     """A key set by the recipe or the command line that belongs to another engine's sections: with
     ``engine=megatron`` (verl's ``ppo_megatron_trainer``), ``actor_rollout_ref.actor.fsdp_config.*`` does not
-    exist, so verl rejects it as an override ("Could not override") or never reads it from a file. fsdpcfg's
+    exist, so verl rejects it as an override ("Could not override") or never reads it from a file; with the
+    FSDP engines, ``+actor_rollout_ref.actor.megatron.*`` is accepted by Hydra and never read. fsdpcfg's
     own FSDP defaults are left out of such a tree (:func:`fsdpcfg.compose.verl_base.prune`), so only what the
     user wrote is reported.
 
@@ -58,15 +59,14 @@ def foreign_engine_key(ctx: Context) -> Iterable[Finding]:
     """
     if ctx.composed.kind != "ppo":
         return
-    comp = verl_base.composition_of(ctx.cfg)
-    if comp == "ppo_trainer":
-        return
+    comp = ctx.verl_config
     engine = ctx.get("model_engine")
-    keys = verl_base.foreign_keys(verlref.flatten(ctx.cfg), comp)
-    for key in keys:
+    for key in verl_base.foreign_keys(verlref.flatten(ctx.cfg), comp):
         src = ctx.composed.provenance.source_of(key)
         if src is not None and src.kind in ("verl", "default", "group"):
             continue  # verl's own tree or fsdpcfg's (kept where verl_base.prune could not tell)
+        if comp == "ppo_trainer" and key not in verlref.keys("ppo"):
+            continue  # an FSDP key verl's dataclasses read without listing it (fsdp_config.mixed_precision)
         other = next((c for c in verlref.PPO_COMPOSITIONS if key in verlref.keys(c)), None)
         where = f" (it is a key of verl's {other})" if other else ""
         yield ctx.finding("FC113", [key, "model_engine"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator
 
+from fsdpcfg import verlref
 from fsdpcfg.rules.registry import rule
 from fsdpcfg.rules.schema_rules import schema_report
 from fsdpcfg.schema import keys as K
@@ -102,3 +103,30 @@ def _text(v: Any) -> str:
     if isinstance(v, bool):
         return str(v).lower()
     return "null" if v is None else str(v)
+
+
+@rule("FC114", "SFT: every verl key set away from verl's default is implemented by the native SFT trainer",
+      keys=(LAUNCHER,), example=("+recipe=qwen_sft", "engine.qat.enable=true"), kinds=("sft",))
+def native_sft_verl_only_key(ctx: "Context") -> Iterator["Finding"]:
+    """Under ``fsdpcfg.launcher=native``, SFT: a key of verl's ``sft_trainer_engine`` composition that the SFT
+    schema does not model (``engine.qat.*``, ``profiler.*``, ``model.lora.*`` ...) with a value other than
+    verl 0.9.1's default would be a silent no-op: fsdpcfg/train/sft reads only the schema's keys. Keys that
+    copy another key (``${...}``) are left to the key they copy. The SFT counterpart of FC802. Source:
+    DESIGN.md "no silent no-ops"; verl/trainer/config/sft_trainer_engine.yaml."""
+    if ctx.launcher != "native":
+        return
+    from fsdpcfg.rules.sft_rules import _schema_defaults
+
+    schema = _schema_defaults()
+    raw = verlref.defaults("sft_trainer_engine", resolved=False)
+    derived = getattr(ctx, "derived", frozenset())
+    for key, value in verlref.flatten(ctx.cfg).items():
+        if key in schema or key not in raw or key in derived or key.endswith("._target_"):
+            continue
+        if isinstance(raw[key], str) and "${" in raw[key]:
+            continue
+        default = verlref.defaults("sft_trainer_engine")[key]
+        if _differs(value, default):
+            yield ctx.finding("FC114", [key, LAUNCHER], f"{key}={value!r} is read by verl only; the native SFT "
+                              f"trainer does not implement it (verl's default is {default!r})",
+                              f"use launcher=verl to run it, or set {key}={_text(default)}")
