@@ -211,7 +211,7 @@ def script_overrides(cmd: ScriptCommand) -> tuple[list[str], dict[str, int], lis
     default is reset to verl's default; then the script's overrides apply (``+`` added for keys only verl
     knows). Returns (overrides, {key: script line}, findings about what could not be checked).
     """
-    from fsdpcfg.compose import compose
+    from fsdpcfg.compose import compose, verl_base
     from fsdpcfg.compose._compose import available_options
     from omegaconf import OmegaConf
 
@@ -228,14 +228,19 @@ def script_overrides(cmd: ScriptCommand) -> tuple[list[str], dict[str, int], lis
     base = list(SCRIPT_BASE)
     if rollout in available_options("rollout"):
         base.append(f"rollout={rollout}")
+    # verl's `model_engine=megatron` selects the engine's composition, as fsdpcfg's engine= does
+    user = verl_base.engine_overrides(user)
+    base += [t for t in user if t.startswith("engine=")]
+    user = [t for t in user if not t.startswith("engine=")]
     tree = compose(base).cfg
+    comp = verl_base.composition_of(tree)
     raw = verlref.flatten(OmegaConf.to_container(tree, resolve=False))
     resets = []
     user_keys = {t.lstrip("+~").split("=", 1)[0] for t in user}
     for key, ours in raw.items():
-        if key in user_keys or key not in verlref.keys() or (isinstance(ours, str) and "${" in ours):
+        if key in user_keys or key not in verlref.keys(comp) or (isinstance(ours, str) and "${" in ours):
             continue
-        theirs = verlref.defaults().get(key)
+        theirs = verlref.defaults(comp).get(key)
         if theirs != ours and not (isinstance(theirs, str) and "${" in theirs):
             resets.append(f"{key}={hydra_value(theirs)}")
     out = list(base) + resets

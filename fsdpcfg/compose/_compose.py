@@ -335,11 +335,17 @@ def _composition_error(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
         if "Could not append" in msg:
             return ConfigError("the key already exists, so `+` cannot add it", key=key,
                                fix=f"set it without the plus: {key}=VALUE (or force with ++{key}=VALUE)")
-        from fsdpcfg import verlref
+        if kind == "sft":
+            listed = key in verlref.keys("sft_trainer_engine")
+        else:
+            from fsdpcfg.schema.keys import classify
 
-        if key in verlref.keys("sft_trainer_engine" if kind == "sft" else "ppo_trainer"):
-            return ConfigError("is a verl key that this config tree does not list", key=key,
-                               fix=f"add it with +{key}=VALUE (launcher=verl passes it to verl)")
+            listed = classify(key) in ("schema", "verl", "free")
+        if listed:
+            # the tree holds verl's whole composition, so this is a key verl's YAML does not list either (below a
+            # free mapping, read by a dataclass, another engine's): verl too needs `+` for it
+            return ConfigError("is a key that neither this config tree nor verl's YAML lists", key=key,
+                               fix=f"add it with +{key}=VALUE, as verl needs too")
         hint = f"did you mean {close[0]}?" if close else "check the key name (`fsdpcfg show` prints the tree)"
         return ConfigError("is not a key of the config", key=key, fix=hint)
     if "in group" in msg.lower() or "Could not find" in msg:
