@@ -50,7 +50,7 @@ def native(model_path: str, steps: int, run_dir: Path) -> list[dict]:
            "actor_rollout_ref.actor.kl_loss_type=low_var_kl", f"actor_rollout_ref.actor.optim.lr={LR}",
            "actor_rollout_ref.actor.optim.weight_decay=0.01", "data.shuffle=false", "trainer.save_freq=-1",
            f"trainer.default_local_dir={run_dir}/ckpt", f"fsdpcfg.run_dir={run_dir}",
-           "fsdpcfg.metrics.tensorboard=false", "trainer.resume_mode=disable"]
+           "trainer.logger=[console]", "trainer.resume_mode=disable"]
     p = subprocess.run([sys.executable, "-m", "fsdpcfg", *ovs], capture_output=True, text=True, cwd=ROOT, env=ENV)
     if p.returncode:
         raise SystemExit(f"native run failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")

@@ -51,7 +51,7 @@ def resolved_config(model: str, steps: int, run_dir: Path, extra: list[str] | No
 
     path = assets.ensure(model)
     ovs = ["+recipe=qwen_grpo", f"actor_rollout_ref.model.path={path}", f"trainer.total_training_steps={steps}",
-           "trainer.save_freq=-1", f"fsdpcfg.run_dir={run_dir}", "fsdpcfg.metrics.tensorboard=false",
+           "trainer.save_freq=-1", f"fsdpcfg.run_dir={run_dir}", "trainer.logger=[console]",
            f"trainer.default_local_dir={run_dir}/ckpt", *(extra or [])]
     return absolutise(compose(ovs).to_container())
 

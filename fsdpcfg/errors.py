@@ -42,6 +42,25 @@ class UsageError(ConfigError):
         super().__init__(message, fix=fix, key=key, exit_code=2)
 
 
+class Interrupted(BaseException):
+    """The run was stopped by a signal (SIGINT, SIGTERM, SIGHUP) after its torchrun and ranks were stopped.
+
+    A ``BaseException`` like ``KeyboardInterrupt``: code that keeps going after a failed part (a sweep's
+    point) must not swallow it. The CLI exits with :attr:`exit_code`, ``128 + signum`` (130, 143, 129).
+
+    Args:
+        signum: the signal received.
+    """
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        self.signum = int(signum)
+        self.name = signal.Signals(self.signum).name
+        self.exit_code = 128 + self.signum
+        super().__init__(f"stopped by {self.name}; torchrun and its ranks were stopped")
+
+
 def did_you_mean(word: str, candidates: Iterable[str], n: int = 3, cutoff: float = 0.6) -> list[str]:
     """Return up to ``n`` candidates closest to ``word`` (difflib ratio >= ``cutoff``), best first.
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from fsdpcfg.errors import ConfigError
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_DIR = PACKAGE_DIR.parent
 
@@ -46,3 +48,95 @@ def data_dir() -> Path:
 def home_dir() -> Path:
     """Return ``$FSDPCFG_HOME`` (default ``~/.cache/fsdpcfg``), where built offline assets live."""
     return Path(os.environ.get("FSDPCFG_HOME") or Path.home() / ".cache" / "fsdpcfg").expanduser()
+
+
+# -- where fsdpcfg writes -----------------------------------------------------------------------------------
+#: the longest file name most Linux file systems accept (NAME_MAX, bytes).
+NAME_MAX = 255
+
+
+def component_problem(name: object) -> str | None:
+    """Why ``name`` cannot be one path component of a folder fsdpcfg writes (``trainer.project_name`` and
+    ``trainer.experiment_name`` become ``runs/<project>/<experiment>``), or ``None`` when it can.
+
+    Refused: a non-string or empty name, ``.`` and ``..``, a ``/`` or NUL in it, a leading ``-`` (read as an
+    option by the shell tools a user points at the folder), more than :data:`NAME_MAX` bytes. Source: issue 14
+    item 5 (``trainer.experiment_name=../../x`` wrote outside the run root and overwrote a user's config.yaml).
+    """
+    if not isinstance(name, str):
+        return f"is a {type(name).__name__}, not a name"
+    if not name.strip():
+        return "is empty"
+    if name in (".", ".."):
+        return f"is {name!r}, which names a parent or the same folder"
+    if "/" in name or "\\" in name:
+        return "holds a path separator ('/' or '\\')"
+    if "\x00" in name:
+        return "holds a NUL character"
+    if name.startswith("-"):
+        return "starts with '-' (read as an option by shell tools)"
+    if len(name.encode()) > NAME_MAX:
+        return f"is {len(name.encode())} bytes long (file names stop at {NAME_MAX})"
+    return None
+
+
+class PathEscape(ConfigError):
+    """A path fsdpcfg was about to write or delete lies outside the folder it belongs to (exit code 1)."""
+
+
+def within(root: str | os.PathLike, *parts: str) -> Path:
+    """Return ``root/parts...`` after checking that it stays inside ``root`` once ``..`` and symbolic links
+    are resolved (``root`` itself may be a link); the path returned is the joined, unresolved one.
+
+    Every writer of the run folder and the checkpoint folder builds its target with this (one check for
+    every file fsdpcfg writes or deletes there).
+
+    Raises:
+        PathEscape: the joined path resolves outside ``root`` (an absolute part, ``..``, a link pointing out).
+    """
+    base = Path(root)
+    target = base.joinpath(*parts)
+    real_root = base.resolve()
+    real = target.resolve()
+    if real != real_root and real_root not in real.parents:
+        raise PathEscape(f"{target} resolves to {real}, outside {real_root}; fsdpcfg writes only inside it",
+                         value=str(target), fix="remove the link or the '..' that leads out of the folder")
+    return target
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, *, root: str | os.PathLike | None = None,
+                      mode: int | None = None) -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same folder, fsync it and rename it over
+    ``path``, so a reader never sees half a file; the temporary file is removed when the write fails (a full
+    disk leaves the old file in place, never a truncated one). With ``root``, ``path`` must lie inside it
+    (:func:`within`); ``mode`` sets the permission bits. Returns ``path``. The one atomic writer: text that may
+    hold config values goes through :func:`fsdpcfg.runinfo.redact.write_private`, which scrubs it first.
+
+    Raises:
+        PathEscape: ``path`` lies outside ``root``.
+        OSError: the folder cannot be written (full, read-only, no permission); nothing is left behind.
+    """
+    path = Path(path)
+    if root is not None:
+        within(root, os.path.relpath(path, root))
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    try:
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return path
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return path

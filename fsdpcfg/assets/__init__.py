@@ -50,8 +50,11 @@ def fingerprint(name: str) -> str:
 
     spec = get_spec(name)
     h = hashlib.sha256()
-    h.update(json.dumps([repr(spec), BUILDER_VERSION, version("transformers"), version("torch")]).encode())
-    files = [tiny_models.source_dir(spec) / "config.json"]
+    h.update(json.dumps([_spec_repr(spec), BUILDER_VERSION, version("transformers"), version("torch")]).encode())
+    if spec.defaults:  # the config is the installed transformers' defaults (its version is hashed above)
+        files = [tiny_models.source_dir(spec) / f for f in spec.model_tokenizer_files] if spec.source else []
+    else:
+        files = [tiny_models.source_dir(spec) / "config.json"]
     if spec.tokenizer:
         files += sorted(tiny_models.tokenizer_dir(spec.tokenizer).iterdir())
     for f in files:
@@ -64,6 +67,26 @@ def fingerprint(name: str) -> str:
 
         h.update(repr(warmstart.settings(spec.warmstart)).encode())
     return h.hexdigest()[:16]
+
+
+#: ModelSpec fields added after the first assets were built: left out of the fingerprint at their default value,
+#: so that the folders built before they existed stay current.
+_LATER_FIELDS = ("defaults", "defaults_args", "edits", "covers", "init_on_accelerator")
+
+
+def _spec_repr(spec: ModelSpec) -> str:
+    """``repr(spec)`` as the dataclass writes it, without the :data:`_LATER_FIELDS` still at their defaults."""
+    import dataclasses
+
+    parts = []
+    for f in dataclasses.fields(spec):
+        value = getattr(spec, f.name)
+        if f.name in _LATER_FIELDS:
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            if value == default:
+                continue
+        parts.append(f"{f.name}={value!r}")
+    return f"{type(spec).__name__}({', '.join(parts)})"
 
 
 def is_complete(name: str) -> bool:

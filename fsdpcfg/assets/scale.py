@@ -2,7 +2,8 @@
 
 Pure functions over dicts (no torch). What changes: hidden size, layers, heads, KV heads, intermediate
 size, head_dim (when the real config sets it), expert counts and the sizes listed in the spec, and the
-longrope factor lists (subsampled to ``head_dim/2`` entries). What is kept: ``model_type``,
+longrope factor lists (subsampled to ``head_dim/2`` entries), and the per-layer ``layer_types`` list (cut to
+the scaled layer count). What is kept: ``model_type``,
 ``architectures``, vocabulary size, rope type and theta, ``tie_word_embeddings``, activation, norms,
 special token ids, ``auto_map`` and every other key. The weights are saved in float32, so ``dtype`` /
 ``torch_dtype`` becomes ``float32``.
@@ -55,6 +56,9 @@ def scale_config(real: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
     if "head_dim" in real:
         cfg["head_dim"] = head_dim
     _scale_rope_factors(cfg, head_dim)
+    layers = cfg.get("num_hidden_layers")
+    if isinstance(cfg.get("layer_types"), list) and isinstance(layers, int):  # per-layer kinds (Gemma 2 etc.)
+        cfg["layer_types"] = cfg["layer_types"][:layers]
     for key in ("torch_dtype", "dtype"):
         if key in cfg:
             cfg[key] = "float32"

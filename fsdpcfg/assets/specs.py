@@ -33,10 +33,20 @@ class ModelSpec:
         notes: why a stand-in tokenizer or an unusual choice was made; written to the folder's SOURCES.md.
         warmstart: name of a post-build step (see :mod:`fsdpcfg.assets.warmstart`), or ``None``.
         base: for a warm-started asset, the spec whose config and tokenizer it starts from.
+        defaults: a ``model_type`` whose transformers config class, called with ``defaults_args``, gives the
+            config instead of ``source``'s ``config.json`` (for models whose real config the project does not
+            have; ``source`` then only supplies ``model_tokenizer_files``, and may be ``None``).
+        defaults_args: keyword arguments of that config class call (``architectures`` at least).
+        edits: keys set on the config after scaling (e.g. an ``architectures`` entry the installed transformers
+            does not define), listed in the folder's SOURCES.md.
+        init_on_accelerator: run ``from_config`` under ``torch.device("cuda")`` when CUDA is available (a large
+            asset; the bytes then differ from a CPU build of the same seed).
+        covers: real checkpoints this asset's row stands for beyond ``source`` (a fine-tune of the same
+            architecture), shown by ``fsdpcfg assets list`` and the compatibility report.
     """
 
     name: str
-    source: str
+    source: str | None
     tokenizer: str | None
     model_tokenizer_files: tuple[str, ...] = ()
     scale: dict[str, Any] = field(default_factory=dict)
@@ -46,7 +56,29 @@ class ModelSpec:
     notes: str = ""
     warmstart: str | None = None
     base: str | None = None
+    defaults: str | None = None
+    defaults_args: dict[str, Any] = field(default_factory=dict)
+    edits: dict[str, Any] = field(default_factory=dict)
+    covers: tuple[str, ...] = ()
+    init_on_accelerator: bool = False
 
+    @property
+    def built_from(self) -> str:
+        """``real config file`` or ``transformers defaults`` (the ``assets list`` column)."""
+        return "transformers defaults" if self.defaults else "real config file"
+
+    @property
+    def source_label(self) -> str:
+        """Where the config comes from, for people: the real config's folder, or the config class call."""
+        if self.defaults:
+            n = len([k for k in self.defaults_args if k != "architectures"])
+            return f"{_CONFIG_CLASSES.get(self.defaults, self.defaults)}()" + (f" + {n} keys" if n else "")
+        return str(self.source)
+
+
+#: transformers config class of each ``ModelSpec.defaults`` model_type (for labels; the build looks it up itself).
+_CONFIG_CLASSES = {"gemma2": "Gemma2Config", "phi3": "Phi3Config", "mistral": "MistralConfig",
+                   "qwen3_moe": "Qwen3MoeConfig"}
 
 _QWEN_TOK = ("qwen2.5-0.5b-instruct", "Qwen2.5 BPE (vocab.json + merges.txt) and its real tokenizer_config.json")
 
@@ -91,6 +123,48 @@ SPECS: dict[str, ModelSpec] = {s.name: s for s in [
                     "config.json keeps its real auto_map. DeepSeek's own tokenizer (102400 ids) is not "
                     "available: the Llama-2 sentencepiece stands in, so its bos/eos (1/2) differ from "
                     "config.json's 100000/100001."),
+    ModelSpec("tiny-gemma2", None, "llama2-7b-hf", defaults="gemma2",
+              defaults_args={"architectures": ["Gemma2ForCausalLM"]},
+              covers=("google/gemma-2-2b-it",),
+              notes="Gemma 2 from transformers' own Gemma2Config() defaults (the gemma-2-2b sizes: GQA 8/4 heads, "
+                    "head_dim 256, sliding window 4096 on alternate layers, attention logit soft-capping 50, final "
+                    "logit soft-capping 30, tied 256000-row embedding); no real Gemma 2 config.json is available "
+                    "offline. Gemma's sentencepiece is not available: the Llama-2 tokenizer stands in (no chat "
+                    "template). layer_types is cut to the scaled layer count."),
+    ModelSpec("tiny-starling", None, "llama2-7b-hf", defaults="mistral",
+              defaults_args={"architectures": ["MistralForCausalLM"]},
+              covers=("berkeley-nest/Starling-LM-7B-alpha",),
+              notes="Starling-LM-7B-alpha is a fine-tune of a Mistral-7B-v0.1 model (openchat 3.5): its config.json "
+                    "names MistralForCausalLM, model_type mistral, so the mistral rows (this one and tiny-mistral) "
+                    "cover it. Its real config.json is not available offline: MistralConfig() defaults (the "
+                    "Mistral-7B-v0.1 sizes, sliding window 4096, rope theta 1e4) stand in; Starling's own file may "
+                    "differ in vocab_size and max_position_embeddings, not in the architecture class. Llama-2 "
+                    "sentencepiece (32000 ids, same <unk>/<s>/</s> as Mistral v0.1) stands in for its tokenizer."),
+    ModelSpec("tiny-phi3-medium", "microsoft__Phi-3-mini-128k-instruct", "llama2-7b-hf", defaults="phi3",
+              defaults_args={"architectures": ["Phi3ForCausalLM"], "hidden_size": 5120, "intermediate_size": 17920,
+                             "num_hidden_layers": 40, "num_attention_heads": 40, "num_key_value_heads": 10},
+              model_tokenizer_files=("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json"),
+              covers=("microsoft/Phi-3-medium-4k-instruct",),
+              notes="Phi-3-medium: Phi3Config() defaults (4k context, default rope, vocab 32064) with the medium "
+                    "model's published sizes (hidden 5120, 40 layers, 40 query / 10 KV heads: GQA, where mini is "
+                    "MHA); its real config.json is not available offline. Tokenizer as tiny-phi3 (Llama-2 "
+                    "sentencepiece + Phi-3-mini's real tokenizer_config.json and added tokens, the same family)."),
+    ModelSpec("tiny-qwen3-moe", "Qwen__Qwen3-30B-A3B", "qwen3", defaults="qwen3_moe",
+              defaults_args={"architectures": ["Qwen3MoeForCausalLM"], "bos_token_id": 151643,
+                             "eos_token_id": 151645},
+              model_tokenizer_files=("tokenizer_config.json",),
+              scale={"num_local_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32},
+              covers=("Qwen/Qwen3-30B-A3B",),
+              notes="Qwen3-MoE from Qwen3MoeConfig() defaults (128 experts top-8 scaled to 4 experts top-2, every "
+                    "layer sparse); only Qwen3-30B-A3B's real tokenizer_config.json is available offline, used with "
+                    "the real Qwen3 tokenizer files. bos/eos ids set to the tokenizer's <|endoftext|>/<|im_end|>."),
+    ModelSpec("tiny-unknown-arch", "meta-llama__Llama-2-7b-hf", "llama2-7b-hf",
+              edits={"architectures": ["LlamaMTPForCausalLM"]},
+              notes="Llama-2-7b scaled down (weights of LlamaForCausalLM) whose config.json names an architecture "
+                    "class, LlamaMTPForCausalLM, that no transformers version defines (an invented name, as a "
+                    "checkpoint written by newer or custom code would carry). transformers' Auto classes build "
+                    "by model_type and ignore the name; vLLM and SGLang resolve the name and refuse it. The "
+                    "checker's case for rule FC470."),
     ModelSpec("tiny-deepseek-v3", "deepseek-ai__DeepSeek-R1", None, default=False,
               scale={"n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2, "n_group": 1,
                      "topk_group": 1, "moe_intermediate_size": 32, "q_lora_rank": 16, "kv_lora_rank": 16,
@@ -109,6 +183,13 @@ SPECS: dict[str, ModelSpec] = {s.name: s for s in [
                      "num_key_value_heads": 2, "intermediate_size": 2048},
               notes="About 100M parameters (78M of them the tied 151936 x 512 embedding), Qwen2 architecture, "
                     "for memory and throughput work. Built on demand only."),
+    ModelSpec("qwen2.5-0.5b-random", "Qwen__Qwen2.5-0.5B-Instruct__resaved", "qwen2.5-0.5b-instruct", default=False,
+              scale={"hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14,
+                     "num_key_value_heads": 2, "intermediate_size": 4864},
+              init_on_accelerator=True,
+              notes="The full-size Qwen2.5-0.5B-Instruct architecture (494M parameters, every size as in the real "
+                    "config.json) with random weights, for the GPU check (scripts/gpu_check.sh). Built on demand; on "
+                    "a CUDA machine the random init runs on the GPU (seconds), then save_pretrained (about 2 GB)."),
     ModelSpec("tiny-qwen2-arith", "Qwen__Qwen2.5-0.5B-Instruct__resaved", "qwen2.5-0.5b-instruct", default=False,
               warmstart="arith_format", base="tiny-qwen2",
               notes="tiny-qwen2 after a short deterministic warm start on the arith prompts that teaches the "

@@ -25,7 +25,13 @@ _AUTHORED_TOKENIZER_CONFIG: dict[str, dict[str, Any]] = {
 
 
 def source_dir(spec: ModelSpec) -> Path:
-    """Return the folder of the real config files that ``spec`` scales down."""
+    """Return the folder of the real config files that ``spec`` scales down (or takes tokenizer files from).
+
+    Raises:
+        ValueError: the spec has no source folder (built from transformers defaults only).
+    """
+    if not spec.source:
+        raise ValueError(f"asset {spec.name} has no source folder (built from transformers defaults)")
     return paths.data_dir() / "model_configs" / spec.source
 
 
@@ -35,7 +41,16 @@ def tokenizer_dir(name: str) -> Path:
 
 
 def real_config(spec: ModelSpec) -> dict[str, Any]:
-    """Return the real ``config.json`` of ``spec``'s source model as a dict."""
+    """Return the config ``spec`` scales down, as a dict: the real ``config.json`` of its source model, or, for a
+    spec with ``defaults``, ``<ConfigClass>(**defaults_args).to_dict()`` of the installed transformers (imports it)
+    without the serialisation-only keys (``transformers_version``, ``_name_or_path``)."""
+    if spec.defaults:
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+        cfg = CONFIG_MAPPING[spec.defaults](**spec.defaults_args).to_dict()
+        for key in ("transformers_version", "_name_or_path"):
+            cfg.pop(key, None)
+        return cfg
     return json.loads((source_dir(spec) / "config.json").read_text())
 
 
@@ -48,21 +63,26 @@ def build_folder(spec: ModelSpec, dest: Path) -> None:
     Raises:
         KeyError: the installed transformers does not know the config's ``model_type``.
     """
-    src = source_dir(spec)
+    src = source_dir(spec) if spec.source else None
     real = real_config(spec)
     if spec.weights:
-        scaled = scale_config(real, spec)
-        _save_model(scaled, spec.seed, dest)
+        scaled = {**scale_config(real, spec), **spec.edits}
+        _save_model(scaled, spec.seed, dest, on_accelerator=spec.init_on_accelerator)
+        if spec.edits:  # save_pretrained writes the class it built into architectures: the edits go on top
+            written = json.loads((dest / "config.json").read_text())
+            (dest / "config.json").write_text(json.dumps({**written, **spec.edits}, indent=2, sort_keys=True) + "\n")
     else:
         scaled = real
         shutil.copyfile(src / "config.json", dest / "config.json")
     _copy_tokenizer(spec, dest)
-    if (src / "generation_config.json").is_file():
+    if spec.source and (src / "generation_config.json").is_file():
         shutil.copyfile(src / "generation_config.json", dest / "generation_config.json")
     (dest / "SOURCES.md").write_text(_sources_md(spec, real, scaled))
 
 
-def _save_model(scaled: dict[str, Any], seed: int, dest: Path) -> None:
+def _save_model(scaled: dict[str, Any], seed: int, dest: Path, *, on_accelerator: bool = False) -> None:
+    import contextlib
+
     import torch
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
@@ -71,7 +91,9 @@ def _save_model(scaled: dict[str, Any], seed: int, dest: Path) -> None:
     config = CONFIG_MAPPING[scaled["model_type"]].from_dict(dict(scaled))
     hf_logging.disable_progress_bar()
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    where = torch.device("cuda") if on_accelerator and torch.cuda.is_available() else contextlib.nullcontext()
+    with where:
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.save_pretrained(dest, safe_serialization=True)
 
 
@@ -91,21 +113,25 @@ def _sources_md(spec: ModelSpec, real: dict[str, Any], scaled: dict[str, Any]) -
     changed = sorted(k for k in set(real) | set(scaled) if real.get(k) != scaled.get(k))
     rows = "\n".join(f"| `{k}` | `{_short(real.get(k))}` | `{_short(scaled.get(k))}` |" for k in changed)
     tok = spec.tokenizer or "none"
+    config_line = (f"- Config: transformers defaults, `{spec.source_label}` of the installed transformers (no real "
+                   "config.json of this model is available offline)." if spec.defaults else
+                   f"- Real config: `fsdpcfg/data/model_configs/{spec.source}/config.json` (provenance in "
+                   "`fsdpcfg/data/model_configs/SOURCES.md`).")
     lines = [
         f"# {spec.name}: offline {'tiny model' if spec.weights else 'config-only folder'} built by fsdpcfg",
         "",
-        f"- Real config: `fsdpcfg/data/model_configs/{spec.source}/config.json` (provenance in "
-        "`fsdpcfg/data/model_configs/SOURCES.md`).",
+        config_line,
         f"- Tokenizer files: `fsdpcfg/data/tokenizers/{tok}/`, copied byte for byte (provenance, sha256 and "
         "license in `fsdpcfg/data/tokenizers/SOURCES.md`)"
         + (f"; from the real model folder: {', '.join(spec.model_tokenizer_files)}." if spec.model_tokenizer_files
            else "."),
         f"- Weights: {'random init, torch seed ' + str(spec.seed) + ', float32, save_pretrained (safetensors)' if spec.weights else 'none (config only)'}.",
         f"- Notes: {spec.notes}",
+        *([f"- Covers: {', '.join(spec.covers)}."] if spec.covers else []),
         "",
     ]
     if spec.weights:
-        lines += ["## Keys changed from the real config", "", "| key | real | here |", "|---|---|---|", rows, ""]
+        lines += [f"## Keys changed from the {'transformers defaults' if spec.defaults else 'real config'}", "", "| key | real | here |", "|---|---|---|", rows, ""]
     return "\n".join(lines)
 
 

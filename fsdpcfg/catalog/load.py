@@ -25,19 +25,19 @@ _SUFFIXES = (".yaml", ".yml")
 
 
 def is_recipe_file(path: Path) -> bool:
-    """True when the YAML at ``path`` is a recipe (has a ``defaults:`` list or a ``@package`` header, or
-    lives in the shipped recipes folder); False for a full config file."""
+    """True when the YAML at ``path`` is a recipe (a ``defaults:`` list of fsdpcfg's groups, a ``@package``
+    header, a few sections, or a file of the shipped recipes folder); False for a full config file or a verl
+    config file (:func:`fsdpcfg.compose.config_file.classify`, the one classification ``check`` uses too)."""
+    from fsdpcfg.compose import config_file
+
     path = Path(path)
     if path.resolve().parent == paths.recipes_dir().resolve():
         return True
-    text = path.read_text()
-    if any(line.strip().startswith("# @package") for line in text.splitlines()[:5]):
-        return True
     try:
-        data = yaml.safe_load(text)
+        _, info = config_file.read(path)
     except yaml.YAMLError:
         return True  # let Hydra report the syntax error with its location
-    return isinstance(data, dict) and "defaults" in data
+    return info.kind == "recipe"
 
 
 def _looks_like_path(token: str) -> bool:
@@ -106,9 +106,9 @@ def load(tokens: list[str]):
     Raises:
         ConfigError: the composition fails (unknown key, unknown option, bad override).
     """
-    from fsdpcfg.compose import compose, load_yaml_config
+    from fsdpcfg.compose import compose, config_file
 
     overrides, dirs, full = split_args(tokens)
     if full is not None:
-        return load_yaml_config(full)
+        return config_file.load(full)
     return compose(overrides, extra_recipe_dirs=dirs or None)

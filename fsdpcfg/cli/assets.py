@@ -61,11 +61,18 @@ def _build(args: argparse.Namespace) -> int:
 def _list() -> int:
     from fsdpcfg import assets
 
-    print(f"{'name':<18} {'state':<8} {'set':<9} {'source config':<40} path")
+    print(f"{'name':<20} {'state':<8} {'set':<9} {'built from':<21} {'source config':<40} path")
+    covered = []
     for n, spec in assets.SPECS.items():
         path = assets.asset_path(n)
         state = "built" if assets.is_complete(n) else ("stale" if path.exists() else "missing")
         kind = "default" if spec.default else "on-demand"
-        label = spec.source + ("" if spec.weights else " (config only)")
-        print(f"{n:<18} {state:<8} {kind:<9} {label:<40} {path}")
+        label = spec.source_label + ("" if spec.weights else " (config only)")
+        print(f"{n:<20} {state:<8} {kind:<9} {spec.built_from:<21} {label:<40} {path}")
+        covered += [(real, n, spec) for real in spec.covers]
+    if covered:
+        print("\nreal checkpoints covered by a row (same architecture class and model_type):")
+        for real, n, spec in covered:
+            arch = (spec.defaults_args.get("architectures") or [""])[0]
+            print(f"  {real:<38} -> {n}" + (f" ({arch})" if arch else ""))
     return 0

@@ -1,14 +1,20 @@
 """``fsdpcfg check``: pre-flight checks and lint, before anything heavy starts.
 
     fsdpcfg check [+recipe=NAME] [OVERRIDES...]     a config composed from the tree
-    fsdpcfg check FILE.yaml...                      recipe files or full config files (fsdpcfg or verl dumps)
-    fsdpcfg check RUN_SCRIPT.sh                     the overrides of a verl.trainer.main_ppo command line
+    fsdpcfg check FILE.yaml...                      recipe files, full configs (a run folder's config.yaml, a verl
+                                                    dump) or verl config files (fsdpcfg export's config.yaml)
+    fsdpcfg check RUN_SCRIPT.sh [OVERRIDES...] [-- ARGS...]
+                                                    the verl commands of a run script, read as bash reads it
+                                                    (OVERRIDES stand at its "$@", ARGS are its $1 $2 ...)
+    fsdpcfg check --skip-unrelated FILES...         as pre-commit runs it: a script with no verl command is skipped
 
-Human output groups findings by severity, each with its rule ID, keys, numbers, fix and the provenance of
-each key's value, then the derived numbers (``--plan``). ``--format json`` prints exactly
-``{"findings": [{"rule", "severity", "keys", "message", "fix"}]}``. Exit 1 on any error, else 0; 2 on a
-usage error. Extending: add options in :func:`add_arguments` and pass their results through
-:func:`collect` (one :class:`fsdpcfg.check_sources.Checked` per input) to :func:`render`.
+Human output groups findings by severity, each with its rule ID, ``file:line``, keys, numbers, fix and the
+provenance of each key's value, then the derived numbers (``--plan``). ``--format json`` prints one JSON
+document (:func:`render`, shape in docs/cli.md), also for a usage error. Exit codes (:data:`EXIT_CODES`): 0 no
+error finding (warnings and infos only), 1 an error finding in any input (or verl rejects with ``--verl``), 2 a
+usage error. YAML that is not a fsdpcfg or verl config is skipped with the info FC130 in every mode.
+Extending: add options in :func:`add_arguments` and pass their results through :func:`collect` (one
+:class:`fsdpcfg.check_sources.Checked` per input) to :func:`render`.
 """
 
 from __future__ import annotations
@@ -19,17 +25,38 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fsdpcfg.errors import UsageError
+from fsdpcfg.errors import ConfigError, UsageError
 
 _YAML = (".yaml", ".yml")
 _SEVERITIES = ("error", "warning", "info")
+#: infos that say an input was skipped as not a config (fsdpcfg.rules.inputs).
+_SKIPPED = ("FC130", "FC131")
+#: the exit codes, for ``--help`` and docs/cli.md.
+EXIT_CODES = {0: "no error finding (warnings and infos only, or every input skipped as not a config)",
+              1: "an error finding in at least one input (or verl rejects the config, with --verl)",
+              2: "a usage error (a missing file, files mixed with overrides, a bad option or override)"}
+#: read by fsdpcfg.cli.main: check parses its own command line (so that a usage error is JSON too).
+PASS_THROUGH = True
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``check``'s arguments."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = ("exit codes:\n" + "\n".join(f"  {k}  {v}" for k, v in EXIT_CODES.items())
+                     + "\n\n--format json: {\"exit_code\", \"inputs\": [{\"input\", \"status\", \"counts\", "
+                       "\"findings\": [{\"rule\", \"severity\", \"keys\", \"message\", \"fix\", \"file\", "
+                       "\"line\"}]}], \"findings\": [every input's findings, each with its \"input\"]}; a "
+                       "usage error: {\"exit_code\": 2, \"error\": {\"message\", \"key\", \"fix\"}, \"inputs\": [], "
+                       "\"findings\": []}. See docs/cli.md.")
     parser.add_argument("inputs", nargs="*", metavar="INPUT",
-                        help="Hydra overrides (+recipe=NAME key=value ...), or YAML files, or a verl run script")
-    parser.add_argument("--format", choices=("human", "json"), default="human", help="output format")
+                        help="Hydra overrides (+recipe=NAME key=value ...), or YAML files, or verl run scripts")
+    parser.add_argument("--format", choices=("human", "json"), default="human",
+                        help="output format: human, or json (one object per input, each finding with its file and "
+                             "line)")
+    parser.add_argument("--skip-unrelated", action="store_true",
+                        help="skip (with the info FC131) a shell script that runs no verl trainer, instead of a "
+                             "usage error: what the pre-commit hooks pass (YAML that is not a config is always "
+                             "skipped, with FC130)")
     plan = parser.add_mutually_exclusive_group()
     plan.add_argument("--plan", dest="plan", action="store_true", default=None,
                       help="show the derived numbers (default when one config is checked)")
@@ -39,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "where it disagrees (fsdpcfg.verlcheck); exit 1 when verl rejects")
 
 
+#: ``fsdpcfg.cli.main`` calls :func:`parse` (the words after ``--`` are a run script's own arguments).
 def _kind(arg: str) -> str:
     """``override`` for any ``key=value`` / ``~key`` token (also ``+recipe=PATH.yaml`` and values ending in
     ``.yaml``), else ``yaml`` or ``script`` for a file path."""
@@ -53,6 +81,34 @@ def _kind(arg: str) -> str:
     return "override"
 
 
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse ``check``'s command line. The words after the first ``--`` become ``script_args`` (``None`` when
+    there is no ``--``): the positional arguments of the run script being checked. With ``--format json`` an
+    argparse usage error is returned as ``args.usage_error`` (printed as JSON by :func:`run`) instead of
+    argparse's text on stderr."""
+    script_args = None
+    if "--" in argv:
+        i = argv.index("--")
+        argv, script_args = argv[:i], argv[i + 1:]
+    json_mode = any(a == "--format=json" or a == "--format" and argv[i + 1:i + 2] == ["json"]
+                    for i, a in enumerate(argv))
+    if not json_mode:
+        args = parser.parse_args(argv)
+        args.script_args = script_args
+        return args
+
+    def error(message: str):
+        raise UsageError(message, fix="see `fsdpcfg check --help`")
+
+    parser.error = error  # type: ignore[method-assign]
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as e:
+        return argparse.Namespace(usage_error=e, format="json")
+    args.script_args = script_args
+    return args
+
+
 def collect(args: argparse.Namespace) -> list[Any]:
     """Check every input and return one :class:`~fsdpcfg.check_sources.Checked` per config.
 
@@ -65,6 +121,12 @@ def collect(args: argparse.Namespace) -> list[Any]:
     kinds = [_kind(a) for a in args.inputs]
     files = [a for a, k in zip(args.inputs, kinds) if k != "override"]
     overrides = [a for a, k in zip(args.inputs, kinds) if k == "override"]
+    script_args = getattr(args, "script_args", None)
+    if script_args is not None and not (files and all(k == "script" for k in kinds if k != "override")):
+        raise UsageError("`-- ARGS` gives a run script's positional arguments: give a run script before it",
+                         fix="fsdpcfg check run.sh [key=value ...] -- ARG ...")
+    if files and overrides and all(k == "script" for k in kinds if k != "override"):
+        return [c for f in files for c in check_run_script(Path(f), overrides, args=script_args)]
     if files and overrides:
         raise UsageError(f"give either files ({', '.join(files)}) or overrides ({', '.join(overrides)}), not both",
                          fix="put the overrides in a recipe file, or check the files on their own")
@@ -77,14 +139,29 @@ def collect(args: argparse.Namespace) -> list[Any]:
     for f, k in zip(files, kinds):
         if k == "yaml":
             out.append(check_yaml_file(Path(f)))
-        else:
-            out.extend(check_run_script(Path(f)))
+            continue
+        try:
+            out.extend(check_run_script(Path(f), args=script_args))
+        except UsageError as e:  # no verl command in it (or it cannot be read)
+            if not getattr(args, "skip_unrelated", False) or not Path(f).is_file():
+                raise
+            from fsdpcfg.rules.inputs import not_a_config
+
+            why = e.message[len(f"{f}: "):] if e.message.startswith(f"{f}: ") else e.message
+            out.append(Checked(f, [not_a_config("FC131", f, why)]))
     return out
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the check and print the findings; return 1 on any error, else 0."""
-    results = collect(args)
+    """Run the check and print the findings; return the exit code (:data:`EXIT_CODES`)."""
+    if getattr(args, "usage_error", None) is not None:
+        return _json_error(args.usage_error)
+    try:
+        results = collect(args)
+    except ConfigError as e:
+        if args.format != "json":
+            raise
+        return _json_error(e)
     show_plan = args.plan if args.plan is not None else len(results) == 1
     text = render(results, fmt=args.format, plan=show_plan)
     verl_rejects = False
@@ -95,26 +172,69 @@ def run(args: argparse.Namespace) -> int:
         verl_rejects = op.verl_rejects
         text = (json.dumps({**json.loads(text), "verl": op.to_json()}, indent=2) if args.format == "json"
                 else f"{text}\n\n{op.text}")
+    rc = 1 if verl_rejects or any(f.severity == "error" for r in results for f in r.findings) else 0
+    if args.format == "json":
+        text = json.dumps({**json.loads(text), "exit_code": rc}, indent=2)
     sys.stdout.write(text + ("\n" if text and not text.endswith("\n") else ""))
-    return 1 if verl_rejects or any(f.severity == "error" for r in results for f in r.findings) else 0
+    return rc
 
 
 def render(results: list[Any], *, fmt: str = "human", plan: bool = False) -> str:
-    """Format the results: JSON (exactly ``{"findings": [...]}``) or the human report."""
+    """Format the results as the human report or as JSON:
+
+    ``{"exit_code": 0|1, "inputs": [{"input", "status": "passes"|"fails"|"skipped", "counts": {"error",
+    "warning", "info"}, "findings": [{"rule", "severity", "keys", "message", "fix", "file", "line"}]}],
+    "findings": [...]}``: one object per input, in the order given; each finding's ``file``/``line`` is
+    where the value of its first located key was written (:func:`location`), null when none was; the top-level
+    ``findings`` lists every input's findings, each with its ``input``, for readers of the one-input shape.
+    """
     if fmt == "json":
-        return json.dumps({"findings": [f.to_json() for r in results for f in r.findings]}, indent=2)
+        inputs = [_json_input(r) for r in results]
+        flat = [{**f, "input": i["input"]} for i in inputs for f in i["findings"]]
+        failed = any(i["status"] == "fails" for i in inputs)
+        return json.dumps({"exit_code": int(failed), "inputs": inputs, "findings": flat}, indent=2)
     parts = [_human(r, plan=plan, header=len(results) > 1) for r in results]
     return "\n\n".join(p for p in parts if p)
 
 
-def _where(f: Any) -> str:
-    """``file:line `` of the first key whose value came from a file, else empty."""
+def location(f: Any, composed: Any = None) -> tuple[str | None, int | None]:
+    """``(file, line)`` of a finding: its own ``location`` (a YAML syntax error, a skipped file), else the
+    first of its keys whose value was written in a file (the provenance the report shows, from
+    :meth:`fsdpcfg.compose.provenance.Source.location`), else ``(None, None)``."""
+    if f.location is not None:
+        return f.location
     for k in f.keys:
-        src = f.provenance.get(k, "")
-        loc = src.split("(")[-1].rstrip(")") if "(" in src else src
-        if ":" in loc and not loc.startswith(("command line", "default", "verl")) and loc.rsplit(":", 1)[1].isdigit():
-            return loc + " "
-    return ""
+        src = composed.provenance.source_of(k) if composed is not None else None
+        if src is not None and (k not in f.provenance or f.provenance[k] == str(src)):
+            loc = src.location()
+            if loc is not None:
+                return loc
+    return None, None
+
+
+def _json_input(r: Any) -> dict[str, Any]:
+    findings = []
+    for f in r.findings:
+        file, line = location(f, r.composed)
+        findings.append({**f.to_json(), "file": file, "line": line})
+    counts = {s: sum(1 for f in r.findings if f.severity == s) for s in _SEVERITIES}
+    skipped = bool(r.findings) and all(f.rule in _SKIPPED for f in r.findings)
+    status = "fails" if counts["error"] else "skipped" if skipped else "passes"
+    return {"input": r.label, "status": status, "counts": counts, "findings": findings}
+
+
+def _json_error(e: ConfigError) -> int:
+    """Print a usage (or input) error as the JSON document and return its exit code."""
+    doc = {"exit_code": e.exit_code, "error": {"message": str(e.message), "key": e.key, "fix": e.fix},
+           "inputs": [], "findings": []}
+    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    return e.exit_code
+
+
+def _where(f: Any, composed: Any = None) -> str:
+    """``file:line `` of the finding (:func:`location`), else empty."""
+    file, line = location(f, composed)
+    return f"{file}:{line} " if file and line else ""
 
 
 def _human(r: Any, *, plan: bool, header: bool) -> str:
@@ -126,7 +246,7 @@ def _human(r: Any, *, plan: bool, header: bool) -> str:
             continue
         lines.append(f"{sev.upper()}S ({len(group)})" if len(group) > 1 else sev.upper())
         for f in group:
-            lines.append(f"  {f.rule} {_where(f)}{f.message}")
+            lines.append(f"  {f.rule} {_where(f, r.composed)}{f.message}")
             if f.derivation:
                 lines.append(f"        numbers: {f.derivation}")
             lines.append(f"        -> {f.fix}")
@@ -136,7 +256,8 @@ def _human(r: Any, *, plan: bool, header: bool) -> str:
     if plan and r.composed is not None:
         lines.append(_plan_section(r.composed))
     summary = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items())
-    verdict = "fails" if counts["error"] else "passes"
+    skipped = bool(r.findings) and all(f.rule in _SKIPPED for f in r.findings)
+    verdict = "fails" if counts["error"] else "skipped" if skipped else "passes"
     lines.append(f"{r.label}: {verdict} ({summary})" if header else f"check {verdict} ({summary})")
     return "\n".join(lines)
 

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "explain": "explain a config key or a rule ID",
     "doctor": "validate a model for training and rollout, cheapest stage first",
     "assets": "build the offline assets (tiny models) the offline recipes use",
+    "preview": "the first data rows as the model sees them: chat template, token counts, reward of a correct answer",
 }
 
 
@@ -40,7 +41,26 @@ def main(argv: list[str] | None = None) -> int:
     elif argv and argv[0] in ("-h", "--help"):
         print(_usage())
         return 0
-    from fsdpcfg.errors import ConfigError
+    elif argv and _looks_like_command(argv[0]):
+        # a bare word is never a Hydra override (those hold `=` or start with + ~): a mistyped subcommand
+        from fsdpcfg.errors import did_you_mean
+
+        close = did_you_mean(argv[0], COMMANDS)
+        hint = f"did you mean `fsdpcfg {close[0]}`? " if close else ""
+        print(f"fsdpcfg: error: unknown command `{argv[0]}`\n  -> {hint}commands: {', '.join(COMMANDS)}",
+              file=sys.stderr)
+        return 2
+    from fsdpcfg.runinfo.redact import filter_streams
+
+    restore = filter_streams()  # no line fsdpcfg prints holds a secret's value (fsdpcfg.runinfo.redact)
+    try:
+        return _dispatch(name, argv)
+    finally:
+        restore()
+
+
+def _dispatch(name: str, argv: list[str]) -> int:
+    from fsdpcfg.errors import ConfigError, Interrupted
 
     try:
         module = importlib.import_module(f"fsdpcfg.cli.{name}")
@@ -62,9 +82,17 @@ def main(argv: list[str] | None = None) -> int:
         where = f" {e.filename}" if getattr(e, "filename", None) else ""
         print(f"fsdpcfg: error: cannot use{where}: {e.strerror or e}", file=sys.stderr)
         return 1
+    except Interrupted as e:  # a signal stopped the run; torchrun and its ranks are gone
+        print(f"fsdpcfg: {e}", file=sys.stderr)
+        return e.exit_code
     except KeyboardInterrupt:
         print("fsdpcfg: interrupted", file=sys.stderr)
         return 130
+
+
+def _looks_like_command(word: str) -> bool:
+    """True for a bare word such as ``chek`` (no ``=``, ``+``, ``~``, ``-``, ``/``, ``.``): not an override."""
+    return word.replace("_", "").replace("-", "").isalnum() and not word.startswith("-")
 
 
 def _usage() -> str:

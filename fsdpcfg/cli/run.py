@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from fsdpcfg.cli import hydra_flags
 from fsdpcfg.errors import ConfigError, UsageError
 
 PASS_THROUGH = True
@@ -28,26 +30,96 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="compose, check and plan; print the command")
     parser.add_argument("--only-valid", action="store_true",
                         help="sweeps: launch the points that pass the checks even when others fail")
+    hydra = parser.add_argument_group("Hydra's flags (fsdpcfg.cli.hydra_flags)")
+    hydra.add_argument("-c", "--cfg", choices=hydra_flags.CFG_CHOICES,
+                       help="print the composed config (job, hydra or all) and exit; nothing is checked or started")
+    hydra.add_argument("-p", "--package", help="with --cfg: print only this dotted section")
+    hydra.add_argument("--resolve", action="store_true", help="with --cfg: resolve interpolations")
+    hydra.add_argument("-i", "--info", nargs="?", const="all", choices=hydra_flags.INFO_CHOICES,
+                       help="print the search path, the group choices and the config groups, and exit")
+    hydra.add_argument("-cp", "--config-path", help="folder of a config file to run (with -cn)")
+    hydra.add_argument("-cn", "--config-name", help="config file to run, without .yaml (a recipe or a saved "
+                                                     "run's config.yaml): the same as +recipe=DIR/NAME.yaml")
+    hydra.add_argument("-sc", "--shell-completion", metavar="install=SHELL",
+                       help="print the tab-completion code for bash, zsh or fish (eval it), or uninstall=SHELL")
+    hydra.add_argument("--version", action="store_true", help="print the versions of fsdpcfg and its stack")
+
+
+#: flags that take a value (``--cfg job`` or ``--cfg=job``), by every spelling -> attribute.
+_VALUED = {"-c": "cfg", "--cfg": "cfg", "-p": "package", "--package": "package", "-cp": "config_path",
+           "--config-path": "config_path", "-cn": "config_name", "--config-name": "config_name",
+           "-sc": "shell_completion", "--shell-completion": "shell_completion"}
+_BOOL = {"-m": "multirun", "--multirun": "multirun", "--dry-run": "dry_run", "--only-valid": "only_valid",
+         "--resolve": "resolve", "--version": "version"}
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """Split ``argv`` into flags and overrides (overrides may start with ``+``, ``~`` or contain ``=``)."""
-    ns = argparse.Namespace(overrides=[], multirun=False, dry_run=False, only_valid=False)
-    for a in argv:
-        if a in ("-m", "--multirun"):
-            ns.multirun = True
-        elif a == "--dry-run":
-            ns.dry_run = True
-        elif a == "--only-valid":
-            ns.only_valid = True
+    """Split ``argv`` into flags and overrides (overrides may start with ``+``, ``~`` or contain ``=``).
+
+    Raises:
+        UsageError: an unknown option, a flag without its value, or a value a flag does not take.
+    """
+    ns = argparse.Namespace(overrides=[], info=None, **{a: False for a in _BOOL.values()},
+                            **{a: None for a in _VALUED.values()})
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        flag, eq, value = a.partition("=") if a.startswith("-") else (a, "", "")
+        if a in _BOOL:
+            setattr(ns, _BOOL[a], True)
+        elif flag in _VALUED:
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise UsageError(f"{flag} needs a value", fix=f"e.g. {flag} {_example(flag)}")
+                i += 1
+                value = argv[i]
+            setattr(ns, _VALUED[flag], value)
+        elif flag in ("-i", "--info"):
+            if eq:
+                ns.info = value
+            elif i + 1 < len(argv) and argv[i + 1] in hydra_flags.INFO_CHOICES:
+                i += 1
+                ns.info = argv[i]
+            else:
+                ns.info = "all"
         elif a in ("-h", "--help"):
             parser.print_help()
             raise SystemExit(0)
         elif a.startswith("-") and not a.startswith("--") or a.startswith("--") and "=" not in a:
-            raise UsageError(f"unknown option {a}", fix="options: -m/--multirun, --dry-run, --only-valid; the rest are overrides")
+            raise UsageError(f"unknown option {a}", fix="options: -m/--multirun, --dry-run, --only-valid, "
+                             "--cfg, --package, --resolve, --info, -cp/-cn, -sc, --version, --help; "
+                             "the rest are overrides")
         else:
             ns.overrides.append(a)
+        i += 1
+    if ns.cfg is not None and ns.cfg not in hydra_flags.CFG_CHOICES:
+        raise UsageError(f"--cfg {ns.cfg}: unknown", fix=f"use one of {', '.join(hydra_flags.CFG_CHOICES)}")
+    if ns.info is not None and ns.info not in hydra_flags.INFO_CHOICES:
+        raise UsageError(f"--info {ns.info}: unknown", fix=f"use one of {', '.join(hydra_flags.INFO_CHOICES)}")
+    if ns.config_path is not None or ns.config_name is not None:
+        ns.overrides.insert(0, hydra_flags.config_file_override(ns.config_path, ns.config_name))
     return ns
+
+
+def _example(flag: str) -> str:
+    return {"cfg": "job", "package": "actor_rollout_ref.actor", "config_path": "runs/fsdpcfg/qwen_grpo",
+            "config_name": "config", "shell_completion": "install=bash"}[_VALUED[flag]]
+
+
+def hydra_flag_output(args: argparse.Namespace) -> str | None:
+    """What a Hydra flag prints instead of running (``--version``, ``-sc``, ``--cfg``, ``--info``), or ``None``."""
+    if args.version:
+        return hydra_flags.version_text()
+    if args.shell_completion:
+        action = args.shell_completion
+        if action.startswith("query="):
+            return "\n".join(hydra_flags.completions(hydra_flags.env_completion_line()))
+        return hydra_flags.completion_script(action)
+    if args.cfg:
+        return hydra_flags.cfg_text(args.overrides, args.cfg, package=args.package, resolve=args.resolve)
+    if args.info:
+        return hydra_flags.info_text(args.overrides, args.info)
+    return None
 
 
 def _echo(text: str) -> None:
@@ -110,23 +182,30 @@ def prepare(overrides: list[str]):
         from fsdpcfg.plan import make_plan
 
         plan = make_plan(cfg)
+    from fsdpcfg.train.ckpt_identity import check_resume_identity
     from fsdpcfg.train.ckpt_layout import check_resume_world_size
 
-    check_resume_world_size(cfg["trainer"], plan.world_size)  # refused here, before torchrun starts
+    # refused here, before torchrun starts: another world size, or another model than the checkpoint's
+    check_resume_identity(cfg, check_resume_world_size(cfg["trainer"], plan.world_size), echo=_echo)
     return composed, cfg, plan
 
 
 def _launch(composed, cfg, plan, dry_run: bool) -> int:
-    if plan is None:
-        from fsdpcfg.launch.verl import launch_verl
-
-        return launch_verl(composed, dry_run=dry_run, echo=_echo)
-    from fsdpcfg.launch.native import absolutise, launch_native
-    from fsdpcfg.runinfo import write_run_info
+    from fsdpcfg.launch.native import absolutise
 
     cfg = absolutise(cfg)
-    write_run_info(cfg["fsdpcfg"]["run_dir"], composed, plan=plan)
-    return launch_native(cfg, plan=plan, dry_run=dry_run, echo=_echo)
+    if plan is None:
+        from fsdpcfg.launch.folders import dry_run_folder, hold_folders
+        from fsdpcfg.launch.verl import launch_verl
+
+        if dry_run:  # the verl YAML goes to <run_dir>/verl unless the run folder holds a run
+            folder = dry_run_folder(cfg["fsdpcfg"]["run_dir"], _echo)
+            return launch_verl(composed, dry_run=True, echo=_echo, config_dir=Path(folder) / "verl")
+        with hold_folders(cfg, _echo):
+            return launch_verl(composed, dry_run=False, echo=_echo)
+    from fsdpcfg.launch.native import launch_native
+
+    return launch_native(cfg, plan=plan, dry_run=dry_run, echo=_echo, composed=composed)
 
 
 def sweep_points(overrides: list[str]) -> list[list[str]]:
@@ -142,10 +221,20 @@ def sweep_points(overrides: list[str]) -> list[list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run one config, or a sweep (:func:`fsdpcfg.sweep.run_sweep`); return the exit code."""
+    """Run one config, or a sweep (:func:`fsdpcfg.sweep.run_sweep`); return the exit code. A Hydra flag
+    (``--cfg``, ``--info``, ``--version``, ``-sc``) prints its answer instead and starts nothing."""
+    shown = hydra_flag_output(args)
+    if shown is not None:
+        print(shown.rstrip("\n"))
+        return 0
     if not args.multirun:
         composed, cfg, plan = prepare(args.overrides)
-        return _launch(composed, cfg, plan, args.dry_run)
+        rc = _launch(composed, cfg, plan, args.dry_run)
+        if rc == 0 and plan is not None and not args.dry_run:
+            from fsdpcfg.runinfo.summary import closing_summary
+
+            _echo(closing_summary(cfg, args.overrides))
+        return rc
     from fsdpcfg.sweep import run_sweep
 
     return run_sweep(args.overrides, only_valid=args.only_valid, dry_run=args.dry_run, echo=_echo)

@@ -91,6 +91,8 @@ class Composed:
         kind: ``"ppo"`` (verl's ppo_trainer layout) or ``"sft"`` (sft_trainer_engine layout).
         pruned: keys of fsdpcfg's own FSDP-engine defaults left out because the chosen engine's verl
             composition has no such key (:func:`fsdpcfg.compose.verl_base.prune`; ``engine=megatron``).
+        hydra_cfg: Hydra's own ``hydra`` node of the composition (``--cfg hydra``), unresolved; ``None`` for a
+            config read from a file.
     """
 
     cfg: DictConfig
@@ -102,6 +104,16 @@ class Composed:
     provenance: Provenance = field(default_factory=Provenance)
     origin: str = "compose"
     pruned: list[str] = field(default_factory=list)
+    hydra_cfg: DictConfig | None = None
+
+    def __post_init__(self) -> None:
+        # every composed config names its secrets before anything prints or writes it (fsdpcfg.runinfo.redact)
+        from fsdpcfg.runinfo.redact import register_config
+
+        try:
+            register_config(OmegaConf.to_container(self.cfg, resolve=False))
+        except Exception:  # a tree OmegaConf cannot convert is reported by whoever reads it next
+            pass
 
     def to_container(self, resolve: bool = True) -> dict[str, Any]:
         """Return the config as plain dicts and lists (interpolations resolved unless ``resolve=False``).
@@ -155,6 +167,12 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
             raise UsageError(f"`{o.input_line}` is a sweep; a single config cannot hold it",
                              fix="run sweeps with `python -m fsdpcfg -m ...`, or give one value")
     extra_dirs = [Path(d) for d in (extra_recipe_dirs or [])]
+    headerless: dict[str, Path] = {}  # a user's recipe (name -> file) without a `# @package` header
+    for o in parsed:
+        own = _recipe_file(o.value(), extra_dirs) if o.key_or_group == "recipe" and isinstance(o.value(), str) \
+            else None
+        if own is not None and own.resolve().parent != paths.recipes_dir().resolve() and _needs_global_package(own):
+            headerless[o.value()] = own
     tmp = None
     search = []
     if extra_dirs:
@@ -165,6 +183,9 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
                 dst = tmp / "recipe" / f.name
                 if not dst.exists():
                     os.symlink(f.resolve(), dst)
+        for name, f in headerless.items():  # a recipe's keys are top-level keys: Hydra's _global_ package
+            (tmp / "recipe" / f"{name}.yaml").unlink(missing_ok=True)
+            (tmp / "recipe" / f"{name}.yaml").write_text("# @package _global_\n" + f.read_text(encoding="utf-8"))
         search = [f"hydra.searchpath=[file://{tmp}]"]
     kind = "ppo"
     for o in parsed:
@@ -183,6 +204,7 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
             shutil.rmtree(tmp, ignore_errors=True)
     choices = {k: v for k, v in (cfg.hydra.runtime.choices or {}).items()
                if not k.startswith("hydra/") and v and k.split("@")[0] != verl_base.GROUP}
+    hydra_cfg = cfg.hydra
     with open_dict(cfg):
         del cfg["hydra"]
     OmegaConf.set_struct(cfg, False)
@@ -214,7 +236,7 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
         prov.add_override(key, text)
     pruned = verl_base.prune(cfg, prov, comp)
     return Composed(cfg=cfg, choices=choices, kind=kind, overrides=overrides, added=added, deleted=deleted,
-                    provenance=prov, origin="compose", pruned=pruned)
+                    provenance=prov, origin="compose", hydra_cfg=hydra_cfg, pruned=pruned)
 
 
 def _engine_choice(parsed, kind: str, extra_dirs: list[Path]) -> str | None:
@@ -236,6 +258,36 @@ def _engine_choice(parsed, kind: str, extra_dirs: list[Path]) -> str | None:
                     if str(k).replace("override ", "").strip().lstrip("/") == "engine" and isinstance(v, str):
                         return v
     return None
+
+
+def _needs_global_package(f: Path) -> bool:
+    """True when the recipe file ``f`` (``+recipe=f``) has no ``# @package`` header: its keys are then composed
+    at the top level (Hydra's ``_global_`` package, from a copy with the header) instead of under ``recipe.``.
+    This is what a run folder's ``config.yaml`` (a full config) and a hand-written overlay need.
+
+    Raises:
+        UsageError: ``f`` is a verl config file (verl composes it, not fsdpcfg) or not a config at all.
+    """
+    from fsdpcfg.compose import config_file
+
+    try:
+        _, info = config_file.read(f)
+    except yaml.YAMLError:
+        return False  # validate_recipe_file has reported it already; Hydra would too
+    if info.kind == "verl":
+        from fsdpcfg import verlref
+
+        entry = verlref.ENTRY_POINTS.get(info.base, "verl.trainer.main_ppo")
+        runner = "torchrun --nproc_per_node=GPUS" if info.tree == "sft" else "python"
+        raise UsageError(f"{f} is a verl config file (its defaults list starts from verl's {info.base}); verl "
+                         "composes it, fsdpcfg does not",
+                         fix=f"check it with `fsdpcfg check {f}`; run it with `{runner} -m {entry} "
+                             f"--config-path={f.resolve().parent} --config-name={f.stem}` (or the run_verl.sh "
+                             "beside it)")
+    if info.kind == "unrelated":
+        raise UsageError(f"{f} is not a fsdpcfg or verl config: {info.why}",
+                         fix="give a recipe file, a recipe name (`fsdpcfg ls`) or a run folder's config.yaml")
+    return not config_file.has_package_header(f.read_text(encoding="utf-8"))
 
 
 def validate_recipe_file(f: Path) -> None:

@@ -30,6 +30,15 @@ class Source:
     where: str
     option: str | None = None
 
+    def location(self) -> tuple[str, int] | None:
+        """``(file, line)`` where the value was written (1-based line; the file as shown, relative to the
+        repository or the current folder when inside them), or ``None`` for the command line, a schema default
+        or a source without a line."""
+        if self.kind not in ("default", "group", "recipe", "file"):
+            return None
+        path, sep, line = self.where.rpartition(":")
+        return (path, int(line)) if sep and path and line.isdigit() else None
+
     def __str__(self) -> str:
         if self.kind == "override":
             return f"command line `{self.where}`"

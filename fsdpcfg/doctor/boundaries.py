@@ -46,7 +46,7 @@ ADVICE: dict[str, str] = {
              "the rollout dtype (actor_rollout_ref.rollout.dtype vs the actor's), and the generation settings",
 }
 
-_MODEL_RULES = {"FC106", "FC361", "FC400", "FC401", "FC402", "FC403", "FC404", "FC861"}
+_MODEL_RULES = {"FC106", "FC361", "FC400", "FC401", "FC402", "FC403", "FC404", "FC470", "FC471", "FC861"}
 _STATE_RULES = {"FC405", "FC364", "FC703", "FC704"}
 _ROLLOUT_RULES = {"FC406", "FC501", "FC502", "FC503", "FC504", "FC505", "FC506", "FC801"}
 

@@ -20,6 +20,7 @@ from typing import Callable
 
 from fsdpcfg.doctor.report import FAIL, NOT_RUN, PASS, SKIP, Report
 from fsdpcfg.doctor.smoke import Variant
+from fsdpcfg.runinfo.redact import write_private
 
 RECIPE = "qwen_grpo"
 #: engines of stages 3-5 (a LoRA actor costs one more GRPO trainer per model, ~10 s on the tiny models).
@@ -32,6 +33,11 @@ REMEDIES: dict[str, tuple[str, list[str]]] = {
     "FC402": ("needs trust_remote_code", ["actor_rollout_ref.model.trust_remote_code=true"]),
     "FC403": ("no chat template: set custom_chat_template",
               [f"actor_rollout_ref.model.custom_chat_template='{CHAT_TEMPLATE}'"]),
+}
+#: warning rule ID -> (condition, overrides): a warning whose fix the matrix applies, as a user should.
+WARNING_REMEDIES: dict[str, tuple[str, list[str]]] = {
+    "FC471": ("attention soft-capping: eager attention (sdpa skips the cap)",
+              ["+actor_rollout_ref.model.override_config.attn_implementation=eager"]),
 }
 #: warning rule ID -> note recorded beside the conditions.
 NOTES = {"FC404": "no pad token: pads with eos"}
@@ -56,7 +62,8 @@ def default_models() -> list[str]:
 
 
 def find_conditions(overrides: list[str]) -> tuple[list[str], list[str], list[str]]:
-    """Run the static check, apply :data:`REMEDIES` for its errors until none applies.
+    """Run the static check, apply :data:`REMEDIES` for its errors and :data:`WARNING_REMEDIES` for its warnings
+    until none applies.
 
     Returns:
         ``(overrides + remedies, conditions, notes)``.
@@ -66,16 +73,18 @@ def find_conditions(overrides: list[str]) -> tuple[list[str], list[str], list[st
     conditions: list[str] = []
     notes: list[str] = []
     overrides = list(overrides)
-    for _ in range(len(REMEDIES) + 1):
+    for _ in range(len(REMEDIES) + len(WARNING_REMEDIES) + 1):
         findings = check_overrides(overrides)
-        todo = [f.rule for f in findings if f.severity == "error" and f.rule in REMEDIES
-                and REMEDIES[f.rule][0] not in conditions]
+        remedies = {f.rule: (REMEDIES if f.severity == "error" else WARNING_REMEDIES)[f.rule] for f in findings
+                    if (f.severity == "error" and f.rule in REMEDIES)
+                    or (f.severity == "warning" and f.rule in WARNING_REMEDIES)}
+        todo = [r for r, (cond, _) in remedies.items() if cond not in conditions]
         notes = sorted({NOTES[f.rule] for f in findings if f.rule in NOTES})
         if not todo:
             break
-        for rule in dict.fromkeys(todo):
-            conditions.append(REMEDIES[rule][0])
-            overrides += REMEDIES[rule][1]
+        for rule in todo:
+            conditions.append(remedies[rule][0])
+            overrides += remedies[rule][1]
     return overrides, conditions, notes
 
 
@@ -94,7 +103,7 @@ def run_model(asset: str, *, timeout: float, echo: Callable[[str], None]) -> Mod
     from fsdpcfg.doctor.runner import run_doctor
 
     path = ensure(asset, verbose=False)
-    row = ModelRow(asset, get_spec(asset).source)
+    row = ModelRow(asset, get_spec(asset).source_label)
     overrides, row.conditions, row.notes = find_conditions([f"+recipe={RECIPE}", f"actor_rollout_ref.model.path={path}"])
     echo(f"{asset}: conditions: {', '.join(row.conditions) or 'none'}")
     row.report = run_doctor(overrides, variants=VARIANTS, patch_names=_native_patches(path), timeout=timeout,
@@ -142,8 +151,9 @@ def render_markdown(rows: list[ModelRow], *, seconds: float, versions: dict[str,
         f"Generated {date} on this machine ({platform.machine()}, {_cores()} CPU cores, no GPU) with "
         + ", ".join(f"{k} {v}" for k, v in versions.items()) + f"; the matrix took {seconds / 60:.1f} min.", "",
         "Each model is a tiny scaled-down version of a real architecture (`fsdpcfg assets list`: the real "
-        "`config.json` scaled to 2 layers and hidden size 64, random weights, the real tokenizer or a stated "
-        "stand-in), run through the doctor's stages with recipe `qwen_grpo` on the CPU: 0 static check, 1 load, "
+        "`config.json`, or where the project has none the transformers config class's own defaults (the *real "
+        "config* column then names the class, e.g. `Gemma2Config()`), scaled to 2 layers and hidden size 64, random "
+        "weights, the real tokenizer or a stated stand-in), run through the doctor's stages with recipe `qwen_grpo` on the CPU: 0 static check, 1 load, "
         "2 patches vs the unpatched model, 3 SFT steps (native SFT trainer), 4 two GRPO steps with the `hf` "
         "rollout adapter (two weight synchronisations), 5 actor vs rollout log-probs after a third "
         "synchronisation and a checkpoint save/reload. Stages 3-5 run in one torchrun of 2 ranks (gloo) per "
@@ -151,9 +161,9 @@ def render_markdown(rows: list[ModelRow], *, seconds: float, versions: dict[str,
         "stage. *Conditions* are what the static check required and the matrix then set (the recipe alone "
         "would stop there). Random weights mean the rewards and losses say nothing about quality: these are "
         "plumbing checks.", "",
-        "**GPU:** not run. Issue 6 asks for a doctor report from a GPU machine for two or three architectures; "
-        "no GPU machine was lent to the session that generated this file, so every row below is CPU-only "
-        "(fp32, gloo).", "",
+        "**GPU:** not run. `scripts/gpu_check.sh` runs the doctor on CUDA for tiny-qwen2, tiny-llama3 and "
+        "tiny-mixtral (with the GRPO loop on the full-size Qwen2.5-0.5B architecture); no GPU machine was lent to "
+        "the session that generated this file, so every row below is CPU-only (fp32, gloo).", "",
         "| model (asset) | real config | load | patches | SFT step | GRPO step + rollout | log-prob match | "
         "checkpoint | conditions |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -165,7 +175,10 @@ def render_markdown(rows: list[ModelRow], *, seconds: float, versions: dict[str,
             lines.append(f"| {r.asset} | {r.source} | not run | | | | | | {cond} |")
             continue
         ckpt = "not run" if rep.status_of(5) == NOT_RUN else ("yes" if rep.status_of(5) == PASS else "**no**")
-        lines.append(f"| {r.asset} | {r.source} | {_cell(rep, 1)} | {_patches_cell(rep)} | "
+        check = next((x for x in rep.results if x.stage == 0), None)
+        load = (f"**check failed** ({', '.join(check.failure.rules)})" if check is not None and check.status == FAIL
+                and check.failure is not None else _cell(rep, 1))
+        lines.append(f"| {r.asset} | {r.source} | {load} | {_patches_cell(rep)} | "
                      f"{_cell(rep, 3, ['fsdp', 'fsdp2'])} | {_cell(rep, 4, names)} | {_logprob_cell(rep)} | {ckpt} | "
                      f"{cond} |")
     lines += ["", "## Details", ""]
@@ -177,7 +190,19 @@ def render_markdown(rows: list[ModelRow], *, seconds: float, versions: dict[str,
         lines.append(f"- **{r.asset}** ({rep.seconds:.0f} s): "
                      + (load.detail + "." if load is not None and load.status == PASS else "")
                      + (f" Stopped at {_stopped(rep)}" if rep.failure else " All stages passed."))
-    lines += ["", "Regenerate: `fsdpcfg doctor --matrix` (writes this file; about "
+    from fsdpcfg.doctor.claims import render_claims
+
+    by_asset = {r.asset: r for r in rows}
+
+    def outcome(asset: str) -> str:
+        r = by_asset.get(asset)
+        if r is None or r.report is None:
+            return "not in this run"
+        cond = f" (with: {'; '.join(r.conditions)})" if r.conditions else ""
+        return ("all stages passed" + cond) if r.report.ok else f"stopped at {_stopped(r.report)[:160]}"
+
+    lines += [""] + render_claims(outcome)
+    lines += ["Regenerate: `fsdpcfg doctor --matrix` (writes this file; about "
               f"{seconds / 60:.0f} min on 2 CPU cores). One model: `fsdpcfg doctor --matrix --models tiny-qwen2 "
               "--output /tmp/one.md`.", ""]
     return "\n".join(lines)
@@ -237,6 +262,6 @@ def run_matrix(*, models: list[str] | None = None, output: Path | None = None, t
     text = render_markdown(rows, seconds=time.perf_counter() - t0, versions=versions(),
                            date=time.strftime("%Y-%m-%d"))
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text)
+    write_private(output, text)
     echo(f"wrote {output}")
     return 0

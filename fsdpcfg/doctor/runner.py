@@ -1,7 +1,7 @@
 """Run the doctor's stages, cheapest first, and stop at the first failure.
 
 Stages 0-2 run in this process (stage 0 imports no torch); stages 3-5 run in one torchrun launch of
-:mod:`fsdpcfg.doctor.worker` with 2 ranks (gloo on the CPU), for every engine variant, so torchrun's start-up is
+:mod:`fsdpcfg.doctor.worker` with 2 ranks (gloo on the CPU; NCCL with one rank per GPU, at most 2, on CUDA), for every engine variant, so torchrun's start-up is
 paid once. The worker's per-rank event files are merged here: a stage fails when any rank failed it, and a stage
 that started but never reported (a crash, a hang past ``timeout``) fails with the end of torchrun's output.
 """
@@ -19,8 +19,9 @@ from typing import Callable
 
 from fsdpcfg.doctor.boundaries import CONFIG, ROLLOUT, STATE, Failure, failure_from_exception
 from fsdpcfg.doctor.report import FAIL, Report, StageResult
-from fsdpcfg.doctor.smoke import WORLD, Variant
+from fsdpcfg.doctor.smoke import Variant
 from fsdpcfg.errors import ConfigError, UsageError
+from fsdpcfg.runinfo.redact import write_private
 
 _DEFAULT_BOUNDARY = {3: STATE, 4: STATE, 5: ROLLOUT}
 ENGINES = ("fsdp", "fsdp2")
@@ -94,23 +95,28 @@ def run_doctor(overrides: list[str], *, variants: list[Variant] | None = None, s
 
     if not add(run_load(cfg)) or not add(run_patches(cfg, patch_names)):
         return done()
-    from fsdpcfg.doctor.smoke import grpo_config, sft_config
+    from fsdpcfg.doctor.smoke import grpo_config, sft_config, world_for
     from fsdpcfg.doctor.stage_sft import SFT_PATH
 
     work = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="fsdpcfg-doctor-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
+        try:
+            world = world_for(cfg["trainer"]["device"])
+        except ConfigError as err:
+            add(_config_failure(err, 3))
+            return done()
         spec = {"device": cfg["trainer"]["device"], "backend": "nccl" if cfg["trainer"]["device"] == "cuda" else "gloo",
-                "out": str(work), "sft": [], "grpo": []}
+                "out": str(work), "world": world, "sft": [], "grpo": []}
         for e in sft_engines:
             try:
-                spec["sft"].append({"variant": e, "cfg": sft_config(cfg, e, work)})
+                spec["sft"].append({"variant": e, "cfg": sft_config(cfg, e, work, world)})
             except ConfigError as err:
                 add(_config_failure(err, 3, e))
                 return done()
         for v in variants:
             try:
-                spec["grpo"].append({"variant": v.name, "cfg": grpo_config(composed, v, work)})
+                spec["grpo"].append({"variant": v.name, "cfg": grpo_config(composed, v, work, world)})
             except ConfigError as err:
                 add(_config_failure(err, 4, v.name))
                 return done()
@@ -129,21 +135,30 @@ def _launch(spec: dict, work: Path, timeout: float, say: Callable[[str], None]) 
     import os
 
     spec_file = work / "spec.json"
-    spec_file.write_text(json.dumps(spec))
+    write_private(spec_file, json.dumps(spec))
     for f in work.glob("rank*.jsonl"):
         f.unlink()
     out_file = work / "torchrun.log"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(WORLD),
+    world = int(spec["world"])
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(world),
            "-m", "fsdpcfg.doctor.worker", str(spec_file)]
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), "TOKENIZERS_PARALLELISM": "false"}
-    say(f"  stages 3-5: torchrun with {WORLD} ranks ({', '.join(i['variant'] for i in spec['sft'])} SFT; "
+    say(f"  stages 3-5: torchrun with {world} rank(s) ({', '.join(i['variant'] for i in spec['sft'])} SFT; "
         f"{', '.join(i['variant'] for i in spec['grpo'])} GRPO)")
     timed_out = False
     with out_file.open("w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        from fsdpcfg.launch._signals import child_setup
+
+        # torchrun dies with the doctor (PR_SET_PDEATHSIG), its ranks with torchrun (fsdpcfg.doctor.worker)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                preexec_fn=child_setup(os.getpid()))
         try:
             proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        except BaseException as e:  # Ctrl-C reaches only the doctor (torchrun has a session of its own)
+            if not isinstance(e, subprocess.TimeoutExpired):
+                os.killpg(proc.pid, 9)
+                proc.wait()
+                raise
             timed_out = True
             os.killpg(proc.pid, 15)
             try:

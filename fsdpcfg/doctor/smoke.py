@@ -1,7 +1,7 @@
 """The small configs the distributed stages run: the user's run, shrunk to a smoke test, one per engine/variant.
 
 GRPO (stages 4-5): the user's composed config with batch sizes shrunk (2 prompts x 2 samples, 8 response tokens,
-micro batches of 2), 2 steps, 2 ranks on ``trainer.device``, the run and checkpoint folders in the doctor's work
+micro batches of 2), 2 steps, 2 ranks on the CPU (one per GPU, at most 2, on CUDA: :func:`world_for`), the run and checkpoint folders in the doctor's work
 folder, and ``actor_rollout_ref.actor.strategy`` (hence ref/rollout strategies, which interpolate it) set to the
 variant's engine, and the reward replaced by :mod:`fsdpcfg.doctor.smoke_reward` (scores with spread, so that the
 update has a gradient). Everything else (model, trust_remote_code, external_lib, patches, dtypes, wrap policy, rollout,
@@ -21,6 +21,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+#: ranks of the distributed stages on the CPU (FSDP only shards, and the weight stream only gathers, with more than
+#: one rank); on CUDA one rank per visible GPU, at most this many (:func:`world_for`).
 WORLD = 2
 STEPS = 2
 #: GRPO sizes (sequences): 2 prompts x n=2 = 4 sequences per step, 2 per rank, one micro-batch each.
@@ -34,7 +36,7 @@ GRPO_SIZES: dict[str, Any] = {
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": 2,
     "actor_rollout_ref.ref.log_prob_use_dynamic_bsz": False,
     "trainer.total_training_steps": STEPS, "trainer.save_freq": -1, "trainer.resume_mode": "disable",
-    "trainer.nnodes": 1, "trainer.n_gpus_per_node": WORLD, "trainer.val_before_train": False,
+    "trainer.nnodes": 1, "trainer.val_before_train": False,
     "trainer.test_freq": -1, "trainer.max_actor_ckpt_to_keep": None,
     "reward.custom_reward_function.path": str(Path(__file__).with_name("smoke_reward.py")),
     "reward.custom_reward_function.name": "compute_score",
@@ -74,12 +76,33 @@ class Variant:
         return cls(engine, extra == "lora")
 
 
+def world_for(device: str) -> int:
+    """Ranks of the distributed stages on ``device``: :data:`WORLD` on the CPU (gloo runs any number of ranks on
+    one machine); on CUDA ``min(WORLD, torch.cuda.device_count())``, since NCCL needs one GPU per rank (two ranks
+    on one GPU fail: ``set_device(1)`` is an invalid ordinal on a 1-GPU machine) and a 1-rank FSDP still runs.
+
+    Raises:
+        fsdpcfg.errors.ConfigError: ``cuda`` on a machine where torch sees no CUDA device.
+    """
+    if device != "cuda":
+        return WORLD
+    import torch
+
+    n = torch.cuda.device_count()
+    if n < 1:
+        from fsdpcfg.errors import ConfigError
+
+        raise ConfigError("trainer.device = cuda, but torch sees no CUDA device here", key="trainer.device",
+                          value=device, fix="run the doctor on a GPU machine, or with trainer=cpu")
+    return min(WORLD, n)
+
+
 def _set(tree: Any, key: str, value: Any) -> None:
     OmegaConf.update(tree, key, value, merge=False, force_add=True)
 
 
-def grpo_config(composed, variant: Variant, work: Path) -> dict[str, Any]:
-    """The resolved GRPO smoke config of ``variant`` (plain dicts), checked by the native plan.
+def grpo_config(composed, variant: Variant, work: Path, world: int = WORLD) -> dict[str, Any]:
+    """The resolved GRPO smoke config of ``variant`` (plain dicts) for ``world`` ranks, checked by the native plan.
 
     Raises:
         ConfigError: the shrunk config cannot be planned (reported at stage 0).
@@ -90,6 +113,7 @@ def grpo_config(composed, variant: Variant, work: Path) -> dict[str, Any]:
     folder = work / f"grpo-{variant.name}"
     for key, value in GRPO_SIZES.items():
         _set(tree, key, value)
+    _set(tree, "trainer.n_gpus_per_node", world)
     _set(tree, "actor_rollout_ref.actor.strategy", variant.engine)
     _set(tree, "trainer.default_local_dir", str(folder / "ckpt"))
     _set(tree, "fsdpcfg.run_dir", str(folder))
@@ -100,8 +124,8 @@ def grpo_config(composed, variant: Variant, work: Path) -> dict[str, Any]:
     return cfg
 
 
-def sft_config(ppo_cfg: dict[str, Any], engine: str, work: Path) -> dict[str, Any]:
-    """The resolved SFT smoke config for ``engine`` built from the run's resolved ``ppo_cfg``.
+def sft_config(ppo_cfg: dict[str, Any], engine: str, work: Path, world: int = WORLD) -> dict[str, Any]:
+    """The resolved SFT smoke config for ``engine`` on ``world`` ranks, built from the run's resolved ``ppo_cfg``.
 
     Raises:
         ConfigError: the SFT recipe cannot be composed or planned.
@@ -117,10 +141,10 @@ def sft_config(ppo_cfg: dict[str, Any], engine: str, work: Path) -> dict[str, An
     for k in _SFT_ENGINE_KEYS:
         cfg["engine"][k] = copy.deepcopy(fsdp[k])
     cfg["engine"]["strategy"] = engine
-    cfg["data"].update(train_batch_size=WORLD, micro_batch_size_per_gpu=1, train_max_samples=4 * WORLD,
+    cfg["data"].update(train_batch_size=world, micro_batch_size_per_gpu=1, train_max_samples=4 * world,
                        use_dynamic_bsz=False)
     folder = work / f"sft-{engine}"
-    cfg["trainer"].update(total_training_steps=STEPS, save_freq=-1, nnodes=1, n_gpus_per_node=WORLD,
+    cfg["trainer"].update(total_training_steps=STEPS, save_freq=-1, nnodes=1, n_gpus_per_node=world,
                           device=ppo_cfg["trainer"]["device"], default_local_dir=str(folder / "ckpt"),
                           resume_mode="disable")
     cfg["fsdpcfg"]["run_dir"] = str(folder)

@@ -19,7 +19,9 @@ def _all_max(x: float) -> float:
     import torch
     import torch.distributed as dist
 
-    t = torch.tensor([x], dtype=torch.float64)
+    from fsdpcfg.train.loop import collective_device
+
+    t = torch.tensor([x], dtype=torch.float64, device=collective_device())
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return float(t)
 

@@ -37,6 +37,7 @@ def run_sft(cfg: dict, variant: str, steps: int = 2) -> StageResult:
     import torch
     import torch.distributed as dist
 
+    from fsdpcfg.train.loop import collective_device
     from fsdpcfg.train.sft.trainer import SFTTrainer
 
     t = time.perf_counter()
@@ -48,7 +49,8 @@ def run_sft(cfg: dict, variant: str, steps: int = 2) -> StageResult:
             m = trainer.step(step)
             data["losses"].append(m["train/loss"])
             data["grad_norms"].append(m["train/grad_norm"])
-        moved = torch.tensor([abs(_local_norm(trainer.model) - before)], dtype=torch.float64)
+        moved = torch.tensor([abs(_local_norm(trainer.model) - before)], dtype=torch.float64,
+                             device=collective_device())
         dist.all_reduce(moved)
         data["param_change"] = float(moved)
         del trainer

@@ -11,7 +11,6 @@ written by rank 0 to ``<run_dir>/error.txt`` and reported here without a traceba
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -57,22 +56,19 @@ def ensure_assets(cfg: dict[str, Any], echo: Callable[[str], None] = print) -> l
     return built
 
 
-def write_run_config(cfg: dict[str, Any]) -> Path:
-    """Write ``cfg`` to ``<fsdpcfg.run_dir>/config.yaml`` atomically (temp file, fsync, rename); return the path.
-    Secrets are never written: see :func:`fsdpcfg.runinfo.redact`."""
+def write_run_config(cfg: dict[str, Any], folder: str | Path | None = None) -> Path:
+    """Write ``cfg`` to ``<folder>/config.yaml`` (default ``fsdpcfg.run_dir``) atomically (temp file, fsync,
+    rename); return the path. Secrets are never written: see :func:`fsdpcfg.runinfo.redact`.
+
+    Raises:
+        WriteFault: the folder cannot be written (full, read-only, no permission).
+    """
+    from fsdpcfg.runinfo.faults import write_file_in
     from fsdpcfg.runinfo.redact import redact
 
     cfg = redact(cfg)
-    run_dir = Path(cfg["fsdpcfg"]["run_dir"]).expanduser()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    target = run_dir / "config.yaml"
-    tmp = run_dir / f".config.yaml.tmp-{os.getpid()}"
-    with open(tmp, "w") as fh:
-        yaml.safe_dump(cfg, fh, sort_keys=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
-    return target
+    run_dir = Path(folder if folder is not None else cfg["fsdpcfg"]["run_dir"]).expanduser()
+    return write_file_in(run_dir, "config.yaml", yaml.safe_dump(cfg, sort_keys=False), "fsdpcfg.run_dir")
 
 
 def absolutise(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -122,13 +118,27 @@ def require_data(cfg: dict[str, Any]) -> None:
 
 
 def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: bool = False,
-                  echo: Callable[[str], None] = print) -> int:
+                  echo: Callable[[str], None] = print, composed: Any = None,
+                  run_info: dict[str, Any] | None = None) -> int:
     """Start the native loop on the resolved config ``cfg`` and return torchrun's exit code (0 for a dry run).
 
+    The run folder and the checkpoint folder are locked (:func:`fsdpcfg.launch.folders.hold_folders`) before
+    anything is written into them and until torchrun has exited, and both are checked writable first. With
+    ``composed``, ``run_info.json`` and ``overrides.yaml`` are written too (``run_info``: extra entries). A dry
+    run writes into the run folder only when it holds no run (:func:`fsdpcfg.launch.folders.dry_run_folder`).
+
+    torchrun runs under :func:`fsdpcfg.launch._signals.run_forwarding`: a SIGINT/SIGTERM/SIGHUP here stops it
+    and its ranks, and the ranks die with this process whatever kills it.
+
     Raises:
-        ConfigError: the plan cannot be made (batch sizes), an asset cannot be built, or a worker reported a
-            config mistake while starting (read from ``<run_dir>/error.txt``).
+        Interrupted: a signal stopped the run (exit code ``128 + signal``).
+        ConfigError: the plan cannot be made (batch sizes), an asset cannot be built, a folder is in use by
+            another run (``FolderBusy``) or cannot be written (``WriteFault``), or a worker reported a config
+            mistake or a fault while running (read from ``<run_dir>/error.txt``).
     """
+    from fsdpcfg.launch.folders import DRY_RUN_KEY, dry_run_folder, hold_folders
+    from fsdpcfg.runinfo import write_run_info
+
     cfg = absolutise(cfg)
     if plan is None and cfg["fsdpcfg"].get("kind") == "sft":
         from fsdpcfg.train.sft.plan import make_sft_plan
@@ -136,23 +146,41 @@ def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: boo
         plan = make_sft_plan(cfg)
     plan = plan or make_plan(cfg)
     echo("plan:\n" + plan.describe())
-    if not dry_run:
-        ensure_assets(cfg, echo)
-        require_model(cfg)
-        require_data(cfg)
-    config_path = write_run_config(cfg)
+    run_dir = Path(cfg["fsdpcfg"]["run_dir"])
+    if dry_run:
+        folder = dry_run_folder(run_dir, echo)
+        if composed is not None:
+            write_run_info(folder, composed, plan=plan, extra={**(run_info or {}), DRY_RUN_KEY: True})
+        _show_command(cfg, plan, write_run_config(cfg, folder), echo)
+        return 0
+    ensure_assets(cfg, echo)
+    require_model(cfg)
+    require_data(cfg)
+    with hold_folders(cfg, echo) as lock:
+        if composed is not None:
+            write_run_info(run_dir, composed, plan=plan, extra=run_info)
+        config_path = write_run_config(cfg)
+        cmd = _show_command(cfg, plan, config_path, echo)
+        err = paths.within(run_dir, ERROR_FILE)
+        err.unlink(missing_ok=True)
+        sys.stdout.flush()
+        from fsdpcfg.launch._signals import run_forwarding
+
+        # SIGINT/SIGTERM/SIGHUP are forwarded and waited for; torchrun and the ranks die with this process.
+        # torchrun shares the locks: they stay held while it lives, even if this process is killed first
+        rc = run_forwarding(cmd, {**os.environ, **lock.env(), "FSDPCFG_ERROR_FILE": str(err)}, say=echo,
+                            pass_fds=tuple(lock.pass_fds()))
+        if err.is_file():
+            text = err.read_text().strip()
+            raise ConfigError(text)
+    return rc
+
+
+def _show_command(cfg: dict[str, Any], plan: Plan, config_path: Path, echo: Callable[[str], None]) -> list[str]:
+    """Print the run folder and the torchrun command on ``config_path``; return the command."""
     cmd = torchrun_command(plan, str(config_path))
     if cfg["fsdpcfg"].get("kind") == "sft":  # the native SFT trainer's entry instead of the GRPO loop's
         cmd[cmd.index("fsdpcfg.train")] = "fsdpcfg.train.sft"
-    echo(f"run folder: {config_path.parent}")
+    echo(f"run folder: {cfg['fsdpcfg']['run_dir']}")
     echo(format_command(cmd))
-    if dry_run:
-        return 0
-    err = config_path.parent / ERROR_FILE
-    err.unlink(missing_ok=True)
-    sys.stdout.flush()
-    rc = subprocess.call(cmd, env={**os.environ, "FSDPCFG_ERROR_FILE": str(err)})
-    if err.is_file():
-        text = err.read_text().strip()
-        raise ConfigError(text)
-    return rc
+    return cmd

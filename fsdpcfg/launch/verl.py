@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,15 +84,20 @@ class VerlInvocation:
         return self.config_dir / CONFIG_FILE
 
     def write(self) -> Path:
-        """Write the YAML into :attr:`config_dir` (created if needed) and return its path."""
+        """Write the YAML into :attr:`config_dir` (created if needed, atomically, secrets as references:
+        :func:`fsdpcfg.runinfo.redact.write_private`) and return its path."""
+        from fsdpcfg.runinfo.redact import write_private
+
         self.config_dir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(self.yaml_text)
-        return self.config_path
+        return write_private(self.config_path, self.yaml_text)
 
     def command_line(self) -> str:
-        """The exact command as one shell line, ``env`` assignments first."""
-        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
-        return (prefix + " " if prefix else "") + shlex.join(self.argv)
+        """The exact command as one shell line, ``env`` assignments first; a secret is shown as the variable it
+        comes from (``WANDB_API_KEY="${MYKEY}"``, :func:`fsdpcfg.runinfo.redact.shell_value`), never its value."""
+        from fsdpcfg.runinfo.redact import scrub_text, shell_value
+
+        prefix = " ".join(f"{k}={shell_value(k, v)}" for k, v in self.env.items())
+        return (prefix + " " if prefix else "") + scrub_text(shlex.join(self.argv))
 
 
 def verl_config_name(kind: str) -> str:
@@ -316,10 +320,13 @@ def build_verl_invocation(composed: Any, config_dir: str | Path | None = None, *
         run_dir = (composed.to_container(resolve=True).get("fsdpcfg") or {}).get("run_dir") or "runs/verl"
         config_dir = Path(run_dir) / "verl"
     config_dir = Path(config_dir).absolute()
+    from fsdpcfg.runinfo.redact import scrub, scrub_text
+
+    tree = scrub(tree)  # a secret verl reads (runtime_env.env_vars) becomes ${oc.env:NAME}: verl resolves it
     notes = _notes(tree, config)
     doc = {"defaults": verl_defaults_list(config), "hydra": {"searchpath": [VERL_SEARCHPATH]}, **tree}
-    text = _header(config, entry, composed, notes) + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False,
-                                                                    width=120)
+    text = scrub_text(_header(config, entry, composed, notes) + yaml.safe_dump(doc, sort_keys=False,
+                                                                               default_flow_style=False, width=120))
     cfg_args = [f"--config-path={config_dir}", f"--config-name={Path(CONFIG_FILE).stem}"]
     py = python or "python3"
     if kind == "ppo":
@@ -386,6 +393,7 @@ def launch_verl(composed: Any, *, dry_run: bool = False, config_dir: str | Path 
     Raises:
         ConfigError: the machine cannot run verl (a GPU-less machine: use launcher=native), or the config
             cannot be handed over (see :func:`build_verl_invocation`).
+        Interrupted: a signal stopped verl (:func:`fsdpcfg.launch._signals.run_forwarding`).
     """
     from fsdpcfg.rules.verl_launch import launch_findings
 
@@ -407,4 +415,7 @@ def launch_verl(composed: Any, *, dry_run: bool = False, config_dir: str | Path 
     if dry_run:
         return 0
     sys.stdout.flush()
-    return subprocess.call(inv.argv, env={**os.environ, **inv.env})
+    from fsdpcfg.launch._signals import run_forwarding
+
+    # as for torchrun: SIGINT/SIGTERM/SIGHUP forwarded and waited for, verl dies with this process
+    return run_forwarding(inv.argv, {**os.environ, **inv.env}, say=echo)

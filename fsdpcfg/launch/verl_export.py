@@ -23,6 +23,7 @@ from typing import Any
 
 from fsdpcfg import paths, verlref
 from fsdpcfg.launch.verl import CONFIG_FILE, VerlInvocation, build_verl_invocation
+from fsdpcfg.runinfo.redact import shell_value, write_private
 
 SCRIPT_FILE = "run_verl.sh"
 FILES_DIR = "files"
@@ -101,7 +102,7 @@ def _override(key: str, names: Any, copied_names: set[str]) -> str:
 def _script(inv: VerlInvocation, overrides: list[str], header: list[str]) -> str:
     lines = ["#!/usr/bin/env bash"] + [f"# {h}" if h else "#" for h in header]
     lines += ["set -euo pipefail", 'HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"']
-    lines += [f"export {k}={shlex.quote(v)}" for k, v in inv.env.items()]
+    lines += [f"export {k}={shell_value(k, v)}" for k, v in inv.env.items()]  # a secret: "${VAR}", read at run time
     cfg = [f'--config-path="$HERE"', f"--config-name={Path(CONFIG_FILE).stem}"]
     if inv.kind == "ppo":
         cmd = [f"python3 -m {inv.entry_point}", *cfg]
@@ -168,9 +169,7 @@ def export_verl(composed: Any, out_dir: str | Path, *, force: bool = False) -> E
                not any(n.startswith(k + " ") for k in copied)]
     out.mkdir(parents=True, exist_ok=True)
     config = inv.write()
-    script = out / SCRIPT_FILE
-    script.write_text(_script(inv, script_overrides, header))
-    script.chmod(0o755)
+    script = write_private(out / SCRIPT_FILE, _script(inv, script_overrides, header), mode=0o755)
     here = str(out)
     return ExportResult(out_dir=out, script=script, config=config,
                         copied={k: ([_in(out, n, copied_names) for n in v] if isinstance(v, list)

@@ -35,6 +35,20 @@ def _arith(data_source: str, solution_str: str, ground_truth: str, extra_info: d
 #: data_source -> scorer. verl's own default dispatcher knows ``openai/gsm8k`` too.
 SCORERS: dict[str, RewardFn] = {"openai/gsm8k": _gsm8k, "fsdpcfg/arith": _arith}
 
+#: data_source -> the response a model that answers correctly writes, in the format its scorer reads
+#: (``fsdpcfg preview`` scores it: a correct answer must get the full reward).
+REFERENCE_RESPONSES: dict[str, Callable[[str], str]] = {
+    "openai/gsm8k": lambda truth: f"#### {truth}",  # the prompt asks for the answer after "####"
+    "fsdpcfg/arith": lambda truth: str(truth),
+}
+
+
+def reference_response(data_source: str, ground_truth: Any) -> str | None:
+    """The correct response for ``ground_truth`` in ``data_source``'s answer format, or ``None`` when fsdpcfg
+    does not know that format (a custom data source)."""
+    make = REFERENCE_RESPONSES.get(data_source)
+    return None if make is None or ground_truth is None else make(str(ground_truth))
+
 
 def default_compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None,
                           **kwargs: Any) -> float:

@@ -20,6 +20,8 @@ class Finding:
         fix: what to do.
         derivation: how the numbers in the message were derived (``16 = 2 nodes x 8 GPUs``), if any.
         provenance: key -> where its value came from (``file:line``, group option, command line, default).
+        location: ``(file, line or None)`` of a problem no key's value locates (a YAML syntax error, a file
+            that was skipped); ``None`` otherwise (the keys' provenance locates it).
     """
 
     rule: str
@@ -29,6 +31,7 @@ class Finding:
     fix: str
     derivation: str | None = None
     provenance: dict[str, str] = field(default_factory=dict)
+    location: tuple[str, int | None] | None = None
 
     def to_json(self) -> dict:
         """Return the machine form: exactly ``rule``, ``severity``, ``keys``, ``message``, ``fix``."""

@@ -70,9 +70,13 @@ def native_unsupported_key(ctx: "Context") -> Iterator["Finding"]:
             yield ctx.finding("FC802", [key, LAUNCHER], f"{key}={value!r} is not implemented by the native "
                               f"launcher ({why}); only verl's default {default!r} is", f"use launcher=verl to "
                               f"run it, or set {key}={_text(default)}")
+    raw_defaults = ctx.verl_defaults(resolved=False)
     for key, value in schema_report(ctx).verl_only.items():
         if key in derived or key.endswith("._target_"):
             continue
+        raw = raw_defaults.get(key)
+        if isinstance(raw, str) and "${" in raw:
+            continue  # verl copies it from another key (a saved config holds the copy resolved): reported there
         default = ctx.verl_defaults().get(key)
         if _differs(value, default):
             yield ctx.finding("FC802", [key, LAUNCHER], f"{key}={value!r} is read by verl only; the native "
@@ -97,6 +101,29 @@ def native_unsupported_value(ctx: "Context") -> Iterator["Finding"]:
             yield ctx.finding("FC803", [key, LAUNCHER], f"{key}={_text(value)} is not implemented by the native "
                               f"launcher (it implements {', '.join(map(_text, allowed))})",
                               f"use launcher=verl to run {key}={_text(value)}, or set {key}={_text(allowed[0])}")
+
+
+LOGGER = "trainer.logger"
+
+
+@rule("FC804", "every trainer.logger sink is one the launcher writes", keys=(LOGGER, LAUNCHER),
+      example=("+recipe=qwen_grpo", "trainer.logger=[console,swanlab]"), kinds=("ppo", "sft"))
+def logger_sinks(ctx: "Context") -> Iterator["Finding"]:
+    """Under ``fsdpcfg.launcher=native``: the native loop writes ``console``, ``tensorboard``, ``file``,
+    ``wandb`` and ``mlflow`` (``fsdpcfg/train/trackers.py``, declared as ``NATIVE_SINKS``); any other sink verl
+    supports (``swanlab``, ``vemlp_wandb``, ``clearml``, ``trackio``, ``rl_insight``) would silently write
+    nothing. Source: verl 0.9.1 ``verl/utils/tracking.py`` ``Tracking.supported_backend``."""
+    if ctx.launcher != "native":
+        return
+    from fsdpcfg.schema.trainer import NATIVE_SINKS
+
+    value = ctx.get(LOGGER)
+    loggers = value if isinstance(value, list) else [value]
+    other = [x for x in loggers if isinstance(x, str) and x not in NATIVE_SINKS]
+    if other:
+        yield ctx.finding("FC804", [LOGGER, LAUNCHER], f"{LOGGER}: {', '.join(other)} is not written by the native "
+                          f"loop (it writes {', '.join(NATIVE_SINKS)})",
+                          f"use launcher=verl for {', '.join(other)}, or choose from {', '.join(NATIVE_SINKS)}")
 
 
 def _text(v: Any) -> str:

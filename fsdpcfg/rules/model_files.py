@@ -247,3 +247,29 @@ def layer_classes(model_type: str) -> tuple[tuple[str, ...], frozenset[str]] | N
         ns.extend(re.findall(r'"(\w+)"', m.group(1)))
     classes = frozenset(re.findall(r"^class (\w+)\(", text, flags=re.M))
     return tuple(dict.fromkeys(ns)), classes
+
+
+@lru_cache(maxsize=64)
+def class_defined_anywhere(name: str) -> bool | None:
+    """True when some ``models/*/modeling_*.py`` of the installed transformers defines ``class <name>(`` (read as
+    text); ``None`` when transformers is not installed. Scans every modeling file (tens of ms): call it only
+    after the model_type's own file (:func:`layer_classes`) did not have the class."""
+    root = _transformers_root()
+    if root is None:
+        return None
+    pattern = re.compile(rf"^class {re.escape(name)}\(", flags=re.M)
+    for f in (root / "models").glob("*/modeling_*.py"):
+        if pattern.search(f.read_text(encoding="utf-8", errors="replace")):
+            return True
+    return False
+
+
+@lru_cache(maxsize=1)
+def sdpa_applies_softcap() -> bool | None:
+    """Whether the installed transformers' sdpa attention (``integrations/sdpa_attention.py``, read as text) takes a
+    ``softcap`` argument; ``None`` when transformers or the file is absent. 5.10's does not."""
+    root = _transformers_root()
+    f = root / "integrations" / "sdpa_attention.py" if root is not None else None
+    if f is None or not f.is_file():
+        return None
+    return "softcap" in f.read_text(encoding="utf-8", errors="replace")

@@ -155,13 +155,17 @@ def missing_value(ctx: "Context") -> Iterator[Finding]:
 
 
 @rule("FC107", "every override of a run script can be read without running the shell", severity="info",
-      keys=(), example=())
+      keys=(), example=(), kinds=("ppo", "sft"))
 def script_not_checkable(ctx: "Context") -> Iterator[Finding]:
-    """A verl run script's override whose value holds ``$VAR`` from the environment or ``$(...)``, or an
-    option such as ``--config-name``: only the shell or verl knows its value, so it is not checked (verl's
-    default stands in). Reported by :func:`fsdpcfg.check_sources.check_run_script` through
-    ``composed.script_notes``. Source: issue 3.1 (``fsdpcfg check RUN_SCRIPT.sh``)."""
-    yield from getattr(ctx.composed, "script_notes", None) or []
+    """A verl run script's override whose value the check cannot know: a command substitution ``$(...)``, a
+    variable set by neither the script nor the environment, arithmetic on such a value, a positional argument
+    not given (``-- ARGS``), a variable the script sets differently in branches it cannot decide. Only the shell
+    knows it, so the key it feeds is not checked (verl's default stands in). Reported by
+    :func:`fsdpcfg.check_sources.check_run_script` through ``composed.script_notes`` (the other script notes
+    are FC120-FC125, :mod:`fsdpcfg.rules.run_script`). Source: issue 3.1 and issue 12 item 1."""
+    for f in getattr(ctx.composed, "script_notes", None) or []:
+        if f.rule == "FC107":
+            yield f
 
 
 @rule("FC106", "the model path can be found (offline: a folder with config.json, or a cached hub id)",

@@ -4,7 +4,6 @@ configs, and the RL rules only on RL configs.
 FC150  the SFT schema (unknown keys with a did-you-mean, types and allowed values, required values)
 FC250  data.train_batch_size splits into data-parallel ranks x micro_batch_size_per_gpu
 FC251  the native SFT trainer runs fixed micro-batches (use_dynamic_bsz is verl's)
-FC252  the native SFT trainer logs to the console, metrics.jsonl and TensorBoard only
 """
 
 from __future__ import annotations
@@ -182,21 +181,6 @@ def sft_dynamic_bsz_native(ctx: "Context") -> Iterator[Finding]:
                           "is implemented by launcher=verl, not by the native SFT trainer",
                           "set data.use_dynamic_bsz=false (micro-batches of data.micro_batch_size_per_gpu), or "
                           "launcher=verl")
-
-
-@rule("FC252", "the native SFT trainer writes console, metrics.jsonl and TensorBoard only", severity="warning",
-      keys=("trainer.logger", "fsdpcfg.launcher"), example=("+recipe=qwen_sft", "trainer.logger=[console,wandb]"),
-      kinds=SFT)
-def sft_logger_native(ctx: "Context") -> Iterator[Finding]:
-    """verl's default ``trainer.logger`` is ``[console, wandb]``; the native trainer has no wandb/mlflow sink,
-    so those entries would be ignored. Source: verl ``verl/utils/tracking.py`` (the sinks verl supports)."""
-    loggers = _get(ctx, "trainer.logger") or []
-    other = [x for x in loggers if x not in ("console", "tensorboard")] if isinstance(loggers, list) else []
-    if _get(ctx, "fsdpcfg.launcher") == "native" and other:
-        yield ctx.finding("FC252", ["trainer.logger"], f"trainer.logger {other} is not written by the native SFT "
-                          "trainer (it writes the console, <run_dir>/metrics.jsonl and TensorBoard)",
-                          "set trainer.logger=[console] (fsdpcfg.metrics selects the files), or launcher=verl",
-                          severity="warning")
 
 
 @rule("FC253", "the native SFT trainer runs no validation (data.val_files, trainer.test_freq are verl's)",

@@ -8,14 +8,17 @@
         startup_audit.json   written by rank 0 of the loop: the settings in effect after start-up (FSDP version,
                              mesh, dtypes, patches, rollout backend) next to what was asked; a mismatch stops the run
 
-Public API: :func:`write_run_info`, :func:`redact`, :func:`audit_startup`, :func:`expected_audit`,
+Every file here is written through :func:`write_private` and every printed line through the CLI's scrubbed
+streams: no secret's value is saved or shown (:mod:`fsdpcfg.runinfo.redact`).
+
+Public API: :func:`write_run_info`, :func:`redact`, :func:`scrub_text`, :func:`write_private`,
+:func:`audit_startup`, :func:`expected_audit`,
 :func:`compare_audit`, :func:`check_audit_file`, :data:`AUDIT_FILE`, :data:`RUN_INFO_FILE`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -25,20 +28,20 @@ import yaml
 
 from fsdpcfg.runinfo._collect import git_info, hardware, package_versions
 from fsdpcfg.runinfo.audit import AUDIT_FILE, audit_startup, check_audit_file, compare_audit, expected_audit
-from fsdpcfg.runinfo.redact import REDACTED, contains_secret, redact
+from fsdpcfg.runinfo.redact import REDACTED, contains_secret, redact, scrub_text, write_private
 
 __all__ = ["AUDIT_FILE", "OVERRIDES_FILE", "REDACTED", "RUN_INFO_FILE", "audit_startup", "check_audit_file",
            "compare_audit", "contains_secret", "expected_audit", "git_info", "hardware", "package_versions",
-           "redact", "redact_overrides", "run_config", "write_run_info"]
+           "redact", "redact_overrides", "run_config", "scrub_text", "write_private", "write_run_info"]
 
 RUN_INFO_FILE = "run_info.json"
 OVERRIDES_FILE = "overrides.yaml"
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+def _atomic_write(run_dir: Path, name: str, text: str) -> Path:
+    from fsdpcfg.runinfo.faults import write_file_in
+
+    return write_file_in(run_dir, name, text, "fsdpcfg.run_dir")
 
 
 def redact_overrides(overrides: list[str]) -> list[str]:
@@ -51,7 +54,7 @@ def redact_overrides(overrides: list[str]) -> list[str]:
         key, sep, value = o.partition("=")
         if sep and is_secret_key(key.lstrip("+~")) and value and not env_reference(value):
             o = f"{key}={REDACTED}"
-        out.append(o)
+        out.append(scrub_text(o))
     return out
 
 
@@ -69,14 +72,17 @@ def write_run_info(run_dir: str | Path, composed: Any, *, plan: Any = None,
                    extra: dict[str, Any] | None = None) -> Path:
     """Write ``overrides.yaml`` and ``run_info.json`` into ``run_dir`` (created); return the JSON's path.
 
+    Raises:
+        WriteFault: the folder cannot be written; PathEscape: a file would land outside ``run_dir``.
+
     Args:
         composed: the :class:`fsdpcfg.compose.Composed` the run was made from (overrides, choices, provenance).
         plan: the run's :class:`fsdpcfg.plan.Plan` (``None`` for launcher=verl).
         extra: more entries for ``run_info.json`` (a sweep adds its point number and sweep folder).
     """
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     from fsdpcfg.verlref import flatten
+
+    run_dir = Path(run_dir)
 
     raw = composed.to_container(resolve=False)
     provenance = {}
@@ -97,7 +103,5 @@ def write_run_info(run_dir: str | Path, composed: Any, *, plan: Any = None,
         "plan": plan.to_dict() if plan is not None else None,
         **(extra or {}),
     }
-    _atomic_write(run_dir / OVERRIDES_FILE, yaml.safe_dump(overrides, sort_keys=False))
-    path = run_dir / RUN_INFO_FILE
-    _atomic_write(path, json.dumps(info, indent=2, default=str) + "\n")
-    return path
+    _atomic_write(run_dir, OVERRIDES_FILE, yaml.safe_dump(overrides, sort_keys=False))
+    return _atomic_write(run_dir, RUN_INFO_FILE, json.dumps(info, indent=2, default=str) + "\n")

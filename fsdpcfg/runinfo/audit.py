@@ -130,15 +130,14 @@ def audit_startup(trainer: Any) -> None:
     Raises:
         ConfigError: at least one setting differs (every mismatch listed), on every rank.
     """
-    from fsdpcfg.train.checkpoint import atomic_write_text
+    from fsdpcfg.runinfo.faults import write_file_in
 
     asked, built = expected_audit(trainer.cfg), collect_audit(trainer)
     mismatches = compare_audit(asked, built)
     if trainer.rank == 0:
-        run_dir = Path(trainer.cfg["fsdpcfg"]["run_dir"])
-        run_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(run_dir / AUDIT_FILE, json.dumps({"ok": not mismatches, "asked": asked, "built": built,
-                                                            "mismatches": mismatches}, indent=2) + "\n")
+        write_file_in(trainer.cfg["fsdpcfg"]["run_dir"], AUDIT_FILE,
+                      json.dumps({"ok": not mismatches, "asked": asked, "built": built, "mismatches": mismatches},
+                                 indent=2) + "\n", "fsdpcfg.run_dir")
     if mismatches:
         raise ConfigError("the run built something other than the config asked for: " + "; ".join(mismatches),
                           fix=f"see {AUDIT_FILE} in the run folder; report it if the config is valid")

@@ -7,13 +7,6 @@ from typing import Literal, Optional, Union
 from fsdpcfg.schema._base import F, Section, Sub
 
 
-class Metrics(Section):
-    """Metric sinks of the native loop besides the console progress bar."""
-
-    jsonl: bool = F(True, description="write metrics.jsonl in the run folder")
-    tensorboard: bool = F(True, description="write TensorBoard events in the run folder")
-
-
 class FsdpcfgSection(Section):
     """Launcher and run-folder settings."""
 
@@ -29,7 +22,6 @@ class FsdpcfgSection(Section):
         default_factory=lambda: ["layers."], min_length=1, description="LoRA with rollout.layered_summon: names of "
         "the block containers whose numbered children are gathered one at a time for the rollout (layers. -> "
         "model.layers.0); set it for models whose blocks are named otherwise, e.g. [transformer_blocks.]")
-    metrics: Metrics = Sub(Metrics, "metric sinks")
     env: dict[str, Union[str, int, float, bool]] = F(
         default_factory=dict, description="environment variables for the launched run (NAME: value); launcher=verl "
         "sets them for the verl process and passes them to every Ray worker on every node through "

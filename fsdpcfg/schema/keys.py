@@ -54,7 +54,6 @@ NATIVE_UNSUPPORTED: dict[str, str] = {
     "actor_rollout_ref.model.use_liger": "the native loop has no Liger kernels",
     "actor_rollout_ref.model.use_fused_kernels": "the native loop has no fused log-prob kernels",
     "algorithm.use_kl_in_reward": "the native loop applies KL as a loss term only (actor.use_kl_loss)",
-    "trainer.test_freq": "the native loop runs no validation pass (verl's trainer does)",
     **{f"actor_rollout_ref.rollout.{k}": "the hf rollout has no inference-engine settings" for k in (
         "gpu_memory_utilization", "enforce_eager", "free_cache_engine", "tensor_model_parallel_size",
         "data_parallel_size", "expert_parallel_size", "pipeline_model_parallel_size", "max_num_batched_tokens",
@@ -68,9 +67,6 @@ NATIVE_VALUES: dict[str, tuple[Any, ...]] = {
     "actor_rollout_ref.actor.policy_loss.loss_mode": ("vanilla",),
     "actor_rollout_ref.actor.optim.optimizer": ("AdamW",),
     "actor_rollout_ref.rollout.name": ("hf",),
-    # verl validates before training by default; the native loop has no validation pass, and launcher=native
-    # sets this to false so that an explicit true is reported instead of silently skipped
-    "trainer.val_before_train": (False,),
     # the native loop trains the policy only: no value model (GAE/PPO needs launcher=verl; issue 12)
     "critic.enable": (None, False),
     # the native loop is fsdpcfg/train/engine (FSDP1/FSDP2); verl runs its other engines (engine=megatron ...)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any, Literal, Optional, Union
 
 from fsdpcfg.schema._base import F, FSDPStrategy, Precision, Section, Sub
-from fsdpcfg.schema.fsdpcfg_section import Metrics
 
 
 class SftModel(Section):
@@ -152,7 +151,6 @@ class SftFsdpcfg(Section):
     run_dir: str = F("runs/fsdpcfg/run", description="run folder (metrics, resolved config)")
     env: dict[str, Union[str, int, float, bool]] = F(default_factory=dict, description="environment variables "
                                                      "for the launched run (NAME: value)")
-    metrics: Metrics = Sub(Metrics, "metric sinks")
 
 
 class SftRunConfig(Section):

@@ -11,6 +11,8 @@ from fsdpcfg.schema._base import F, Section
 #: ``verl.utils.tracking.Tracking.supported_backend`` (0.9.1).
 Logger = Literal["wandb", "mlflow", "swanlab", "vemlp_wandb", "tensorboard", "console", "clearml", "trackio", "file",
                  "rl_insight"]
+#: the ``trainer.logger`` sinks the native loop writes (``fsdpcfg/train/trackers.py``); the others only verl has.
+NATIVE_SINKS = ("console", "tensorboard", "file", "wandb", "mlflow")
 
 
 def _freq(v: int) -> int:

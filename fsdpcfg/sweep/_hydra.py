@@ -125,7 +125,10 @@ class HydraLaunch:
 
         launcher = self.instantiate(task_function)
         Path(self.sweep_dir).mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(self.cfg, Path(self.sweep_dir) / "multirun.yaml")  # as BasicSweeper.sweep does
+        from fsdpcfg.runinfo.redact import write_private
+
+        # as BasicSweeper.sweep does (unresolved), through the secret scrubber
+        write_private(Path(self.sweep_dir) / "multirun.yaml", OmegaConf.to_yaml(self.cfg))
         self.callbacks.on_multirun_start(config=self.cfg, config_name="config")
         returns = list(launcher.launch([list(p) for p in points], initial_job_idx=0))
         self.callbacks.on_multirun_end(config=self.cfg, config_name="config")

@@ -12,14 +12,20 @@ one run folder per launched point (``<sweep dir>/<job number>``) and the summary
 from __future__ import annotations
 
 import functools
+import json
+import signal
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-from fsdpcfg.errors import ConfigError
+from fsdpcfg.errors import ConfigError, Interrupted
 from fsdpcfg.sweep.expand import expand
 from fsdpcfg.sweep.preflight import PointCheck, preflight, report_failures
 from fsdpcfg.sweep.summary import format_table, write_summary
+
+
+#: the status of a point a sweep interrupted before it started.
+NOT_STARTED = "not started (sweep interrupted)"
 
 
 def _sweep_dir_override(hydra_overrides: list[str], first: PointCheck) -> list[str]:
@@ -34,6 +40,19 @@ def _row(c: PointCheck, status: str, error: str | None = None) -> dict[str, Any]
             "overrides": c.overrides, "error": error, "job": None}
 
 
+def _saved_row(c: PointCheck, job_dir: Path, since: float) -> dict[str, Any]:
+    """The outcome a point's task saved in ``<job_dir>/result.json`` after ``since`` (seconds since the epoch:
+    an earlier sweep's file in a reused ``hydra.sweep.dir`` does not count); :data:`NOT_STARTED` otherwise."""
+    from fsdpcfg.sweep.task import RESULT_FILE
+
+    try:
+        saved = json.loads((job_dir / RESULT_FILE).read_text())
+    except (OSError, ValueError):
+        return _row(c, NOT_STARTED)
+    ok = isinstance(saved, dict) and isinstance(saved.get("started"), (int, float)) and saved["started"] >= since
+    return saved if ok else _row(c, NOT_STARTED)
+
+
 def _job_row(c: PointCheck, ret: Any) -> dict[str, Any]:
     try:
         value = ret.return_value
@@ -45,6 +64,7 @@ def _job_row(c: PointCheck, ret: Any) -> dict[str, Any]:
 def _dry_run(hl: Any, task: Any, runnable: list[PointCheck], echo: Callable[[str], None]) -> int:
     """Instantiate the launcher (the plugin imports and accepts its settings) and write each point's job folder
     as its job would (config.yaml, overrides.yaml, run_info.json); start nothing."""
+    from fsdpcfg.launch.folders import DRY_RUN_KEY, dry_run_folder
     from fsdpcfg.launch.native import write_run_config
     from fsdpcfg.plan._plan import format_command, torchrun_command
     from fsdpcfg.runinfo import write_run_info
@@ -57,8 +77,9 @@ def _dry_run(hl: Any, task: Any, runnable: list[PointCheck], echo: Callable[[str
         if c.plan is None:  # launcher=verl: verl plans its own run
             continue
         cfg, plan = point_config(c.cfg, c.composed.kind, run_dir, job, Path(hl.sweep_dir).name)
-        write_run_info(run_dir, c.composed, plan=plan, extra={"sweep": hl.sweep_dir})
-        echo("    " + format_command(torchrun_command(plan, str(write_run_config(cfg)))))
+        folder = dry_run_folder(run_dir, echo)  # never into a job folder that holds a run
+        write_run_info(folder, c.composed, plan=plan, extra={"sweep": hl.sweep_dir, DRY_RUN_KEY: True})
+        echo("    " + format_command(torchrun_command(plan, str(write_run_config(cfg, folder)))))
     echo("dry run: nothing was started")
     return 0
 
@@ -66,7 +87,9 @@ def _dry_run(hl: Any, task: Any, runnable: list[PointCheck], echo: Callable[[str
 def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool = False,
               echo: Callable[[str], None] = print) -> int:
     """Run the sweep ``overrides``; return 0 when every launched point succeeded, else 1 (with ``only_valid``,
-    the points left out for failing the checks do not count).
+    the points left out for failing the checks do not count). A signal (Ctrl-C, SIGTERM, SIGHUP) stops the
+    running point's torchrun and the sweep: no further point starts, the summary says ``interrupted`` and the
+    code is ``128 + signal``.
 
     Raises:
         ConfigError: a point fails the checks (each failing point and its findings printed first; nothing was
@@ -99,9 +122,15 @@ def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool =
          f"{hl.launcher_target} into {hl.sweep_dir}")
     if dry_run:
         return _dry_run(hl, task, runnable, echo)
-    returns = hl.launch([c.overrides for c in runnable], task)
-    rows = [_job_row(c, r) for c, r in zip(runnable, returns)]
-    launched_ok = len(rows) == len(runnable) and all(r["status"] == "ok" for r in rows)
+    stop: Interrupted | None = None
+    launched_at = time.time()
+    try:
+        returns = hl.launch([c.overrides for c in runnable], task)
+        rows = [_job_row(c, r) for c, r in zip(runnable, returns)]
+    except (Interrupted, KeyboardInterrupt) as e:  # Ctrl-C / SIGTERM: the point running was stopped, no more start
+        stop = e if isinstance(e, Interrupted) else Interrupted(signal.SIGINT)
+        rows = [_saved_row(c, Path(hl.sweep_dir) / str(job), launched_at) for job, c in enumerate(runnable)]
+    launched_ok = stop is None and len(rows) == len(runnable) and all(r["status"] == "ok" for r in rows)
     for c in checks:
         if c.duplicate_of is not None:
             rows.append(_row(c, f"duplicate of point {c.duplicate_of}"))
@@ -111,10 +140,15 @@ def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool =
     rows.sort(key=lambda r: (r["point"] is None, r["point"]))
     total = round(time.perf_counter() - t0, 2)
     json_path, csv_path = write_summary(hl.sweep_dir, rows, launcher=hl.launcher_target, total_wall_s=total,
-                                        overrides=list(overrides))
+                                        overrides=list(overrides), interrupted=stop.name if stop else None)
     echo(format_table(rows))
     for r in rows:
         if r["status"] == "failed":
             echo(f"point {r['point']} failed: {r['error']}")
+    if stop is not None:
+        left = sum(r["status"] == NOT_STARTED for r in rows)
+        echo(f"sweep interrupted by {stop.name}: {left} point(s) not started")
     echo(f"summary: {json_path} and {csv_path} ({total:.1f} s in all)")
+    if stop is not None:
+        return stop.exit_code
     return 0 if launched_ok else 1

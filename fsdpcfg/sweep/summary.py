@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +43,9 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    from fsdpcfg.runinfo.redact import write_private
+
+    write_private(path, text)
 
 
 def write_summary(sweep_dir: str | Path, rows: list[dict[str, Any]], **meta: Any) -> tuple[Path, Path]:

@@ -3,9 +3,10 @@
 It recomposes the point with :func:`fsdpcfg.compose.compose` (for provenance), makes sure Hydra composed the
 same config the preflight checked, points the run folder at the job's folder and the checkpoints at
 ``<trainer.default_local_dir>/<sweep folder name>/<job number>``, writes the run-folder metadata and starts the
-point's torchrun (or verl). Everything the point prints goes to ``<job folder>/train.log``. It never raises:
-the outcome (``ok``/``failed``, exit code, final reward, wall time, error) is returned and saved as
-``<job folder>/result.json``, so one failing point does not stop the others.
+point's torchrun (or verl). Everything the point prints goes to ``<job folder>/train.log``. It raises nothing but
+an interruption: the outcome (``ok``/``failed``, exit code, final reward, wall time, error) is returned and saved
+as ``<job folder>/result.json``, so one failing point does not stop the others; a signal (Ctrl-C, SIGTERM)
+saves ``interrupted`` and raises :class:`fsdpcfg.errors.Interrupted`, which stops the sweep.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any, Iterator
 
-from fsdpcfg.errors import ConfigError
+from fsdpcfg.errors import ConfigError, Interrupted
 
 RESULT_FILE = "result.json"
 LOG_FILE = "train.log"
@@ -93,15 +95,16 @@ def _run(job_cfg: Any, expected: dict[str, Any], run_dir: Path, job: int, ckpt_g
         raise ConfigError("the config Hydra composed for this job differs from the one the preflight checked",
                           fix="report this to the fsdpcfg maintainers (fsdpcfg.compose and Hydra disagree)")
     if cfg["fsdpcfg"]["launcher"] != "native":
+        from fsdpcfg.launch.folders import hold_folders
         from fsdpcfg.launch.verl import launch_verl
 
-        write_run_info(run_dir, composed, extra={"sweep": expected["sweep"]})
-        return {"rc": launch_verl(composed, dry_run=False, echo=print)}
+        with hold_folders(cfg, print, folders=[("hydra.sweep.dir", run_dir)]):  # verl keeps its own checkpoints
+            write_run_info(run_dir, composed, extra={"sweep": expected["sweep"]})
+            return {"rc": launch_verl(composed, dry_run=False, echo=print)}
     from fsdpcfg.launch.native import launch_native
 
     cfg, plan = point_config(cfg, composed.kind, run_dir, job, ckpt_group)
-    write_run_info(run_dir, composed, plan=plan, extra={"sweep": expected["sweep"]})
-    rc = launch_native(cfg, plan=plan, echo=print)
+    rc = launch_native(cfg, plan=plan, echo=print, composed=composed, run_info={"sweep": expected["sweep"]})
     out: dict[str, Any] = {"rc": rc, "checkpoints": cfg["trainer"]["default_local_dir"], **final_metrics(run_dir)}
     if rc == 0 and composed.kind == "ppo":
         mismatches = check_audit_file(run_dir)
@@ -133,6 +136,7 @@ def run_point(job_cfg: Any, *, expected: dict[str, dict[str, Any]], ckpt_group: 
                               "status": "failed", "rc": None, "final_reward": None, "steps": None, "wall_s": None,
                               "run_dir": str(run_dir), "error": None, "started": started}
     run_dir.mkdir(parents=True, exist_ok=True)
+    stop: Interrupted | None = None
     try:
         if info is None:
             raise ConfigError(f"job overrides {overrides} are not a checked point of this sweep")
@@ -147,11 +151,17 @@ def run_point(job_cfg: Any, *, expected: dict[str, dict[str, Any]], ckpt_group: 
             result["error"] = f"exit code {result['rc']} (see {run_dir / LOG_FILE})"
     except ConfigError as e:
         result["error"] = str(e)
+    except (Interrupted, KeyboardInterrupt) as e:  # the user stopped the sweep: saved, then passed on
+        stop = e if isinstance(e, Interrupted) else Interrupted(signal.SIGINT)
+        result["status"] = "interrupted"
+        result["error"] = str(stop)
     except Exception as e:  # a crash of one point must not stop the sweep
         result["error"] = f"{type(e).__name__}: {e} (traceback in {run_dir / LOG_FILE})"
     result["ended"] = time.time()
     result["wall_s"] = round(result["ended"] - started, 2)
-    tmp = run_dir / f".{RESULT_FILE}.tmp"
-    tmp.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    os.replace(tmp, run_dir / RESULT_FILE)
+    from fsdpcfg.runinfo.redact import write_private
+
+    write_private(run_dir / RESULT_FILE, json.dumps(result, indent=2, default=str) + "\n")
+    if stop is not None:
+        raise stop
     return result

@@ -22,8 +22,14 @@ import torch
 import torch.distributed as dist
 
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.paths import atomic_write_text, within
+from fsdpcfg.runinfo.faults import writing
 # the layout (which folder is complete, which one a run resumes from) is read without torch by the launcher
-from fsdpcfg.train.ckpt_layout import LATEST, MANIFEST, complete_checkpoints, find_resume_folder, is_complete  # noqa: F401
+from fsdpcfg.train.ckpt_layout import (LATEST, MANIFEST, complete_checkpoints, find_resume_folder,  # noqa: F401
+                                       is_complete, prunable)
+
+#: the config key that chooses the checkpoint folder (named in write faults).
+ROOT_KEY = "trainer.default_local_dir"
 
 STATE_DIR = "trainer_state"
 
@@ -39,15 +45,6 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, fsync and rename (readers never see half a file)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    _fsync_file(tmp)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
 
 
 def _local_optimizer_state(optimizer: torch.optim.Optimizer) -> dict:
@@ -75,7 +72,8 @@ def _restore_dtensor_state(optimizer: torch.optim.Optimizer) -> None:
 
 def save_checkpoint(root: str | Path, step: int, *, full_weights, hf_config, tokenizer, optimizer,
                     generation_config=None, scheduler,
-                    trainer_state: dict[str, Any], keep: int | None = None) -> Path | None:
+                    trainer_state: dict[str, Any], keep: int | None = None,
+                    trained_from: dict[str, Any] | None = None) -> Path | None:
     """Write ``root/global_step_<step>`` on all ranks together; return its path on rank 0 (``None`` elsewhere).
 
     Args:
@@ -85,57 +83,74 @@ def save_checkpoint(root: str | Path, step: int, *, full_weights, hf_config, tok
         optimizer, scheduler: this rank's optimizer shard and the lr scheduler.
         trainer_state: picklable dict (step, sampler state, ...); RNG states are added here.
         keep: keep at most this many checkpoints (``trainer.max_actor_ckpt_to_keep``); ``None`` keeps all.
+            Only folders :func:`fsdpcfg.train.ckpt_layout.prunable` recognises as this layout's are deleted.
+        trained_from: what the run was trained from (:func:`fsdpcfg.train.ckpt_identity.identity`, rank 0),
+            recorded in the manifest and compared when a run resumes.
+
+    Raises:
+        WriteFault: a file could not be written (full disk, read-only folder, no permission), naming it.
     """
     from safetensors.torch import save_file
 
     rank = dist.get_rank()
     root = Path(root)
-    final = root / f"global_step_{step}"
-    tmp = root / f"global_step_{step}.tmp"
+    final = within(root, f"global_step_{step}")
+    tmp = within(root, f"global_step_{step}.tmp")
     if rank == 0:
-        root.mkdir(parents=True, exist_ok=True)
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        (tmp / STATE_DIR).mkdir(parents=True)
+        with writing(tmp, ROOT_KEY):
+            root.mkdir(parents=True, exist_ok=True)
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            (tmp / STATE_DIR).mkdir(parents=True)
     dist.barrier()
     weights: dict[str, torch.Tensor] = {}
     for name, tensor in full_weights:
         if rank == 0:
             weights[name] = tensor.detach().cpu().contiguous()
-    torch.save(_local_optimizer_state(optimizer), tmp / STATE_DIR / f"optim_rank{rank}.pt")
+    shard = tmp / STATE_DIR / f"optim_rank{rank}.pt"
+    with writing(shard, ROOT_KEY):
+        torch.save(_local_optimizer_state(optimizer), shard)
     if rank == 0:
-        save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-        hf_config.save_pretrained(tmp)
-        if generation_config is not None:
-            generation_config.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
+        with writing(tmp / "model.safetensors", ROOT_KEY):
+            save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        with writing(tmp / "config.json", ROOT_KEY):
+            hf_config.save_pretrained(tmp)
+            if generation_config is not None:
+                generation_config.save_pretrained(tmp)
+        with writing(tmp / "tokenizer_config.json", ROOT_KEY):
+            tokenizer.save_pretrained(tmp)
         state = dict(trainer_state, scheduler=scheduler.state_dict(), torch_rng=torch.get_rng_state(),
                      python_rng=random.getstate(), world_size=dist.get_world_size())
-        torch.save(state, tmp / STATE_DIR / "trainer.pt")
+        with writing(tmp / STATE_DIR / "trainer.pt", ROOT_KEY):
+            torch.save(state, tmp / STATE_DIR / "trainer.pt")
     dist.barrier()
     if rank != 0:
         dist.barrier()
         return None
     files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
-    for f in files:
-        _fsync_file(tmp / f)
-    _test_pause_in_save(step)
-    manifest = {"step": step, "world_size": dist.get_world_size(), "files": files,
-                "sizes": {f: (tmp / f).stat().st_size for f in files}, "time": time.time()}
-    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    _fsync_file(tmp / MANIFEST)
-    _fsync_dir(tmp)
-    if final.exists():
-        old = root / f"global_step_{step}.old"
-        os.replace(final, old)
-        shutil.rmtree(old)
-    os.replace(tmp, final)
-    _fsync_dir(root)
-    atomic_write_text(root / LATEST, f"{step}\n")
+    with writing(tmp / MANIFEST, ROOT_KEY):
+        for f in files:
+            _fsync_file(tmp / f)
+        _test_pause_in_save(step)
+        manifest = {"step": step, "world_size": dist.get_world_size(), "files": files,
+                    "sizes": {f: (tmp / f).stat().st_size for f in files}, "time": time.time()}
+        if trained_from is not None:
+            manifest["trained_from"] = trained_from
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        _fsync_file(tmp / MANIFEST)
+        _fsync_dir(tmp)
+        if final.exists():
+            old = within(root, f"global_step_{step}.old")
+            os.replace(final, old)
+            shutil.rmtree(old)
+        os.replace(tmp, final)
+        _fsync_dir(root)
+    with writing(root / LATEST, ROOT_KEY):
+        atomic_write_text(within(root, LATEST), f"{step}\n")
     if keep is not None and keep > 0:
-        for old in complete_checkpoints(root)[:-keep]:
+        for old in prunable(root, keep):
             # rename first: a pruning killed half-way must not leave a global_step_N with a manifest but no weights
-            trash = old.with_name(old.name + ".deleting")
+            trash = within(root, old.name + ".deleting")
             os.replace(old, trash)
             shutil.rmtree(trash, ignore_errors=True)
     dist.barrier()

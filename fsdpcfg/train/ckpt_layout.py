@@ -47,16 +47,35 @@ def is_complete(folder: str | Path) -> bool:
 
 
 def complete_checkpoints(root: str | Path) -> list[Path]:
-    """Complete ``global_step_N`` folders under ``root``, oldest first."""
+    """Complete ``global_step_N`` folders directly under ``root`` (real folders, not links), oldest first."""
     root = Path(root)
     if not root.is_dir():
         return []
     found = []
     for p in root.glob("global_step_*"):
         suffix = p.name[len("global_step_"):]
-        if suffix.isdigit() and is_complete(p):
+        if suffix.isdigit() and not p.is_symlink() and p.is_dir() and is_complete(p):
             found.append((int(suffix), p))
     return [p for _, p in sorted(found)]
+
+
+def prunable(root: str | Path, keep: int) -> list[Path]:
+    """The checkpoints ``trainer.max_actor_ckpt_to_keep=keep`` deletes: all but the newest ``keep`` complete
+    ``global_step_N`` folders of this layout (a manifest whose ``step`` is N, a real folder directly inside
+    ``root``), oldest first. Nothing else under ``root`` is ever a candidate (another tool's folders, a link, a
+    ``global_step_N`` without this layout's manifest). Source: issue 14 item 5 (pruning followed a run folder
+    moved outside its root by ``trainer.experiment_name=../../x``)."""
+    from fsdpcfg.paths import PathEscape, within
+
+    out = []
+    for p in complete_checkpoints(root)[:-keep] if keep > 0 else []:
+        try:
+            within(root, p.name)
+        except PathEscape:
+            continue
+        if (read_manifest(p) or {}).get("step") == int(p.name[len("global_step_"):]):
+            out.append(p)
+    return out
 
 
 def find_resume_folder(trainer_cfg: dict) -> Path | None:

@@ -1,12 +1,72 @@
-"""The torchrun entry shared by the RL loop and the SFT trainer: run one rank, report user errors without a
-traceback (rank 0 writes them to ``$FSDPCFG_ERROR_FILE`` when the launcher set one, else prints them)."""
+"""The torchrun entry shared by the RL loop and the SFT trainer: run one rank, report user errors and machine
+faults without a traceback.
+
+A :class:`fsdpcfg.errors.ConfigError` (a config mistake found while starting, a folder held by another run, a
+``WriteFault`` such as a full disk, corrupt data) ends the rank with one ``fsdpcfg: error:`` message. Under the
+launcher (``$FSDPCFG_ERROR_FILE`` set) the first rank to fail writes the message there (rank 0 for a config
+mistake, which every rank finds alike; any rank for a fault) and exits with code 0, so torchrun adds no report
+of its own; the launcher turns the file into exit code 1. A rank whose collective fails because a peer has
+reported such an error exits quietly too. The traceback of a fault goes to ``<run_dir>/fault-rank<R>.log``.
+Started directly (no launcher), rank 0 prints the message and the rank exits with the error's exit code.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
+import traceback
+from pathlib import Path
 from typing import Callable
+
+
+def _report(e: Exception, print_here: bool) -> int:
+    """Record ``e`` as the run's error in ``$FSDPCFG_ERROR_FILE`` (the first rank to fail writes it), or print
+    it when ``print_here`` and there is no such file; return the rank's exit code."""
+    from fsdpcfg.runinfo.redact import scrub_text
+
+    target = os.environ.get("FSDPCFG_ERROR_FILE")
+    if target:
+        with contextlib.suppress(OSError):  # FileExistsError: a peer was first
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(scrub_text(str(e)) + "\n")
+        if Path(target).is_file():
+            return 0
+        print_here = True  # the run folder itself cannot be written: say it here
+    if print_here:
+        print(f"fsdpcfg: error: {e}", file=sys.stderr, flush=True)
+    return getattr(e, "exit_code", 1)
+
+
+def _log_detail(config_path: str, rank: int) -> None:
+    """Write the current exception's traceback to ``<run_dir>/fault-rank<R>.log`` (best effort)."""
+    with contextlib.suppress(Exception):
+        import yaml
+
+        from fsdpcfg.paths import within
+
+        run_dir = yaml.safe_load(Path(config_path).read_text())["fsdpcfg"]["run_dir"]
+        from fsdpcfg.runinfo.redact import write_private
+
+        write_private(within(run_dir, f"fault-rank{rank}.log"), traceback.format_exc())
+
+
+def _rank0_preflight(config_path: str) -> None:
+    """Rank 0, before anything is built: hold the run and checkpoint folders (a no-op under the launcher, which
+    holds them) and refuse to resume a checkpoint trained from another model (the launcher checked it too; a
+    run started directly with torchrun is checked here)."""
+    import yaml
+
+    from fsdpcfg.runinfo.lock import hold_for_rank
+    from fsdpcfg.train.ckpt_identity import check_resume_identity
+    from fsdpcfg.train.ckpt_layout import find_resume_folder
+
+    cfg = yaml.safe_load(Path(config_path).read_text())
+    hold_for_rank(cfg)
+    if not os.environ.get("FSDPCFG_ERROR_FILE"):  # under the launcher this was checked before torchrun
+        check_resume_identity(cfg, find_resume_folder(cfg["trainer"]), echo=lambda m: print(m, flush=True))
 
 
 def run_rank(module: str, argv: list[str], prog: str) -> int:
@@ -17,22 +77,57 @@ def run_rank(module: str, argv: list[str], prog: str) -> int:
         argv: the command-line arguments after the module name.
         prog: how the command is spelled in the usage message (``python -m fsdpcfg.train``).
 
-    Returns 2 on a usage mistake, the :class:`fsdpcfg.errors.ConfigError`'s exit code on a user mistake.
+    Returns 2 on a usage mistake; on a user mistake or a machine fault, 0 under the launcher (which reports it)
+    and the :class:`fsdpcfg.errors.ConfigError`'s exit code otherwise.
     """
     if len(argv) != 1:
         print(f"usage: {prog} CONFIG.yaml (started by torchrun; use `python -m fsdpcfg`)", file=sys.stderr)
         return 2
     from fsdpcfg.errors import ConfigError
+    from fsdpcfg.launch._signals import die_with_parent
+    from fsdpcfg.runinfo.faults import WriteFault
+    from fsdpcfg.runinfo.redact import filter_streams
 
+    die_with_parent()  # torchrun starts ranks in their own sessions: they die with torchrun, whatever kills it
+    filter_streams()  # this rank's own output holds no secret either (fsdpcfg.runinfo.redact)
+    _register_secrets(argv[0])
+    rank = int(os.environ.get("RANK", "0"))
     try:
+        if rank == 0:
+            _rank0_preflight(argv[0])
         main: Callable[[str], int] = importlib.import_module(module).main
         return main(argv[0])
-    except ConfigError as e:
-        if os.environ.get("RANK", "0") == "0":
-            target = os.environ.get("FSDPCFG_ERROR_FILE")
-            if target:
-                with open(target, "w") as fh:
-                    fh.write(str(e) + "\n")
-            else:
-                print(f"fsdpcfg: error: {e}", file=sys.stderr)
-        return e.exit_code
+    except WriteFault as e:  # a fault of this rank's machine: this rank may be the only one to see it
+        _log_detail(argv[0], rank)
+        return _report(e, print_here=True)
+    except ConfigError as e:  # a config mistake every rank finds alike: rank 0 says it
+        return _report(e, print_here=rank == 0)
+    except RuntimeError:
+        err = os.environ.get("FSDPCFG_ERROR_FILE")
+        if err and Path(err).is_file():  # a peer reported its error and left: this collective failed for it
+            return 0
+        raise
+
+
+def close_process_group(clean: bool) -> None:
+    """Leave torch.distributed at the end of a rank: after a barrier when every rank finished (``clean``), at
+    once otherwise (a rank that failed alone must not wait in a barrier its peers never reach, nor pair its
+    barrier with one of theirs)."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        if clean:
+            dist.barrier()
+        dist.destroy_process_group()
+
+
+def _register_secrets(config_path: str) -> None:
+    """Register the secrets the config file refers to (``${oc.env:NAME}`` of secret keys) for the scrubber."""
+    import yaml
+
+    from fsdpcfg.runinfo.redact import register_config
+
+    try:
+        register_config(yaml.safe_load(open(config_path).read()) or {})
+    except (OSError, ValueError, yaml.YAMLError, AttributeError):
+        pass  # the rank's own loading reports an unreadable config

@@ -18,18 +18,20 @@ import yaml
 
 from fsdpcfg.plan import make_plan, total_training_steps
 from fsdpcfg.train import checkpoint as ckpt
+from fsdpcfg.train.ckpt_identity import identity
 from fsdpcfg.train import patches
 from fsdpcfg.train.actor import ActorBatch, update_actor
 from fsdpcfg.train.algorithm.grpo import ActorLossConfig, grpo_advantages, token_level_rewards
 from fsdpcfg.train.algorithm.losses import kl_penalty
 from fsdpcfg.train.data import PromptDataset, StatefulSampler
 from fsdpcfg.train.engine.fsdp import bucketed, iter_full_params, shard_from_config
-from fsdpcfg.train.engine.forward import batched_log_probs
+from fsdpcfg.train.engine.forward import batched_log_probs, batched_log_probs_and_entropy
 from fsdpcfg.train.engine.optim import build_optimizer, build_scheduler
-from fsdpcfg.train.metrics import MetricsLogger
+from fsdpcfg.train.metrics import MetricsLogger, masked_aggregate, memory_metrics, timed
 from fsdpcfg.train.model import load_model, load_tokenizer, to_dtype
 from fsdpcfg.train.reward import make_reward_fn, score_responses
 from fsdpcfg.train.rollout.hf import GenerationSettings, HFRollout
+from fsdpcfg.train.validate import Validator, is_validation_step
 from fsdpcfg.errors import ConfigError
 
 
@@ -44,6 +46,14 @@ def init_distributed(device: str, backend: str) -> torch.device:
     if not dist.is_initialized():
         dist.init_process_group(backend=backend)
     return dev
+
+
+def collective_device() -> torch.device:
+    """Where a tensor given to a collective must live: this rank's CUDA device under NCCL (NCCL has no CPU
+    tensors: "No backend type associated with device type cpu"), the CPU under gloo."""
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
 
 
 def all_gather_cat(t: torch.Tensor) -> torch.Tensor:
@@ -96,10 +106,18 @@ class Trainer:
                                        int(seed))
         self.total_steps = total_training_steps(cfg, len(self.dataset))
         self.resume_from = ckpt.find_resume_folder(cfg["trainer"])
+        # what the checkpoints record they were trained from (compared by the launcher before a resume)
+        self.trained_from = identity(cfg) if self.rank == 0 else None
         self._build_models()
         self.loss_cfg = ActorLossConfig.from_actor_cfg(self.actor_cfg)
         self.gen = GenerationSettings.from_rollout_cfg(self.rollout_cfg)
         self.reward_fn = make_reward_fn(cfg["reward"])
+        tr = cfg["trainer"]
+        self.test_freq = int(tr["test_freq"])
+        wants_val = bool(tr["val_before_train"]) or self.test_freq > 0
+        self.validator = Validator(self) if wants_val else None
+        #: ``(step, metrics)`` of each validation pass, in order (the closing summary reads first and last)
+        self.val_history: list[tuple[int, dict[str, float]]] = []
         self.start_step = 0
         if self.resume_from is not None:
             state = ckpt.load_trainer_state(self.resume_from, self.optimizer, self.scheduler)
@@ -163,77 +181,130 @@ class Trainer:
         mb = float(self.cfg["fsdpcfg"]["update_weights_bucket_megabytes"])
         return self.rollout.update_weights(bucketed(iter_full_params(self.actor), mb))
 
-    def step(self, step: int) -> dict[str, float]:
-        """Run training step ``step`` (1-based) and return its global metrics (identical on all ranks)."""
-        timing: dict[str, float] = {}
-        t_step = t = time.perf_counter()
-        self.sync_weights()
-        timing["timing_s/update_weights"] = time.perf_counter() - t
-        prompts = self.dataset.batch(self.sampler.next_batch()).repeat_interleave(self.plan.n)
+    def validate(self, step: int) -> dict[str, float]:
+        """Run the validation pass on the actor's current weights (collective; ``fsdpcfg.train.validate``)."""
+        assert self.validator is not None
+        self.sync_weights()  # the replica gets the weights the step just trained, as verl's rollout does
+        metrics = self.validator.run()
+        self.val_history.append((step, metrics))
+        return metrics
+
+    def _my_rows(self) -> list[int]:
+        """This rank's contiguous share of the ``B*n`` sequences of a step (``b = B*n/W`` rows)."""
         per = self.plan.sequences_per_rank
-        mine = prompts.select(list(range(self.rank * per, (self.rank + 1) * per)))
-        t = time.perf_counter()
-        seed = int(self.rollout_cfg["seed"]) + step * self.world + self.rank
-        out = self.rollout.generate(mine.input_ids, mine.attention_mask, self.gen, generator_seed=seed)
-        timing["timing_s/gen"] = time.perf_counter() - t
-        scores, _ = score_responses(self.reward_fn, self.tokenizer, out.responses, out.response_mask, mine.rows,
-                                    self.cfg["data"]["reward_fn_key"])
-        ids, amask = out.input_ids.to(self.device), out.attention_mask.to(self.device)
-        rmask = out.response_mask.float()
-        R = out.responses.shape[1]
-        t = time.perf_counter()
-        temp = self.gen.temperature
-        old_lp = batched_log_probs(self.actor, ids, amask, R, self.plan.log_prob_micro_batch_per_rank,
-                                   temperature=temp).cpu()
-        timing["timing_s/old_log_prob"] = time.perf_counter() - t
-        _dump_first_step(step, self.rank, ids=ids.cpu(), attention_mask=amask.cpu(), response_mask=rmask,
-                         old_log_probs=old_lp)
-        ref_lp = None
-        if self.ref is not None:
-            t = time.perf_counter()
-            ref_lp = batched_log_probs(self.ref, ids, amask, R, self.plan.ref_log_prob_micro_batch_per_rank,
-                                       temperature=temp).cpu()
-            timing["timing_s/ref"] = time.perf_counter() - t
-        tok_rewards = token_level_rewards(scores, rmask)
-        metrics: dict[str, float] = {}
+        return list(range(self.rank * per, (self.rank + 1) * per))
+
+    def step(self, step: int) -> dict[str, float]:
+        """Run training step ``step`` (1-based) and return its global metrics (identical on all ranks).
+
+        Shapes: ``B`` prompts (``data.train_batch_size``), ``n`` samples each (``rollout.n``), ``W`` ranks; each
+        rank holds ``b = B*n/W`` sequences of ``P`` prompt and ``R`` response tokens (``R`` =
+        ``rollout.response_length``). Phases and their ``timing_s/*`` names are verl's.
+        """
+        timing: dict[str, float] = {}
+        with timed("step", timing):
+            # 1. weights: stream the actor's full weights (HF names, in buckets) into the rollout replica
+            with timed("update_weights", timing):
+                self.sync_weights()
+            # 2. rollout: B prompts, each n times in a row; this rank generates its b rows -> [b, P + R]
+            with timed("gen", timing):
+                prompts = self.dataset.batch(self.sampler.next_batch()).repeat_interleave(self.plan.n)  # [B*n, P]
+                mine = prompts.select(self._my_rows())  # [b, P]
+                seed = int(self.rollout_cfg["seed"]) + step * self.world + self.rank
+                out = self.rollout.generate(mine.input_ids, mine.attention_mask, self.gen, generator_seed=seed)
+            ids, amask = out.input_ids.to(self.device), out.attention_mask.to(self.device)  # [b, P + R]
+            rmask = out.response_mask.float()  # [b, R], 1 up to and including the end token
+            R = out.responses.shape[1]
+            # 3. reward: the reward function scores each decoded response -> [b]
+            with timed("reward", timing):
+                scores, _ = score_responses(self.reward_fn, self.tokenizer, out.responses, out.response_mask,
+                                            mine.rows, self.cfg["data"]["reward_fn_key"])
+            # 4. old log-probs (and their entropy) under the actor that generated -> [b, R] each
+            with timed("old_log_prob", timing):
+                old_lp, entropy = batched_log_probs_and_entropy(
+                    self.actor, ids, amask, R, self.plan.log_prob_micro_batch_per_rank, temperature=self.gen.temperature)
+                old_lp, entropy = old_lp.cpu(), entropy.cpu()
+            _dump_first_step(step, self.rank, ids=ids.cpu(), attention_mask=amask.cpu(), response_mask=rmask,
+                             old_log_probs=old_lp)
+            # 5. reference log-probs, for the KL loss (actor.use_kl_loss) or penalty (use_kl_in_reward) -> [b, R]
+            ref_lp = None
+            if self.ref is not None:
+                with timed("ref", timing):
+                    ref_lp = batched_log_probs(self.ref, ids, amask, R, self.plan.ref_log_prob_micro_batch_per_rank,
+                                               temperature=self.gen.temperature).cpu()
+            # 6. advantages: token rewards minus the KL penalty, gathered over ranks and normalised within
+            #    each prompt's group of n samples (GRPO) -> this rank's [b, R]
+            with timed("adv", timing):
+                adv, batch = self._advantages(prompts.uids, scores, rmask, old_lp, ref_lp)
+            # 7. actor update: ppo_epochs x mini-batches, each a gradient accumulation over micro-batches
+            with timed("update_actor", timing):
+                lr = self.scheduler.get_last_lr()[0]
+                actor_batch = ActorBatch(ids, amask, rmask.to(self.device), old_lp.to(self.device),
+                                         adv.to(self.device), None if ref_lp is None else ref_lp.to(self.device))
+                actor_metrics = update_actor(self.actor, self.optimizer, actor_batch, self.plan, self.loss_cfg,
+                                             float(self.actor_cfg["optim"]["clip_grad"]),
+                                             temperature=self.gen.temperature)
+                self.scheduler.step()
+        prompt_tokens = all_gather_cat(mine.attention_mask.sum(-1).float().to(self.device)).cpu()  # [B*n]
+        return self._step_metrics(step, timing, batch, prompt_tokens, entropy, rmask, actor_metrics, lr)
+
+    def _advantages(self, uids: list[int], scores: torch.Tensor, rmask: torch.Tensor, old_lp: torch.Tensor,
+                    ref_lp: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """GRPO advantages of this rank's rows ``[b, R]`` and the step's global per-sequence tensors ``[B*n]``
+        (``scores``, ``rewards`` after the KL penalty, response ``lengths``, ``advantages``; ``kl_penalty`` when
+        ``algorithm.use_kl_in_reward``)."""
+        tok_rewards = token_level_rewards(scores, rmask)  # the score on each response's last token: [b, R]
+        out: dict[str, torch.Tensor] = {}
         if self.cfg["algorithm"]["use_kl_in_reward"]:
             beta = float(self.cfg["algorithm"]["kl_ctrl"]["kl_coef"])
-            kld = kl_penalty(old_lp, ref_lp, self.cfg["algorithm"]["kl_penalty"]) * rmask
+            kld = kl_penalty(old_lp, ref_lp, self.cfg["algorithm"]["kl_penalty"]) * rmask  # [b, R]
             tok_rewards = tok_rewards - beta * kld
-            metrics["actor/reward_kl_penalty"] = float((kld.sum(-1) / rmask.sum(-1).clamp_min(1)).mean())
-        seq_rewards = all_gather_cat(tok_rewards.sum(-1).to(self.device)).cpu()
-        all_scores = all_gather_cat(scores.to(self.device)).cpu()
-        lengths = all_gather_cat(rmask.sum(-1).to(self.device)).cpu()
-        prompt_tokens = all_gather_cat(mine.attention_mask.sum(-1).float().to(self.device)).cpu()
-        adv_all = grpo_advantages(seq_rewards.unsqueeze(-1), torch.ones(len(seq_rewards), 1), prompts.uids,
-                                  norm_adv_by_std=bool(self.cfg["algorithm"]["norm_adv_by_std_in_grpo"]))
-        adv = adv_all[self.rank * per:(self.rank + 1) * per] * rmask
-        t = time.perf_counter()
-        batch = ActorBatch(ids, amask, rmask.to(self.device), old_lp.to(self.device), adv.to(self.device),
-                           None if ref_lp is None else ref_lp.to(self.device))
-        lr = self.scheduler.get_last_lr()[0]
-        actor_metrics = update_actor(self.actor, self.optimizer, batch, self.plan, self.loss_cfg,
-                                     float(self.actor_cfg["optim"]["clip_grad"]), temperature=temp)
-        self.scheduler.step()
-        timing["timing_s/update_actor"] = time.perf_counter() - t
-        metrics.update(_all_mean(actor_metrics, self.device))
+            out["kl_penalty"] = all_gather_cat((kld.sum(-1) / rmask.sum(-1).clamp_min(1)).to(self.device)).cpu()
+        out["rewards"] = all_gather_cat(tok_rewards.sum(-1).to(self.device)).cpu()  # [B*n]
+        out["scores"] = all_gather_cat(scores.to(self.device)).cpu()
+        out["lengths"] = all_gather_cat(rmask.sum(-1).to(self.device)).cpu()
+        adv_all = grpo_advantages(out["rewards"].unsqueeze(-1), torch.ones(len(out["rewards"]), 1), uids,
+                                  norm_adv_by_std=bool(self.cfg["algorithm"]["norm_adv_by_std_in_grpo"]))  # [B*n, 1]
+        out["advantages"] = adv_all[:, 0]
+        per = self.plan.sequences_per_rank
+        return adv_all[self.rank * per:(self.rank + 1) * per] * rmask, out
+
+    def _step_metrics(self, step: int, timing: dict[str, float], batch: dict[str, torch.Tensor],
+                      prompt_tokens: torch.Tensor, entropy: torch.Tensor, rmask: torch.Tensor,
+                      actor_metrics: dict[str, float], lr: float) -> dict[str, float]:
+        """Every metric of a step, in verl's names (``verl/trainer/ppo/metric_utils.py`` ``compute_data_metrics``,
+        ``compute_timing_metrics``, ``compute_throughout_metrics``; ``ray_trainer.py`` for ``actor/entropy``)."""
+        metrics = _all_mean(actor_metrics, self.device)
+        ent = masked_aggregate(entropy, rmask, self.loss_cfg.loss_agg_mode, self.device)
+        metrics.setdefault("actor/entropy", ent)  # the old-log-prob pass's, unless the loss computed its own
         timing = _all_mean(timing, self.device)
-        step_time = time.perf_counter() - t_step
-        step_time = _all_mean({"t": step_time}, self.device)["t"]
-        total_tokens = float(lengths.sum() + prompt_tokens.sum())
-        metrics.update(timing)
+        lengths, seq_rewards, scores = batch["lengths"], batch["rewards"], batch["scores"]
+        response_tokens, total_tokens = float(lengths.sum()), float(lengths.sum() + prompt_tokens.sum())
+        R = rmask.shape[1]
+        if "kl_penalty" in batch:
+            metrics["actor/reward_kl_penalty"] = float(batch["kl_penalty"].mean())
+        metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
+        for name, tokens in (("gen", response_tokens), ("ref", total_tokens), ("adv", total_tokens),
+                             ("update_actor", total_tokens)):
+            if name in timing and tokens > 0:
+                metrics[f"timing_per_token_ms/{name}"] = timing[name] * 1000 / tokens
+        metrics.update(memory_metrics(self.device))
         metrics.update({
-            "critic/score/mean": float(all_scores.mean()), "critic/score/max": float(all_scores.max()),
-            "critic/score/min": float(all_scores.min()),
+            "critic/score/mean": float(scores.mean()), "critic/score/max": float(scores.max()),
+            "critic/score/min": float(scores.min()),
             "critic/rewards/mean": float(seq_rewards.mean()), "critic/rewards/max": float(seq_rewards.max()),
             "critic/rewards/min": float(seq_rewards.min()),
-            "critic/advantages/mean": float(adv_all[:, 0].mean()),
+            "critic/advantages/mean": float(batch["advantages"].mean()),
+            "critic/advantages/max": float(batch["advantages"].max()),
+            "critic/advantages/min": float(batch["advantages"].min()),
             "response_length/mean": float(lengths.mean()), "response_length/max": float(lengths.max()),
             "response_length/min": float(lengths.min()),
             "response_length/clip_ratio": float((lengths >= R).float().mean()),
-            "prompt_length/mean": float(prompt_tokens.mean()),
-            "actor/lr": float(lr), "timing_s/step": step_time, "perf/total_num_tokens": total_tokens,
-            "perf/throughput": total_tokens / step_time / self.world,
+            "prompt_length/mean": float(prompt_tokens.mean()), "prompt_length/max": float(prompt_tokens.max()),
+            "prompt_length/min": float(prompt_tokens.min()),
+            "actor/lr": float(lr), "perf/total_num_tokens": total_tokens,
+            "perf/time_per_step": timing["step"],
+            "perf/throughput": total_tokens / timing["step"] / self.world,
             "training/global_step": float(step), "training/epoch": float(self.sampler.epoch),
         })
         return metrics
@@ -253,13 +324,11 @@ class Trainer:
                              hf_config=self.hf_config, tokenizer=self.tokenizer, optimizer=self.optimizer,
                              generation_config=self.generation_config,
                              scheduler=self.scheduler, trainer_state={"step": step, "sampler": self.sampler.state_dict()},
-                             keep=tr["max_actor_ckpt_to_keep"])
+                             keep=tr["max_actor_ckpt_to_keep"], trained_from=self.trained_from)
 
     def fit(self) -> None:
         """Run the remaining steps, logging each and checkpointing every ``trainer.save_freq`` and at the end."""
-        fc = self.cfg["fsdpcfg"]
-        logger = MetricsLogger(fc["run_dir"], self.total_steps, self.start_step, jsonl=bool(fc["metrics"]["jsonl"]),
-                               tensorboard=bool(fc["metrics"]["tensorboard"]), enabled=self.rank == 0)
+        logger = MetricsLogger.for_run(self.cfg, self.total_steps, self.start_step, enabled=self.rank == 0)
         save_freq = int(self.cfg["trainer"]["save_freq"])
         if self.resume_from is not None:
             logger.message(f"fsdpcfg: resumed from {self.resume_from} (step {self.start_step} of {self.total_steps})")
@@ -267,8 +336,13 @@ class Trainer:
                 logger.message("fsdpcfg: trainer.total_training_steps already reached; nothing to do "
                                "(raise it, or trainer.resume_mode=disable to start over)")
         try:
+            if self.validator is not None and self.cfg["trainer"]["val_before_train"] and self.start_step == 0:
+                # before the first step only: a resumed run's start step already has its row in metrics.jsonl
+                logger.log(0, self.validate(0), advance=False)
             for step in range(self.start_step + 1, self.total_steps + 1):
                 metrics = self.step(step)
+                if self.validator is not None and is_validation_step(step, self.total_steps, self.test_freq):
+                    metrics.update(self.validate(step))
                 logger.log(step, metrics)
                 if (save_freq > 0 and step % save_freq == 0) or step == self.total_steps:
                     self.save(step)
@@ -287,15 +361,18 @@ def _dump_first_step(step: int, rank: int, **tensors: torch.Tensor) -> None:
 
 def save_resolved_config(cfg: dict, config_path: Path) -> None:
     """Write the resolved config to ``<fsdpcfg.run_dir>/config.yaml`` unless it was launched from that file."""
-    run_dir = Path(cfg["fsdpcfg"]["run_dir"])
-    run_dir.mkdir(parents=True, exist_ok=True)
-    target = run_dir / "config.yaml"
+    from fsdpcfg.runinfo.faults import write_file_in
+
+    target = Path(cfg["fsdpcfg"]["run_dir"]) / "config.yaml"
     if not target.exists() or target.resolve() != config_path.resolve():
-        ckpt.atomic_write_text(target, yaml.safe_dump(cfg, sort_keys=False))
+        write_file_in(cfg["fsdpcfg"]["run_dir"], "config.yaml", yaml.safe_dump(cfg, sort_keys=False),
+                      "fsdpcfg.run_dir")
 
 
 def main(config_path: str) -> int:
     """Entry point of one rank: read the resolved config, train, tear down. Returns the exit code."""
+    from fsdpcfg.train.entry import close_process_group
+
     path = Path(config_path)
     cfg = yaml.safe_load(path.read_text())
     trainer = Trainer(cfg)
@@ -306,7 +383,8 @@ def main(config_path: str) -> int:
 
         audit_startup(trainer)  # <run_dir>/startup_audit.json; built != asked stops every rank here
         trainer.fit()
-    finally:
-        dist.barrier()
-        dist.destroy_process_group()
+    except BaseException:
+        close_process_group(clean=False)  # no barrier: the other ranks may be inside a collective
+        raise
+    close_process_group(clean=True)
     return 0

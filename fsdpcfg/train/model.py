@@ -64,8 +64,24 @@ def load_hf_config(path: str, trust_remote_code: bool, override_config: dict | N
                           fix="point it at a local folder with config.json (model=tiny_qwen2 for the offline "
                               "model; `fsdpcfg assets build` builds it)") from None
     for k, v in (override_config or {}).items():
+        if k == ATTN_KEY:  # not a config attribute: the loader's argument (see attn_implementation)
+            continue
         setattr(config, k, v)
     return config
+
+
+#: ``override_config`` entry verl reads as the attention implementation (verl/workers/config/model.py:
+#: ``override_config.get("attn_implementation", "flash_attention_2")``).
+ATTN_KEY = "attn_implementation"
+
+
+def attn_implementation(model_cfg: dict) -> str | None:
+    """The attention implementation ``actor_rollout_ref.model.override_config.attn_implementation`` asks for, or
+    ``None`` (transformers' default: ``sdpa`` where the architecture supports it). Passed to ``from_pretrained`` /
+    ``from_config``: set on the config object as a plain attribute it would be ignored (measured on Gemma 2,
+    transformers 5.10: ``config._attn_implementation`` stayed ``sdpa``)."""
+    value = (model_cfg.get("override_config") or {}).get(ATTN_KEY)
+    return str(value) if value else None
 
 
 def auto_class_for(config) -> Any:
@@ -103,15 +119,18 @@ def load_model(model_cfg: dict, dtype: torch.dtype, *, weights: bool = True) -> 
     trust = bool(model_cfg["trust_remote_code"])
     config = load_hf_config(model_cfg["path"], trust, model_cfg["override_config"])
     auto = auto_class_for(config)
+    attn = attn_implementation(model_cfg)
+    extra = {"attn_implementation": attn} if attn else {}
     if weights:
         try:
-            model = auto.from_pretrained(model_cfg["path"], config=config, trust_remote_code=trust, dtype=dtype)
+            model = auto.from_pretrained(model_cfg["path"], config=config, trust_remote_code=trust, dtype=dtype,
+                                         **extra)
         except OSError as e:
             raise ConfigError(f"cannot load weights from {model_cfg['path']!r}: {str(e).splitlines()[0]}",
                               key="actor_rollout_ref.model.path", value=model_cfg["path"],
                               fix="check the folder holds *.safetensors") from None
     else:
-        model = auto.from_config(config, trust_remote_code=trust, dtype=dtype)
+        model = auto.from_config(config, trust_remote_code=trust, dtype=dtype, **extra)
     model.config.use_cache = False
     return model
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fsdpcfg import paths
+from fsdpcfg.runinfo.redact import write_private
 
 #: Seconds one worker process may take (import ~10 s, then well under a second per config).
 DEFAULT_TIMEOUT = 300
@@ -86,7 +87,7 @@ def run_worker(jobs: list[dict[str, Any]], *, timeout: float = DEFAULT_TIMEOUT,
     """
     with tempfile.TemporaryDirectory(prefix="fsdpcfg-verlcheck-") as d:
         inp, out = Path(d, "in.json"), Path(d, "out.json")
-        inp.write_text(json.dumps({"jobs": jobs}))
+        write_private(inp, json.dumps({"jobs": jobs}))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.REPO_DIR),
                                                                          os.environ.get("PYTHONPATH")]))}
         try:

@@ -94,7 +94,8 @@ def prefixes(config: str = "ppo_trainer") -> frozenset[str]:
 
 def tree(config: str = "ppo_trainer") -> dict[str, Any]:
     """Return verl's ``config`` as nested dicts, values as written (``${...}`` interpolations and ``???``
-    kept): the tree verl composes, ready to be a Hydra config node (:mod:`fsdpcfg.compose.verl_base`).
+    kept): the tree verl composes, ready to be a Hydra config node (:mod:`fsdpcfg.compose.verl_base`) or the base a
+    config file's keys merge on top of (:func:`fsdpcfg.compose.config_file.load`).
 
     Raises:
         KeyError: ``config`` is not one of :data:`COMPOSITIONS`.

@@ -132,7 +132,7 @@ def test_cli_json_exit_codes() -> None:
     assert bad.returncode == 1, bad.stderr
     doc = json.loads(bad.stdout)
     assert any(f["rule"] == "FC601" and "actor_rollout_ref.rollout.n" in f["keys"] for f in doc["findings"])
-    assert set(doc["findings"][0]) == {"rule", "severity", "keys", "message", "fix"}
+    assert set(doc["findings"][0]) == {"rule", "severity", "keys", "message", "fix", "file", "line", "input"}
     good = subprocess.run([sys.executable, "-m", "fsdpcfg", "check", "+recipe=qwen_grpo"], capture_output=True,
                           text=True, cwd=REPO, timeout=120)
     assert good.returncode == 0, good.stdout + good.stderr

@@ -67,8 +67,12 @@ def test_split_args_recognises_names_files_and_overrides(tmp_path: Path):
     over, dirs, full = catalog.split_args([str(rec), "x=1"])
     assert over == ["+recipe=mine", "x=1"] and dirs == [tmp_path.resolve()] and full is None
     assert catalog.split_args([f"+recipe={rec}"])[0] == ["+recipe=mine"]
-    dump = tmp_path / "dump.yaml"
-    dump.write_text("data:\n  train_batch_size: 4\n")
+    overlay = tmp_path / "overlay.yaml"  # a few sections, no header: a recipe composed at the top level
+    overlay.write_text("data:\n  train_batch_size: 4\n")
+    assert catalog.split_args([str(overlay)]) == (["+recipe=overlay"], [tmp_path.resolve()], None)
+    assert catalog.load([str(overlay)]).cfg.data.train_batch_size == 4
+    dump = tmp_path / "dump.yaml"  # every section of the PPO tree: a full config, read as it is
+    dump.write_text("actor_rollout_ref: {}\ndata:\n  train_batch_size: 4\nalgorithm: {}\ntrainer: {}\n")
     assert catalog.split_args([str(dump)]) == ([], [], dump)
     with pytest.raises(UsageError, match="more than one"):
         catalog.split_args(["qwen_grpo", "other"])

@@ -184,15 +184,15 @@ def test_findings_sorted_errors_first():
     assert order == sorted(order, key=["error", "warning", "info"].index)
 
 
-def test_validation_the_native_loop_does_not_run_is_refused_not_skipped():
-    """verl validates before training by default; the native loop has no validation pass, so launcher=native
-    switches it off and an explicit request is an error naming launcher=verl."""
-    assert not [f for f in check_overrides(BASE) if f.severity == "error"]
-    fs = check_overrides(BASE + ["trainer.val_before_train=true"])
-    (f,) = [f for f in fs if f.rule == "FC803"]
-    assert f.keys[0] == "trainer.val_before_train" and "launcher=verl" in f.fix and "=false" in f.fix
-    fs = check_overrides(BASE + ["trainer.test_freq=5"])
-    assert [f.keys[0] for f in fs if f.rule == "FC802"] == ["trainer.test_freq"]
-    # verl runs both: no finding there
-    gpu = BASE + ["launcher=verl", "rollout=vllm", "trainer.val_before_train=true", "trainer.test_freq=5"]
-    assert not [f for f in check_overrides(gpu) if f.rule in ("FC802", "FC803")]
+def test_validation_runs_under_both_launchers_and_needs_val_files():
+    """The native loop validates as verl does (fsdpcfg/train/validate.py): val_before_train and test_freq are
+    accepted under both launchers; asking for validation without data.val_files is FC409."""
+    for launcher in (["launcher=native"], ["launcher=verl", "rollout=vllm"]):
+        fs = check_overrides(BASE + launcher + ["trainer.val_before_train=true", "trainer.test_freq=5"])
+        assert not [f for f in fs if f.rule in ("FC802", "FC803", "FC409")], launcher
+    fs = check_overrides(BASE + ["trainer.test_freq=5", "data.val_files=null"])
+    (f,) = [f for f in fs if f.rule == "FC409"]
+    # qwen_grpo validates before training too
+    assert f.severity == "error" and f.keys == ["data.val_files", "trainer.val_before_train", "trainer.test_freq"]
+    assert "trainer.val_before_train=True and trainer.test_freq=5 asks for validation" in f.message
+    assert "trainer.test_freq=-1" in f.fix

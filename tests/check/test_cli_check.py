@@ -43,8 +43,9 @@ def test_json_shape_and_exit_codes(run_check):
     assert findings[0] == {"rule": "FC103", "severity": "error", "keys": ["actor_rollout_ref.actor.strategy"],
                            "message": "actor_rollout_ref.actor.strategy: 'fsdp3' is not one of fsdp, fsdp2, fsdp_turbo, "
                                       "megatron, veomni, torchtitan, automodel",
-                           "fix": findings[0]["fix"]}
-    assert all(list(f) == ["rule", "severity", "keys", "message", "fix"] for f in findings)
+                           "fix": findings[0]["fix"], "file": None, "line": None,  # set on the command line
+                           "input": "+recipe=qwen_grpo actor_rollout_ref.actor.strategy=fsdp3"}
+    assert all(list(f) == ["rule", "severity", "keys", "message", "fix", "file", "line", "input"] for f in findings)
 
 
 def test_exact_json_document():
@@ -52,7 +53,11 @@ def test_exact_json_document():
                           "+trainer.nnode=2"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and out.stderr == ""
     doc = json.loads(out.stdout)
-    assert list(doc) == ["findings"] and doc["findings"][0]["rule"] == "FC102"
+    assert list(doc) == ["exit_code", "inputs", "findings"] and doc["exit_code"] == 1
+    assert doc["findings"][0]["rule"] == "FC102"
+    [one] = doc["inputs"]
+    assert one["input"] == "+recipe=qwen_grpo +trainer.nnode=2" and one["status"] == "fails"
+    assert one["counts"]["error"] == sum(f["severity"] == "error" for f in one["findings"]) >= 1
 
 
 @pytest.mark.parametrize("args", [["a=["], ["missing.yaml"], ["x.yaml", "data.train_batch_size=4"],
@@ -154,22 +159,23 @@ def test_verl_dump_is_checked_as_launcher_verl(tmp_path, run_check):
 
 
 def test_parse_run_script():
-    [cmd] = parse_run_script(GOOD_SCRIPT)
-    got = dict(cmd.overrides)
+    _, [cmd] = parse_run_script(GOOD_SCRIPT, environ={})
+    got = {w.text: w.line for w in cmd.overrides}
     assert "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct" in got  # $MODEL from the script
     assert "trainer.n_gpus_per_node=8" in got  # ${N_GPUS} from `export N_GPUS=8`
     assert "trainer.logger=[\"console\",\"wandb\"]" in got
-    assert [t for t, _ in cmd.unresolved] == ["data.train_files=$HOME/data/gsm8k/train.parquet", "$@"]
+    assert [w.text for w in cmd.overrides if not w.known] == ["data.train_files=$HOME/data/gsm8k/train.parquet"]
     assert got["actor_rollout_ref.rollout.name=vllm"] == 13
 
 
-def test_run_script(tmp_path, run_check):
+def test_run_script(tmp_path, run_check, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
     good = tmp_path / "run_grpo.sh"
     good.write_text(GOOD_SCRIPT)
     rc, findings = run_check(str(good))
     assert rc == 0, [f for f in findings if f["severity"] == "error"]
-    infos = [f for f in findings if f["rule"] == "FC107"]
-    assert infos and infos[0]["keys"] == ["data.train_files"]
+    infos = [f for f in findings if f["rule"] == "FC120"]  # $HOME from the check's environment, named
+    assert infos and infos[0]["keys"] == ["data.train_files"] and f"HOME={tmp_path}" in infos[0]["message"]
     bad = tmp_path / "run_bad.sh"
     bad.write_text(GOOD_SCRIPT.replace("actor_rollout_ref.actor.use_kl_loss=True",
                                        "actor_rollout_ref.actor.strategy=fsdp3 +actor_rollout_ref.actor.ppo_epoch=2"))

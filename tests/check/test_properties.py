@@ -66,14 +66,16 @@ def test_any_overrides_give_findings_or_a_usage_error(base, overrides):
     rc, out, err = _run(base + overrides)
     assert rc in (0, 1, 2), (rc, out, err)
     assert "Traceback" not in out + err
+    doc = json.loads(out)  # a usage error is JSON too, on stdout, with nothing on stderr
+    assert doc["exit_code"] == rc and not err.strip(), (rc, out, err)
     if rc == 2:
-        assert err.strip() and not out.strip()
+        assert doc["error"]["message"] and doc["inputs"] == [] and doc["findings"] == []
         return
-    doc = json.loads(out)
-    assert list(doc) == ["findings"]
+    assert list(doc) == ["exit_code", "inputs", "findings"] and len(doc["inputs"]) == 1
     assert (rc == 1) == any(f["severity"] == "error" for f in doc["findings"])
+    assert [{k: v for k, v in f.items() if k != "input"} for f in doc["findings"]] == doc["inputs"][0]["findings"]
     for f in doc["findings"]:
-        assert set(f) == {"rule", "severity", "keys", "message", "fix"}
+        assert set(f) == {"rule", "severity", "keys", "message", "fix", "file", "line", "input"}
         assert f["rule"].startswith("FC") and f["message"] and f["fix"]
         # FC000 is a rule that crashed: it may be skipped after schema errors, never a crash on a valid config
         assert not (f["rule"] == "FC000" and f["severity"] == "warning"), f

@@ -37,13 +37,13 @@ def test_key_order_does_not_matter(tmp_path: Path, capsys):
     f.write_text(yaml.safe_dump(shuffled, sort_keys=True))
     assert main(["diff", "qwen_grpo", str(f), "--exit-code"]) == 0
     shuffled["trainer"]["nnodes"] = 2
-    del shuffled["fsdpcfg"]["metrics"]
+    del shuffled["fsdpcfg"]["update_weights_bucket_megabytes"]
     f.write_text(yaml.safe_dump(shuffled))
     capsys.readouterr()
     assert main(["diff", "qwen_grpo", str(f), "--format", "json", "--exit-code"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["keys"]["trainer.nnodes"]["a"] == 1 and doc["keys"]["trainer.nnodes"]["b"] == 2
-    assert doc["keys"]["fsdpcfg.metrics.jsonl"]["b"] == "(absent)"
+    assert doc["keys"]["fsdpcfg.update_weights_bucket_megabytes"]["b"] == "(absent)"
     assert doc["choices"] == {}  # a full config file has no group choices
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 
 ARCHS = {"qwen2": "tiny-qwen2", "qwen3": "tiny-qwen3", "llama": "tiny-llama3", "mistral": "tiny-mistral",
-         "gemma": "tiny-gemma", "phi3": "tiny-phi3", "mixtral": "tiny-mixtral", "deepseek_v2": "tiny-deepseek-v2"}
+         "gemma": "tiny-gemma", "phi3": "tiny-phi3", "mixtral": "tiny-mixtral", "deepseek_v2": "tiny-deepseek-v2",
+         "gemma2": "tiny-gemma2", "qwen3_moe": "tiny-qwen3-moe"}
 PROMPT, RESPONSE = 7, 6
 
 

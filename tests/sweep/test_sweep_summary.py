@@ -33,3 +33,18 @@ def test_json_and_csv_hold_every_row(tmp_path):
     assert [t["status"] for t in table] == ["ok", "failed", "not started (fails the checks)"]
     assert table[0]["final_reward"] == "0.125" and table[1]["final_reward"] == ""
     assert table[1]["overrides"] == "+recipe=qwen_grpo lr=3e-06" and "max_prompt_length" in table[1]["error"]
+
+
+def test_an_interrupted_sweep_reads_only_this_sweeps_results(tmp_path):
+    """After Ctrl-C the rows come from the jobs' result.json; an earlier sweep's file in a reused folder is a point
+    not started (fsdpcfg/sweep/runner.py)."""
+    import json as _json
+    from types import SimpleNamespace
+
+    from fsdpcfg.sweep.runner import NOT_STARTED, _saved_row
+
+    c = SimpleNamespace(index=1, overrides=["a=1"])
+    (tmp_path / "result.json").write_text(_json.dumps({"point": 1, "status": "interrupted", "started": 100.0}))
+    assert _saved_row(c, tmp_path, since=50.0)["status"] == "interrupted"
+    assert _saved_row(c, tmp_path, since=200.0)["status"] == NOT_STARTED
+    assert _saved_row(c, tmp_path / "missing", since=0.0)["status"] == NOT_STARTED

@@ -1,6 +1,7 @@
 """A run SIGKILLed (torchrun and every rank) while it writes a checkpoint leaves no checkpoint that resume would
 load: the half-written ``global_step_2.tmp`` has no manifest, ``latest_checkpointed_iteration.txt`` still names
-step 1, and ``trainer.resume_mode=auto`` resumes from ``global_step_1`` and finishes the run.
+step 1, and ``trainer.resume_mode=auto`` resumes from ``global_step_1`` and finishes the run, with one metrics row per
+step (the killed run's step-2 row is moved to ``metrics.discarded.jsonl``).
 
 The kill lands inside the save through the test hook ``FSDPCFG_TEST_SAVE_PAUSE=2:120`` (fsdpcfg/train/checkpoint.py):
 rank 0 sleeps after every shard of step 2 is on disk and before the manifest is written."""
@@ -49,5 +50,9 @@ def test_sigkill_during_save_then_resume_loads_the_previous_checkpoint(tiny_mode
     assert (ckpt / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
     manifest = json.loads((ckpt / "global_step_2" / "MANIFEST.json").read_text())
     assert manifest["step"] == 2 and manifest["world_size"] == 2
+    assert manifest["trained_from"]["model_path"].endswith("tiny-qwen2-arith")  # what resume compares
     steps = [json.loads(line)["step"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert steps == [1, 2, 2]  # step 2 logged by the killed run (before its save) and again after the resume
+    assert steps == [1, 2]  # one row per step: the killed run's step-2 row (never saved) was moved aside
+    discarded = [json.loads(line) for line in (run_dir / "metrics.discarded.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in discarded] == [2]
+    assert "moved 1 metrics row(s) past step 1" in out

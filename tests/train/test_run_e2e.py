@@ -14,7 +14,10 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 METRIC_KEYS = ["critic/rewards/mean", "critic/rewards/max", "actor/pg_loss", "actor/kl_loss", "actor/pg_clipfrac",
-               "actor/grad_norm", "response_length/mean", "perf/throughput", "timing_s/step", "actor/lr"]
+               "actor/grad_norm", "response_length/mean", "perf/throughput", "timing_s/step", "actor/lr",
+               "actor/entropy", "perf/max_rss_gb", "perf/cpu_memory_used_gb", "timing_per_token_ms/gen",
+               *(f"timing_s/{p}" for p in ("update_weights", "gen", "reward", "old_log_prob", "ref", "adv",
+                                           "update_actor"))]
 
 
 def _run(args: list[str], timeout: int = 400) -> subprocess.CompletedProcess:
@@ -37,6 +40,12 @@ def test_qwen_grpo_two_steps_then_resume(tiny_model_path, tmp_path):
         assert not missing, missing
         assert r["response_length/mean"] <= 8
         assert r["timing_s/step"] > 0 and r["perf/throughput"] > 0
+        phases = sum(r[f"timing_s/{p}"] for p in ("update_weights", "gen", "reward", "old_log_prob", "ref", "adv",
+                                                   "update_actor"))
+        assert phases <= r["timing_s/step"] * 1.001  # the phases are inside the step
+        # a random tiny model is near uniform over Qwen2.5's 151,936 tokens: entropy just under ln(V) = 11.93
+        assert 8.0 < r["actor/entropy"] < 11.94
+        assert 0.1 < r["perf/max_rss_gb"] < 24
     assert list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
     cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert cfg["trainer"]["total_training_steps"] == 2

@@ -52,7 +52,11 @@ def test_batch_split_with_dynamic_bsz_only_needs_the_dp_split():
 
 def test_native_limits_and_schema_errors():
     assert _rules(check_overrides(["+recipe=qwen_sft", "data.use_dynamic_bsz=true"])) == ["FC251"]
-    assert _rules(check_overrides(["+recipe=qwen_sft", "trainer.logger=[console,wandb]"]), "warning") == ["FC252"]
+    # wandb and mlflow are sinks of the native trainers (fsdpcfg/train/trackers.py); swanlab only verl has
+    assert "FC804" not in _rules(check_overrides(["+recipe=qwen_sft", "trainer.logger=[console,wandb,mlflow]"]))
+    assert _rules(check_overrides(["+recipe=qwen_sft", "trainer.logger=[console,swanlab]"])) == ["FC804"]
+    assert "FC804" not in _rules(check_overrides(["+recipe=qwen_sft", "launcher=verl", "trainer.logger=[swanlab]"]))
+    assert _rules(check_overrides(["+recipe=qwen_grpo", "trainer.logger=[console,clearml]"])) == ["FC804"]
     f = [x for x in check_overrides(["+recipe=qwen_sft", "+optim.lrr=1e-4"]) if x.rule == "FC150"]
     assert len(f) == 1 and "did you mean optim.lr?" in f[0].message
     f = [x for x in check_overrides(["+recipe=qwen_sft", "engine.strategy=fsdp3"]) if x.rule == "FC150"]

@@ -55,9 +55,27 @@ def batched_log_probs(module: nn.Module, input_ids: torch.Tensor, attention_mask
                       micro_batch: int, *, temperature: float = 1.0) -> torch.Tensor:
     """:func:`response_log_probs` over ``micro_batch`` sequences at a time, without gradients:
     ``(batch, seq) -> (batch, response_len)``."""
-    parts = []
+    return _batched(module, input_ids, attention_mask, response_len, micro_batch, temperature, False)[0]
+
+
+@torch.no_grad()
+def batched_log_probs_and_entropy(module: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                                  response_len: int, micro_batch: int, *, temperature: float = 1.0
+                                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`batched_log_probs` and the per-token entropy of the same pass (verl's old-log-prob pass reports
+    ``actor/entropy`` from it): two ``(batch, response_len)`` tensors."""
+    lp, ent = _batched(module, input_ids, attention_mask, response_len, micro_batch, temperature, True)
+    assert ent is not None
+    return lp, ent
+
+
+def _batched(module: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int,
+             micro_batch: int, temperature: float, with_entropy: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    lps, ents = [], []
     for i in range(0, input_ids.shape[0], micro_batch):
-        lp, _ = response_log_probs(module, input_ids[i:i + micro_batch], attention_mask[i:i + micro_batch],
-                                   response_len, temperature=temperature)
-        parts.append(lp)
-    return torch.cat(parts, dim=0)
+        lp, ent = response_log_probs(module, input_ids[i:i + micro_batch], attention_mask[i:i + micro_batch],
+                                     response_len, temperature=temperature, with_entropy=with_entropy)
+        lps.append(lp)
+        if ent is not None:
+            ents.append(ent)
+    return torch.cat(lps, dim=0), (torch.cat(ents, dim=0) if with_entropy else None)

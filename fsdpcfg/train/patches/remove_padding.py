@@ -38,7 +38,8 @@ PATCH = Patch(
     targets=("model.forward:packed", "attention.mask:packed"),
     config_key="actor_rollout_ref.model.use_remove_padding",
     is_on=bool,
-    model_types=frozenset({"qwen2", "qwen3", "llama", "mistral", "mixtral", "gemma", "phi3", "deepseek_v2"}),
+    model_types=frozenset({"qwen2", "qwen3", "llama", "mistral", "mixtral", "gemma", "gemma2", "phi3", "deepseek_v2",
+                           "qwen3_moe"}),
     impls={"*": "fsdpcfg.train.patches.remove_padding:apply"},
     source="verl/workers/engine/fsdp/transformer_impl.py (use_remove_padding); transformers "
            "masking_utils.find_packed_sequence_indices",

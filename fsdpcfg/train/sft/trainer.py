@@ -22,6 +22,7 @@ import yaml
 
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.train import checkpoint as ckpt
+from fsdpcfg.train.ckpt_identity import identity
 from fsdpcfg.train.algorithm.losses import token_log_probs
 from fsdpcfg.train.data import StatefulSampler
 from fsdpcfg.train.engine.fsdp import Precision, clip_grad_norm, gradient_sync, iter_full_params, shard_model
@@ -98,6 +99,8 @@ class SFTTrainer:
         self.total_steps = total_sft_steps(cfg, len(self.dataset))
         self.lora = LoraSettings.from_model_cfg(self.model_cfg, key_prefix="model")
         self.resume_from = ckpt.find_resume_folder(tr)
+        # what the checkpoints record they were trained from (compared by the launcher before a resume)
+        self.trained_from = identity(cfg) if self.rank == 0 else None
         if self.resume_from is not None and self.lora is not None:
             raise ConfigError(f"resuming a LoRA run from {self.resume_from} is not implemented (its checkpoint holds "
                               "merged weights, not the adapter)", key="trainer.resume_mode", value=tr["resume_mode"],
@@ -185,14 +188,12 @@ class SFTTrainer:
                              tokenizer=self.tokenizer, optimizer=self.optimizer,
                              generation_config=self.generation_config, scheduler=self.scheduler,
                              trainer_state={"step": step, "sampler": self.sampler.state_dict()},
-                             keep=tr["max_ckpt_to_keep"])
+                             keep=tr["max_ckpt_to_keep"], trained_from=self.trained_from)
 
     def fit(self) -> None:
         """Run the remaining steps, logging each, checkpointing every ``trainer.save_freq`` steps and at the end."""
-        fc = self.cfg["fsdpcfg"]
-        logger = MetricsLogger(fc["run_dir"], self.total_steps, self.start_step, jsonl=bool(fc["metrics"]["jsonl"]),
-                               tensorboard=bool(fc["metrics"]["tensorboard"]), enabled=self.rank == 0, desc="SFT",
-                               bar_keys=BAR_KEYS, line_keys=LINE_KEYS)
+        logger = MetricsLogger.for_run(self.cfg, self.total_steps, self.start_step, enabled=self.rank == 0, desc="SFT",
+                                        bar_keys=BAR_KEYS, line_keys=LINE_KEYS)
         save_freq = int(self.cfg["trainer"]["save_freq"])
         if self.resume_from is not None:
             logger.message(f"fsdpcfg: resumed from {self.resume_from} (step {self.start_step} of {self.total_steps})")
@@ -207,6 +208,8 @@ class SFTTrainer:
 
 def main(config_path: str) -> int:
     """Entry point of one rank: read the resolved SFT config, train, tear down. Returns the exit code."""
+    from fsdpcfg.train.entry import close_process_group
+
     from fsdpcfg.train.loop import save_resolved_config
 
     path = Path(config_path)
@@ -216,7 +219,8 @@ def main(config_path: str) -> int:
         if trainer.rank == 0:
             save_resolved_config(cfg, path)
         trainer.fit()
-    finally:
-        dist.barrier()
-        dist.destroy_process_group()
+    except BaseException:
+        close_process_group(clean=False)
+        raise
+    close_process_group(clean=True)
     return 0

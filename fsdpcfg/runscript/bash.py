@@ -1,0 +1,633 @@
+"""Evaluate a bash run script into the commands bash would run, without running anything.
+
+The script is parsed by tree-sitter's bash grammar (``tree-sitter-bash``: a complete grammar of bash, arrays,
+``case``, ``[[ ]]`` and ``$(( ))`` included) and its syntax tree is walked here. Only the script's own text is
+read: no command runs (a command substitution ``$(...)`` is not run but marked unknown; ``cd X && pwd``,
+``dirname``, ``basename``, ``realpath`` are computed as string functions of their arguments), no file is read
+or written (redirections are ignored, ``source`` is not followed), no network is touched.
+
+What is evaluated:
+
+- assignments (``=``, ``+=``, arrays ``A=(...)``, ``A+=(...)``, ``A[i]=x``), ``export``/``local``/``declare``/
+  ``readonly``, ``unset``, env-prefix assignments (``VAR=x python3 ...``, for that command only);
+- parameter expansion: ``$X``, ``${X}``, ``${X:-d}``, ``${X-d}``, ``${X:=d}``, ``${X=d}``, ``${X:+a}``,
+  ``${X:?msg}``, ``${#X}``, ``${X#p}``/``##``/``%``/``%%``, ``${X/a/b}`` (literal ``a``), ``${X:o:l}``,
+  ``${X^^}``/``${X,,}``, ``"${A[@]}"``, ``${A[*]}``, ``${A[i]}``, ``${#A[@]}``; ``$((...))`` on known integers;
+  word splitting of unquoted expansions; ``~``;
+- positional arguments ``$1``..., ``$#``, ``shift``, ``set --`` (given as ``args``; ``None`` means "not given":
+  ``${1:-x}`` then takes ``x``, as ``bash run.sh`` would, and a bare ``$1`` or ``$#`` is unknown); ``"$@"``/``$*``
+  expand to the remaining positional arguments followed by ``extra`` (the overrides given after the script on
+  the check's command line);
+- variables the script does not set are taken from ``environ`` (the environment of the check), each use noted;
+- ``if``/``elif``/``else``, ``case`` (``;;``, ``;&``, ``;;&``), ``&&``/``||``, ``[ ]``/``[[ ]]``/``test`` (string,
+  integer and pattern tests), ``for x in LIST``, functions (with ``local`` and ``return``), subshells and
+  pipelines (their assignments do not persist), ``exit``, ``exec``.
+
+A condition the check cannot know (a file test, a command's exit status, an unknown value) takes no guess:
+every branch is read (the commands in each are returned, marked conditional), and after the construct a
+variable the branches left with different values is unknown (a :class:`Note` says so). A path that ends in
+``exit`` does not continue. ``while``/``until`` loops are read as "not run or run once" in the same way.
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from typing import Iterable, Mapping, Optional
+
+from fsdpcfg.runscript.expand import Expander, _concat
+from fsdpcfg.runscript.words import (
+    Command,
+    Evaluation,
+    Note,
+    Word,
+    _Exit,
+    _Return,
+    _State,
+    _union,
+)
+
+#: builtins that always succeed and change nothing the check reads (not reported as commands).
+_INERT = frozenset({"echo", "printf", "set", ":", "true"})
+_MAX_DEPTH = 32
+
+
+def _parser():
+    import tree_sitter
+    import tree_sitter_bash
+
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+
+def evaluate(text: str, *, args: Optional[list[str]] = None, extra: Iterable[str] = (),
+             environ: Optional[Mapping[str, str]] = None, script_path: str = "run.sh") -> Evaluation:
+    """Evaluate the bash script ``text`` without running it.
+
+    Args:
+        text: the script.
+        args: its positional arguments (``$1``...), or ``None`` when none were given (then ``${1:-x}`` is ``x``
+            and a bare ``$1`` or ``$#`` is unknown).
+        extra: words added where the script writes ``"$@"``/``$*`` after its remaining arguments (the overrides
+            given after the script on the check's command line).
+        environ: the environment variables a script may read (``os.environ`` of the check when ``None``).
+        script_path: what ``$0`` and ``${BASH_SOURCE[0]}`` hold (the script's path as given to the check).
+
+    Returns:
+        An :class:`Evaluation`. A syntax error is not raised: the evaluation stops before the broken statement
+        and ``syntax_error_line`` names its line.
+    """
+    src = text.encode()
+    tree = _parser().parse(src)
+    ev = _Evaluator(src, dict(os.environ if environ is None else environ), [str(x) for x in extra], script_path)
+    state = _State({}, set(), None if args is None else [Word(a, 0) for a in args])
+    error_line, error_byte = _first_error(tree.root_node)
+    try:
+        for child in tree.root_node.named_children:
+            if error_line and child.start_byte >= error_byte:
+                break
+            if child.type == "ERROR" or child.has_error:
+                # the statements before the broken one still run in bash
+                for c in child.named_children if child.type == "ERROR" else []:
+                    if c.end_byte <= error_byte and not c.has_error:
+                        ev.statement(c, state)
+                break
+            ev.statement(child, state)
+    except _Exit:
+        pass
+    return Evaluation(ev.commands, ev.notes, ev.env_used, error_line)
+
+
+def _first_error(node) -> tuple[int, int]:
+    """(line, byte offset) where bash's grammar first fails to read the script; (0, 0) when it reads it all."""
+    if not node.has_error:
+        return 0, 0
+    stack = [node]
+    while stack:
+        n = stack.pop(0)
+        if n.is_missing:
+            return n.start_point[0] + 1, n.start_byte
+        if n.type == "ERROR":
+            for c in n.children:
+                if c.is_named and not c.has_error and c.type in _STATEMENTS:
+                    continue  # a complete statement the error node swallowed
+                return c.start_point[0] + 1, c.start_byte
+            return n.start_point[0] + 1, n.start_byte
+        stack = [c for c in n.children if c.has_error or c.is_missing or c.type == "ERROR"] + stack
+    return node.start_point[0] + 1, node.start_byte
+
+
+_STATEMENTS = frozenset({"command", "variable_assignment", "variable_assignments", "declaration_command",
+                         "redirected_statement", "pipeline", "list", "if_statement", "case_statement",
+                         "for_statement", "while_statement", "function_definition", "comment", "subshell",
+                         "compound_statement", "unset_command", "negated_command", "test_command"})
+
+
+class _Evaluator(Expander):
+    def __init__(self, src: bytes, environ: dict[str, str], extra: list[str], script_path: str) -> None:
+        self.src = src
+        self.environ = environ
+        self.extra = extra
+        self.script_path = script_path
+        self.commands: list[Command] = []
+        self.notes: list[Note] = []
+        self.env_used: dict[str, tuple[str, int]] = {}
+        self.functions: dict[str, object] = {}
+        self.conditional: list[str] = []  # stack of reasons the current branch may not run
+        self.locals: list[dict[str, tuple[Optional[list[Word]], bool]]] = []
+        self.depth = 0
+        self.uses_args = False
+        self.in_test = False
+
+    # ---- statements ------------------------------------------------------------------------------------
+    def statement(self, node, st: _State) -> Optional[bool]:
+        """Evaluate one statement; return its exit status (True: 0, False: non-zero, None: not known)."""
+        if st.exited:
+            return None
+        t = node.type
+        if t in ("comment", "heredoc_body", ";", "&", "\n"):
+            return True
+        if t in ("program", "compound_statement", "do_group"):
+            return self.block(node.named_children, st)
+        if t == "variable_assignment":
+            self.assign(node, st)
+            return True
+        if t == "variable_assignments":
+            for c in node.named_children:
+                self.assign(c, st)
+            return True
+        if t == "declaration_command":
+            return self.declaration(node, st)
+        if t == "unset_command":
+            for c in node.named_children:
+                name = self.text(c)
+                self.set_var(st, name, None)
+            return True
+        if t == "redirected_statement":
+            body = node.child_by_field_name("body")
+            return self.statement(body, st) if body is not None else True
+        if t == "command":
+            return self.command(node, st)
+        if t == "list":
+            return self.and_or(node, st)
+        if t == "pipeline":
+            status = None
+            for c in node.named_children:
+                sub = st.copy()
+                try:
+                    status = self.statement(c, sub)
+                except _Exit:
+                    status = None
+            return status
+        if t == "subshell":
+            sub = st.copy()
+            try:
+                return self.block(node.named_children, sub)
+            except _Exit:
+                return None
+        if t == "negated_command":
+            inner = [c for c in node.named_children]
+            s = self.statement(inner[-1], st) if inner else None
+            return None if s is None else not s
+        if t in ("test_command",):
+            return self.test(node, st)
+        if t == "if_statement":
+            return self.if_statement(node, st)
+        if t == "case_statement":
+            return self.case_statement(node, st)
+        if t == "for_statement":
+            return self.for_statement(node, st)
+        if t in ("while_statement", "c_style_for_statement"):
+            body = node.child_by_field_name("body")
+            what = "a `for ((...))` loop" if t == "c_style_for_statement" else "a `while`/`until` loop"
+            reason = f"line {self.line(node)}: inside {what} (it may run any number of times)"
+            self.note(node, "condition", f"{what} is read as run once or not at all; a value it changes is "
+                                         "not known after it")
+            self.branches(node, st, [(body, reason)], include_none=True)
+            return None
+        if t == "function_definition":
+            name = node.child_by_field_name("name")
+            self.functions[self.text(name)] = node.child_by_field_name("body")
+            return True
+        self.note(node, "skipped", f"`{self.text(node).splitlines()[0][:60]}` ({t}) is not evaluated by the check")
+        return None
+
+    def block(self, nodes, st: _State) -> Optional[bool]:
+        status: Optional[bool] = True
+        for c in nodes:
+            if st.exited:
+                break
+            status = self.statement(c, st)
+        return status
+
+    def and_or(self, node, st: _State) -> Optional[bool]:
+        kids = node.children
+        left, op, right = kids[0], self.text(kids[1]), kids[-1]
+        s = self.statement(left, st)
+        if s is None:
+            reason = (f"line {self.line(node)}: after `{self.text(left)[:60]}`, whose result the check cannot know")
+            self.note(node, "condition", f"`{self.text(left)[:60]}` cannot be known without running the shell; "
+                                         f"`{self.text(right)[:60]}` is read as maybe run")
+            self.branches(node, st, [(right, reason)], include_none=True)
+            return None
+        if (op == "&&" and s) or (op == "||" and not s):
+            return self.statement(right, st)
+        return s
+
+    def branches(self, node, st: _State, bodies: list[tuple[object, str]], include_none: bool) -> None:
+        """Read each of ``bodies`` (maybe run) from a copy of ``st``; then merge: a variable set differently
+        by the paths that go on is unknown; when every path exits, the script exits."""
+        outcomes: list[_State] = []
+        if include_none:
+            outcomes.append(st.copy())
+        for body, reason in bodies:
+            sub = st.copy()
+            self.conditional.append(reason)
+            try:
+                if body is not None:
+                    if isinstance(body, list):
+                        self.block(body, sub)
+                    else:
+                        self.statement(body, sub)
+            except _Exit:
+                sub.exited = True
+            finally:
+                self.conditional.pop()
+            outcomes.append(sub)
+        going = [o for o in outcomes if not o.exited]
+        if not going:
+            st.exited = True
+            raise _Exit()
+        where = f"line {self.line(node)}"
+        names = set().union(*(o.vars.keys() for o in going)) | set(st.vars)
+        merged: dict[str, list[Word]] = {}
+        arrays = set().union(*(o.arrays for o in going))
+        for name in names:
+            vals = [o.vars.get(name) for o in going]
+            keys = [None if v is None else tuple((w.text, w.unknown) for w in v) for v in vals]
+            if all(k == keys[0] for k in keys):
+                if vals[0] is not None:
+                    merged[name] = vals[0]
+            elif name in arrays:
+                merged[name] = _merge_arrays([v or [] for v in vals], f"set only in some branches, or differently, "
+                                                                      f"of a construct the check cannot decide ({where})")
+            else:
+                merged[name] = [Word(f"${name}", self.line(node),
+                                     (f"`{name}` is set differently by branches the check cannot choose "
+                                      f"between ({where})",))]
+        st.vars = merged
+        st.arrays = arrays
+        if any(o.args != going[0].args for o in going):
+            st.args = None
+        else:
+            st.args = going[0].args
+
+    def if_statement(self, node, st: _State) -> Optional[bool]:
+        # clauses: (condition nodes, body nodes); else: (None, body nodes)
+        clauses: list[tuple[Optional[list], list]] = []
+        cond: list = []
+        body: list = []
+        mode = "cond"
+        for c in node.children:
+            t = c.type
+            if t == "if":
+                continue
+            if t == "then":
+                mode = "body"
+                continue
+            if t in ("elif_clause", "else_clause"):
+                continue
+            if t == "fi":
+                break
+            if not c.is_named:
+                continue
+            (cond if mode == "cond" else body).append(c)
+        clauses.append((cond, body))
+        for c in node.named_children:
+            if c.type == "elif_clause":
+                ccond, cbody, m = [], [], "cond"
+                for x in c.children:
+                    if x.type == "then":
+                        m = "body"
+                    elif x.is_named:
+                        (ccond if m == "cond" else cbody).append(x)
+                clauses.append((ccond, cbody))
+            elif c.type == "else_clause":
+                clauses.append((None, [x for x in c.named_children]))
+        pending: list[tuple[object, str]] = []
+        for ccond, cbody in clauses:
+            if ccond is None:
+                status: Optional[bool] = True
+            else:
+                status = self.block(ccond, st) if not pending else None
+            if pending:
+                # an earlier condition could not be known: this clause is one more maybe-branch
+                what = "else" if ccond is None else f"`{' '.join(self.text(x) for x in ccond)[:60]}`"
+                pending.append((cbody, f"line {self.line(node)}: in the branch {what} of an `if` the check "
+                                       "cannot decide"))
+                continue
+            if status is True:
+                return self.block(cbody, st)
+            if status is None:
+                text = " ".join(self.text(x) for x in ccond)[:80]
+                self.note(node, "condition", f"the condition `{text}` cannot be known without running the shell; "
+                                             "every branch was read, and a value the branches set differently is "
+                                             "not known after the `if`")
+                pending.append((cbody, f"line {self.line(node)}: in a branch of an `if` on `{text}`, which the "
+                                       "check cannot decide"))
+        if pending:
+            has_else = clauses[-1][0] is None
+            self.branches(node, st, pending, include_none=not has_else)
+            return None
+        return True
+
+    def case_statement(self, node, st: _State) -> Optional[bool]:
+        value = self.scalar(node.child_by_field_name("value"), st)
+        items = [c for c in node.named_children if c.type == "case_item"]
+        if not value.known:
+            self.note(node, "condition", f"the `case` on `{value.text}` cannot be decided "
+                                         f"({value.unknown[0]}); every branch was read")
+            bodies = [(self._case_body(i), f"line {self.line(i)}: in a branch of a `case` on `{value.text}`, "
+                                           "which the check cannot decide") for i in items]
+            self.branches(node, st, bodies, include_none=True)
+            return None
+        falling = False
+        for item in items:
+            pats = [self.scalar(p, st, pattern=True) for p in item.children_by_field_name("value")]
+            matched = falling
+            if not matched:
+                for p in pats:
+                    if not p.known:
+                        self.note(item, "condition", f"the `case` pattern `{p.text}` is not known; its branch "
+                                                     "was not taken")
+                        continue
+                    if fnmatch.fnmatchcase(value.text, p.text):
+                        matched = True
+                        break
+            if not matched:
+                continue
+            self.block(self._case_body(item), st)
+            term = self._case_term(item)
+            if term == ";&":
+                falling = True
+                continue
+            if term == ";;&":
+                falling = False
+                continue
+            return True
+        return True
+
+    @staticmethod
+    def _case_body(item) -> list:
+        kids = item.children
+        start = next((i for i, c in enumerate(kids) if c.type == ")"), -1) + 1
+        return [c for c in kids[start:] if c.is_named and c.type not in ("comment",)]
+
+    @staticmethod
+    def _case_term(item) -> str:
+        for c in item.children:
+            if c.type in (";;", ";&", ";;&"):
+                return c.type
+        return ";;"
+
+    def for_statement(self, node, st: _State) -> Optional[bool]:
+        var = self.text(node.child_by_field_name("variable"))
+        values = node.children_by_field_name("value")
+        body = node.child_by_field_name("body")
+        words: list[Word] = []
+        if values:
+            for v in values:
+                words.extend(self.words(v, st))
+        else:
+            words = self.all_args(st, node)
+        if any(not w.known for w in words):
+            self.note(node, "condition", f"the `for {var}` loop's list is not known; its body was read once, with "
+                                         f"`{var}` unknown")
+            sub_reason = f"line {self.line(node)}: inside a `for` loop over a list the check cannot know"
+            st.vars[var] = [Word(f"${var}", self.line(node), ("the loop variable of a list the check cannot know",))]
+            self.branches(node, st, [(body, sub_reason)], include_none=True)
+            return None
+        for w in words:
+            st.vars[var] = [w]
+            st.arrays.discard(var)
+            self.statement(body, st)
+        return True
+
+    def declaration(self, node, st: _State) -> Optional[bool]:
+        keyword = self.text(node.children[0])
+        for c in node.named_children:
+            if c.type == "variable_assignment":
+                name = self._assign_name(c)
+                if keyword in ("local", "declare", "typeset") and self.locals:
+                    self._save_local(name, st)
+                self.assign(c, st)
+            elif c.type in ("variable_name", "word") and not self.text(c).startswith("-"):
+                name = self.text(c)
+                if keyword in ("local", "declare", "typeset") and self.locals:
+                    self._save_local(name, st)
+                    st.vars.pop(name, None)
+        return True
+
+    def _save_local(self, name: str, st: _State) -> None:
+        frame = self.locals[-1]
+        if name not in frame:
+            frame[name] = (st.vars.get(name), name in st.arrays)
+
+    def command(self, node, st: _State) -> Optional[bool]:
+        name_node = node.child_by_field_name("name")
+        prefix: dict[str, Word] = {}
+        for c in node.named_children:
+            if c.type == "variable_assignment":
+                vals = self.assign_value(c, st)
+                prefix[self._assign_name(c)] = vals[0] if vals else Word("", self.line(c))
+        if name_node is None:
+            return True
+        argv = self.words(name_node, st)
+        uses_before = self.uses_args
+        self.uses_args = False
+        for a in node.children_by_field_name("argument"):
+            argv.extend(self.words(a, st))
+        uses_args, self.uses_args = self.uses_args, uses_before
+        if not argv:
+            return True
+        name = argv[0].text if argv[0].known else ""
+        if name in self.functions and argv[0].known:
+            return self.call(name, argv[1:], node, st)
+        if name in ("exit", "return"):
+            if name == "return" and self.locals:
+                raise _Return()
+            code = argv[1].text if len(argv) > 1 else "0"
+            if not self.conditional:
+                self.note(node, "exit", f"the script exits here (`{self.text(node)[:40]}`)")
+            st.exited = True
+            raise _Exit(code)
+        if name == "shift":
+            n = int(argv[1].text) if len(argv) > 1 and argv[1].known and argv[1].text.isdigit() else 1
+            if st.args is not None:
+                st.args = st.args[n:]
+            return True
+        if name == "set":
+            rest = [w for w in argv[1:]]
+            if rest and rest[0].text == "--":
+                st.args = rest[1:]
+            return True
+        if name in ("source", "."):
+            self.note(node, "skipped", f"`{self.text(node)[:60]}` is not followed (the check reads only this "
+                                       "script); a value that file sets is not known")
+            return None
+        if name == "eval":
+            self.note(node, "skipped", f"`{self.text(node)[:60]}` is not evaluated")
+            return None
+        if name == "read":
+            for w in argv[1:]:
+                if w.known and not w.text.startswith("-"):
+                    st.vars[w.text] = [Word(f"${w.text}", self.line(node), (f"`{w.text}` is read from input",))]
+            return None
+        if name in ("test", "["):
+            self.in_test = True
+            try:
+                args = [w for a in node.children_by_field_name("argument") for w in self.words(a, st)]
+            finally:
+                self.in_test = False
+            return self._test_argv([w for w in args if w.text != "]"])
+        if name == "true" or name == ":":
+            return True
+        if name == "false":
+            return False
+        if name == "exec" and len(argv) > 1:
+            self._record(argv[1:], node, prefix, uses_args)
+            if not self.conditional:
+                st.exited = True
+                raise _Exit("0")
+            return None
+        if name in ("export", "local", "declare", "readonly", "typeset"):
+            return True
+        if name in _INERT:
+            return True
+        self._record(argv, node, prefix, uses_args)
+        return None
+
+    def _record(self, argv: list[Word], node, prefix: dict[str, Word], uses_args: bool) -> None:
+        self.commands.append(Command(argv, self.line(node), prefix, self.conditional[-1] if self.conditional else "",
+                                     uses_args))
+
+    def call(self, name: str, args: list[Word], node, st: _State) -> Optional[bool]:
+        if self.depth >= _MAX_DEPTH:
+            self.note(node, "skipped", f"`{name}` calls itself too deeply; the call was not followed")
+            return None
+        saved = st.args
+        st.args = args
+        self.depth += 1
+        self.locals.append({})
+        try:
+            return self.statement(self.functions[name], st)
+        except _Return:
+            return None
+        finally:
+            frame = self.locals.pop()
+            self.depth -= 1
+            for var, (val, is_arr) in frame.items():
+                self.set_var(st, var, val)
+                if is_arr:
+                    st.arrays.add(var)
+            st.args = saved
+
+    # ---- assignments -----------------------------------------------------------------------------------
+    def _assign_name(self, node) -> str:
+        n = node.child_by_field_name("name")
+        if n is not None and n.type == "subscript":
+            n = n.child_by_field_name("name")
+        return self.text(n) if n is not None else self.text(node).split("=", 1)[0].rstrip("+")
+
+    def set_var(self, st: _State, name: str, value: Optional[list[Word]]) -> None:
+        if value is None:
+            st.vars.pop(name, None)
+            st.arrays.discard(name)
+        else:
+            st.vars[name] = value
+
+    def assign_value(self, node, st: _State) -> list[Word]:
+        value = node.child_by_field_name("value")
+        if value is None:
+            return [Word("", self.line(node))]
+        if value.type == "array":
+            out: list[Word] = []
+            for el in value.named_children:
+                if el.type != "comment":
+                    out.extend(self.words(el, st))
+            return out
+        return [self.scalar(value, st, assignment=True)]
+
+    def assign(self, node, st: _State) -> None:
+        name_node = node.child_by_field_name("name")
+        name = self._assign_name(node)
+        op = next((self.text(c) for c in node.children if c.type in ("=", "+=")), "=")
+        value = node.child_by_field_name("value")
+        is_array = value is not None and value.type == "array"
+        vals = self.assign_value(node, st)
+        if name_node is not None and name_node.type == "subscript":
+            index = self.arith_node(name_node.child_by_field_name("index"), st)
+            cur = list(st.vars.get(name, []))
+            if index is None or index < 0:
+                st.vars[name] = [Word(f"${{{name}[@]}}", self.line(node), ("an array index the check cannot know",))]
+                st.arrays.add(name)
+                return
+            while len(cur) <= index:
+                cur.append(Word("", self.line(node)))
+            cur[index] = vals[0]
+            st.vars[name] = cur
+            st.arrays.add(name)
+            return
+        if op == "+=":
+            cur = list(st.vars.get(name, [])) or ([] if is_array else [Word("", self.line(node))])
+            if is_array or name in st.arrays:
+                st.vars[name] = cur + vals
+                st.arrays.add(name)
+            else:
+                st.vars[name] = [_concat(cur[0], vals[0])]
+            return
+        st.vars[name] = vals
+        if is_array:
+            st.arrays.add(name)
+        else:
+            st.arrays.discard(name)
+
+
+def _merge_arrays(values: list[list[Word]], reason: str) -> list[Word]:
+    """Arrays that branches the check cannot choose between left different. Arrays of ``key=value`` overrides
+    merge by key: a key every branch gives the same last value stays known, any other key is kept (its text
+    from the first branch that has it) but marked unknown, so the key it feeds is still named. Other arrays
+    keep the elements they share at the start; the rest are marked unknown."""
+    def key(w: Word) -> Optional[str]:
+        k = w.text.split("=", 1)[0].lstrip("+~") if "=" in w.text else None
+        return k if k and re.fullmatch(r"[A-Za-z_][\w.\-/@]*", k) else None
+
+    if all(key(w) for v in values for w in v):
+        finals = [{key(w): w for w in v} for v in values]
+        order: list[str] = []
+        for v in values:
+            order += [k for k in (key(w) for w in v) if k not in order]
+        out = []
+        for k in order:
+            ws = [f.get(k) for f in finals]
+            first = next(w for w in ws if w is not None)
+            same = all(w is not None and (w.text, w.unknown) == (first.text, first.unknown) for w in ws)
+            out.append(first if same else Word(first.text, first.line, _union(first.unknown, (reason,)), first.env,
+                                               first.cli))
+        return out
+    n = 0
+    while all(len(v) > n for v in values) and all((v[n].text, v[n].unknown) == (values[0][n].text,
+                                                                                values[0][n].unknown) for v in values):
+        n += 1
+    out = list(values[0][:n])
+    seen: set[str] = set()
+    for v in values:
+        for w in v[n:]:
+            if w.text in seen:
+                continue
+            seen.add(w.text)
+            out.append(Word(w.text, w.line, _union(w.unknown, (reason,)), w.env, w.cli))
+    return out
+
+
+
+__all__ = ["Command", "Evaluation", "Note", "Word", "evaluate"]

@@ -1,0 +1,609 @@
+"""Word expansion of the bash evaluator (:mod:`fsdpcfg.runscript.bash`): quoting, parameter expansion
+(``${X:-d}``, ``${A[@]}``, ``${X##*/}`` ...), word splitting, ``~``, arithmetic on known integers, the tests of
+``[ ]``/``[[ ]]``/``test``, and command substitutions (never run: a few path functions are computed, anything
+else is unknown)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from typing import Optional
+
+from fsdpcfg.runscript.words import _F, Note, Word, _Exit, _join, _State, _union
+
+
+class Expander:
+    """Expansion methods of the evaluator; it sets ``src``, ``environ``, ``extra``, ``script_path``, ``notes``,
+    ``env_used``, ``uses_args`` and ``in_test``."""
+
+    # ---- helpers ---------------------------------------------------------------------------------------
+    def text(self, node) -> str:
+        return self.src[node.start_byte:node.end_byte].decode(errors="replace")
+
+    def note(self, node, kind: str, message: str) -> None:
+        n = Note(node.start_point[0] + 1, kind, message)
+        if n not in self.notes:
+            self.notes.append(n)
+
+    @staticmethod
+    def line(node) -> int:
+        return node.start_point[0] + 1
+
+    # ---- words -----------------------------------------------------------------------------------------
+    def words(self, node, st: _State) -> list[Word]:
+        """Expand ``node`` into the fields bash would pass as arguments (word splitting included)."""
+        line = self.line(node)
+        return [Word(f.text, f.line or line, f.unknown, f.env, f.cli) for f in self.fields(node, st, quoted=False)]
+
+    def scalar(self, node, st: _State, pattern: bool = False, assignment: bool = False) -> Word:
+        """Expand ``node`` into one string (no word splitting, as in an assignment's value)."""
+        fs = self.fields(node, st, quoted=True, pattern=pattern, assignment=assignment)
+        if not fs:
+            return Word("", self.line(node))
+        f = fs[0]
+        for g in fs[1:]:
+            f = f + _F(" ") + g
+        return Word(f.text, self.line(node), f.unknown, f.env, f.cli)
+
+    def fields(self, node, st: _State, quoted: bool, pattern: bool = False, assignment: bool = False) -> list[_F]:
+        t = node.type
+        if t in ("word", "number", "extglob_pattern", "regex", "variable_name", "test_operator", "brace_expression",
+                 "special_variable_name"):
+            raw = self.text(node)
+            if t == "word" and not quoted and raw.startswith("~") and (raw == "~" or raw.startswith("~/")):
+                home = self.env("HOME", node)
+                raw = home.text + raw[1:]
+                return [_F(_unescape(raw, pattern), home.unknown, home.env)]
+            if t == "word" and assignment and raw.startswith("~/"):
+                home = self.env("HOME", node)
+                return [_F(home.text + _unescape(raw[1:], pattern), home.unknown, home.env)]
+            return [_F(_unescape(raw, pattern) if t in ("word",) else raw)]
+        if t == "command_name":
+            kids = node.named_children
+            return self.fields(kids[0], st, quoted, pattern) if kids else [_F(self.text(node))]
+        if t == "raw_string":
+            return [_F(self.text(node)[1:-1])]
+        if t == "ansi_c_string":
+            return [_F(_ansi_c(self.text(node)[2:-1]))]
+        if t in ("string", "translated_string"):
+            return self.string(node, st)
+        if t == "concatenation":
+            out: list[_F] = []
+            pos = node.start_byte
+            for c in node.children:
+                if c.start_byte > pos:  # text between parts (not a node of its own)
+                    out = _join(out, [_F(self.src[pos:c.start_byte].decode())])
+                out = _join(out, self.fields(c, st, quoted, pattern, assignment))
+                pos = c.end_byte
+            return out
+        if t == "simple_expansion":
+            name = self.text(node)[1:]
+            return self.split(self.param(name, st, node), quoted, name in ("@", "*"))
+        if t == "expansion":
+            return self.expansion(node, st, quoted)
+        if t == "command_substitution":
+            return self.split([self.substitution(node, st)], quoted, False)
+        if t == "arithmetic_expansion":
+            inner = node.named_children[0] if node.named_children else None
+            v = self.arith_node(inner, st) if inner is not None else 0
+            if v is None:
+                return [_F(self.text(node), (f"`{self.text(node)}` is arithmetic on a value the check cannot know",))]
+            return [_F(str(v))]
+        if t == "process_substitution":
+            return [_F(self.text(node), (f"`{self.text(node)}` is a process substitution",))]
+        return [_F(self.text(node), (f"`{self.text(node)}` ({t}) is not read by the check",))]
+
+    def string(self, node, st: _State) -> list[_F]:
+        """A double-quoted string: one field, except where ``"$@"`` or ``"${A[@]}"`` make several."""
+        out: list[_F] = [_F("")]
+        pos = node.start_byte + 1 if self.text(node).startswith('"') else node.start_byte
+        if self.text(node).startswith('$"'):
+            pos = node.start_byte + 2
+        end = node.end_byte - 1
+        for c in node.named_children:
+            if c.start_byte > pos:
+                out = _join(out, [_F(_unescape_dq(self.src[pos:c.start_byte].decode()))])
+            if c.type == "string_content":
+                out = _join(out, [_F(_unescape_dq(self.text(c)))])
+            else:
+                got = self.fields(c, st, quoted=True)
+                if not got and _is_all_elements(self.text(c)):
+                    # "$@" / "${A[@]}" with no elements: no field at all (unless other text joins it)
+                    if len(node.named_children) == 1:
+                        return []
+                out = _join(out, got)
+            pos = c.end_byte
+        if end > pos:
+            out = _join(out, [_F(_unescape_dq(self.src[pos:end].decode()))])
+        return out
+
+    def split(self, values: list[_F], quoted: bool, all_elements: bool) -> list[_F]:
+        """Word splitting of an expansion's values: quoted ``"$@"``/``"${A[@]}"`` keep one field per element;
+        quoted otherwise join with a space; unquoted split known values on whitespace."""
+        if quoted:
+            if all_elements:
+                return values
+            if not values:
+                return [_F("")]
+            f = values[0]
+            for g in values[1:]:
+                f = f + _F(" ") + g
+            return [f]
+        out: list[_F] = []
+        for v in values:
+            if v.unknown or v.cli:
+                out.append(v)
+            else:
+                out.extend(_F(p, (), v.env, v.line) for p in v.text.split())
+        return out
+
+    def env(self, name: str, node) -> Word:
+        """A variable the script does not set, from the environment of the check (its use recorded)."""
+        if name in self.environ:
+            value = self.environ[name]
+            self.env_used.setdefault(name, (value, self.line(node)))
+            return Word(value, self.line(node), (), (f"{name}={value}",))
+        return Word(f"${name}", self.line(node),
+                    (f"`${name}` is not set by the script nor in the environment of the check",))
+
+    def all_args(self, st: _State, node) -> list[Word]:
+        self.uses_args = True
+        extra = [Word(x, 0, (), (), True) for x in self.extra]
+        return (st.args or []) + extra
+
+    def param(self, name: str, st: _State, node) -> list[_F]:
+        """The values of parameter ``name`` (several for ``@``, ``*`` and arrays), [] when unset/empty."""
+        vals = self.lookup(name, st, node)
+        if vals is None:
+            return self._unset(name, st, node)
+        keep = name in ("@", "*")  # an element keeps its own line; a variable's value takes the word's
+        return [_F(w.text, w.unknown, w.env, w.line if keep else 0, w.cli) for w in vals]
+
+    def _unset(self, name: str, st: _State, node) -> list[_F]:
+        """``$NAME`` that neither the script nor the environment sets: bash gives nothing, but the script's
+        author meant a value, so it is unknown (not a guessed empty string)."""
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and name not in st.vars and not self.in_test:
+            return [_F(f"${name}", (f"`${name}` is not set by the script nor in the environment of the check",))]
+        return []
+
+    def lookup(self, name: str, st: _State, node, index: Optional[str] = None) -> Optional[list[Word]]:
+        """Return the value(s) of ``name`` (``index`` ``@``/``*``: every element; a number: that element;
+        None: element 0 of an array), ``None`` when unset; an unknown value as a list of one unknown Word."""
+        line = self.line(node)
+        if name in ("@", "*"):
+            return self.all_args(st, node)
+        if name == "#":
+            if st.args is None:
+                return [Word("$#", line, ("`$#`: the script's arguments were not given (check it with "
+                                          "`fsdpcfg check SCRIPT -- ARGS`)",))]
+            return [Word(str(len(st.args)), line)]
+        if name.isdigit():
+            i = int(name)
+            if i == 0:
+                return [Word(self.script_path, line)]
+            if st.args is None:
+                return [Word(f"${name}", line, (f"`${name}`: the script's positional argument was not given "
+                                                "(check it with `fsdpcfg check SCRIPT -- ARGS`)",))]
+            return [st.args[i - 1]] if i <= len(st.args) else None
+        if name in ("?", "$", "!", "-"):
+            return [Word(f"${name}", line, (f"`${name}` is only known when the shell runs",))]
+        if name == "BASH_SOURCE":
+            return [Word(self.script_path, line)]
+        if name in ("RANDOM", "SECONDS", "LINENO", "PPID", "BASHPID", "EPOCHSECONDS"):
+            return [Word(f"${name}", line, (f"`${name}` is only known when the shell runs",))]
+        if name not in st.vars:
+            w = self.env(name, node)
+            return None if not w.known and name not in self.environ else [w]
+        vals = st.vars[name]
+        if index is None or name not in st.arrays:
+            if index not in (None, "@", "*", "0"):
+                return None
+            return vals if index in ("@", "*") else vals[:1]
+        if index in ("@", "*"):
+            return vals
+        try:
+            i = int(index)
+        except ValueError:
+            return [Word(f"${{{name}[{index}]}}", line, ("an array index the check cannot know",))]
+        return [vals[i]] if -len(vals) <= i < len(vals) else None
+
+    def expansion(self, node, st: _State, quoted: bool) -> list[_F]:
+        text = self.text(node)
+        kids = [c for c in node.children if c.type not in ("${", "}")]
+        name_i = next((i for i, c in enumerate(kids) if c.type in ("variable_name", "special_variable_name",
+                                                                      "subscript")), None)
+        if name_i is None:
+            if re.fullmatch(r"\$\{[0-9]+\}", text):
+                return self.split(self.param(text[2:-1], st, node), quoted, False)
+            return [_F(text, (f"`{text}` is a parameter expansion the check does not read",))]
+        prefix = "".join(self.text(c) for c in kids[:name_i])
+        name_node = kids[name_i]
+        index = None
+        if name_node.type == "subscript":
+            idx = name_node.child_by_field_name("index")
+            index = self.text(idx)
+            if index not in ("@", "*"):
+                v = self.arith_node(idx, st)
+                index = str(v) if v is not None else index
+            name = self.text(name_node.child_by_field_name("name"))
+        else:
+            name = self.text(name_node)
+        rest = kids[name_i + 1:]
+        all_elements = index in ("@", "*") or name in ("@", "*")
+        if prefix == "!":
+            return [_F(text, (f"`{text}` is an indirect expansion the check does not read",))]
+        vals = self.lookup(name, st, node, index)
+        if vals is not None and not (all_elements and (name in st.arrays or name in ("@", "*"))):
+            # a variable's value takes the line of the word it is expanded in; an array element keeps its own
+            vals = [Word(w.text, 0, w.unknown, w.env, w.cli) for w in vals]
+        if prefix == "#":
+            if vals is not None and any(not w.known for w in vals):
+                return [_F(text, vals[0].unknown)]
+            n = len(vals or []) if all_elements else len((vals or [Word("", 0)])[0].text)
+            return [_F(str(n))]
+        if not rest:
+            if vals is None:
+                return self._unset(name, st, node)
+            fs = [_F(w.text, w.unknown, w.env, w.line, w.cli) for w in vals]
+            if index == "*" and quoted:
+                return self.split(fs, True, False)
+            return self.split(fs, quoted, all_elements and not (index == "*" and quoted))
+        op = self.text(rest[0])
+        operand_nodes = rest[1:]
+        unknown_val = vals is not None and any(not w.known for w in vals)
+        is_set = vals is not None
+        is_null = not vals or (len(vals) == 1 and vals[0].known and vals[0].text == "")
+        if op in (":-", "-", ":=", "=", ":+", "+", ":?", "?"):
+            if unknown_val and not (st.args is None and name.isdigit() and op in (":-", "-", ":=", "=")):
+                return [_F(text, vals[0].unknown)]
+            if st.args is None and name.isdigit():
+                is_set, is_null = False, True  # not given: as `bash run.sh` with no arguments
+            use_default = (not is_set) or (op.startswith(":") and is_null)
+            if op in (":+", "+"):
+                if use_default:
+                    return [] if not quoted else [_F("")]
+                return self.split([self.operand(operand_nodes, node, st)], quoted, False)
+            if op in (":?", "?"):
+                if use_default:
+                    self.note(node, "exit", f"`{text}`: the script stops here because `{name}` is not set")
+                    raise _Exit("1")
+                fs = [_F(w.text, w.unknown, w.env, w.line, w.cli) for w in vals]
+                return self.split(fs, quoted, all_elements)
+            if not use_default:
+                fs = [_F(w.text, w.unknown, w.env, w.line, w.cli) for w in vals]
+                return self.split(fs, quoted, all_elements)
+            d = self.operand(operand_nodes, node, st)
+            if op in (":=", "=") and not name.isdigit():
+                st.vars[name] = [Word(d.text, self.line(node), d.unknown, d.env)]
+            return self.split([d], quoted, False)
+        if unknown_val:
+            return [_F(text, vals[0].unknown)]
+        fs = [_F(w.text, w.unknown, w.env, w.line, w.cli) for w in (vals or [Word("", 0)])]
+        out = []
+        for f in fs:
+            r = self.string_op(f.text, op, operand_nodes, node, st)
+            if r is None:
+                return [_F(text, (f"`{text}` is a parameter expansion the check does not read",))]
+            if isinstance(r, _F):
+                out.append(_F(r.text, r.unknown, _union(f.env, r.env), f.line))
+            else:
+                out.append(_F(r, (), f.env, f.line))
+        return self.split(out, quoted, all_elements)
+
+    def operand(self, nodes, parent, st: _State, pattern: bool = False, tilde: bool = True) -> _F:
+        """The word after an expansion operator (``${X:-THIS}``), as one string; text between its nodes kept."""
+        out = _F("")
+        if not nodes:
+            return out
+        if tilde and self.text(nodes[0]).startswith("~/") and nodes[0].type in ("word", "concatenation"):
+            home = self.env("HOME", parent)  # bash expands a tilde in the word of ${X:-~/dir}
+            out = _F(home.text, home.unknown, home.env)
+            rest = self.operand(nodes, parent, st, pattern, tilde=False)
+            return out + _F(rest.text[1:], rest.unknown, rest.env)
+        pos = nodes[0].start_byte
+        for c in nodes:
+            if c.start_byte > pos:
+                out = out + _F(self.src[pos:c.start_byte].decode())
+            for f in self.fields(c, st, quoted=True, pattern=pattern):
+                out = out + f
+            pos = c.end_byte
+        return out
+
+    def string_op(self, s: str, op: str, operands, node, st: _State):
+        groups: list[list] = [[]]
+        for c in operands:
+            if c.type in ("/", ":") and not c.is_named:
+                groups.append([])
+            else:
+                groups[-1].append(c)
+        first = self.operand(groups[0], node, st, pattern=True)
+        if first.unknown:
+            return _F(self.text(node), first.unknown)
+        pat = first.text
+        if op in ("#", "##"):
+            rng = range(len(s) + 1) if op == "#" else range(len(s), -1, -1)
+            for i in rng:
+                if fnmatch.fnmatchcase(s[:i], pat):
+                    return s[i:]
+            return s
+        if op in ("%", "%%"):
+            rng = range(len(s), -1, -1) if op == "%" else range(len(s) + 1)
+            for i in rng:
+                if fnmatch.fnmatchcase(s[i:], pat):
+                    return s[:i]
+            return s
+        if op in ("/", "//"):
+            rep = self.operand(groups[1], node, st) if len(groups) > 1 else _F("")
+            if rep.unknown or any(ch in pat for ch in "*?["):
+                return None
+            return s.replace(pat, rep.text, 1 if op == "/" else -1)
+        if op == ":":
+            try:
+                off = int(pat)
+                length = int(self.operand(groups[1], node, st).text) if len(groups) > 1 else None
+            except ValueError:
+                return None
+            sub = s[off:]
+            return sub if length is None else (sub[:length] if length >= 0 else sub[:length])
+        if op == "^^":
+            return s.upper()
+        if op == ",,":
+            return s.lower()
+        if op == "^":
+            return s[:1].upper() + s[1:]
+        if op == ",":
+            return s[:1].lower() + s[1:]
+        return None
+
+    def substitution(self, node, st: _State) -> _F:
+        """``$(...)``/backticks: never run. ``dirname``/``basename``/``realpath``/``readlink -f`` and
+        ``cd DIR && pwd`` are computed from their arguments; anything else is unknown."""
+        text = self.text(node)
+        unknown = _F(text, (f"`{text}` is a command substitution (the check runs no command)",))
+        body = [c for c in node.named_children if c.type != "comment"]
+        if len(body) != 1:
+            return unknown
+        cmd = body[0]
+        if cmd.type == "list" and len(cmd.children) == 3 and self.text(cmd.children[1]) == "&&":
+            first, second = (_unredirected(c) for c in (cmd.children[0], cmd.children[2]))
+            a = [w for w in self._simple_argv(first, st) or [] if w.text != "--"]
+            b = self._simple_argv(second, st)
+            if a and b and a[0].text == "cd" and len(a) == 2 and [w.text for w in b] == ["pwd"] and a[1].known:
+                return _F(os.path.abspath(a[1].text), (), a[1].env)
+            return unknown
+        argv = self._simple_argv(cmd, st)
+        if not argv or any(not w.known for w in argv):
+            return unknown
+        name, args = argv[0].text, [w.text for w in argv[1:]]
+        env = tuple(e for w in argv for e in w.env)
+        if name == "dirname" and len(args) == 1:
+            return _F(os.path.dirname(args[0].rstrip("/")) or ".", (), env)
+        if name == "basename" and len(args) in (1, 2):
+            b = os.path.basename(args[0].rstrip("/"))
+            if len(args) == 2 and b.endswith(args[1]) and b != args[1]:
+                b = b[:-len(args[1])]
+            return _F(b, (), env)
+        if (name == "realpath" and len(args) == 1) or (name == "readlink" and args[:1] == ["-f"] and len(args) == 2):
+            return _F(os.path.abspath(args[-1]), (), env)
+        return unknown
+
+    def _simple_argv(self, node, st: _State) -> Optional[list[Word]]:
+        if node.type != "command" or any(c.type == "variable_assignment" for c in node.named_children):
+            return None
+        name = node.child_by_field_name("name")
+        if name is None:
+            return None
+        argv = self.words(name, st)
+        for a in node.children_by_field_name("argument"):
+            argv.extend(self.words(a, st))
+        return argv
+
+    # ---- arithmetic and tests --------------------------------------------------------------------------
+    def arith_node(self, node, st: _State) -> Optional[int]:
+        """Evaluate an arithmetic expression on known integers; ``None`` when any operand is unknown."""
+        if node is None:
+            return None
+        t = node.type
+        if t == "number":
+            try:
+                return int(self.text(node), 0)
+            except ValueError:
+                return None
+        if t in ("variable_name", "word"):
+            name = self.text(node)
+            if name.lstrip("-").isdigit():
+                return int(name)
+            vals = self.lookup(name, st, node)
+            if vals is None:
+                return 0
+            return _int(vals[0]) if vals else 0
+        if t in ("simple_expansion", "expansion", "string", "concatenation", "command_substitution"):
+            w = self.scalar(node, st)
+            return _int(w)
+        if t == "parenthesized_expression":
+            inner = node.named_children
+            return self.arith_node(inner[0], st) if inner else None
+        if t == "unary_expression":
+            op = self.text(node.children[0])
+            v = self.arith_node(node.named_children[-1], st)
+            if v is None:
+                return None
+            return {"-": -v, "+": v, "!": int(not v), "~": ~v}.get(op)
+        if t == "binary_expression":
+            a = self.arith_node(node.child_by_field_name("left"), st)
+            b = self.arith_node(node.child_by_field_name("right"), st)
+            op = self.text(node.child_by_field_name("operator"))
+            if a is None or b is None:
+                return None
+            try:
+                return _ARITH[op](a, b)
+            except (KeyError, ZeroDivisionError, ValueError):
+                return None
+        if t == "ternary_expression":
+            kids = node.named_children
+            c = self.arith_node(kids[0], st)
+            if c is None or len(kids) < 3:
+                return None
+            return self.arith_node(kids[1] if c else kids[2], st)
+        return None
+
+    def test(self, node, st: _State) -> Optional[bool]:
+        """``[ EXPR ]`` / ``[[ EXPR ]]``: True/False when the operands are known, else None."""
+        double = self.text(node).startswith("[[")
+        exprs = node.named_children
+        if not exprs:
+            return False
+        self.in_test = True  # in a test, an unset variable is the empty string, as bash has it
+        try:
+            return self.test_expr(exprs[0], st, double)
+        finally:
+            self.in_test = False
+
+    def test_expr(self, node, st: _State, double: bool) -> Optional[bool]:
+        t = node.type
+        if t == "parenthesized_expression":
+            return self.test_expr(node.named_children[0], st, double) if node.named_children else None
+        if t == "unary_expression":
+            op = self.text(node.children[0])
+            operand = node.named_children[-1]
+            if op == "!":
+                v = self.test_expr(operand, st, double)
+                return None if v is None else not v
+            w = self.scalar(operand, st)
+            if op == "-v":
+                return w.text in st.vars or w.text in self.environ
+            if not w.known:
+                return None
+            if op == "-z":
+                return w.text == ""
+            if op == "-n":
+                return w.text != ""
+            return None  # file tests (-f, -d, -e ...) are about the machine that runs the script
+        if t == "binary_expression":
+            op = self.text(node.child_by_field_name("operator"))
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if op in ("&&", "-a", "||", "-o"):
+                a = self.test_expr(left, st, double)
+                if op in ("&&", "-a") and a is False:
+                    return False
+                if op in ("||", "-o") and a is True:
+                    return True
+                b = self.test_expr(right, st, double)
+                if a is None or b is None:
+                    return None if b is None or (op in ("&&", "-a") and b) or (op in ("||", "-o") and not b) else b
+                return (a and b) if op in ("&&", "-a") else (a or b)
+            pattern = double and right.type not in ("string", "raw_string") and op in ("==", "!=", "=")
+            lw, rw = self.scalar(left, st), self.scalar(right, st, pattern=pattern)
+            if not lw.known or not rw.known:
+                return None
+            return _compare(lw.text, op, rw.text, pattern)
+        w = self.scalar(node, st)
+        return None if not w.known else w.text != ""
+
+    def _test_argv(self, args: list[Word]) -> Optional[bool]:
+        if any(not w.known for w in args):
+            return None
+        a = [w.text for w in args]
+        neg = False
+        if a and a[0] == "!":
+            neg, a = True, a[1:]
+        if len(a) == 1:
+            r: Optional[bool] = a[0] != ""
+        elif len(a) == 2 and a[0] in ("-z", "-n"):
+            r = (a[1] == "") == (a[0] == "-z")
+        elif len(a) == 3:
+            r = _compare(a[0], a[1], a[2], False)
+        else:
+            r = None
+        return None if r is None else (r != neg)
+
+
+
+_ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+          "/": lambda a, b: int(a / b), "%": lambda a, b: a - b * int(a / b), "**": lambda a, b: a ** b,
+          "<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b), "<=": lambda a, b: int(a <= b),
+          ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
+          "&&": lambda a, b: int(bool(a and b)), "||": lambda a, b: int(bool(a or b)),
+          "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
+          "^": lambda a, b: a ^ b}
+
+
+
+
+def _compare(a: str, op: str, b: str, pattern: bool) -> Optional[bool]:
+    if op in ("=", "=="):
+        return fnmatch.fnmatchcase(a, b) if pattern else a == b
+    if op == "!=":
+        return not fnmatch.fnmatchcase(a, b) if pattern else a != b
+    if op == "=~":
+        try:
+            return re.search(b, a) is not None
+        except re.error:
+            return None
+    if op in ("<", ">"):
+        return a < b if op == "<" else a > b
+    ints = {"-eq": lambda x, y: x == y, "-ne": lambda x, y: x != y, "-lt": lambda x, y: x < y,
+            "-le": lambda x, y: x <= y, "-gt": lambda x, y: x > y, "-ge": lambda x, y: x >= y}
+    if op in ints:
+        try:
+            return ints[op](int(a), int(b))
+        except ValueError:
+            return None
+    return None
+
+
+def _unredirected(node):
+    """``cd DIR >/dev/null 2>&1`` -> the ``cd DIR`` command (output redirections do not change its result)."""
+    if node.type == "redirected_statement" and node.child_by_field_name("body") is not None:
+        return node.child_by_field_name("body")
+    return node
+
+
+def _int(w: Word) -> Optional[int]:
+    if not w.known:
+        return None
+    try:
+        return int(w.text.strip() or "0", 0)
+    except ValueError:
+        return None
+
+
+def _concat(a: Word, b: Word) -> Word:
+    return Word(a.text + b.text, b.line, _union(a.unknown, b.unknown), _union(a.env, b.env))
+
+
+def _is_all_elements(text: str) -> bool:
+    return text in ("$@", "${@}") or bool(re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}", text))
+
+
+def _unescape(raw: str, pattern: bool = False) -> str:
+    """An unquoted word: a backslash quotes the next character (kept as ``\\x`` in a pattern)."""
+    if "\\" not in raw:
+        return raw
+    out, i = [], 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch == "\\" and i + 1 < len(raw):
+            nxt = raw[i + 1]
+            if nxt == "\n":
+                i += 2
+                continue
+            out.append(("[" + nxt + "]") if pattern and nxt in "*?[" else nxt)
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _unescape_dq(raw: str) -> str:
+    """Inside double quotes a backslash quotes only ``$ ` " \\`` and a newline."""
+    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), raw)
+
+
+def _ansi_c(raw: str) -> str:
+    table = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b", "e": "\x1b",
+             "f": "\f", "v": "\v"}
+    return re.sub(r"\\(.)", lambda m: table.get(m.group(1), "\\" + m.group(1)), raw)
+

@@ -1,0 +1,369 @@
+"""Turn one verl command of a run script into fsdpcfg compose overrides over verl's defaults.
+
+Our tree is composed with ``launcher=verl`` and the groups closest to verl's defaults (:data:`SCRIPT_BASE` for
+``main_ppo``, :data:`SFT_BASE` for ``sft_trainer``; plus the group options of verl's ``--config-name``, see
+:data:`fsdpcfg.runscript.verl_cmd.CONFIG_NAMES`); every key where that tree still differs from verl 0.9.1's
+default is reset to verl's default (except keys set by a group option the script chose); then the keys of the
+script's own ``--config-path``/``--config-name`` file, then the script's overrides in order (``+`` added for keys
+only verl knows). What could not be read becomes an info finding (FC107, FC120-FC125) that names the key it feeds.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Optional
+
+from fsdpcfg import verlref
+from fsdpcfg.rules.finding import Finding
+from fsdpcfg.runscript.verl_cmd import (
+    CONFIG_NAMES,
+    OTHER_TRAINER_MODULES,
+    VerlCommand,
+    config_name_of,
+)
+from fsdpcfg.runscript.words import Evaluation, Word
+
+#: group options that put our ppo tree on verl's defaults before a script's overrides apply.
+SCRIPT_BASE = ["launcher=verl", "trainer=gpu_8x", "engine=fsdp", "patches=remove_padding"]
+#: the same for ``verl.trainer.sft_trainer`` (verl's sft_trainer_engine layout: fsdpcfg's SFT tree).
+SFT_BASE = ["+recipe=qwen_sft", "launcher=verl", "trainer=gpu_8x"]
+#: verl config a kind is checked against when the script names none.
+DEFAULT_CONFIG = {"ppo": "ppo_trainer", "sft": "sft_trainer_engine"}
+#: verl 0.9.1's own config groups and their default option (the ``defaults`` lists of
+#: ``verl/trainer/config/sft_trainer_engine.yaml`` and ``ppo_trainer.yaml``): a script that names the default
+#: option (``model=hf_model``, ``engine=fsdp``, ``optim=fsdp``) changes nothing from verl's defaults, which the
+#: check starts from, whatever fsdpcfg's own option of that name sets.
+VERL_DEFAULT_GROUPS = {
+    "sft": {"model": "hf_model", "engine": "fsdp", "optim": "fsdp", "profiler": "profiler"},
+    "ppo": {"model_engine": "dp", "data": "legacy_data"},
+}
+#: torchrun option -> the key that carries the same number in verl's SFT config (fsdpcfg's SFT rules compute
+#: the world size from them; verl's torchrun trainer takes it from torchrun). Source: verl 0.9.1 sft_trainer.py.
+TORCHRUN_KEYS = {"nproc_per_node": "trainer.n_gpus_per_node", "nnodes": "trainer.nnodes"}
+
+
+@dataclass
+class Translation:
+    """Compose overrides for one command, the provenance of each key the script set (``key -> where``) and the
+    findings about what could not be read."""
+
+    overrides: list[str]
+    lines: dict[str, str]
+    notes: list[Finding]
+    kind: str
+    config: str = "ppo_trainer"
+    user_overrides: list[str] = field(default_factory=list)
+    resets: list[str] = field(default_factory=list)
+
+
+def key_of(override: str) -> str:
+    """``+a.b=1`` -> ``a.b``; ``~a.b`` -> ``a.b``."""
+    return override.lstrip("+~").split("=", 1)[0]
+
+
+def not_a_trainer(vc: VerlCommand, label: str) -> Finding:
+    """FC121 (another verl entry point) or FC125 (a ``verl.trainer`` module verl 0.9.1 does not have)."""
+    if vc.entry.startswith("verl.trainer.") and vc.entry not in OTHER_TRAINER_MODULES:
+        return Finding("FC125", "warning", [], f"{label}: `{vc.entry}` is not a module of verl "
+                       f"{verlref.VERL_VERSION} (its verl/trainer/ has main_ppo, main_ppo_v0, main_eval, "
+                       "main_generation_server, sft_trainer, sft_trainer_ray): the command fails with "
+                       "`No module named`", "run verl.trainer.main_ppo (or the module of your verl fork)")
+    return Finding("FC121", "info", [], f"{label}: `{vc.entry}` is not a trainer fsdpcfg checks (it checks "
+                   "verl.trainer.main_ppo and verl.trainer.sft_trainer); the command was not checked",
+                   "check the trainer's own command, or this entry point's config with verl")
+
+
+def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Translation:
+    """Return the compose overrides for ``vc`` (a ``ppo`` or ``sft`` command) and the findings about it.
+
+    Raises:
+        ConfigError: composing the base tree fails (a group option of the script that does not exist).
+    """
+    from fsdpcfg.compose._compose import available_options, groups
+
+    kind = vc.kind
+    notes: list[Finding] = []
+    lines: dict[str, str] = {}
+    where = lambda w: "command line" if w.cli else f"{script}:{w.line}"
+    config, extra_groups, file_items = _config_choice(vc, script, label, notes)
+    user: list[str] = []
+    unknown: list[tuple[Word, str]] = []
+    for w, src in file_items + [(w, where(w)) for w in vc.overrides]:
+        if not w.known:
+            unknown.append((w, key_of(w.text)))
+            continue
+        group, eq, option = w.text.partition("=")
+        if eq and VERL_DEFAULT_GROUPS[kind].get(group) == option.strip("'\""):
+            # verl's default option: verl's defaults (the resets below) already are what it selects
+            notes.append(Finding("FC124", "info", [], f"{label}: `{w.text}` (line {w.line}) is verl's default option of "
+                                 f"its `{group}` group: nothing to change", "nothing to do"))
+            continue
+        if w.text.startswith(("hydra.", "+hydra.", "++hydra.")):
+            notes.append(Finding("FC124", "info", [], f"{label}: `{w.text}` (line {w.line}) is a setting of Hydra "
+                                 "itself, not of verl's config; not checked", "nothing to do"))
+            continue
+        user.append(w.text)
+        lines[key_of(w.text)] = src
+        _env_note(w, key_of(w.text), label, notes)
+    _launcher_keys(vc, kind, user, lines, notes, label, script)
+    if kind == "ppo":
+        # verl's `model_engine=megatron` is the engine= option that selects the same composition (issue 12.2)
+        from fsdpcfg.compose import verl_base
+
+        user = verl_base.engine_overrides(user)
+        for t in user:
+            if t.startswith("engine=") and t.split("=", 1)[1] in verl_base.ENGINE_COMPOSITION:
+                config = verl_base.ENGINE_COMPOSITION[t.split("=", 1)[1]]
+                lines.setdefault("engine", lines.get("model_engine", ""))
+    kind_groups = set(groups(kind))
+    user_groups = [t for t in user if "=" in t and not t.startswith(("+", "~")) and key_of(t) in kind_groups]
+    rollout = next((t.split("=", 1)[1].strip("'\"") for t in user
+                    if key_of(t) == "actor_rollout_ref.rollout.name" and "=" in t), None)
+    rollout_group = [f"rollout={rollout}"] if kind == "ppo" and rollout in available_options("rollout") else []
+    # one option per group (Hydra refuses two): the script's choice over the config name's over ours
+    base = _one_per_group(list(SCRIPT_BASE if kind == "ppo" else SFT_BASE) + list(extra_groups) + rollout_group,
+                          user_groups)
+    raw, chosen_keys = _base_tree(tuple(base), tuple(user_groups))
+    ref_defaults = verlref.defaults(config)
+    ref_keys = verlref.keys(config)
+    user_keys = {key_of(t) for t in user}
+    resets = []
+    for key, ours in raw.items():
+        if key in user_keys or key not in ref_keys or (isinstance(ours, str) and "${" in ours):
+            continue
+        if key in chosen_keys:
+            continue  # the script chose the group option that sets it: its value stands
+        theirs = ref_defaults.get(key)
+        if theirs != ours and not (isinstance(theirs, str) and "${" in theirs):
+            resets.append(f"{key}={hydra_value(theirs)}")
+    out = base + resets
+    for tok in user:
+        key = tok.split("=", 1)[0]
+        if not tok.startswith(("+", "~")) and "=" in tok and key not in raw and key not in kind_groups:
+            tok = "+" + tok  # verl's own tree has it (or it is unknown: FC102 names the closest key)
+        out.append(tok)
+    for w, key in unknown:
+        reason = "; ".join(w.unknown)
+        notes.append(Finding("FC107", "info", [key] if "=" in w.text else [],
+                             f"{label}: `{w.text}` (line {w.line}): {reason}; "
+                             + (f"{key} was not checked (verl's default stands in)" if "=" in w.text else
+                                "these words were not checked"),
+                             f"set it in the script as a literal, or check with `fsdpcfg check {script} {key}=VALUE`"
+                             if "=" in w.text else "write the overrides in the script"))
+    for w in vc.ignored:
+        notes.append(Finding("FC124", "info", [], f"{label}: option `{w.text}` (line {w.line}) is not interpreted "
+                             "by the check", "nothing to do if it does not change the config"))
+    if vc.conditional:
+        notes.append(Finding("FC123", "info", [], f"{label}: this command may not run: {vc.conditional}",
+                             "check the script with the arguments or variables that select its branch"))
+    return Translation(out, lines, notes, kind, config, user, [key_of(r) for r in resets])
+
+
+def _one_per_group(base: list[str], user_groups: list[str]) -> list[str]:
+    """``base`` with a later option of a group replacing an earlier one, and without the groups the script
+    chooses itself (``user_groups``)."""
+    chosen = {t.split("=", 1)[0] for t in user_groups}
+    out: dict[str, str] = {}
+    for t in base:
+        group = t.split("=", 1)[0]
+        if group.lstrip("+") not in chosen:
+            out[group] = t
+    return list(out.values())
+
+
+@lru_cache(maxsize=8)
+def _base_tree(base: tuple[str, ...], user_groups: tuple[str, ...]) -> tuple[dict[str, Any], frozenset[str]]:
+    """The flat tree of ``base`` + the script's group options (composed once per process for each choice), and
+    the keys those group options set."""
+    from omegaconf import OmegaConf
+
+    from fsdpcfg.compose import compose
+
+    tree = compose(list(base + user_groups))
+    raw = verlref.flatten(OmegaConf.to_container(tree.cfg, resolve=False))
+    chosen = set(user_groups)
+    keys = set()
+    for key in raw:
+        src = tree.provenance.source_of(key)
+        if src is not None and src.kind == "group" and src.option in chosen:
+            keys.add(key)
+    return raw, frozenset(keys)
+
+
+def drop_guessed(findings: list[Finding]) -> list[Finding]:
+    """Errors and warnings on a key whose value the script gives but the check cannot know (FC107 names it) are
+    guesses on verl's default that stood in: they are left out, and that FC107 info names the rules left out."""
+    unknown = {k for f in findings if f.rule == "FC107" for k in f.keys}
+    out: list[Finding] = []
+    dropped: dict[str, set[str]] = {}
+    for f in findings:
+        hit = [k for k in f.keys if k in unknown]
+        if f.severity in ("error", "warning") and hit:
+            for k in hit:
+                dropped.setdefault(k, set()).add(f.rule)
+            continue
+        out.append(f)
+    for f in out:
+        rules = sorted(set().union(*(dropped.get(k, set()) for k in f.keys))) if f.rule == "FC107" else []
+        if rules and "left out" not in f.message:
+            f.message += f"; {', '.join(rules)} on it left out (they would judge that default, not the script's value)"
+    return out
+
+
+def _env_note(w: Word, key: str, label: str, notes: list[Finding]) -> None:
+    for e in w.env:
+        name, _, value = e.partition("=")
+        notes.append(Finding("FC120", "info", [key] if key else [],
+                             f"{label}: `${name}` (line {w.line}) is not set by the script; the check took it from "
+                             f"its own environment ({name}={value})" + (f", giving {key}" if key else ""),
+                             f"make sure {name} is the same where the script runs, or set {key} in the script"))
+
+
+def _launcher_keys(vc: VerlCommand, kind: str, user: list[str], lines: dict[str, str], notes: list[Finding],
+                   label: str, script: Path) -> None:
+    """torchrun's ``--nproc_per_node``/``--nnodes`` give an SFT run's world size: carried as verl's
+    ``trainer.n_gpus_per_node``/``trainer.nnodes`` unless the script sets those keys itself."""
+    if kind != "sft" or vc.launcher != "torchrun":
+        return
+    user_keys = {key_of(t) for t in user}
+    for opt, key in TORCHRUN_KEYS.items():
+        w = vc.launcher_options.get(opt)
+        if w is None or key in user_keys:
+            continue
+        if not w.known or not w.text.isdigit():
+            notes.append(Finding("FC107", "info", [key], f"{label}: torchrun --{opt}={w.text} (line {w.line}): "
+                                 f"{'; '.join(w.unknown) or 'not a number'}; {key} was not checked (verl's default "
+                                 "stands in)", f"check with `fsdpcfg check {script} -- ARGS` or {key}=N"))
+            continue
+        user.append(f"{key}={w.text}")
+        lines[key] = f"{script}:{w.line} (torchrun --{opt})"
+        notes.append(Finding("FC124", "info", [key], f"{label}: torchrun --{opt}={w.text} (line {w.line}) is "
+                             f"checked as {key}={w.text}", "nothing to do"))
+
+
+def _config_choice(vc: VerlCommand, script: Path, label: str,
+                   notes: list[Finding]) -> tuple[str, tuple[str, ...], list[tuple[Word, str]]]:
+    """Return (verl config the defaults come from, fsdpcfg group options for it, the override words of the
+    script's own config file with their ``file:line``)."""
+    default = DEFAULT_CONFIG[vc.kind]
+    name_word = vc.hydra.get("config_name")
+    path_word = vc.hydra.get("config_path") or vc.hydra.get("config_dir")
+    if name_word is None and path_word is None:
+        return default, (), []
+    name = config_name_of(vc)
+    if name is None:
+        notes.append(Finding("FC124", "info", [], f"{label}: --config-name={name_word.text} (line {name_word.line}) "
+                             f"cannot be known ({'; '.join(name_word.unknown)}); the check uses verl's {default}",
+                             "write the config name in the script"))
+        return default, (), []
+    if path_word is None:
+        if name in CONFIG_NAMES:
+            return _named(name, default, label, name_word, notes)
+        notes.append(Finding("FC124", "info", [], f"{label}: --config-name={name} (line {name_word.line}) is not one "
+                             f"of verl's configs ({', '.join(CONFIG_NAMES)}); the check uses verl's {default}",
+                             "give --config-path with the folder of that config"))
+        return default, (), []
+    if not path_word.known:
+        notes.append(Finding("FC124", "info", [], f"{label}: --config-path={path_word.text} (line {path_word.line}) "
+                             f"cannot be known ({'; '.join(path_word.unknown)}); config {name} was not read, the check "
+                             f"uses verl's {default}", "write the folder in the script"))
+        return default, (), []
+    folder = Path(path_word.text).expanduser()
+    if not folder.is_absolute():
+        # Hydra: a relative --config-path is relative to the file of @hydra.main (verl/trainer/), so `config`
+        # is verl's own config folder
+        if os.path.normpath(path_word.text) == "config" and name in CONFIG_NAMES:
+            return _named(name, default, label, name_word, notes)
+        notes.append(Finding("FC124", "info", [], f"{label}: --config-path={path_word.text} (line {path_word.line}) is "
+                             "relative to verl/trainer/ (Hydra reads a relative config path from the folder of the "
+                             f"trainer's file); config {name} was not read, the check uses verl's {default}",
+                             "give an absolute --config-path (e.g. \"$(pwd)/config\") to have it checked"))
+        return default, (), []
+    f = _find_config(folder, name)
+    if f is None:
+        notes.append(Finding("FC124", "info", [], f"{label}: config {name}.yaml was not found in --config-path="
+                             f"{path_word.text} (line {path_word.line}); the check uses verl's {default}",
+                             "check the folder and the name"))
+        return default, (), []
+    return _config_file(f, default, label, notes)
+
+
+def _named(name: str, default: str, label: str, word: Word, notes: list[Finding]) -> tuple[str, tuple[str, ...], list]:
+    _kind, groups = CONFIG_NAMES[name]
+    if groups:
+        notes.append(Finding("FC124", "info", [], f"{label}: --config-name={name} (line {word.line}) is checked as "
+                             f"{' '.join(groups)}", "nothing to do"))
+    return (name if name in _reference_configs() else default), groups, []
+
+
+def _reference_configs() -> frozenset[str]:
+    from fsdpcfg.verlref import _load
+
+    return frozenset(_load()["configs"])
+
+
+def _find_config(folder: Path, name: str) -> Optional[Path]:
+    for suffix in (".yaml", ".yml"):
+        f = folder / f"{name}{suffix}"
+        if f.is_file():
+            return f
+    return None
+
+
+def _config_file(f: Path, default: str, label: str, notes: list[Finding]) -> tuple[str, tuple[str, ...], list]:
+    """The script's own config file: its ``defaults`` entry that names a verl config picks the base; its keys
+    become override words with their file lines."""
+    import yaml
+
+    from fsdpcfg.compose.provenance import yaml_leaf_lines
+
+    try:
+        data = yaml.safe_load(f.read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        notes.append(Finding("FC124", "info", [], f"{label}: the script's config {f} cannot be read ({e}); the check "
+                             f"uses verl's {default}", "fix the file"))
+        return default, (), []
+    if not isinstance(data, dict):
+        return default, (), []
+    config, groups, others = default, (), []
+    for entry in data.get("defaults") or []:
+        ref = entry if isinstance(entry, str) else None
+        if ref is not None and ref.split("@")[0].strip("/") in CONFIG_NAMES:
+            kind_groups = CONFIG_NAMES[ref.split("@")[0].strip("/")]
+            config = ref.split("@")[0].strip("/") if ref.split("@")[0].strip("/") in _reference_configs() else default
+            groups = kind_groups[1]
+        elif entry != "_self_":
+            others.append(str(entry))
+    if others:
+        notes.append(Finding("FC124", "info", [], f"{label}: the defaults entries {', '.join(others)} of {f} are not "
+                             "composed by the check; its keys are read on top of verl's " + config,
+                             "write those values as keys of the file"))
+    leaf_lines = yaml_leaf_lines(f)
+    items = []
+    body = {k: v for k, v in data.items() if k not in ("defaults", "hydra")}
+    for key, value in verlref.flatten(body).items():
+        line = leaf_lines.get(key, 1)
+        items.append((Word(f"{key}={hydra_value(value)}", line), f"{f}:{line}"))
+    notes.append(Finding("FC124", "info", [], f"{label}: the script's config {f} ({len(items)} keys) was read on top "
+                         f"of verl's {config}", "nothing to do"))
+    return config, groups, items
+
+
+def hydra_value(v: Any) -> str:
+    """Write a plain value (None, bool, number, string, list, mapping) as a Hydra override value."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(v, list):
+        return "[" + ",".join(hydra_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{k}:{hydra_value(x)}" for k, x in v.items()) + "}"
+    return str(v)

@@ -1,0 +1,114 @@
+"""The values a run script's evaluation produces: :class:`Word` (one argument as bash would pass it, with its
+line and, when it cannot be known, why), :class:`Command`, :class:`Note`, :class:`Evaluation`; and the
+evaluator's private state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Word:
+    """One argument of a command as bash would pass it.
+
+    Attributes:
+        text: the value; for an unknown value, the script's text of it (e.g. ``$(nproc)``).
+        line: the 1-based script line where the word was written (an array element: its own line in the array);
+            0 for a word given on the check's command line.
+        unknown: why the value cannot be known without running the shell (empty when it is known).
+        env: ``NAME=value`` of each environment variable of the check the value was taken from.
+        cli: the word is one of the overrides given after the script on the check's command line.
+    """
+
+    text: str
+    line: int
+    unknown: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    cli: bool = False
+
+    @property
+    def known(self) -> bool:
+        return not self.unknown
+
+
+@dataclass
+class Command:
+    """A simple command the script runs: ``argv`` after expansion, the line its name is on, the env-prefix
+    assignments (``VAR=x cmd``), and ``conditional``: why the check cannot tell whether it runs (empty when it
+    runs whenever the script reaches it)."""
+
+    argv: list[Word]
+    line: int
+    prefix: dict[str, Word] = field(default_factory=dict)
+    conditional: str = ""
+    uses_args: bool = False  # one of its words is "$@" or $*
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something the evaluation could not follow or took from outside the script: ``kind`` is ``"condition"``
+    (a condition that cannot be known), ``"skipped"`` (a construct not evaluated: ``source``, ``eval``, a loop),
+    or ``"exit"`` (the script stops there)."""
+
+    line: int
+    kind: str
+    message: str
+
+
+@dataclass
+class Evaluation:
+    """The result of :func:`evaluate`: the commands in the order bash would run them, the notes, every
+    environment variable read (``{name: (value, first line)}``), the line of a syntax error (0 when none)."""
+
+    commands: list[Command]
+    notes: list[Note]
+    env_used: dict[str, tuple[str, int]]
+    syntax_error_line: int = 0
+
+
+@dataclass
+class _F:
+    """A field under construction (joined across a concatenation)."""
+
+    text: str
+    unknown: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    line: int = 0
+    cli: bool = False
+
+    def __add__(self, o: "_F") -> "_F":
+        return _F(self.text + o.text, _union(self.unknown, o.unknown), _union(self.env, o.env), self.line or o.line,
+                  self.cli or o.cli)
+
+
+def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    return a + tuple(x for x in b if x not in a)
+
+
+def _join(a: list[_F], b: list[_F]) -> list[_F]:
+    if not a:
+        return b
+    if not b:
+        return a
+    return a[:-1] + [a[-1] + b[0]] + b[1:]
+
+
+class _Exit(Exception):
+    """The script (or a subshell) stops here."""
+
+
+class _Return(Exception):
+    """A function returns."""
+
+
+@dataclass
+class _State:
+    vars: dict[str, list[Word]]
+    arrays: set[str]
+    args: Optional[list[Word]]
+    exited: bool = False
+
+    def copy(self) -> "_State":
+        return _State(dict(self.vars), set(self.arrays), None if self.args is None else list(self.args), self.exited)
+
