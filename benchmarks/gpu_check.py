@@ -88,7 +88,7 @@ GRPO_OVERRIDES = ["+recipe=qwen_grpo", "trainer=gpu_1x", f"trainer.total_trainin
                   "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
                   "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=16",
                   "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16", "trainer.save_freq=-1",
-                  "trainer.resume_mode=disable", "fsdpcfg.metrics.tensorboard=false"]
+                  "trainer.resume_mode=disable", "trainer.logger=[console]"]
 GRPO_MODEL = "qwen2.5-0.5b-random"
 DOCTOR_MODELS = ("tiny-qwen2", "tiny-llama3", "tiny-mixtral")
 #: ``--cpu-smoke`` (the CPU test of this harness, tests/benchmarks/test_gpu_check.py): the same parts on this

@@ -8,7 +8,9 @@ Writes:
   as verl's ``examples/data_preprocess/gsm8k.py`` does (prompt = question + " " + instruction, ground truth
   = the number after "####" without commas, extra_info with split, index, answer, question).
 - ``gsm8k_sft/train.jsonl``: the same 256 train problems as chat ``messages`` (user question, assistant
-  worked answer ending in "#### N"), the layout of verl's SFT trainer ``data.messages_key``.
+  worked answer ending in "#### N"), the layout of verl's SFT trainer ``data.messages_key``; and the same rows
+  as ``gsm8k_sft/train.parquet``, the file the SFT data group names: verl's ``MultiTurnSFTDataset`` reads
+  parquet only (``pd.read_parquet``), the native loader reads both.
 - ``arith/{train,test}.jsonl``: the synthetic one-digit addition task (see ``arith/README.md``).
 """
 
@@ -117,6 +119,14 @@ def render_all(gsm8k_source: Path) -> dict[str, str]:
     return out
 
 
+def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
+    """Write ``rows`` as one parquet file (one row group, no compression: the same bytes for the same pyarrow)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist(rows), path, compression="none")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the datasets under ``--out``; returns 0."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -129,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         print(f"wrote {path} ({text.count(chr(10))} rows)")
+        if rel == "gsm8k_sft/train.jsonl":
+            rows = [json.loads(line) for line in text.splitlines()]
+            write_parquet(rows, path.with_suffix(".parquet"))
+            print(f"wrote {path.with_suffix('.parquet')} ({len(rows)} rows)")
     return 0
 
 

@@ -121,18 +121,16 @@ def remote_code(ctx: Context) -> Iterable[Finding]:
 
 
 def _data_is_chat(ctx: Context) -> bool:
-    """True unless the first training record's prompt is plain text (JSONL read as text; other formats and
-    absent files are taken as verl's chat-message layout)."""
-    files = ctx.get("data.train_files")
-    first = files[0] if isinstance(files, list) and files else files
+    """True unless the first training row's prompt is plain text (the head read by
+    :func:`fsdpcfg.rules.data_files.peek`; absent or unreadable files are taken as verl's chat-message layout)."""
+    from fsdpcfg import datafiles
+    from fsdpcfg.rules.data_files import peek
+
+    files = datafiles.file_list(ctx.get("data.train_files"))
     key = str(ctx.get("data.prompt_key") or "prompt")
-    if isinstance(first, str) and first.endswith((".jsonl", ".json")) and Path(first).is_file():
-        try:
-            with open(first, encoding="utf-8") as fh:
-                rec = json.loads(fh.readline())
-            return not isinstance(rec.get(key), str)
-        except (OSError, ValueError, AttributeError):
-            return True
+    head = peek(files[0], "data.train_files") if files else None
+    if isinstance(head, datafiles.Peek) and head.rows:
+        return not isinstance(head.rows[0].get(key), str)
     return True
 
 

@@ -7,65 +7,15 @@ and ``extra_info``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
 
+from fsdpcfg.datafiles import read_rows  # one reader for check and run
 from fsdpcfg.errors import ConfigError
 
 TRUNCATION = ("error", "left", "right", "middle")
-
-
-def read_rows(files: str | list[str], max_samples: int = -1) -> list[dict]:
-    """Read rows from ``.jsonl``/``.json`` (one object per line) or ``.parquet`` files, in order.
-
-    Raises:
-        ConfigError: a missing file, an unknown extension, a line that is not a JSON object or not UTF-8, a
-            parquet file pyarrow cannot read (each naming the file and the line).
-    """
-    rows: list[dict] = []
-    for f in [files] if isinstance(files, str) else list(files):
-        path = Path(f)
-        if not path.is_file():
-            raise ConfigError(f"no such file: {f}", key="data.train_files", value=f,
-                              fix="point data.train_files at a .jsonl or .parquet file in verl's RL format")
-        fix = (f"repair or re-create {f} (one JSON object per line, or a parquet file, in verl's RL format), or "
-               "point data.train_files at another file")
-        if path.suffix in (".jsonl", ".json"):
-            with path.open(errors="strict") as fh:
-                try:
-                    for i, line in enumerate(fh, 1):
-                        if line.strip():
-                            try:
-                                row = json.loads(line)
-                            except json.JSONDecodeError as e:
-                                raise ConfigError(f"{f}:{i}: not JSON ({e})", key="data.train_files", value=f,
-                                                  fix=fix) from None
-                            if not isinstance(row, dict):
-                                raise ConfigError(f"{f}:{i}: a {type(row).__name__}, not a JSON object",
-                                                  key="data.train_files", value=f, fix=fix)
-                            rows.append(row)
-                except UnicodeDecodeError as e:
-                    raise ConfigError(f"{f}: not UTF-8 text ({e.reason})",
-                                      key="data.train_files", value=f, fix=fix) from None
-        elif path.suffix == ".parquet":
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            try:
-                rows.extend(pq.read_table(path).to_pylist())
-            except (pa.ArrowException, OSError) as e:
-                raise ConfigError(f"{f}: cannot be read as parquet ({type(e).__name__}: {e})",
-                                  key="data.train_files", value=f, fix=fix) from None
-        else:
-            raise ConfigError(f"unknown file type {path.suffix!r} of {f}; allowed: .jsonl, .json, .parquet",
-                              key="data.train_files", value=f)
-    if max_samples is not None and max_samples > 0:
-        rows = rows[:max_samples]
-    return rows
 
 
 @dataclass

@@ -69,6 +69,13 @@ def test_sft_messages():
     assert rows[0]["messages"][1]["content"].endswith("#### 72")
 
 
+def test_sft_parquet_holds_the_jsonl_rows():
+    """The SFT data group names train.parquet (verl's MultiTurnSFTDataset reads parquet only): same rows."""
+    from fsdpcfg.datafiles import read_rows
+
+    assert read_rows(str(DATASETS / "gsm8k_sft/train.parquet")) == _rows("gsm8k_sft/train.jsonl")
+
+
 @pytest.mark.skipif(not SHARED_GSM8K.is_dir(), reason="needs ../shared/data/gsm8k (the raw GSM8K)")
 def test_regeneration_matches_shipped_bytes():
     rendered = _load_script().render_all(SHARED_GSM8K)

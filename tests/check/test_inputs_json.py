@@ -103,7 +103,7 @@ def test_script_without_verl_command(tmp_path: Path, capsys):
     (tmp_path / "good.yaml").write_text(GOOD)
     # alone, without the flag: a usage error, as a script named on the command line is meant to be a run script
     assert main(["check", str(s)]) == 2
-    assert "no `python" in capsys.readouterr().err
+    assert "no verl command found" in capsys.readouterr().err
     rc, doc = _json(capsys, str(s))
     assert rc == 2 and doc["exit_code"] == 2 and doc["inputs"] == [] and "command found" in doc["error"]["message"]
     # as a hook passes it, among other files: skipped

@@ -14,6 +14,7 @@ from fsdpcfg.cli.main import main
 from fsdpcfg.cli.run import sweep_points
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.launch.native import ensure_assets
+from fsdpcfg.launch import _signals  # the launcher starts torchrun through run_forwarding
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -76,7 +77,7 @@ def test_ensure_assets_only_touches_fsdpcfg_home(tmp_path, monkeypatch):
 
 def _no_torchrun(monkeypatch):
     started = []
-    monkeypatch.setattr(subprocess, "call", lambda *a, **k: started.append(a) or 0)
+    monkeypatch.setattr(_signals, "run_forwarding", lambda *a, **k: started.append(a) or 0)
     return started
 
 

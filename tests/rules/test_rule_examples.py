@@ -31,6 +31,8 @@ NO_EXAMPLE = {
     # tiny-unknown-arch asset in tests/rules/test_architecture_rules.py
     "FC470": "needs a config.json whose architectures names a class no transformers module defines",
     "FC471": "needs a config.json with attn_logit_softcapping (Gemma 2)",
+    # every shipped config.json lists one architecture; tests/rules/test_verl_values.py writes one that does not
+    "FC416": "needs a config.json without exactly one architecture",
 }
 
 

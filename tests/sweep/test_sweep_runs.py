@@ -15,7 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SWEEP = ["-m", "+recipe=qwen_grpo", "actor_rollout_ref.actor.optim.lr=1e-6,3e-6", "actor_rollout_ref.rollout.n=4,8"]
-CHEAP = ["trainer.total_training_steps=1", "data.max_response_length=8", "fsdpcfg.metrics.tensorboard=false"]
+CHEAP = ["trainer.total_training_steps=1", "data.max_response_length=8", "trainer.logger=[console]"]
 
 
 def _sweep(args: list[str], tmp_path: Path, timeout: int = 900) -> tuple[subprocess.CompletedProcess, dict]:

@@ -42,7 +42,7 @@ def test_grpo_learns_arith_fsdp2_two_ranks(tiny_model, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "fsdpcfg", "+recipe=arith_grpo", f"data.train_files={data}",
                            f"fsdpcfg.run_dir={run_dir}", f"trainer.default_local_dir={tmp_path / 'ckpt'}",
                            f"trainer.total_training_steps={STEPS}", f"actor_rollout_ref.actor.optim.lr={LR}",
-                           "fsdpcfg.metrics.tensorboard=false",
+                           "trainer.logger=[console]",
                            "actor_rollout_ref.actor.strategy=fsdp2", "trainer.n_gpus_per_node=2"],
                           cwd=REPO, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,12 +14,13 @@ from fsdpcfg.cli.main import main
 from fsdpcfg.compose import compose
 from fsdpcfg.runinfo import run_config
 from fsdpcfg.train.ckpt_identity import differences, identity
+from fsdpcfg.launch import _signals  # the launcher starts torchrun through run_forwarding
 
 
 @pytest.fixture
 def no_torchrun(monkeypatch):
     started = []
-    monkeypatch.setattr(subprocess, "call", lambda cmd, **kw: started.append(cmd) or 0)
+    monkeypatch.setattr(_signals, "run_forwarding", lambda cmd, env, **kw: started.append(cmd) or 0)
     return started
 
 

@@ -120,3 +120,18 @@ def test_templates_that_require_alternating_roles(tmp_path, tiny_model):
     assert learnt.strip().startswith("It is 4.") and "[INST]" not in learnt and "2+2" not in learnt
     full = mistral.apply_chat_template(ROWS[0]["messages"], tokenize=True)
     assert ex.input_ids.tolist() == list(full.input_ids if hasattr(full, "input_ids") else full)
+
+
+def test_shipped_parquet_gives_the_jsonl_tokens(tok):
+    """The SFT data group names train.parquet (verl's SFT dataset reads parquet only); the native dataset reads
+    it through fsdpcfg.datafiles to the same tokens as the JSON Lines copy."""
+    from fsdpcfg import paths
+    from fsdpcfg.train.sft.dataset import SFTDataset
+
+    folder = paths.data_dir() / "datasets" / "gsm8k_sft"
+    base = {"messages_key": "messages", "max_length": 1024, "truncation": "error", "train_max_samples": 3}
+    a = SFTDataset({**base, "train_files": str(folder / "train.parquet")}, tok)
+    b = SFTDataset({**base, "train_files": str(folder / "train.jsonl")}, tok)
+    assert len(a) == len(b) == 3
+    for i in range(3):
+        assert a[i].input_ids.tolist() == b[i].input_ids.tolist() and a[i].loss_mask.tolist() == b[i].loss_mask.tolist()

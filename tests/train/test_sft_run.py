@@ -17,7 +17,7 @@ import pytest
 def _run(tmp_path: Path, *overrides: str) -> tuple[list[dict], Path]:
     run_dir, ckpt = tmp_path / "run", tmp_path / "ckpt"
     cmd = [sys.executable, "-m", "fsdpcfg", "+recipe=qwen_sft", f"fsdpcfg.run_dir={run_dir}",
-           f"trainer.default_local_dir={ckpt}", "trainer.save_freq=-1", "fsdpcfg.metrics.tensorboard=false",
+           f"trainer.default_local_dir={ckpt}", "trainer.save_freq=-1", "trainer.logger=[console]",
            *overrides]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])

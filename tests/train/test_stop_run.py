@@ -63,7 +63,7 @@ def _no_secret(folder: Path) -> None:
 
 def _run_args(tmp_path: Path) -> list[str]:
     return ["+recipe=arith_grpo", "+fsdpcfg.env.WANDB_API_KEY=${oc.env:MYKEY}", f"fsdpcfg.run_dir={tmp_path / 'run'}", f"trainer.default_local_dir={tmp_path / 'ckpt'}",
-            "trainer.total_training_steps=50", "trainer.save_freq=1", "fsdpcfg.metrics.tensorboard=false"]
+            "trainer.total_training_steps=50", "trainer.save_freq=1", "trainer.logger=[console]"]
 
 
 @pytest.mark.distributed

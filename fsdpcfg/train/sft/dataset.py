@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.train.data import read_rows
+from fsdpcfg.datafiles import read_rows
 
 
 def _ids(out: Any) -> list[int]:
