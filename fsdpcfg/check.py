@@ -152,7 +152,9 @@ def compose_for_check(overrides: list[str], *, extra_recipe_dirs: Iterable[Any] 
     ``key=value`` for a key that fsdpcfg's schema or verl defines but that no file of the tree sets is
     rejected by Hydra (and by verl's own Hydra). It is composed again as ``+key=value``, so that every other
     finding is reported in the same run, and recorded as ``composed.plus_needed`` ({key: override}) for
-    rule FC105. ``findings`` is non-empty only when the config cannot be composed.
+    rule FC105. The reverse, ``+key=value`` for a key the tree holds (every key of verl's composition is in
+    it), is composed as ``key=value`` and recorded as ``composed.plus_refused`` for rule FC112. ``findings`` is
+    non-empty only when the config cannot be composed.
 
     Raises:
         UsageError: an override that cannot be parsed, or a sweep.
@@ -163,16 +165,29 @@ def compose_for_check(overrides: list[str], *, extra_recipe_dirs: Iterable[Any] 
     overrides = list(overrides)
     dirs = list(extra_recipe_dirs or []) or None
     plus_needed: dict[str, str] = {}
+    plus_refused: dict[str, str] = {}
     first_error: ConfigError | None = None
     for _ in range(len(overrides) + 1):
         try:
             composed = compose(overrides, extra_recipe_dirs=dirs)
             composed.plus_needed = plus_needed
+            composed.plus_refused = plus_refused
             return composed, []
         except UsageError:
             raise
         except ConfigError as e:
             key = e.key if isinstance(e.key, str) else None
+            if key and "`+` cannot add it" in e.message:
+                # `+key=value` on a key the tree (verl's own tree) holds: Hydra and verl refuse it; compose it as
+                # `key=value` so the other rules run, and let FC112 report it
+                idx = next((i for i, o in enumerate(overrides) if o.startswith("+") and not o.startswith("++")
+                            and o[1:].split("=", 1)[0] == key), None)
+                if idx is None or key in plus_refused:
+                    return None, [compose_error_finding(first_error or e)]
+                first_error = first_error or e
+                plus_refused[key] = overrides[idx]
+                overrides[idx] = overrides[idx][1:]
+                continue
             idx = next((i for i, o in enumerate(overrides) if key and o.split("=", 1)[0] == key), None)
             if idx is None or key in plus_needed or classify(key) not in ("schema", "verl", "free"):
                 return None, [compose_error_finding(first_error or e)]

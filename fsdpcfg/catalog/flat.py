@@ -57,8 +57,9 @@ def _value(cfg: DictConfig, key: str, node: Any) -> tuple[Any, Any]:
 
 
 def rows(composed: "Composed", prefix: str | None = None) -> list[Row]:
-    """Return one :class:`Row` per leaf of ``composed.cfg`` (lists and empty mappings are leaves), in the
-    config's key order; ``prefix`` keeps only keys equal to it or under it."""
+    """Return one :class:`Row` per leaf of ``composed.cfg`` (lists and empty mappings are leaves; an
+    interpolation that resolves to a section gives that section's leaves), in the config's key order;
+    ``prefix`` keeps only keys equal to it or under it."""
     cfg = composed.cfg
     out = []
     for key, node in _leaves(cfg, ""):
@@ -66,7 +67,15 @@ def rows(composed: "Composed", prefix: str | None = None) -> list[Row]:
             continue
         val, raw = _value(cfg, key, node)
         src = composed.provenance.source_of(key)
-        out.append(Row(key, val, raw, str(src) if src is not None else ""))
+        shown = str(src) if src is not None else ""
+        if isinstance(val, dict) and val and raw is not None:
+            # an interpolation that copies a section (verl's ``mtp: ${oc.select:actor_rollout_ref.model.mtp,
+            # null}``): its leaves, as a dumped config holds them
+            from fsdpcfg.verlref import flatten
+
+            out.extend(Row(k, v, None, shown) for k, v in flatten(val, key).items())
+            continue
+        out.append(Row(key, val, raw, shown))
     return out
 
 

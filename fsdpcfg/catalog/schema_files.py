@@ -56,6 +56,66 @@ def _roots() -> dict[str, Any]:
     return {"fsdpcfg": RunConfig, "fsdpcfg.sft": SftRunConfig}
 
 
+#: file stem -> the verl composition(s) whose keys the tree also accepts (``fsdpcfg.verlref``): ``ppo`` is the
+#: union of main_ppo's engines.
+VERL_KEYS = {"fsdpcfg": "ppo", "fsdpcfg.sft": "sft_trainer_engine"}
+_JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"),
+               (dict, "object"))
+
+
+def _verl_leaf(default: Any) -> dict[str, Any]:
+    """The JSON Schema of a verl key the models do not type: the JSON type of verl's default (an integer
+    default also takes a number, a null default any value)."""
+    prop: dict[str, Any] = {"description": f"verl {{version}} key; verl's default: {json.dumps(default)}"}
+    for t, name in _JSON_TYPES:
+        if default is not None and isinstance(default, t):
+            prop["type"] = ["integer", "number"] if name == "integer" else name
+            break
+    return prop
+
+
+def _add_verl_keys(doc: dict[str, Any], config: str) -> None:
+    """Add to ``doc`` (a model's ``model_json_schema()``) every key of verl's ``config`` that the models do not
+    type, so that the schema accepts verl's whole tree as the config does (:mod:`fsdpcfg.compose.verl_base`):
+    new sections inline (``additionalProperties: false``), leaves typed by verl's default. A section shared by
+    several roles (one ``$defs`` entry, e.g. ``FSDPConfig``) gets the union of their keys."""
+    from fsdpcfg import verlref
+
+    defs = doc.setdefault("$defs", {})
+    raw = verlref.defaults(config, resolved=False)
+    resolved = verlref.defaults(config)
+
+    def section(prop: dict[str, Any]) -> dict[str, Any] | None:
+        ref = prop.get("$ref") or next((p["$ref"] for p in prop.get("allOf", []) if "$ref" in p), None)
+        if ref:
+            return defs[ref.rsplit("/", 1)[-1]]
+        return prop if prop.get("type") == "object" and "properties" in prop else None
+
+    for key in sorted(raw):
+        parts = key.split(".")
+        node = doc
+        for i, part in enumerate(parts):
+            props = node.setdefault("properties", {})
+            if i == len(parts) - 1:
+                if part not in props:
+                    v = resolved.get(key)
+                    props[part] = _verl_leaf(None if isinstance(v, str) and "${" in v else v)
+                break
+            if part not in props:
+                props[part] = {"type": "object", "properties": {}, "additionalProperties": False,
+                               "description": f"verl {{version}} section {'.'.join(parts[:i + 1])}"}
+            nxt = section(props[part])
+            if nxt is None:
+                break  # a typed leaf of the models (a mapping field, a value verl also sets to a section)
+            node = nxt
+
+
+def _with_version(doc: Any) -> Any:
+    from fsdpcfg import verlref
+
+    return json.loads(json.dumps(doc).replace("{version}", verlref.VERL_VERSION))
+
+
 def _is_section(prop: dict[str, Any]) -> bool:
     return "$ref" in prop or any("$ref" in p for p in prop.get("allOf", []))
 
@@ -63,10 +123,15 @@ def _is_section(prop: dict[str, Any]) -> bool:
 def editor_schema(strict: dict[str, Any], title: str) -> dict[str, Any]:
     """Return the partial editor schema made from a model's ``model_json_schema()`` (see module doc)."""
     doc = copy.deepcopy(strict)
-    for model in [doc, *doc.get("$defs", {}).values()]:
+    models = [doc, *doc.get("$defs", {}).values()]
+    while models:
+        model = models.pop()
         model.pop("required", None)
         for name, prop in list(model.get("properties", {}).items()):
             if _is_section(prop):
+                continue
+            if prop.get("type") == "object" and "properties" in prop:
+                models.append(prop)  # an inline section (verl's keys, _add_verl_keys)
                 continue
             core = {k: v for k, v in prop.items() if k not in ("title", "description", "default")}
             wrapped = {k: prop[k] for k in ("title", "description", "default") if k in prop}
@@ -82,6 +147,8 @@ def build() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for stem, model in _roots().items():
         strict = model.model_json_schema()
+        _add_verl_keys(strict, VERL_KEYS[stem])
+        strict = _with_version(strict)
         desc = strict.get("description", "")
         out[f"{stem}.schema.json"] = editor_schema(
             strict, f"{stem} recipe or group option (partial config; {model.__name__})")

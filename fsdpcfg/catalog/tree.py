@@ -83,14 +83,17 @@ def kinds() -> list[str]:
 
 
 def root_defaults(kind: str = "ppo") -> dict[str, str]:
-    """Return ``{group: option}`` as the root ``config.yaml`` of ``kind`` picks them."""
+    """Return ``{group: option}`` as the root ``config.yaml`` of ``kind`` picks them (verl's own tree, the first
+    entry, is not a group a user picks: :mod:`fsdpcfg.compose.verl_base`)."""
+    from fsdpcfg.compose.verl_base import GROUP
+
     data = yaml.safe_load((paths.conf_dir(kind) / "config.yaml").read_text()) or {}
     out: dict[str, str] = {}
     for entry in data.get("defaults", []):
         if isinstance(entry, dict):
             for k, v in entry.items():
                 name = str(k).replace("override ", "").strip().lstrip("/").split("@")[0]
-                if name != "_self_" and isinstance(v, str):
+                if name not in ("_self_", GROUP) and isinstance(v, str):
                     out[name] = v
     return out
 

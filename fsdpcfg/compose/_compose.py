@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from fsdpcfg import paths, yamlio
-from fsdpcfg.compose import resolvers
+from fsdpcfg import paths, verlref, yamlio
+from fsdpcfg.compose import resolvers, verl_base
 from fsdpcfg.compose.provenance import Provenance
 from fsdpcfg.errors import ConfigError, UsageError, did_you_mean
 
@@ -37,7 +38,7 @@ def groups(kind: str = "ppo") -> tuple[str, ...]:
         if isinstance(entry, dict):
             for k in entry:
                 name = str(k).replace("override ", "").strip().lstrip("/").split("@")[0]
-                if name != "_self_":
+                if name not in ("_self_", verl_base.GROUP):
                     out.append(name)
     return tuple(out)
 
@@ -101,6 +102,8 @@ class Composed:
         provenance: where each value came from.
         origin: ``"compose"`` (Hydra tree) or ``"file"`` (a full config file read as it is).
         kind: ``"ppo"`` (verl's ppo_trainer layout) or ``"sft"`` (sft_trainer_engine layout).
+        pruned: keys of fsdpcfg's own FSDP-engine defaults left out because the chosen engine's verl
+            composition has no such key (:func:`fsdpcfg.compose.verl_base.prune`; ``engine=megatron``).
         hydra_cfg: Hydra's own ``hydra`` node of the composition (``--cfg hydra``), unresolved; ``None`` for a
             config read from a file.
     """
@@ -113,6 +116,7 @@ class Composed:
     deleted: list[str] = field(default_factory=list)
     provenance: Provenance = field(default_factory=Provenance)
     origin: str = "compose"
+    pruned: list[str] = field(default_factory=list)
     hydra_cfg: DictConfig | None = None
 
     def __post_init__(self) -> None:
@@ -195,6 +199,7 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
             validate_recipe_file(f)
             overrides[i] = f"+recipe={f.stem}"
             extra_recipe_dirs.append(f.resolve().parent)
+    overrides = verl_base.engine_overrides(overrides)
     resolvers.register()
     parsed = _parse_overrides(overrides)
     for o in parsed:
@@ -226,18 +231,27 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
     for o in parsed:
         if o.key_or_group == "recipe" and isinstance(o.value(), str):
             kind = recipe_kind(o.value(), extra_dirs)
+    verl_base.register(kind, [_engine_choice(parsed, kind, extra_dirs)])
     try:
-        cfg = _hydra_compose(overrides + search, parsed, kind)
+        try:
+            cfg = _hydra_compose(overrides + search, parsed, kind)
+        except ConfigError:
+            if not verl_base.register_all_if_missing():
+                raise
+            cfg = _hydra_compose(overrides + search, parsed, kind)  # the engine was chosen where we did not look
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-    choices = {k: v for k, v in (cfg.hydra.runtime.choices or {}).items() if not k.startswith("hydra/") and v}
+    choices = {k: v for k, v in (cfg.hydra.runtime.choices or {}).items()
+               if not k.startswith("hydra/") and v and k.split("@")[0] != verl_base.GROUP}
     hydra_cfg = cfg.hydra
     with open_dict(cfg):
         del cfg["hydra"]
     OmegaConf.set_struct(cfg, False)
 
     prov = Provenance()
+    comp = verl_base.composition_of(cfg, kind)
+    prov.add_verl_defaults(verlref.defaults(comp, resolved=False), verlref.VERL_VERSION)
     conf = paths.conf_dir(kind)
     root = paths.conf_dir("ppo").parent
     prov.add_file(conf / "config.yaml", "default", None, root)
@@ -260,8 +274,30 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
         if o.is_add() or (o.is_force_add() and prov.source_of(key) is None):
             added.append(key)
         prov.add_override(key, text)
+    pruned = verl_base.prune(cfg, prov, comp)
     return Composed(cfg=cfg, choices=choices, kind=kind, overrides=overrides, added=added, deleted=deleted,
-                    provenance=prov, origin="compose", hydra_cfg=hydra_cfg)
+                    provenance=prov, origin="compose", hydra_cfg=hydra_cfg, pruned=pruned)
+
+
+def _engine_choice(parsed, kind: str, extra_dirs: list[Path]) -> str | None:
+    """The ``engine`` option a compose will select, as far as the command line, the recipe chain and the
+    root config tell (``None`` when they do not); it only decides which verl tree to store first."""
+    for o in reversed(parsed):
+        if o.key_or_group == "engine" and isinstance(o.value(), str):
+            return o.value()
+    recipe = next((o.value() for o in reversed(parsed) if o.key_or_group == "recipe"), None)
+    files = recipe_chain(recipe, extra_dirs) if isinstance(recipe, str) else []
+    for f in [paths.conf_dir(kind) / "config.yaml", *files][::-1]:
+        try:
+            data = _safe_load(f) or {}
+        except ConfigError:  # reported where the file is composed
+            continue
+        for entry in (data.get("defaults") or []) if isinstance(data, dict) else []:
+            if isinstance(entry, dict):
+                for k, v in entry.items():
+                    if str(k).replace("override ", "").strip().lstrip("/") == "engine" and isinstance(v, str):
+                        return v
+    return None
 
 
 def _needs_global_package(f: Path) -> bool:
@@ -276,7 +312,7 @@ def _needs_global_package(f: Path) -> bool:
 
     try:
         _, info = config_file.read(f)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ConfigError):
         return False  # validate_recipe_file has reported it already; Hydra would too
     if info.kind == "verl":
         from fsdpcfg import verlref
@@ -403,11 +439,17 @@ def _composition_error(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
         if "Could not append" in msg:
             return ConfigError("the key already exists, so `+` cannot add it", key=key,
                                fix=f"set it without the plus: {key}=VALUE (or force with ++{key}=VALUE)")
-        from fsdpcfg import verlref
+        if kind == "sft":
+            listed = key in verlref.keys("sft_trainer_engine")
+        else:
+            from fsdpcfg.schema.keys import classify
 
-        if key in verlref.keys("sft_trainer_engine" if kind == "sft" else "ppo_trainer"):
-            return ConfigError("is a verl key that this config tree does not list", key=key,
-                               fix=f"add it with +{key}=VALUE (launcher=verl passes it to verl)")
+            listed = classify(key) in ("schema", "verl", "free")
+        if listed:
+            # the tree holds verl's whole composition, so this is a key verl's YAML does not list either (below a
+            # free mapping, read by a dataclass, another engine's): verl too needs `+` for it
+            return ConfigError("is a key that neither this config tree nor verl's YAML lists", key=key,
+                               fix=f"add it with +{key}=VALUE, as verl needs too")
         hint = f"did you mean {close[0]}?" if close else "check the key name (`fsdpcfg show` prints the tree)"
         return ConfigError("is not a key of the config", key=key, fix=hint)
     if "in group" in msg.lower() or "Could not find" in msg:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import yaml
 
@@ -19,7 +19,8 @@ class Source:
     """One place a value came from.
 
     Attributes:
-        kind: ``"default"`` (root config), ``"group"`` (a group option), ``"recipe"``, ``"file"``,
+        kind: ``"verl"`` (verl's own default, the tree's first layer: :mod:`fsdpcfg.compose.verl_base`),
+            ``"default"`` (root config), ``"group"`` (a group option), ``"recipe"``, ``"file"``,
             ``"override"`` (command line) or ``"schema"`` (a default filled in by the schema).
         where: ``path:line`` for files, the override text for the command line.
         option: ``group=option`` for group options and recipes, else ``None``.
@@ -43,6 +44,8 @@ class Source:
             return f"command line `{self.where}`"
         if self.kind == "schema":
             return f"default ({self.where})"
+        if self.kind == "verl":
+            return self.where
         if self.option:
             return f"{self.option} ({self.where})"
         return self.where
@@ -103,6 +106,15 @@ class Provenance:
         for k in [k for k in self._set if k == key or k.startswith(key + ".")]:
             del self._set[k]
         self._set[key] = source
+
+    def add_verl_defaults(self, raw: dict[str, object], version: str) -> None:
+        """Attribute each key of ``raw`` ({dotted key: verl's value as written}) to verl's own default
+        (``verl 0.9.1 default``, with the ``${...}`` it copies when it is an interpolation); call it first, so
+        that the files and overrides recorded after it win."""
+        plain = Source("verl", f"verl {version} default")
+        for key, v in raw.items():
+            self._set[key] = Source("verl", f"verl {version} default {v}") if isinstance(v, str) and "${" in v \
+                else plain
 
     def add_schema_default(self, key: str, note: str = "schema default, verl 0.9.1's") -> None:
         """Attribute ``key`` to a default that the schema filled in (the key was absent or deleted)."""

@@ -164,6 +164,53 @@ def _drop_unlisted_nulls(tree: Any, known: frozenset[str], prefix: str) -> Any:
     return out
 
 
+def verl_composition(composed: Any) -> str:
+    """Return verl's composition the config extends (``ppo_trainer``, ``ppo_megatron_trainer``,
+    ``ppo_veomni_trainer``, ``ppo_torchtitan_trainer`` or ``sft_trainer_engine``), from verl's own
+    ``model_engine`` key (:func:`fsdpcfg.compose.verl_base.composition_of`).
+
+    Raises:
+        ConfigError: the config kind is neither ``ppo`` nor ``sft``.
+    """
+    from fsdpcfg.compose.verl_base import composition_of
+
+    kind = getattr(composed, "kind", "ppo")
+    verl_config_name(kind)
+    return composition_of(composed.to_container(resolve=False), kind)
+
+
+def verl_defaults_list(config: str) -> list[Any]:
+    """The defaults list of the written YAML for verl's composition ``config``: verl's entry config, the
+    ``model_engine`` choice for the engines that have no entry config of their own, then this file
+    (``[ppo_trainer, {override model_engine: veomni}, _self_]``, as ``ppo_megatron_trainer.yaml`` does)."""
+    name, overrides = verlref.COMPOSITIONS[config]
+    out: list[Any] = [name]
+    for o in overrides:
+        group, value = o.split("=", 1)
+        out.append({f"override {group}": value})
+    return out + ["_self_"]
+
+
+def _drop_verl_defaults(tree: Any, provenance: Any, prefix: str) -> Any:
+    """Remove the leaves that come from verl's own tree untouched (provenance ``verl``): verl composes them
+    itself, with its interpolations live (``critic.ppo_mini_batch_size`` keeps following the actor's when the
+    user appends ``actor_rollout_ref.actor.ppo_mini_batch_size=...`` to the command)."""
+    if provenance is None or not isinstance(tree, dict):
+        return tree
+    out = {}
+    for k, v in tree.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        src = provenance.source_of(key)
+        if isinstance(v, dict) and v:
+            v = _drop_verl_defaults(v, provenance, key)
+            if not v:
+                continue
+        elif src is not None and src.kind == "verl":
+            continue
+        out[k] = v
+    return out
+
+
 def verl_tree(composed: Any, *, strict: bool = True) -> dict[str, Any]:
     """Return the config as verl should see it: nested dicts in verl's key names, the ``fsdpcfg`` section
     removed, fsdpcfg's resolvers (``${fsdpcfg_data:...}``) resolved to absolute paths, and plain
@@ -174,12 +221,13 @@ def verl_tree(composed: Any, *, strict: bool = True) -> dict[str, Any]:
     Raises:
         ConfigError: an interpolation cannot be resolved, or (``strict``) a required value is not set.
     """
-    config = verl_config_name(getattr(composed, "kind", "ppo"))
+    config = verl_composition(composed)
     known = verlref.keys(config) | verlref.prefixes(config)
     resolved = composed.to_container(resolve=True)
     raw = composed.to_container(resolve=False)
     tree = _merge_raw(raw, resolved, known)
     tree.pop("fsdpcfg", None)
+    tree = _drop_verl_defaults(tree, getattr(composed, "provenance", None), "")
     tree = _drop_unlisted_nulls(tree, verlref.keys(config), "")
     missing = [k for k, v in verlref.flatten(tree).items() if v == "???"]
     if missing and strict:
@@ -211,7 +259,7 @@ def env_of(composed: Any) -> dict[str, str]:
 def _header(config: str, entry: str, composed: Any, notes: list[str]) -> str:
     lines = [f"verl {verlref.VERL_VERSION} config written by fsdpcfg (launcher=verl): {entry} reads verl's own",
              f"`{config}` config first, then the keys below on top (this file's defaults list).",
-             f"Run: {'python -m' if config == 'ppo_trainer' else 'torchrun --nproc_per_node=GPUS -m'} {entry} "
+             f"Run: {'python -m' if config != 'sft_trainer_engine' else 'torchrun --nproc_per_node=GPUS -m'} {entry} "
              f"--config-path=<this folder> --config-name={Path(CONFIG_FILE).stem} [key=value ...]"]
     choices = getattr(composed, "choices", {}) or {}
     if choices:
@@ -258,7 +306,7 @@ def build_verl_invocation(composed: Any, config_dir: str | Path | None = None, *
         ConfigError: a required value not set, a bad ``fsdpcfg.env``, multi-node SFT without ``MASTER_ADDR``.
     """
     kind = getattr(composed, "kind", "ppo")
-    config = verl_config_name(kind)
+    config = verl_composition(composed)
     entry = verlref.ENTRY_POINTS[config]
     tree = verl_tree(composed)
     env = env_of(composed)
@@ -276,7 +324,7 @@ def build_verl_invocation(composed: Any, config_dir: str | Path | None = None, *
 
     tree = scrub(tree)  # a secret verl reads (runtime_env.env_vars) becomes ${oc.env:NAME}: verl resolves it
     notes = _notes(tree, config)
-    doc = {"defaults": [config, "_self_"], "hydra": {"searchpath": [VERL_SEARCHPATH]}, **tree}
+    doc = {"defaults": verl_defaults_list(config), "hydra": {"searchpath": [VERL_SEARCHPATH]}, **tree}
     text = scrub_text(_header(config, entry, composed, notes) + yaml.safe_dump(doc, sort_keys=False,
                                                                                default_flow_style=False, width=120))
     cfg_args = [f"--config-path={config_dir}", f"--config-name={Path(CONFIG_FILE).stem}"]

@@ -29,7 +29,7 @@ def val(ctx: "Context", key: str) -> Any:
     resolved against *this* config, as verl resolves it when the config is handed over."""
     if ctx.is_set(key):
         return ctx.get(key)
-    raw = verlref.defaults(resolved=False).get(key)
+    raw = verlref.defaults("ppo", resolved=False).get(key)
     if isinstance(raw, str):
         m = _INTERP.match(raw.strip())
         if m:
@@ -92,14 +92,38 @@ def need_ref(ctx: "Context") -> bool:
     return flag(ctx.get("algorithm.use_kl_in_reward")) or flag(ctx.get(f"{A}.actor.use_kl_loss"))
 
 
-def fsdp_sections(ctx: "Context") -> list[tuple[str, str]]:
-    """``(fsdp config section, strategy key)`` of every FSDP role the run builds: the actor always, the
-    reference when :func:`need_ref`, the critic when :func:`need_critic` (verl's own role derivation)."""
-    out = [(f"{A}.actor.fsdp_config", f"{A}.actor.strategy")]
+#: verl's FSDP strategies (``verl/workers/engine/fsdp``); the other strategies verl 0.9.1 composes are
+#: ``megatron``, ``veomni`` and ``torchtitan`` (``verl/trainer/config/model_engine/``).
+FSDP_STRATEGIES = ("fsdp", "fsdp2")
+
+
+def model_roles(ctx: "Context") -> list[tuple[str, str, str]]:
+    """``(role, engine config section, strategy key)`` of every model role the run builds, whatever its
+    engine: the actor always, the reference when :func:`need_ref`, the critic when :func:`need_critic`
+    (verl/trainer/ppo/utils.py, verl's own role derivation). The section is the FSDP one (``fsdp_config``,
+    the critic's ``fsdp``); a Megatron role's is ``megatron``."""
+    out = [("actor", f"{A}.actor.fsdp_config", f"{A}.actor.strategy")]
     if need_ref(ctx):
-        out.append((f"{A}.ref.fsdp_config", f"{A}.ref.strategy"))
+        out.append(("ref", f"{A}.ref.fsdp_config", f"{A}.ref.strategy"))
     if need_critic(ctx):
-        out.append(("critic.fsdp", "critic.strategy"))
+        out.append(("critic", "critic.fsdp", "critic.strategy"))
+    return out
+
+
+def fsdp_sections(ctx: "Context") -> list[tuple[str, str]]:
+    """``(fsdp config section, strategy key)`` of every FSDP role the run builds (:func:`model_roles` whose
+    strategy is fsdp or fsdp2): the list every FSDP-only rule reads, so a Megatron, veomni or torchtitan role
+    gets none of them (rule FC111 says so)."""
+    return [(sec, skey) for _, sec, skey in model_roles(ctx) if str(val(ctx, skey)) in FSDP_STRATEGIES]
+
+
+def non_fsdp_roles(ctx: "Context") -> list[tuple[str, str, str]]:
+    """``(role, strategy key, strategy)`` of the roles whose engine is not FSDP (``megatron``, ...)."""
+    out = []
+    for role, _, skey in model_roles(ctx):
+        s = str(val(ctx, skey))
+        if s not in FSDP_STRATEGIES:
+            out.append((role, skey, s))
     return out
 
 

@@ -28,6 +28,22 @@ def get_dotted(tree: Any, key: str, default: Any = _ABSENT) -> Any:
     return node
 
 
+class _Chain:
+    """Read-only lookup in the first mapping that holds a key."""
+
+    def __init__(self, *maps: Any) -> None:
+        self.maps = maps
+
+    def get(self, key: str, default: Any = None) -> Any:
+        for m in self.maps:
+            if key in m:
+                return m[key]
+        return default
+
+    def __contains__(self, key: str) -> bool:
+        return any(key in m for m in self.maps)
+
+
 class Context:
     """The input of every rule.
 
@@ -50,8 +66,24 @@ class Context:
         v = get_dotted(self.cfg, key, _NOT_IN_CFG)
         if v is not _NOT_IN_CFG:
             return v
-        d = verlref.defaults().get(key, _ABSENT)
+        d = self.verl_defaults().get(key, _ABSENT)
         return default if d is _ABSENT else d
+
+    @cached_property
+    def verl_config(self) -> str:
+        """verl's composition this config belongs to (``ppo_trainer``, ``ppo_megatron_trainer`` ...,
+        ``sft_trainer_engine``), from verl's own ``model_engine`` key (:mod:`fsdpcfg.compose.verl_base`)."""
+        from fsdpcfg.compose.verl_base import composition_of
+
+        return composition_of(self.cfg, getattr(self.composed, "kind", "ppo") or "ppo")
+
+    def verl_defaults(self, resolved: bool = True) -> Any:
+        """``{dotted key: verl's default}`` of :attr:`verl_config`, then of every other ``main_ppo`` engine
+        (a key of another engine reads as that engine's default)."""
+        own = verlref.defaults(self.verl_config, resolved)
+        if self.verl_config == "sft_trainer_engine":
+            return own
+        return _Chain(own, verlref.defaults("ppo", resolved))
 
     def is_set(self, key: str) -> bool:
         """True when ``key`` is present in the config itself (not only a verl default)."""

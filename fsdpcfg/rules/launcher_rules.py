@@ -40,9 +40,9 @@ def backend_launcher(ctx: "Context") -> Iterator["Finding"]:
                       f"choose launcher={other}, or keep launcher={launcher} with {alt}")
 
 
-def _default(key: str) -> Any:
-    return verlref.defaults().get(key, K.schema_default(key) if K.field_info(key) is not None
-                                  and not K.field_info(key).is_required() else None)
+def _default(ctx: "Context", key: str) -> Any:
+    return ctx.verl_defaults().get(key, K.schema_default(key) if K.field_info(key) is not None
+                                   and not K.field_info(key).is_required() else None)
 
 
 def _differs(value: Any, default: Any) -> bool:
@@ -65,15 +65,19 @@ def native_unsupported_key(ctx: "Context") -> Iterator["Finding"]:
     for key, why in K.NATIVE_UNSUPPORTED.items():
         if key in derived or not ctx.is_set(key):
             continue
-        value, default = ctx.get(key), _default(key)
+        value, default = ctx.get(key), _default(ctx, key)
         if _differs(value, default):
             yield ctx.finding("FC802", [key, LAUNCHER], f"{key}={value!r} is not implemented by the native "
                               f"launcher ({why}); only verl's default {default!r} is", f"use launcher=verl to "
                               f"run it, or set {key}={_text(default)}")
+    raw_defaults = ctx.verl_defaults(resolved=False)
     for key, value in schema_report(ctx).verl_only.items():
         if key in derived or key.endswith("._target_"):
             continue
-        default = verlref.defaults().get(key)
+        raw = raw_defaults.get(key)
+        if isinstance(raw, str) and "${" in raw:
+            continue  # verl copies it from another key (a saved config holds the copy resolved): reported there
+        default = ctx.verl_defaults().get(key)
         if _differs(value, default):
             yield ctx.finding("FC802", [key, LAUNCHER], f"{key}={value!r} is read by verl only; the native "
                               f"launcher does not implement it (verl's default is {default!r})",
@@ -96,7 +100,7 @@ def native_unsupported_value(ctx: "Context") -> Iterator["Finding"]:
         if value not in allowed and known:
             yield ctx.finding("FC803", [key, LAUNCHER], f"{key}={_text(value)} is not implemented by the native "
                               f"launcher (it implements {', '.join(map(_text, allowed))})",
-                              f"use launcher=verl to run {_text(value)}, or set {key}={_text(allowed[0])}")
+                              f"use launcher=verl to run {key}={_text(value)}, or set {key}={_text(allowed[0])}")
 
 
 LOGGER = "trainer.logger"
@@ -126,3 +130,30 @@ def _text(v: Any) -> str:
     if isinstance(v, bool):
         return str(v).lower()
     return "null" if v is None else str(v)
+
+
+@rule("FC114", "SFT: every verl key set away from verl's default is implemented by the native SFT trainer",
+      keys=(LAUNCHER,), example=("+recipe=qwen_sft", "engine.qat.enable=true"), kinds=("sft",))
+def native_sft_verl_only_key(ctx: "Context") -> Iterator["Finding"]:
+    """Under ``fsdpcfg.launcher=native``, SFT: a key of verl's ``sft_trainer_engine`` composition that the SFT
+    schema does not model (``engine.qat.*``, ``profiler.*``, ``model.lora.*`` ...) with a value other than
+    verl 0.9.1's default would be a silent no-op: fsdpcfg/train/sft reads only the schema's keys. Keys that
+    copy another key (``${...}``) are left to the key they copy. The SFT counterpart of FC802. Source:
+    DESIGN.md "no silent no-ops"; verl/trainer/config/sft_trainer_engine.yaml."""
+    if ctx.launcher != "native":
+        return
+    from fsdpcfg.rules.sft_rules import _schema_defaults
+
+    schema = _schema_defaults()
+    raw = verlref.defaults("sft_trainer_engine", resolved=False)
+    derived = getattr(ctx, "derived", frozenset())
+    for key, value in verlref.flatten(ctx.cfg).items():
+        if key in schema or key not in raw or key in derived or key.endswith("._target_"):
+            continue
+        if isinstance(raw[key], str) and "${" in raw[key]:
+            continue
+        default = verlref.defaults("sft_trainer_engine")[key]
+        if _differs(value, default):
+            yield ctx.finding("FC114", [key, LAUNCHER], f"{key}={value!r} is read by verl only; the native SFT "
+                              f"trainer does not implement it (verl's default is {default!r})",
+                              f"use launcher=verl to run it, or set {key}={_text(default)}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from fsdpcfg.rules._common import A, need_ref, num, src, val, world
+from fsdpcfg.rules._common import A, fsdp_sections, num, src, val, world
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
@@ -75,10 +75,8 @@ def fsdp1_hybrid_size_one(ctx: Context) -> Iterable[Finding]:
     NO_SHARD ... since the world size is 1"); verl/workers/engine/fsdp/utils.py ``get_sharding_strategy``.
     """
     w = world(ctx)
-    for sec in ("actor", "ref"):
-        key, skey = f"{A}.{sec}.fsdp_config.fsdp_size", f"{A}.{sec}.strategy"
-        if sec == "ref" and not need_ref(ctx):
-            continue
+    for sec, skey in fsdp_sections(ctx):
+        key = f"{sec}.fsdp_size"
         if num(val(ctx, key)) == 1 and w and w > 1 and str(val(ctx, skey)) == "fsdp":
             yield ctx.finding("FC364", [key, skey],
                               f"{key} = 1 {src(ctx, key)} with {skey} = fsdp on {w} ranks: FSDP1's HYBRID_SHARD "

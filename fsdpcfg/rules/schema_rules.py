@@ -102,16 +102,45 @@ def invalid_value(ctx: "Context") -> Iterator[Finding]:
 
 
 @rule("FC105", "a key missing from the tree is added with `+`", keys=(),
-      example=("+recipe=qwen_grpo", "actor_rollout_ref.rollout.multi_turn.enable=true"))
+      example=("+recipe=qwen_grpo", "launcher=verl", "ray_kwargs.ray_init.address=auto"))
 def needs_plus(ctx: "Context") -> Iterator[Finding]:
     """``key=value`` for a key that no file of the config sets is rejected by Hydra ("Could not override
-    ... use +"), by fsdpcfg and by verl alike. :func:`fsdpcfg.check.compose_for_check` composes again with
-    ``+`` so that the other rules still run, and records the override in ``composed.plus_needed``. Source:
-    Hydra's override grammar; STYLE.md "Errors a person can act on"."""
+    ... use +"), by fsdpcfg and by verl alike. The tree starts from verl's own composition, so these are
+    exactly the keys verl needs ``+`` for: below a free mapping (``override_config``, ``engine_kwargs``,
+    ``ray_kwargs.ray_init``) or read by verl's dataclasses without a YAML entry
+    (``fsdp_config.mixed_precision``). :func:`fsdpcfg.check.compose_for_check` composes again with ``+`` so that
+    the other rules still run, and records the override in ``composed.plus_needed``. A key of another
+    engine's sections is FC113's. Source: Hydra's override grammar; STYLE.md "Errors a person can act on"."""
+    from fsdpcfg import verlref
+
+    own = verlref.keys(ctx.verl_config)
     for key, text in sorted((getattr(ctx.composed, "plus_needed", None) or {}).items()):
+        if key in K.verl_keys() and key not in own:
+            continue  # another engine's key: FC113
         yield ctx.finding("FC105", [key], f"{key} is a key fsdpcfg/verl define, but no file of the config sets "
                           "it, so `key=value` cannot override it (Hydra and verl both reject it)",
                           f"add it with a plus: +{text}")
+
+
+@rule("FC112", "a key verl's tree already holds is set without `+`", keys=(),
+      example=("+recipe=qwen_grpo", "+critic.optim.lr=1e-5"))
+def plus_refused(ctx: "Context") -> Iterator[Finding]:
+    """``+key=value`` for a key that verl's own composition defines (``critic.*``, ``ray_kwargs.*``, every
+    engine section) fails in Hydra with "Could not append to config. An item is already at ..." -- in verl's
+    ``main_ppo`` as here, whose tree starts from verl's (:mod:`fsdpcfg.compose.verl_base`). Recorded by
+    :func:`fsdpcfg.check.compose_for_check` in ``composed.plus_refused`` (the other rules still run on the
+    value). Source: Hydra's override grammar (``+`` appends, ``++`` forces); issue 12 (verl's key tree)."""
+    for key, text in sorted((getattr(ctx.composed, "plus_refused", None) or {}).items()):
+        yield ctx.finding("FC112", [key], f"`{text}`: {key} is already a key of verl's config (default "
+                          f"{_shown_default(ctx, key)}), so `+` cannot add it (Hydra and verl both reject it)",
+                          f"drop the plus: {text[1:]}")
+
+
+def _shown_default(ctx: "Context", key: str) -> str:
+    from fsdpcfg import verlref
+
+    v = verlref.defaults("ppo", resolved=False).get(key)
+    return "null" if v is None else str(v)
 
 
 @rule("FC104", "required values are set", keys=("actor_rollout_ref.model.path", "data.train_files",
@@ -140,14 +169,20 @@ def script_not_checkable(ctx: "Context") -> Iterator[Finding]:
 
 
 @rule("FC106", "the model path can be found (offline: a folder with config.json, or a cached hub id)",
-      keys=("actor_rollout_ref.model.path", "actor_rollout_ref.model.tokenizer_path"),
+      keys=("actor_rollout_ref.model.path", "actor_rollout_ref.model.tokenizer_path", "critic.model.path"),
       example=("+recipe=qwen_grpo", "actor_rollout_ref.model.path=/tmp"))
 def model_path(ctx: "Context") -> Iterator[Finding]:
     """A folder without config.json is an error; a hub id that is not cached here or a path that does not
     exist on this machine (a cluster path checked on a laptop) cannot be inspected: info, and the rules that
     read config.json are skipped; it becomes an error at launch (:func:`fsdpcfg.schema.require_model_path`).
-    Source: ../shared/cases/README.md "Offline inspection"."""
-    for key in ("actor_rollout_ref.model.path", "actor_rollout_ref.model.tokenizer_path"):
+    Source: ../shared/cases/README.md "Offline inspection". The critic's model (``critic.model.path``) is
+    checked the same way when the run builds a critic (verl/trainer/ppo/utils.py ``need_critic``)."""
+    from fsdpcfg.rules._common import need_critic
+
+    model_keys = ["actor_rollout_ref.model.path", "actor_rollout_ref.model.tokenizer_path"]
+    if ctx.composed.kind == "ppo" and need_critic(ctx):
+        model_keys += ["critic.model.path", "critic.model.tokenizer_path"]
+    for key in model_keys:
         value = ctx.get(key)
         if not isinstance(value, str) or value == "???" or not value.strip():
             continue

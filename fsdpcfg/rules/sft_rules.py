@@ -72,7 +72,7 @@ def sft_schema(ctx: "Context") -> Iterator[Finding]:
         if value == "???":
             yield ctx.finding("FC150", [key], f"{key} is required and not set (???)", f"set {key}=VALUE")
     try:
-        SftRunConfig.model_validate(ctx.cfg)
+        SftRunConfig.model_validate(_schema_part(ctx.cfg, frozenset(known)))
     except ValidationError as e:
         for err in e.errors():
             key = ".".join(str(p) for p in err["loc"] if isinstance(p, str))
@@ -91,6 +91,25 @@ def sft_schema(ctx: "Context") -> Iterator[Finding]:
                 value = flat.get(key, err.get("input"))
                 yield ctx.finding("FC150", [key], f"{key}={value!r}: {err['msg']}",
                                   f"set {key} to a valid value (default {_schema_defaults().get(key)!r})")
+
+
+def _schema_part(tree: dict[str, Any], schema: frozenset[str], prefix: str = "") -> dict[str, Any]:
+    """``tree`` without the keys of verl's ``sft_trainer_engine`` composition that the SFT schema does not
+    model (``engine.qat.*``, ``profiler.*`` ...): the tree starts from verl's own (fsdpcfg/compose/verl_base.py),
+    so they are verl's keys with verl's values, passed to verl; what is left is validated (an unknown key
+    stays, for ``extra="forbid"`` to report)."""
+    from fsdpcfg import verlref
+
+    vkeys, vpre = verlref.keys("sft_trainer_engine"), verlref.prefixes("sft_trainer_engine")
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        key = f"{prefix}{k}"
+        in_schema = key in schema or any(s.startswith(key + ".") for s in schema)
+        if not in_schema and (key in vkeys or key in vpre):
+            continue
+        out[k] = _schema_part(v, schema, key + ".") if isinstance(v, dict) and in_schema and key not in schema \
+            else v
+    return out
 
 
 def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:

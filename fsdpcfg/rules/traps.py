@@ -17,20 +17,25 @@ from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
 from fsdpcfg.verlref import flatten
 
-#: Top-level sections verl < 0.9 read, and where verl 0.9.1 reads them.
+#: Top-level sections verl < 0.9 read, and where verl 0.9.1 reads them (the keys of
+#: ``fsdpcfg.schema.keys.LEGACY_PREFIXES``).
 LEGACY_SECTIONS = {"custom_reward_function": "reward.custom_reward_function",
-                   "reward_model": "reward.reward_model"}
+                   "reward_model": "reward.reward_model",
+                   "sandbox_fusion": "reward.sandbox_fusion"}
 
 
 @rule("FC701", "legacy top-level reward keys are ignored by verl 0.9",
       keys=["custom_reward_function.path", "reward.custom_reward_function.path", "reward_model.enable"],
       example=["+custom_reward_function.path=my_reward.py"])
 def legacy_reward_keys(ctx: Context) -> Iterable[Finding]:
-    """verl 0.9 reads only ``reward.custom_reward_function.*`` and ``reward.reward_model.*``; the old
-    top-level ``custom_reward_function.*`` / ``reward_model.*`` are silently ignored and the default scorer
-    runs instead.
+    """verl 0.9 reads only ``reward.custom_reward_function.*``, ``reward.reward_model.*`` and
+    ``reward.sandbox_fusion.*``; the old top-level ``custom_reward_function.*`` / ``reward_model.*`` /
+    ``sandbox_fusion.*`` stay in verl's tree as null placeholders and are silently ignored by ``main_ppo``
+    (only the experimental fully-async trainer migrates them), so the default scorer runs instead.
 
-    Source: verl/trainer/config/ppo_trainer.yaml (0.9.1 layout, ``reward:`` section); case c24.
+    Source: verl/trainer/config/ppo_trainer.yaml (0.9.1 layout, ``reward:`` section) and
+    legacy_reward_impl.yaml; verl/experimental/reward_loop/reward_loop.py ``migrate_legacy_reward_impl`` (called
+    only from verl/experimental/fully_async_policy/fully_async_main.py); case c24.
     """
     for old, new in LEGACY_SECTIONS.items():
         sec = ctx.cfg.get(old)

@@ -188,8 +188,8 @@ def _missing_leaves(tree: Any, prefix: str = "") -> Iterable[str]:
         yield prefix[:-1]
 
 
-@rule("FC183", "no required value (???) is left in a section verl builds", keys=["critic.strategy", "critic.optim.lr"],
-      example=["launcher=verl", "algorithm.adv_estimator=gae", "++critic.strategy=???"])
+@rule("FC183", "no required value (???) is left in a section verl builds", keys=["critic.rollout_n", "critic.optim.lr"],
+      example=["launcher=verl", "algorithm.adv_estimator=gae", "++critic.rollout_n=???"])
 def missing_in_verl_sections(ctx: Context) -> Iterable[Finding]:
     """verl builds each role's section into a dataclass whose ``__post_init__`` asserts that no field is
     ``???`` (``strategy``, ``optim.lr``, ``rollout_n``); a ``???`` there fails when the workers start. FC104 reports

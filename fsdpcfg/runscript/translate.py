@@ -109,6 +109,15 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
         lines[key_of(w.text)] = src
         _env_note(w, key_of(w.text), label, notes)
     _launcher_keys(vc, kind, user, lines, notes, label, script)
+    if kind == "ppo":
+        # verl's `model_engine=megatron` is the engine= option that selects the same composition (issue 12.2)
+        from fsdpcfg.compose import verl_base
+
+        user = verl_base.engine_overrides(user)
+        for t in user:
+            if t.startswith("engine=") and t.split("=", 1)[1] in verl_base.ENGINE_COMPOSITION:
+                config = verl_base.ENGINE_COMPOSITION[t.split("=", 1)[1]]
+                lines.setdefault("engine", lines.get("model_engine", ""))
     kind_groups = set(groups(kind))
     user_groups = [t for t in user if "=" in t and not t.startswith(("+", "~")) and key_of(t) in kind_groups]
     rollout = next((t.split("=", 1)[1].strip("'\"") for t in user

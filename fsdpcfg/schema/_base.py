@@ -15,6 +15,10 @@ KLType = Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3",
                  "kl+", "k1+", "abs+", "mse+", "k2+", "low_var_kl+", "k3+"]
 
 FSDPStrategy = Literal["fsdp", "fsdp2"]
+#: Training engines a role's ``strategy`` may name: the backends registered with ``EngineRegistry.register`` in
+#: verl 0.9.1 ``verl/workers/engine/*/transformer_impl.py``. fsdpcfg checks fsdp/fsdp2 in depth (the rest get
+#: rule FC111 and the engine-independent rules).
+Strategy = Literal["fsdp", "fsdp2", "fsdp_turbo", "megatron", "veomni", "torchtitan", "automodel"]
 
 # Upper bounds of numeric keys: values past them cannot work, so the schema refuses them (issue 14 item 7:
 # rollout.n=1e30, lora_rank=1e12, max_prompt_length=1e8 passed `check`). Documented in docs/reliability.md.
@@ -51,6 +55,18 @@ def F(default: Any = ..., description: str = "", **kw: Any) -> Any:
     if "default_factory" in kw:
         return Field(description=description, **kw)
     return Field(default, description=description, **kw)
+
+
+def V(key: str) -> Any:
+    """verl 0.9.1's default of ``key`` (``fsdpcfg.verlref``, ``ppo_trainer`` resolved), for a field whose default
+    is verl's: the value lives once, in the reference generated from the installed verl.
+
+    Raises:
+        KeyError: ``key`` is not a key of verl's ``ppo_trainer`` config.
+    """
+    from fsdpcfg import verlref
+
+    return verlref.defaults()[key]
 
 
 def Sub(cls: type[BaseModel], description: str) -> Any:

@@ -8,7 +8,7 @@ from typing import Any, Literal, Optional, Union
 from pydantic import field_validator
 
 from fsdpcfg.schema._base import (MAX_RANKS_PER_NODE, MAX_SEED, MAX_SIZE, MAX_TOKENS, F, FSDPStrategy, KLType,
-                                  Precision, Section, Sub)
+                                  Precision, Section, Strategy, Sub)
 
 #: ``verl/workers/config/actor.py`` ``ActorConfig.__post_init__``.
 LossAggMode = Literal["token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
@@ -91,7 +91,8 @@ class Checkpoint(Section):
 class ActorSection(Section):
     """The policy under training (verl's ``FSDPActorConfig``)."""
 
-    strategy: FSDPStrategy = F("fsdp", description="FSDP generation: fsdp or fsdp2")
+    strategy: Strategy = F("fsdp", description="training engine: fsdp or fsdp2 (FSDP generations, checked in "
+                           "depth), or megatron, veomni, torchtitan ... (verl's other engines: engine=megatron ...)")
     ppo_mini_batch_size: int = F(256, le=MAX_SIZE, gt=0, description="prompts per optimizer step (multiplied by rollout.n "
                                  "into sequences)")
     ppo_micro_batch_size: Optional[int] = F(None, le=MAX_SIZE, gt=0, description="deprecated global micro batch (sequences "

@@ -5,8 +5,12 @@ Every key of a composed config is classified by :func:`classify` as one of
 
 - ``schema``: a field of :class:`fsdpcfg.schema.root.RunConfig` (validated by Pydantic);
 - ``free``: below a free-form mapping (``override_config.rope_scaling.type``, ``engine_kwargs.vllm.x``);
-- ``verl``: a key verl 0.9.1's ``ppo_trainer`` config knows that the schema does not model (passed to verl);
-- ``legacy``: under a top-level section verl 0.9 no longer reads (``custom_reward_function``, ``reward_model``),
+- ``verl``: a key one of verl 0.9.1's ``main_ppo`` compositions knows (``ppo_trainer`` and its megatron, veomni
+  and torchtitan engines) that the schema does not model (passed to verl);
+- ``free``: also below a mapping verl hands to a library as keyword arguments (:data:`OPEN_MAPPINGS`:
+  ``ray_kwargs.ray_init.address`` goes to ``ray.init``), which verl's YAML lists only in part;
+- ``legacy``: under a top-level section ``main_ppo`` 0.9.1 no longer reads (``custom_reward_function``,
+  ``reward_model``, ``sandbox_fusion``: verl's ``legacy_reward_impl.yaml`` keeps them as null placeholders),
   reported by the trap rule FC701 and by nothing else;
 - ``conflict``: below a key whose value is not a mapping (``actor_rollout_ref.rollout.n.x``);
 - ``unknown``: none of these (an error with a did-you-mean, rules FC101/FC102).
@@ -28,8 +32,16 @@ from fsdpcfg.errors import did_you_mean
 
 KeyKind = Literal["schema", "free", "verl", "legacy", "conflict", "unknown"]
 
-#: Top-level sections verl 0.9 ignores; rule FC701 (fsdpcfg/rules/traps.py) reports them.
-LEGACY_PREFIXES = ("custom_reward_function", "reward_model")
+#: Top-level sections verl 0.9.1's ``main_ppo`` ignores: ``verl/trainer/config/legacy_reward_impl.yaml`` keeps
+#: them as null placeholders, and only the experimental fully-async trainer migrates them
+#: (``verl/experimental/reward_loop/reward_loop.py`` ``migrate_legacy_reward_impl``); main_ppo and the reward
+#: workers read ``reward.*``. Rule FC701 (fsdpcfg/rules/traps.py) reports a value set there.
+LEGACY_PREFIXES = ("custom_reward_function", "reward_model", "sandbox_fusion")
+
+#: Mappings verl passes on as keyword arguments, so any key below them is read: ``ray_kwargs.ray_init`` is
+#: ``ray.init(**ray_init)`` (verl/trainer/main_ppo.py ``run_ppo``; its ``runtime_env`` is Ray's). verl's YAML
+#: lists a few of their keys; the others are added with ``+`` (``+ray_kwargs.ray_init.address=auto``).
+OPEN_MAPPINGS = ("ray_kwargs.ray_init",)
 
 #: Keys the native launcher does not implement: a value other than verl's default is an error (FC802) that
 #: names ``launcher=verl``. The training loop is fsdpcfg/train; extend this table when it grows.
@@ -55,6 +67,10 @@ NATIVE_VALUES: dict[str, tuple[Any, ...]] = {
     "actor_rollout_ref.actor.policy_loss.loss_mode": ("vanilla",),
     "actor_rollout_ref.actor.optim.optimizer": ("AdamW",),
     "actor_rollout_ref.rollout.name": ("hf",),
+    # the native loop trains the policy only: no value model (GAE/PPO needs launcher=verl; issue 12)
+    "critic.enable": (None, False),
+    # the native loop is fsdpcfg/train/engine (FSDP1/FSDP2); verl runs its other engines (engine=megatron ...)
+    "actor_rollout_ref.actor.strategy": ("fsdp", "fsdp2"),
 }
 
 
@@ -112,8 +128,8 @@ def field_info(key: str) -> Any:
 
 
 def verl_keys() -> frozenset[str]:
-    """Dotted leaf keys of verl 0.9.1's ``ppo_trainer`` config (``fsdpcfg.verlref``)."""
-    return verlref.keys()
+    """Dotted leaf keys of verl 0.9.1's ``main_ppo`` compositions, every engine (``fsdpcfg.verlref``)."""
+    return verlref.keys("ppo")
 
 
 def schema_default(key: str) -> Any:
@@ -144,11 +160,11 @@ def allowed_values(key: str) -> list[Any]:
 
 @lru_cache(maxsize=None)
 def _verl_prefixes() -> frozenset[str]:
-    return verlref.prefixes()
+    return verlref.prefixes("ppo")
 
 
 def _verl_free(key: str) -> bool:
-    d = verlref.defaults().get(key, 0)
+    d = verlref.defaults("ppo").get(key, 0)
     return d is None or d == {}
 
 
@@ -162,6 +178,8 @@ def classify(key: str) -> KeyKind:
     vkeys = verl_keys()
     if key in vkeys or key in _verl_prefixes():
         return "verl"
+    if any(key.startswith(m + ".") for m in OPEN_MAPPINGS):
+        return "free"
     parts = key.split(".")
     for i in range(len(parts) - 1, 0, -1):
         parent = ".".join(parts[:i])

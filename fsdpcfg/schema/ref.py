@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-from fsdpcfg.schema._base import F, MAX_RANKS_PER_NODE, MAX_SIZE, MAX_TOKENS, FSDPStrategy, Section, Sub
+from fsdpcfg.schema._base import F, MAX_RANKS_PER_NODE, MAX_SIZE, MAX_TOKENS, Section, Strategy, Sub
 from fsdpcfg.schema.actor import FSDPConfig
 
 
 class RefSection(Section):
     """The reference model: forward-only log-probs of the initial policy."""
 
-    strategy: FSDPStrategy = F("fsdp", description="FSDP generation of the reference (default: the actor's)")
+    strategy: Strategy = F("fsdp", description="training engine of the reference (default: the actor's)")
     log_prob_micro_batch_size: Optional[int] = F(None, le=MAX_SIZE, gt=0, description="deprecated global micro batch of "
                                                  "reference log-probs; use log_prob_micro_batch_size_per_gpu")
     log_prob_micro_batch_size_per_gpu: Optional[int] = F(None, le=MAX_SIZE, gt=0, description="sequences per reference "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fsdpcfg.schema._base import F, Section, Sub
 from fsdpcfg.schema.actor import ActorSection
 from fsdpcfg.schema.algorithm import AlgorithmSection
+from fsdpcfg.schema.critic import CriticSection
 from fsdpcfg.schema.data import DataSection
 from fsdpcfg.schema.fsdpcfg_section import FsdpcfgSection
 from fsdpcfg.schema.model import ModelSection
@@ -30,6 +31,7 @@ class RunConfig(Section):
     actor_rollout_ref: ActorRolloutRef = F(description="actor, rollout and reference")
     data: DataSection = F(description="the dataset")
     algorithm: AlgorithmSection = Sub(AlgorithmSection, "advantage estimation")
+    critic: CriticSection = Sub(CriticSection, "the value model (GAE/PPO)")
     reward: RewardSection = Sub(RewardSection, "the reward function")
     trainer: TrainerSection = Sub(TrainerSection, "layout, logging, checkpoints")
     fsdpcfg: FsdpcfgSection = Sub(FsdpcfgSection, "fsdpcfg's own settings")

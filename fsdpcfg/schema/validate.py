@@ -117,7 +117,7 @@ def validate_tree(cfg: dict[str, Any], *, skip: frozenset[str] = frozenset(),
     verl_only: dict[str, Any] = {}
     legacy: list[str] = []
     missing: set[str] = set()
-    raw_defaults = verlref.defaults(resolved=False)
+    raw_defaults = verlref.defaults("ppo", resolved=False)
     unknown = [0]  # unknown keys seen so far: the first SUGGEST_LIMIT get a did-you-mean
 
     def walk(node: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -141,7 +141,7 @@ def validate_tree(cfg: dict[str, Any], *, skip: frozenset[str] = frozenset(),
                     walk(v, key + ".")  # report unknown keys inside verl-only sections
                 else:
                     verl_only[key] = v
-                    default = verlref.defaults().get(key)
+                    default = verlref.defaults("ppo").get(key)
                     if not (isinstance(raw_defaults.get(key), str) and "${" in raw_defaults[key]) \
                             and not _verl_type_ok(default, v):
                         issues.append(SchemaIssue(

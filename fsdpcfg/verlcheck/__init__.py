@@ -68,6 +68,14 @@ def _tree(composed: Any) -> dict[str, Any]:
     return verl_tree(composed, strict=False)
 
 
+def _job(composed: Any) -> dict[str, Any]:
+    """The worker's job for a composed config: its kind, its verl tree and verl's composition it extends."""
+    from fsdpcfg.launch.verl import verl_composition
+
+    return {"kind": getattr(composed, "kind", "ppo"), "tree": _tree(composed),
+            "composition": verl_composition(composed)}
+
+
 def run_worker(jobs: list[dict[str, Any]], *, timeout: float = DEFAULT_TIMEOUT,
                python: str | None = None) -> dict[str, Any]:
     """Run :mod:`fsdpcfg.verlcheck._worker` on ``jobs`` (``{"kind", "tree"}`` dicts) in one subprocess and
@@ -103,7 +111,7 @@ def verl_opinions(composeds: Iterable[Any], *, timeout: float = DEFAULT_TIMEOUT)
         ConfigError: a config cannot be turned into verl's tree (an unresolvable interpolation).
         VerlUnavailable, RuntimeError: see :func:`run_worker`.
     """
-    jobs = [{"kind": getattr(c, "kind", "ppo"), "tree": _tree(c)} for c in composeds]
+    jobs = [_job(c) for c in composeds]
     if not jobs:
         return []
     answer = run_worker(jobs, timeout=timeout)
@@ -230,7 +238,7 @@ def second_opinion(results: Iterable[Any], *, timeout: float = DEFAULT_TIMEOUT) 
             rows.append((r.label, None, "not asked: no composed config (the input did not compose)"))
             continue
         try:
-            asked.append((len(rows), {"kind": getattr(r.composed, "kind", "ppo"), "tree": _tree(r.composed)}))
+            asked.append((len(rows), _job(r.composed)))
             rows.append((r.label, None, ""))
         except ConfigError as e:
             rows.append((r.label, None, f"not asked: {e.message}"))

@@ -52,11 +52,29 @@ CONFIGS = {"ppo": "ppo_trainer", "sft": "sft_trainer_engine"}
 OPEN_MAPPINGS = ("ray_kwargs.ray_init",)
 
 
+def _defaults_list(config: str) -> list[Any]:
+    """verl's defaults list for the composition ``config`` (the one the export writes)."""
+    from fsdpcfg.launch.verl import verl_defaults_list
+
+    return verl_defaults_list(config)
+
+
+def _composition_of(defaults: Any, kind: str) -> str:
+    """The composition an exported ``config.yaml``'s defaults list selects (the inverse of :func:`_defaults_list`)."""
+    from fsdpcfg import verlref
+
+    for name in verlref.COMPOSITIONS:
+        if _defaults_list(name) == defaults:
+            return name
+    return CONFIGS[kind]
+
+
 def _compose(config: str, tree: dict[str, Any] | None):
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    doc = {"defaults": [config, "_self_"], "hydra": {"searchpath": ["pkg://verl.trainer.config"]}, **(tree or {})}
+    doc = {"defaults": _defaults_list(config), "hydra": {"searchpath": ["pkg://verl.trainer.config"]},
+           **(tree or {})}
     with tempfile.TemporaryDirectory(prefix="fsdpcfg-verlcheck-") as d:
         Path(d, "config.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
         GlobalHydra.instance().clear()
@@ -165,24 +183,26 @@ def _compose_dir(config_dir: str, overrides: list[str]):
 
 
 def check_one(kind: str, tree: dict[str, Any] | None = None, config_dir: str | None = None,
-              overrides: list[str] | None = None) -> dict[str, Any]:
+              overrides: list[str] | None = None, composition: str | None = None) -> dict[str, Any]:
     """Run verl's checks on one config and return the opinion as a JSON-able dict (see module doc).
 
-    The config is ``tree`` composed on verl's defaults, or (``config_dir``) an exported ``config.yaml``
-    composed with command-line ``overrides`` exactly as verl's entry point composes it."""
+    The config is ``tree`` composed on verl's defaults (of ``composition``: ``ppo_megatron_trainer`` ...;
+    default the ``kind``'s FSDP one), or (``config_dir``) an exported ``config.yaml`` composed with command-line
+    ``overrides`` exactly as verl's entry point composes it."""
     from omegaconf import OmegaConf
 
     from verl.utils.config import omega_conf_to_dataclass, validate_config
     from verl.utils.device import auto_set_device
 
-    config = CONFIGS[kind]
+    config = composition or CONFIGS[kind]
     res: dict[str, Any] = {"accepted": True, "stage": None, "error": None, "ignored_keys": [], "missing_keys": [],
                            "notices": [], "seconds": 0.0}
     t0 = time.perf_counter()
-    base_keys, open_, base_missing = _base(config)
     if config_dir is not None:
         doc = yaml.safe_load(Path(config_dir, "config.yaml").read_text()) or {}
         tree = {k: v for k, v in doc.items() if k not in ("defaults", "hydra")}
+        config = _composition_of(doc.get("defaults"), kind)
+    base_keys, open_, base_missing = _base(config)
     res["ignored_keys"] = [k for k in flatten(tree) if k not in base_keys
                            and not any(k == p or k.startswith(p + ".") for p in open_)
                            and not _dataclass_field(k, base_keys)]
@@ -257,8 +277,8 @@ def main(argv: list[str]) -> int:
         Path(argv[1]).write_text(json.dumps({"error": f"verl is not importable: {e}"}))
         return 3
     import_s = time.perf_counter() - t0
-    results = [check_one(j.get("kind", "ppo"), j.get("tree"), j.get("config_dir"), j.get("overrides"))
-               for j in jobs]
+    results = [check_one(j.get("kind", "ppo"), j.get("tree"), j.get("config_dir"), j.get("overrides"),
+                         j.get("composition")) for j in jobs]
     Path(argv[1]).write_text(json.dumps({"verl_version": verl.__version__, "import_seconds": round(import_s, 3),
                                          "results": results}))
     return 0

@@ -1,7 +1,8 @@
 """verl's own key set and defaults for the pinned release, as data in the package.
 
-``fsdpcfg/data/verl_reference.json`` holds, for each verl entry-point config (``ppo_trainer`` for
-``verl.trainer.main_ppo``, ``sft_trainer_engine`` for ``verl.trainer.sft_trainer``), every leaf key with its
+``fsdpcfg/data/verl_reference.json`` holds, for each verl composition (:data:`COMPOSITIONS`: ``ppo_trainer``
+for ``verl.trainer.main_ppo`` with the FSDP engine, ``ppo_megatron_trainer``, the veomni and torchtitan
+engines of ``main_ppo``, ``sft_trainer_engine`` for ``verl.trainer.sft_trainer``), every leaf key with its
 default as written (interpolations kept as ``${...}`` text) and as resolved. It is generated from the
 installed verl by ``scripts/gen_verl_reference.py`` (:func:`build_reference`) and a test keeps it in sync.
 Reading it needs neither verl nor torch.
@@ -11,14 +12,30 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping
 
 from fsdpcfg import paths
 
 #: verl release the reference was generated from, and the one fsdpcfg's key names follow.
 VERL_VERSION = "0.9.1"
-#: verl config name -> the entry point that reads it.
-ENTRY_POINTS = {"ppo_trainer": "verl.trainer.main_ppo", "sft_trainer_engine": "verl.trainer.sft_trainer"}
+#: verl composition -> the entry point that reads it.
+ENTRY_POINTS = {"ppo_trainer": "verl.trainer.main_ppo", "ppo_megatron_trainer": "verl.trainer.main_ppo",
+                "ppo_veomni_trainer": "verl.trainer.main_ppo", "ppo_torchtitan_trainer": "verl.trainer.main_ppo",
+                "sft_trainer_engine": "verl.trainer.sft_trainer"}
+#: verl composition -> (verl config name, the overrides that select it), as a verl user selects it:
+#: ``--config-name=ppo_megatron_trainer`` (verl 0.9.1's file: ppo_trainer with ``model_engine: megatron``);
+#: the veomni and torchtitan engines have no entry config of their own, only ``model_engine=...``
+#: (verl/trainer/config/model_engine/*.yaml, ``_generated_ppo_{veomni,torchtitan}_trainer.yaml``).
+COMPOSITIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "ppo_trainer": ("ppo_trainer", ()),
+    "ppo_megatron_trainer": ("ppo_megatron_trainer", ()),
+    "ppo_veomni_trainer": ("ppo_trainer", ("model_engine=veomni",)),
+    "ppo_torchtitan_trainer": ("ppo_trainer", ("model_engine=torchtitan",)),
+    "sft_trainer_engine": ("sft_trainer_engine", ()),
+}
+#: The compositions ``verl.trainer.main_ppo`` reads, one per ``model_engine`` (dp, megatron, veomni, torchtitan).
+PPO_COMPOSITIONS = ("ppo_trainer", "ppo_megatron_trainer", "ppo_veomni_trainer", "ppo_torchtitan_trainer")
 _MISSING = "???"
 
 
@@ -32,23 +49,39 @@ def verl_version() -> str:
     return _load()["verl_version"]
 
 
-def defaults(config: str = "ppo_trainer", resolved: bool = True) -> dict[str, Any]:
-    """Return ``{dotted key: default}`` for every leaf of verl's ``config`` (``ppo_trainer`` or
-    ``sft_trainer_engine``). Lists and empty mappings are leaves. ``resolved=False`` gives the values as
-    written, interpolations as ``${...}`` text; ``"???"`` marks a required value.
+def defaults(config: str = "ppo_trainer", resolved: bool = True) -> Mapping[str, Any]:
+    """Return ``{dotted key: default}`` for every leaf of verl's ``config`` (a name of :data:`COMPOSITIONS`, or
+    ``"ppo"``: the union of :data:`PPO_COMPOSITIONS`, ``ppo_trainer``'s values first). Lists and empty
+    mappings are leaves. ``resolved=False`` gives the values as written, interpolations as ``${...}`` text;
+    ``"???"`` marks a required value. The mapping is read-only and shared (no copy per call).
 
     Raises:
-        KeyError: ``config`` is not one of :data:`ENTRY_POINTS`.
+        KeyError: ``config`` is not one of :data:`COMPOSITIONS`.
     """
+    return MappingProxyType(_defaults(config, resolved))
+
+
+@lru_cache(maxsize=None)
+def _defaults(config: str, resolved: bool) -> dict[str, Any]:
+    if config == "ppo":  # every key main_ppo reads with some engine; the FSDP composition's value first
+        out: dict[str, Any] = {}
+        for c in reversed(PPO_COMPOSITIONS):
+            out.update(_defaults(c, resolved))
+        return out
     entry = _load()["configs"][config]
-    return dict(entry["defaults"] if resolved else entry["raw"])
+    return entry["defaults"] if resolved else entry["raw"]
 
 
+@lru_cache(maxsize=None)
 def keys(config: str = "ppo_trainer") -> frozenset[str]:
-    """Return the set of dotted leaf keys verl's ``config`` knows."""
+    """Return the set of dotted leaf keys verl's ``config`` knows (a name of :data:`COMPOSITIONS`, or
+    ``"ppo"`` for the union of :data:`PPO_COMPOSITIONS`: every key ``main_ppo`` reads with some engine)."""
+    if config == "ppo":
+        return frozenset().union(*(keys(c) for c in PPO_COMPOSITIONS))
     return frozenset(_load()["configs"][config]["defaults"])
 
 
+@lru_cache(maxsize=None)
 def prefixes(config: str = "ppo_trainer") -> frozenset[str]:
     """Return every dotted prefix of a known key (the mapping nodes), e.g. ``actor_rollout_ref.actor``."""
     out: set[str] = set()
@@ -61,11 +94,11 @@ def prefixes(config: str = "ppo_trainer") -> frozenset[str]:
 
 def tree(config: str = "ppo_trainer") -> dict[str, Any]:
     """Return verl's ``config`` as nested dicts, values as written (``${...}`` interpolations and ``???``
-    kept): the tree verl composes before a config file's keys merge on top
-    (:func:`fsdpcfg.compose.config_file.load`).
+    kept): the tree verl composes, ready to be a Hydra config node (:mod:`fsdpcfg.compose.verl_base`) or the base a
+    config file's keys merge on top of (:func:`fsdpcfg.compose.config_file.load`).
 
     Raises:
-        KeyError: ``config`` is not one of :data:`ENTRY_POINTS`.
+        KeyError: ``config`` is not one of :data:`COMPOSITIONS`.
     """
     out: dict[str, Any] = {}
     for key, v in _load()["configs"][config]["raw"].items():
@@ -102,10 +135,10 @@ def build_reference() -> dict[str, Any]:
 
     cfg_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
     configs: dict[str, Any] = {}
-    for name in ENTRY_POINTS:
+    for name, (config_name, overrides) in COMPOSITIONS.items():
         GlobalHydra.instance().clear()
         with initialize_config_dir(config_dir=cfg_dir, version_base=None):
-            cfg = compose(config_name=name)
+            cfg = compose(config_name=config_name, overrides=list(overrides))
         raw = flatten(OmegaConf.to_container(cfg, resolve=False))
         resolved = {}
         for k, v in raw.items():
@@ -117,6 +150,7 @@ def build_reference() -> dict[str, Any]:
                 resolved[k] = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
             except Exception:  # an interpolation that needs another config (verl resolves it at run time)
                 resolved[k] = v
-        configs[name] = {"entry_point": ENTRY_POINTS[name], "raw": raw, "defaults": resolved}
+        configs[name] = {"entry_point": ENTRY_POINTS[name], "config_name": config_name,
+                         "overrides": list(overrides), "raw": raw, "defaults": resolved}
         GlobalHydra.instance().clear()
     return {"verl_version": verl.__version__, "configs": configs}

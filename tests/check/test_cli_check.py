@@ -41,7 +41,8 @@ def test_json_shape_and_exit_codes(run_check):
     rc, findings = run_check("+recipe=qwen_grpo", "actor_rollout_ref.actor.strategy=fsdp3")
     assert rc == 1
     assert findings[0] == {"rule": "FC103", "severity": "error", "keys": ["actor_rollout_ref.actor.strategy"],
-                           "message": "actor_rollout_ref.actor.strategy: 'fsdp3' is not one of fsdp, fsdp2",
+                           "message": "actor_rollout_ref.actor.strategy: 'fsdp3' is not one of fsdp, fsdp2, fsdp_turbo, "
+                                      "megatron, veomni, torchtitan, automodel",
                            "fix": findings[0]["fix"], "file": None, "line": None,  # set on the command line
                            "input": "+recipe=qwen_grpo actor_rollout_ref.actor.strategy=fsdp3"}
     assert all(list(f) == ["rule", "severity", "keys", "message", "fix", "file", "line", "input"] for f in findings)
@@ -78,7 +79,8 @@ def test_human_report(run_check):
                          "actor_rollout_ref.model.path=/cluster/models/x", fmt="human")
     assert rc == 1
     assert text.index("ERROR") < text.index("INFO")
-    assert "FC103 actor_rollout_ref.actor.strategy: 'fsdp3' is not one of fsdp, fsdp2" in text
+    assert ("FC103 actor_rollout_ref.actor.strategy: 'fsdp3' is not one of fsdp, fsdp2, fsdp_turbo, megatron, veomni, "
+            "torchtitan, automodel") in text
     assert "-> did you mean actor_rollout_ref.actor.strategy=fsdp?" in text
     assert "actor_rollout_ref.actor.strategy from command line `actor_rollout_ref.actor.strategy=fsdp3`" in text
     assert "check fails (1 error, 0 warnings, " in text

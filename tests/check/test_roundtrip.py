@@ -18,10 +18,6 @@ from fsdpcfg.compose import compose, config_file
 RECIPES = ["qwen_grpo", "arith_grpo", "qwen_sft"]
 #: findings that say something here cannot be inspected (a model or data path of another machine): true infos.
 CANNOT_INSPECT = {"FC106", "FC400", "FC408"}
-#: the SFT schema does not list verl 0.9.1's whole sft_trainer_engine tree yet (issue 12 item 2, branch keytree);
-#: verl's own keys (model._target_, engine.forward_only ...) are FC150 there. Strict: remove when it does.
-SFT_TREE = pytest.mark.xfail(strict=True, raises=AssertionError,
-                             reason="schema/sft.py lacks verl's sft_trainer_engine keys (issue 12.2)")
 
 
 def _false_findings(findings):
@@ -37,7 +33,7 @@ def _dry_run(tmp_path: Path, monkeypatch, capsys, *args: str) -> Path:
     return Path(folder) / "config.yaml"
 
 
-@pytest.mark.parametrize("recipe", [r if r != "qwen_sft" else pytest.param(r, marks=SFT_TREE) for r in RECIPES])
+@pytest.mark.parametrize("recipe", RECIPES)
 def test_check_of_export_output_has_no_false_finding(recipe, tmp_path: Path, capsys):
     out = tmp_path / "out"
     assert main(["export", "--launcher", "verl", f"+recipe={recipe}", "-o", str(out)]) == 0
@@ -133,7 +129,7 @@ def test_saved_config_rerun_with_an_override(tmp_path: Path, monkeypatch, capsys
     assert changed["actor_rollout_ref.actor.optim.lr"] == 3e-6
 
 
-@pytest.mark.parametrize("recipe", ["qwen_grpo", pytest.param("qwen_sft", marks=SFT_TREE)])
+@pytest.mark.parametrize("recipe", ["qwen_grpo", "qwen_sft"])
 def test_launcher_verl_dry_run_config_checks_clean(recipe, tmp_path: Path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     extra = ["rollout=vllm"] if recipe != "qwen_sft" else []

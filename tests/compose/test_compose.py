@@ -70,9 +70,37 @@ def test_unknown_key_gets_did_you_mean():
 def test_verl_key_outside_the_tree_says_how_to_add_it():
     with pytest.raises(ConfigError) as e:
         compose(["actor_rollout_ref.rollout.max_num_seqs_nope=1"])
+    # a key verl's dataclass reads without listing it in its YAML needs `+`, in verl as here
     with pytest.raises(ConfigError) as e:
-        compose(["actor_rollout_ref.rollout.multi_turn.enable=true"])
-    assert "+actor_rollout_ref.rollout.multi_turn.enable=VALUE" in e.value.fix
+        compose(["critic.fsdp.mixed_precision=x"])
+    assert "+critic.fsdp.mixed_precision=VALUE" in e.value.fix
+
+
+def test_the_tree_starts_from_verls_composition():
+    # every key verl's ppo_trainer defines is in the tree with verl's default: key=value works, + is refused
+    c = compose(["+recipe=qwen_grpo", "critic.optim.lr=3e-6", "actor_rollout_ref.rollout.multi_turn.enable=true"])
+    cfg = c.to_container()
+    assert cfg["critic"]["optim"]["lr"] == 3e-6 and cfg["actor_rollout_ref"]["rollout"]["multi_turn"]["enable"]
+    # verl's interpolations are kept: the critic's mini batch follows the recipe's actor mini batch (4)
+    assert c.to_container(resolve=False)["critic"]["ppo_mini_batch_size"].startswith("${oc.select:")
+    assert cfg["critic"]["ppo_mini_batch_size"] == cfg["actor_rollout_ref"]["actor"]["ppo_mini_batch_size"] == 4
+    assert cfg["transfer_queue"]["enable"] is False and cfg["model_engine"] == "dp"
+    assert str(c.provenance.source_of("critic.optim.weight_decay")) == "verl 0.9.1 default"
+    assert "verl_base" not in "".join(c.choices)
+    with pytest.raises(ConfigError) as e:
+        compose(["+recipe=qwen_grpo", "+critic.optim.lr=3e-6"])
+    assert "already exists" in e.value.message
+
+
+def test_engine_megatron_is_verls_megatron_composition():
+    c = compose(["+recipe=qwen_grpo", "engine=megatron"])
+    cfg = c.to_container()
+    actor = cfg["actor_rollout_ref"]["actor"]
+    assert cfg["model_engine"] == "megatron" and actor["strategy"] == "megatron" and cfg["critic"]["strategy"] == "megatron"
+    assert actor["megatron"]["tensor_model_parallel_size"] == 1
+    # fsdpcfg's own FSDP defaults are left out of a Megatron tree
+    assert "fsdp_config" not in actor and "fsdp_config" not in cfg["actor_rollout_ref"]["ref"]
+    assert "actor_rollout_ref.actor.fsdp_config.dtype" in c.pruned
 
 
 def test_unknown_group_option_lists_the_options():

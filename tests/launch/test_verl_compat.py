@@ -31,6 +31,14 @@ VERL_OVERRIDES = {
     "sft": ["launcher=verl", "trainer=gpu_1x"],
 }
 RECIPES = sorted(p.stem for p in paths.recipes_dir().glob("*.yaml"))
+#: Runs beyond the recipes that verl must accept as fsdpcfg exports them (issue 12.2): GAE/PPO with a critic
+#: (verl validates the critic config: use_critic from need_critic), and the Megatron engine's composition.
+EXTRA = {
+    "<gae critic>": ["+recipe=qwen_grpo", *VERL_OVERRIDES["ppo"], "algorithm.adv_estimator=gae",
+                     "critic.model.path=${actor_rollout_ref.model.path}", "critic.optim.lr=1e-5",
+                     "critic.ppo_micro_batch_size_per_gpu=4"],
+    "<megatron>": ["+recipe=qwen_grpo", *VERL_OVERRIDES["ppo"], "engine=megatron"],
+}
 
 
 def _synthetic_sft() -> Composed:
@@ -55,11 +63,15 @@ def opinions(tmp_path_factory):
         require_valid(c)  # fsdpcfg accepts it first
         exports[name] = export_verl(c, tmp_path_factory.mktemp(name))
     exports["<synthetic sft>"] = export_verl(_synthetic_sft(), tmp_path_factory.mktemp("sft"))
+    for name, overrides in EXTRA.items():
+        c = compose(overrides)
+        require_valid(c)
+        exports[name] = export_verl(c, tmp_path_factory.mktemp(name.strip("<>").replace(" ", "_")))
     ops = verl_opinions_of_exports([(r.invocation.kind, r.out_dir, r.overrides) for r in exports.values()])
     return dict(zip(exports, zip(exports.values(), ops)))
 
 
-@pytest.mark.parametrize("name", RECIPES + ["<synthetic sft>"])
+@pytest.mark.parametrize("name", RECIPES + ["<synthetic sft>", *EXTRA])
 def test_exported_config_is_accepted_by_verl(opinions, name):
     res, op = opinions[name]
     assert op.ignored_keys == [], f"{name}: keys verl 0.9.1 does not define (it would ignore them): {op.ignored_keys}"

@@ -183,7 +183,7 @@ def test_fc413_rows_without_ground_truth_or_data_source(tmp_path):
     assert found and "has no 'data_source' (data.reward_fn_key) and no 'reward_model': {'ground_truth': ...}" \
         in found[0].message
     # a reward model scores the samples: the rule fields are not read
-    assert not run(d.reward_fields, *_on(path, "+reward.reward_model.enable=true"))
+    assert not run(d.reward_fields, *_on(path, "reward.reward_model.enable=true"))
 
 
 # -- FC414 ---------------------------------------------------------------------------------------------

@@ -112,10 +112,11 @@ def test_fc182_trainer_startup():
 
 def test_fc183_missing_value_in_the_critic():
     found = errors(run(v.missing_in_verl_sections, *VERL, "algorithm.adv_estimator=gae",
-                       "++critic.ppo_micro_batch_size_per_gpu=4", "++critic.strategy=???"), "FC183")
-    assert _keys(found) == ["critic.strategy"]
-    # no critic, no check; FC104's keys are left to FC104
-    assert not run(v.missing_in_verl_sections, *VERL, "++critic.strategy=???")
+                       "++critic.ppo_micro_batch_size_per_gpu=4", "++critic.rollout_n=???"), "FC183")
+    assert _keys(found) == ["critic.rollout_n"]
+    # no critic, no check; FC104's keys are left to FC104 (critic.strategy is a schema key: FC104's)
+    assert not run(v.missing_in_verl_sections, *VERL, "++critic.rollout_n=???")
+    assert not run(v.missing_in_verl_sections, *VERL, "algorithm.adv_estimator=gae", "++critic.strategy=???")
     assert not run(v.missing_in_verl_sections, "actor_rollout_ref.model.path=???")
 
 

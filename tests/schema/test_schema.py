@@ -19,7 +19,8 @@ from fsdpcfg.errors import ConfigError
 NOT_IN_VERL_YAML = {"actor_rollout_ref.actor.fsdp_config.mixed_precision",
                     "actor_rollout_ref.ref.fsdp_config.mixed_precision",
                     "actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap",
-                    "actor_rollout_ref.ref.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap"}
+                    "actor_rollout_ref.ref.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap",
+                    "critic.fsdp.mixed_precision", "critic.fsdp.wrap_policy.transformer_layer_cls_to_wrap"}
 
 
 def _is_sft(f: Path) -> bool:
@@ -161,11 +162,11 @@ def test_missing_required_value():
 
 
 def test_verl_only_keys_are_typed_by_verls_default():
-    rep = validate_tree(compose(["+recipe=qwen_grpo", "+actor_rollout_ref.rollout.multi_turn.enable=yes",
-                                 "+actor_rollout_ref.rollout.multi_turn.max_parallel_calls=4"]).to_container())
+    rep = validate_tree(compose(["+recipe=qwen_grpo", "actor_rollout_ref.rollout.multi_turn.enable=yes",
+                                 "actor_rollout_ref.rollout.multi_turn.max_parallel_calls=4"]).to_container())
     assert [(i.kind, i.key) for i in rep.issues] == [("verl_type", "actor_rollout_ref.rollout.multi_turn.enable")]
-    assert rep.verl_only == {"actor_rollout_ref.rollout.multi_turn.enable": "yes",
-                             "actor_rollout_ref.rollout.multi_turn.max_parallel_calls": 4}
+    assert rep.verl_only["actor_rollout_ref.rollout.multi_turn.enable"] == "yes"
+    assert rep.verl_only["actor_rollout_ref.rollout.multi_turn.max_parallel_calls"] == 4
 
 
 @pytest.mark.parametrize("key,kind", [
@@ -175,7 +176,12 @@ def test_verl_only_keys_are_typed_by_verls_default():
     ("actor_rollout_ref.rollout.n.x", "conflict"),
     ("custom_reward_function.path", "legacy"),
     ("reward_model.enable", "legacy"),
-    ("critic.ppo_epochs", "verl"),
+    ("sandbox_fusion.url", "legacy"),
+    ("critic.ppo_epochs", "schema"),
+    ("critic.fsdp.qat.enable", "verl"),
+    ("actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "verl"),
+    ("ray_kwargs.ray_init.address", "free"),
+    ("ray_kwargs.ray_init.runtime_env.env_vars.NCCL_DEBUG", "free"),
     ("fsdpcfg.launcher", "schema"),
 ])
 def test_classify(key, kind):

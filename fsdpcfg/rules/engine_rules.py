@@ -1,0 +1,76 @@
+"""FC111, FC113: verl's other training engines (Megatron, veomni, torchtitan ...).
+
+fsdpcfg checks the FSDP engines in depth. A role whose ``strategy`` is another engine verl 0.9.1 registers
+(``EngineRegistry.register`` in ``verl/workers/engine/*/transformer_impl.py``) gets none of the FSDP-only rules
+(they read :func:`fsdpcfg.rules._common.fsdp_sections`, which lists FSDP roles only); the engine-independent rules
+(batch arithmetic, rollout, data, reward, trainer, model files) still run. The native launcher runs FSDP only:
+``actor_rollout_ref.actor.strategy`` is in ``NATIVE_VALUES`` (rule FC803 names launcher=verl).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from fsdpcfg import verlref
+from fsdpcfg.compose import verl_base
+from fsdpcfg.rules._common import non_fsdp_roles
+from fsdpcfg.rules.context import Context
+from fsdpcfg.rules.finding import Finding
+from fsdpcfg.rules.registry import rule
+
+
+@rule("FC111", "a Megatron, veomni or torchtitan engine is checked by the engine-independent rules only",
+      severity="info", keys=["actor_rollout_ref.actor.strategy", "critic.strategy"],
+      example=["launcher=verl", "engine=megatron"])
+def non_fsdp_engine(ctx: Context) -> Iterable[Finding]:
+    """One info for the run when any role it builds (actor, reference when KL is used, critic when GAE is
+    used) trains on an engine other than FSDP/FSDP2: fsdpcfg checks FSDP engines; the engine-independent rules
+    ran, the FSDP ones (wrap policy, fsdp_size, offload flags, FSDP1/FSDP2 traps) did not, and the engine's own
+    sections (``actor_rollout_ref.actor.megatron.*`` ...) are accepted as verl's keys with verl's defaults.
+
+    Source: verl 0.9.1 ``verl/trainer/config/model_engine/*.yaml`` (dp, megatron, veomni, torchtitan) and
+    ``EngineRegistry.register`` in ``verl/workers/engine/*/transformer_impl.py``; issue 12.
+    """
+    roles = non_fsdp_roles(ctx)
+    if not roles:
+        return
+    engines = sorted({s for _, _, s in roles})
+    keys = [k for _, k, _ in roles]
+    yield ctx.finding("FC111", keys,
+                      f"fsdpcfg checks FSDP engines; engine-independent rules ran ({', '.join(f'{r}: {s}' for r, _, s in roles)}"
+                      f"): the FSDP rules were skipped and the {'/'.join(engines)} settings are passed to verl "
+                      "as they are", f"check the {'/'.join(engines)} settings with verl itself (`fsdpcfg check "
+                      "--verl` composes and validates them with the installed verl)", severity="info")
+
+
+@rule("FC113", "a key the chosen engine's verl config does not have",
+      keys=["actor_rollout_ref.actor.strategy"],
+      example=["launcher=verl", "engine=megatron", "actor_rollout_ref.actor.fsdp_config.param_offload=true"])
+def foreign_engine_key(ctx: Context) -> Iterable[Finding]:
+    """A key set by the recipe or the command line that belongs to another engine's sections: with
+    ``engine=megatron`` (verl's ``ppo_megatron_trainer``), ``actor_rollout_ref.actor.fsdp_config.*`` does not
+    exist, so verl rejects it as an override ("Could not override") or never reads it from a file; with the
+    FSDP engines, ``+actor_rollout_ref.actor.megatron.*`` is accepted by Hydra and never read. fsdpcfg's
+    own FSDP defaults are left out of such a tree (:func:`fsdpcfg.compose.verl_base.prune`), so only what the
+    user wrote is reported.
+
+    Source: verl 0.9.1's compositions (``fsdpcfg/data/verl_reference.json``: ``ppo_megatron_trainer``,
+    ``ppo_veomni_trainer``, ``ppo_torchtitan_trainer``); issue 12.
+    """
+    if ctx.composed.kind != "ppo":
+        return
+    comp = ctx.verl_config
+    engine = ctx.get("model_engine")
+    for key in verl_base.foreign_keys(verlref.flatten(ctx.cfg), comp):
+        src = ctx.composed.provenance.source_of(key)
+        if src is not None and src.kind in ("verl", "default", "group"):
+            continue  # verl's own tree or fsdpcfg's (kept where verl_base.prune could not tell)
+        if comp == "ppo_trainer" and key not in verlref.keys("ppo"):
+            continue  # an FSDP key verl's dataclasses read without listing it (fsdp_config.mixed_precision)
+        other = next((c for c in verlref.PPO_COMPOSITIONS if key in verlref.keys(c)), None)
+        where = f" (it is a key of verl's {other})" if other else ""
+        yield ctx.finding("FC113", [key, "model_engine"],
+                          f"{key} is not a key of verl's {comp} (model_engine={engine}){where}: verl rejects it "
+                          "as an override and ignores it in a config file",
+                          f"remove it, or set the engine's own key (`fsdpcfg explain {key.rsplit('.', 1)[-1]}`), or "
+                          "choose the engine it belongs to (engine=fsdp2)")
