@@ -59,11 +59,13 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _dcp_options():
+def _dcp_options(load: bool = False):
     from torch.distributed.checkpoint.state_dict import StateDictOptions
 
-    # sharded (DTensor / ShardedTensor) state keyed by parameter name; frozen weights (a LoRA base) are left out
-    return StateDictOptions(ignore_frozen_params=True)
+    # sharded (DTensor / ShardedTensor) state keyed by parameter name; frozen weights (a LoRA base) are left out.
+    # Loading is not strict about those frozen weights only: dcp.load has already refused a checkpoint that lacks
+    # any key of the state asked for (every trainable parameter and buffer, every optimizer state)
+    return StateDictOptions(ignore_frozen_params=True, strict=not load)
 
 
 def _dcp_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
@@ -234,7 +236,7 @@ def load_checkpoint(folder: Path, model: torch.nn.Module, optimizer: torch.optim
     state = _dcp_state(model, optimizer)
     dcp.load(state, checkpoint_id=str(folder / STATE_DIR / DCP_DIR))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"],
-                   options=_dcp_options())
+                   options=_dcp_options(load=True))
     trainer = torch.load(folder / STATE_DIR / "trainer.pt", weights_only=False)
     scheduler.load_state_dict(trainer["scheduler"])
     torch.set_rng_state(trainer["torch_rng"])
