@@ -112,13 +112,13 @@ def test_lora_run_resumes_and_its_adapter_loads_with_peft(tiny_model_path, tmp_p
     assert str(tiny_model_path) in card and "step: 2" in card and "train/loss" in card
 
     # the adapter on the base gives the merged export's logits
-    base = AutoModelForCausalLM.from_pretrained(tiny_model_path, torch_dtype=torch.float32)
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_path, dtype=torch.float32)
     peft_model = PeftModel.from_pretrained(base, adapter).eval()
-    merged = AutoModelForCausalLM.from_pretrained(final, torch_dtype=torch.float32).eval()
+    merged = AutoModelForCausalLM.from_pretrained(final, dtype=torch.float32).eval()
     ids = torch.arange(3, 40).reshape(1, -1)
     with torch.no_grad():
         lp, lm = peft_model(input_ids=ids).logits, merged(input_ids=ids).logits
-        plain = AutoModelForCausalLM.from_pretrained(tiny_model_path, torch_dtype=torch.float32)(input_ids=ids).logits
+        plain = AutoModelForCausalLM.from_pretrained(tiny_model_path, dtype=torch.float32)(input_ids=ids).logits
     assert float((lp - plain).abs().max()) > 1e-3  # the adapter changed the model
     assert float((lp - lm).abs().max()) <= 1e-4, float((lp - lm).abs().max())
 

@@ -17,7 +17,7 @@ def test_export_is_sharded_past_max_shard_size_and_loads(tiny_model_path, tmp_pa
     from fsdpcfg.train.checkpoint import HF_MAX_SHARD_SIZE, _write_hf_export
 
     assert HF_MAX_SHARD_SIZE == "5GB"
-    model = AutoModelForCausalLM.from_pretrained(tiny_model_path, torch_dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_path, dtype=torch.float32)
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.01)  # not the base's weights: the export must carry these
@@ -34,7 +34,7 @@ def test_export_is_sharded_past_max_shard_size_and_loads(tiny_model_path, tmp_pa
         assert total > 200_000
     else:
         assert (tmp_path / "model.safetensors").is_file() and not index.exists()
-    loaded = AutoModelForCausalLM.from_pretrained(tmp_path, torch_dtype=torch.float32)
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32)
     got = loaded.state_dict()
     assert max(float((got[k] - weights[k]).abs().max()) for k in got) == 0.0
 

@@ -23,7 +23,7 @@ def test_sigkill_during_save_then_resume_loads_the_previous_checkpoint(tiny_mode
     tiny_model("tiny-qwen2-arith")
     run_dir, ckpt = tmp_path / "run", tmp_path / "ckpt"
     args = ["+recipe=arith_grpo", f"fsdpcfg.run_dir={run_dir}", f"trainer.default_local_dir={ckpt}",
-            "trainer.total_training_steps=2", "trainer.save_freq=1", "fsdpcfg.metrics.tensorboard=false"]
+            "trainer.total_training_steps=2", "trainer.save_freq=1", "trainer.logger=[console]"]
     log = tmp_path / "killed.log"
     proc = start(args, log, env={"FSDPCFG_TEST_SAVE_PAUSE": "2:120"})
     try:

@@ -37,7 +37,7 @@ def test_interrupted_and_resumed_run_equals_the_uninterrupted_one(tiny_model, tm
     def args(name):
         return ["+recipe=arith_grpo", f"fsdpcfg.run_dir={tmp_path / name / 'run'}",
                 f"trainer.default_local_dir={tmp_path / name / 'ckpt'}", "trainer.total_training_steps=3",
-                "trainer.save_freq=1", "fsdpcfg.metrics.tensorboard=false",
+                "trainer.save_freq=1", "trainer.logger=[console]",
                 "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine",
                 "actor_rollout_ref.actor.optim.lr_warmup_steps=1"]
 

@@ -7,7 +7,7 @@ the negative log-likelihood of assistant target tokens, summed over the micro-ba
 target tokens in the whole global batch (all ranks) and multiplied by the world size, because FSDP averages
 gradients over ranks: the accumulated gradient is that of the token mean over the global batch. Then gradient
 clipping (``optim.clip_grad``), one AdamW step, the lr schedule. Checkpoints are Hugging Face folders written by
-:mod:`fsdpcfg.train.checkpoint` (LoRA runs save the merged weights).
+:mod:`fsdpcfg.train.checkpoint` (LoRA runs save the merged weights and the PEFT adapter folder).
 """
 
 from __future__ import annotations
