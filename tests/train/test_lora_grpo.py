@@ -24,7 +24,8 @@ def test_grpo_with_lora_two_steps(tiny_model_path, tmp_path):
            f"trainer.default_local_dir={ckpt}", "trainer.logger=[console]"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
-    metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    # step 0 is the recipe's validation before training (trainer.val_before_train)
+    metrics = [m for m in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines()) if m["step"] > 0]
     assert [m["step"] for m in metrics] == [1, 2]
     assert all(math.isfinite(m["actor/grad_norm"]) for m in metrics)
     from safetensors.torch import load_file
