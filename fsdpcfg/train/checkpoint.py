@@ -26,8 +26,9 @@ import os
 import random
 import shutil
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 import torch.distributed as dist

@@ -35,8 +35,8 @@ def render_model_card(*, step: int, base_model: str, kind: str, version: str, da
              f"- step: {step}"]
     if run_dir:
         lines.append(f"- trained with: `{Path(run_dir) / 'config.yaml'}` (the resolved config of the run)")
-    lines += ["", "Load: `AutoModelForCausalLM.from_pretrained(<this folder>)`; a LoRA run's adapter alone: "
-              "`PeftModel.from_pretrained(base, <this folder>/lora_adapter)`.", ""]
+    lines += ["", ("Load: `AutoModelForCausalLM.from_pretrained(<this folder>)`; a LoRA run's adapter alone: "
+                   "`PeftModel.from_pretrained(base, <this folder>/lora_adapter)`."), ""]
     if rows or val:
         lines += ["## Last metrics", "", "| metric | value |", "|---|---|"]
         lines += [f"| `{k}` | {_fmt(metrics[k])} |" for k in val + rows]
