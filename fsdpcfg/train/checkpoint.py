@@ -69,6 +69,22 @@ def _dcp_options(load: bool = False):
     return StateDictOptions(ignore_frozen_params=True, strict=not load)
 
 
+def _unwrap_dcp(fn, *args, **kwargs):
+    """Call ``dcp.save`` / ``dcp.load``; a failure comes back as the exception of this rank (else the first
+    failing rank's), not ``CheckpointException``, which is a ``BaseException`` gathering every rank's: so a full
+    disk or a read-only folder is read as a write fault by :func:`fsdpcfg.runinfo.faults.writing`."""
+    from torch.distributed.checkpoint.api import CheckpointException
+
+    try:
+        return fn(*args, **kwargs)
+    except CheckpointException as e:
+        failures = e.failures or {}
+        first = failures.get(dist.get_rank()) or next(iter(failures.values()), None)
+        if first is None:
+            raise
+        raise first[0] from e
+
+
 def _dcp_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
@@ -117,7 +133,7 @@ def save_checkpoint(root: str | Path, step: int, *, model: torch.nn.Module, full
     import torch.distributed.checkpoint as dcp
 
     with writing(tmp / STATE_DIR / DCP_DIR, ROOT_KEY):
-        dcp.save(_dcp_state(model, optimizer), checkpoint_id=str(tmp / STATE_DIR / DCP_DIR))
+        _unwrap_dcp(dcp.save, _dcp_state(model, optimizer), checkpoint_id=str(tmp / STATE_DIR / DCP_DIR))
     weights: dict[str, torch.Tensor] = {}
     for name, tensor in full_weights:
         if rank == 0:
@@ -235,7 +251,7 @@ def load_checkpoint(folder: Path, model: torch.nn.Module, optimizer: torch.optim
 
     require_dcp_state(folder)
     state = _dcp_state(model, optimizer)
-    dcp.load(state, checkpoint_id=str(folder / STATE_DIR / DCP_DIR))
+    _unwrap_dcp(dcp.load, state, checkpoint_id=str(folder / STATE_DIR / DCP_DIR))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"],
                    options=_dcp_options(load=True))
     trainer = torch.load(folder / STATE_DIR / "trainer.pt", weights_only=False)
