@@ -185,10 +185,10 @@ def prepare(overrides: list[str]):
 
         plan = make_plan(cfg)
     from fsdpcfg.train.ckpt_identity import check_resume_identity
-    from fsdpcfg.train.ckpt_layout import check_resume_world_size
+    from fsdpcfg.train.ckpt_layout import check_resume_layout
 
     # refused here, before torchrun starts: another world size, or another model than the checkpoint's
-    check_resume_identity(cfg, check_resume_world_size(cfg["trainer"], plan.world_size), echo=_echo)
+    check_resume_identity(cfg, check_resume_layout(cfg["trainer"]), echo=_echo)
     return composed, cfg, plan
 
 

@@ -103,7 +103,7 @@ def run_match(trainer, cfg: dict, variant: str, step: int = 2) -> StageResult:
             re_lp, _ = response_log_probs(reloaded, ids.cpu(), amask.cpu(), R, temperature=gen.temperature)
         ck_tol = logp_tolerance(actor_dtype, master)
         ck_diff = _all_max(max_masked_diff(actor_lp, re_lp, out.response_mask))
-        ckpt.load_trainer_state(folder, trainer.optimizer, trainer.scheduler)
+        ckpt.load_checkpoint(folder, trainer.actor, trainer.optimizer, trainer.scheduler)
         opt_after = _optimizer_sums(trainer.optimizer)
         opt_same = len(opt_before) == len(opt_after) and all(a == b for a, b in zip(opt_before, opt_after))
         opt_same = _all_max(0.0 if opt_same else 1.0) == 0.0

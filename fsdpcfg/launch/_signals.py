@@ -99,8 +99,15 @@ def run_forwarding(cmd: list[str], env: dict[str, str], *, grace_s: float = GRAC
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     own_session = supported()
     env = {**env, LAUNCHER_PID_ENV: str(os.getpid())}
-    proc = subprocess.Popen(cmd, env=env, start_new_session=own_session, pass_fds=pass_fds,
-                            preexec_fn=child_setup(os.getpid()) if own_session else None)
+    # filelock (>= 4) closes the descriptors it owns in a forked child (an at-fork hook, which runs because of
+    # preexec_fn): pass duplicates, which share the open file description and so the lock, and close ours after
+    dups = tuple(os.dup(fd) for fd in pass_fds)
+    try:
+        proc = subprocess.Popen(cmd, env=env, start_new_session=own_session, pass_fds=dups,
+                                preexec_fn=child_setup(os.getpid()) if own_session else None)
+    finally:
+        for fd in dups:
+            os.close(fd)
     received: list[tuple[int, float]] = []
 
     def kill_group() -> None:

@@ -62,7 +62,7 @@ def check_point(index: int, overrides: list[str]) -> PointCheck:
     from fsdpcfg.check import check_config, has_errors
     from fsdpcfg.compose import compose
     from fsdpcfg.runinfo import run_config
-    from fsdpcfg.train.ckpt_layout import check_resume_world_size
+    from fsdpcfg.train.ckpt_layout import check_resume_layout
 
     pc = PointCheck(index, list(overrides))
     try:
@@ -81,7 +81,7 @@ def check_point(index: int, overrides: list[str]) -> PointCheck:
                 from fsdpcfg.plan import make_plan
 
                 pc.plan = make_plan(pc.cfg)
-            check_resume_world_size(pc.cfg["trainer"], pc.plan.world_size)
+            check_resume_layout(pc.cfg["trainer"])
     except ConfigError as e:
         pc.error = str(e)
     return pc

@@ -21,6 +21,12 @@ from fsdpcfg.errors import ConfigError
 
 MANIFEST = "MANIFEST.json"
 LATEST = "latest_checkpointed_iteration.txt"
+#: ``global_step_N/trainer_state/``: trainer.pt (step, sampler, scheduler, RNG) and the DCP folder
+STATE_DIR = "trainer_state"
+#: ``trainer_state/dcp/``: sharded model and optimizer state written by ``torch.distributed.checkpoint``
+DCP_DIR = "dcp"
+#: ``global_step_N/lora_adapter/``: a LoRA run's PEFT adapter folder
+ADAPTER_DIR = "lora_adapter"
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any] | None:
@@ -109,22 +115,33 @@ def find_resume_folder(trainer_cfg: dict) -> Path | None:
                       value=mode, fix="use auto, disable or resume_path")
 
 
-def check_resume_world_size(trainer_cfg: dict, world_size: int) -> Path | None:
-    """Refuse, before anything starts, to resume a checkpoint written by a different number of ranks (the
-    optimizer is saved as one shard per rank). Returns the folder the run will resume from, or ``None``.
+def require_dcp_state(folder: str | Path) -> None:
+    """Refuse a checkpoint without ``trainer_state/dcp/.metadata``: the layout before it kept one optimizer
+    shard per rank (``trainer_state/optim_rank<r>.pt``), which only the same world size could read, and it is
+    no longer read at all.
 
     Raises:
-        ConfigError: the checkpoint's world size differs from ``world_size`` (both named), or what
-            :func:`find_resume_folder` raises.
+        ConfigError: naming the folder, ``trainer.resume_mode`` and the fixes (start over, or start from its
+            Hugging Face weights).
+    """
+    folder = Path(folder)
+    if not (folder / STATE_DIR / DCP_DIR / ".metadata").is_file():
+        raise ConfigError(f"{folder} has no {STATE_DIR}/{DCP_DIR}/.metadata (sharded model and optimizer state, "
+                          "torch.distributed.checkpoint): it was written by an older fsdpcfg, whose optimizer "
+                          "state cannot be resumed", key="trainer.resume_mode",
+                          fix=f"set trainer.resume_mode=disable (or another trainer.default_local_dir) and start "
+                              f"from its weights with model.path={folder}")
+
+
+def check_resume_layout(trainer_cfg: dict) -> Path | None:
+    """Before anything starts: the folder the run will resume from (``None`` for none), refused when it cannot
+    be resumed. Another world size or the other FSDP version (``fsdp`` / ``fsdp2``) is not refused: the state is
+    resharded by ``torch.distributed.checkpoint`` (tests/train/test_dcp_resume.py).
+
+    Raises:
+        ConfigError: what :func:`find_resume_folder` or :func:`require_dcp_state` raises.
     """
     folder = find_resume_folder(trainer_cfg)
-    if folder is None:
-        return None
-    saved = (read_manifest(folder) or {}).get("world_size")
-    if saved is not None and int(saved) != int(world_size):
-        raise ConfigError(f"trainer.resume_mode={trainer_cfg['resume_mode']} would resume {folder}, written by "
-                          f"world size {saved}, but this run has world size {world_size} (its optimizer state is "
-                          "one shard per rank)", key="trainer.n_gpus_per_node", value=world_size,
-                          fix=f"resume with world size {saved} (trainer.nnodes x trainer.n_gpus_per_node), or set "
-                              "trainer.resume_mode=disable (or another trainer.default_local_dir) to start over")
+    if folder is not None:
+        require_dcp_state(folder)
     return folder

@@ -119,21 +119,22 @@ class Trainer:
         #: ``(step, metrics)`` of each validation pass, in order (the closing summary reads first and last)
         self.val_history: list[tuple[int, dict[str, float]]] = []
         self.start_step = 0
+        self.last_metrics: dict[str, float] | None = None  # the model card states them
         if self.resume_from is not None:
-            state = ckpt.load_trainer_state(self.resume_from, self.optimizer, self.scheduler)
+            state = ckpt.load_checkpoint(self.resume_from, self.actor, self.optimizer, self.scheduler)
             self.sampler.load_state_dict(state["sampler"])
             self.start_step = int(state["step"])
 
     def _build_models(self) -> None:
         fsdp_cfg = self.actor_cfg["fsdp_config"]
         master = to_dtype(fsdp_cfg["model_dtype"], "actor_rollout_ref.actor.fsdp_config.model_dtype")
-        actor_src = dict(self.model_cfg, path=str(self.resume_from)) if self.resume_from else self.model_cfg
-        model = load_model(actor_src, master).to(self.device)
+        # a resume reads model.path, then the sharded state of the checkpoint over it (ckpt.load_checkpoint)
+        model = load_model(self.model_cfg, master).to(self.device)
         self.patches = patches.apply_patches(model, patches.selected(self.cfg), device=self.plan.device)
         from fsdpcfg.train.lora import apply_lora
         from fsdpcfg.train.lora.rollout import build_lora_rollout, lora_settings_for_run
 
-        self.lora = lora_settings_for_run(self.cfg, self.resume_from)  # None unless model.lora_rank > 0
+        self.lora = lora_settings_for_run(self.cfg)  # None unless model.lora_rank > 0
         if self.lora is not None:
             model = apply_lora(model, self.lora)
         self.hf_config = model.config
@@ -317,10 +318,21 @@ class Trainer:
             return iter_merged_params(self.actor, self.lora.adapter_name)
         return iter_full_params(self.actor)
 
+    def _checkpoint_adapter(self):
+        """A LoRA actor's ``(LoraConfig, adapter weights)`` for the checkpoint's ``lora_adapter/``, else ``None``."""
+        if self.lora is None:
+            return None
+        from fsdpcfg.train.lora import iter_adapter_params
+
+        return self.lora.lora_config(base_model=self.model_cfg["path"]), iter_adapter_params(
+            self.actor, self.lora.adapter_name)
+
     def save(self, step: int) -> None:
         """Write checkpoint ``global_step_<step>`` (collective)."""
         tr = self.cfg["trainer"]
-        ckpt.save_checkpoint(tr["default_local_dir"], step, full_weights=self._checkpoint_weights(),
+        ckpt.save_checkpoint(tr["default_local_dir"], step, model=self.actor, full_weights=self._checkpoint_weights(),
+                             adapter=self._checkpoint_adapter(),
+                             card=ckpt.card_facts(self.cfg, self.model_cfg["path"], self.last_metrics),
                              hf_config=self.hf_config, tokenizer=self.tokenizer, optimizer=self.optimizer,
                              generation_config=self.generation_config,
                              scheduler=self.scheduler, trainer_state={"step": step, "sampler": self.sampler.state_dict()},
@@ -344,6 +356,7 @@ class Trainer:
                 if self.validator is not None and is_validation_step(step, self.total_steps, self.test_freq):
                     metrics.update(self.validate(step))
                 logger.log(step, metrics)
+                self.last_metrics = metrics
                 if (save_freq > 0 and step % save_freq == 0) or step == self.total_steps:
                     self.save(step)
         finally:

@@ -154,3 +154,24 @@ def test_a_rank_whose_launcher_is_already_gone_exits_at_start():
     env = {**os.environ, "PYTHONPATH": str(REPO), "FSDPCFG_LAUNCHER_PID": "1"}  # its parent's parent is not pid 1
     p = subprocess.run([sys.executable, "-c", RANK], env=env, timeout=30)
     assert p.returncode == 143
+
+
+def test_torchrun_inherits_the_run_lock_descriptors(tmp_path):
+    """filelock closes its own descriptors in a forked child when a ``preexec_fn`` runs (its at-fork hook):
+    run_forwarding passes duplicates, so the child starts (it failed with EBADF) and holds the lock."""
+    from fsdpcfg.launch._signals import run_forwarding
+    from fsdpcfg.runinfo.lock import RunLock
+
+    lock = RunLock([("fsdpcfg.run_dir", tmp_path / "run"), ("trainer.default_local_dir", tmp_path / "ck")],
+                   echo=lambda _m: None).acquire()
+    try:
+        out = tmp_path / "fds.txt"
+        probe = ("import os,sys; fds=[f for f in os.listdir('/proc/self/fd') "
+                 "if os.path.realpath('/proc/self/fd/'+f).endswith('.fsdpcfg.lock')]; "
+                 f"open({str(out)!r},'w').write(str(len(fds)))")
+        before = set(os.listdir("/proc/self/fd"))
+        assert run_forwarding([sys.executable, "-c", probe], dict(os.environ), pass_fds=lock.pass_fds()) == 0
+        assert out.read_text() == "2"  # both lock files open in the child
+        assert set(os.listdir("/proc/self/fd")) <= before  # the duplicates are closed here
+    finally:
+        lock.release()

@@ -86,17 +86,29 @@ def test_audit_compares_built_with_asked(tmp_path):
         check_audit_file(tmp_path / "nowhere")
 
 
-def test_resume_with_another_world_size_is_refused_before_start(tmp_path):
+def test_a_checkpoint_of_the_old_layout_is_refused_before_start_another_world_size_is_not(tmp_path):
+    """The layout before torch.distributed.checkpoint (one optimizer shard per rank, no trainer_state/dcp) cannot
+    be resumed: refused before the run folder or torchrun, naming the folder and the fixes. A DCP checkpoint
+    written by another number of ranks passes this check (it is resharded: tests/train/test_dcp_resume.py)."""
     ck = tmp_path / "ck" / "global_step_3"
-    ck.mkdir(parents=True)
-    (ck / "MANIFEST.json").write_text(json.dumps({"step": 3, "world_size": 4, "files": []}))
+    (ck / "trainer_state").mkdir(parents=True)
+    (ck / "trainer_state" / "optim_rank0.pt").write_bytes(b"x")
+    (ck / "MANIFEST.json").write_text(json.dumps({"step": 3, "world_size": 4, "files": ["trainer_state/optim_rank0.pt"]}))
     (tmp_path / "ck" / "latest_checkpointed_iteration.txt").write_text("3\n")
-    proc = subprocess.run([sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", f"trainer.default_local_dir={tmp_path / 'ck'}",
-                           f"fsdpcfg.run_dir={tmp_path / 'run'}"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    base = [sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", f"trainer.default_local_dir={tmp_path / 'ck'}",
+            f"fsdpcfg.run_dir={tmp_path / 'run'}"]
+    proc = subprocess.run(base, cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
-    assert "world size 4" in proc.stderr and "world size 2" in proc.stderr and "Traceback" not in proc.stderr
+    assert f"{ck} has no trainer_state/dcp/.metadata" in proc.stderr and "trainer.resume_mode" in proc.stderr
+    assert "trainer.resume_mode=disable" in proc.stderr and f"model.path={ck}" in proc.stderr
+    assert "Traceback" not in proc.stderr
     assert not (tmp_path / "run").exists()  # refused before the run folder or torchrun
-    ok = subprocess.run([sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", f"trainer.default_local_dir={tmp_path / 'ck'}",
-                         f"fsdpcfg.run_dir={tmp_path / 'run'}", "trainer.resume_mode=disable", "--dry-run"], cwd=REPO,
-                        capture_output=True, text=True, timeout=60)
+    ok = subprocess.run([*base, "trainer.resume_mode=disable", "--dry-run"], cwd=REPO, capture_output=True,
+                        text=True, timeout=60)
     assert ok.returncode == 0, ok.stderr
+    from fsdpcfg.train.ckpt_layout import check_resume_layout
+
+    (ck / "trainer_state" / "dcp").mkdir()
+    (ck / "trainer_state" / "dcp" / ".metadata").write_bytes(b"m")
+    trainer = {"resume_mode": "auto", "default_local_dir": str(tmp_path / "ck")}
+    assert check_resume_layout(trainer) == ck  # world size 4, this plan 2: not refused

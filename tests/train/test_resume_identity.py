@@ -33,7 +33,11 @@ def _checkpoint(root: Path, trained_from: dict | None, step: int = 1) -> Path:
     d = root / f"global_step_{step}"
     d.mkdir(parents=True)
     (d / "model.safetensors").write_bytes(b"w" * 16)
-    manifest = {"step": step, "world_size": 2, "files": ["model.safetensors"], "sizes": {"model.safetensors": 16}}
+    (d / "trainer_state" / "dcp").mkdir(parents=True)
+    (d / "trainer_state" / "dcp" / ".metadata").write_bytes(b"m" * 8)
+    files = ["model.safetensors", "trainer_state/dcp/.metadata"]
+    manifest = {"step": step, "world_size": 2, "files": files, "sizes": {"model.safetensors": 16,
+                                                                          "trainer_state/dcp/.metadata": 8}}
     if trained_from is not None:
         manifest["trained_from"] = trained_from
     (d / "MANIFEST.json").write_text(json.dumps(manifest))

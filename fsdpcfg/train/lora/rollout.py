@@ -197,20 +197,16 @@ class LoraWeightSync:
                           adapter_names=adapter_names)
 
 
-def lora_settings_for_run(cfg: dict, resume_from=None) -> LoraSettings | None:
+def lora_settings_for_run(cfg: dict) -> LoraSettings | None:
     """The LoRA settings of a GRPO run (``actor_rollout_ref.model.lora_*``, ``rollout.layered_summon`` and
-    ``load_format``, ``fsdpcfg.lora_layer_prefixes``); ``None`` when ``lora_rank`` is 0.
+    ``load_format``, ``fsdpcfg.lora_layer_prefixes``); ``None`` when ``lora_rank`` is 0. A resumed LoRA run
+    reads the base from ``model.path`` and its adapter and optimizer state from the checkpoint's DCP state.
 
     Raises:
-        ConfigError: invalid LoRA keys, or a resume of a LoRA run (its checkpoints hold merged weights).
+        ConfigError: invalid LoRA keys.
     """
     arr = cfg["actor_rollout_ref"]
-    s = LoraSettings.from_model_cfg(arr["model"], rollout_cfg=arr["rollout"], fsdpcfg_cfg=cfg.get("fsdpcfg"))
-    if s is not None and resume_from is not None:
-        raise ConfigError(f"resuming a LoRA run from {resume_from} is not implemented (its checkpoint holds merged "
-                          "weights, not the adapter)", key="trainer.resume_mode",
-                          fix="set trainer.resume_mode=disable (or actor_rollout_ref.model.lora_adapter_path)")
-    return s
+    return LoraSettings.from_model_cfg(arr["model"], rollout_cfg=arr["rollout"], fsdpcfg_cfg=cfg.get("fsdpcfg"))
 
 
 def build_lora_rollout(actor: nn.Module, model_cfg: dict, settings: LoraSettings, dtype: torch.dtype,

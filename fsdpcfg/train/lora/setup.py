@@ -81,11 +81,13 @@ class LoraSettings:
                    base_preloaded="dummy" not in str(rollout_cfg.get("load_format", "dummy")),
                    layer_prefixes=prefixes, key_prefix=key_prefix)
 
-    def lora_config(self):
-        """The ``peft.LoraConfig`` (causal LM, no bias, no dropout: rollout and actor must compute alike)."""
+    def lora_config(self, base_model: str | None = None):
+        """The ``peft.LoraConfig`` (causal LM, no bias, no dropout: rollout and actor must compute alike);
+        ``base_model`` is recorded as its ``base_model_name_or_path`` (what a saved adapter was trained on)."""
         from peft import LoraConfig, TaskType
 
         return LoraConfig(task_type=TaskType.CAUSAL_LM, r=self.rank, lora_alpha=self.alpha,
+                          base_model_name_or_path=base_model,
                           target_modules=self.target_modules, exclude_modules=self.exclude_modules,
                           lora_dropout=0.0, bias="none")
 

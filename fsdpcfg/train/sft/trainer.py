@@ -7,7 +7,7 @@ the negative log-likelihood of assistant target tokens, summed over the micro-ba
 target tokens in the whole global batch (all ranks) and multiplied by the world size, because FSDP averages
 gradients over ranks: the accumulated gradient is that of the token mean over the global batch. Then gradient
 clipping (``optim.clip_grad``), one AdamW step, the lr schedule. Checkpoints are Hugging Face folders written by
-:mod:`fsdpcfg.train.checkpoint` (LoRA runs save the merged weights).
+:mod:`fsdpcfg.train.checkpoint` (LoRA runs save the merged weights and the PEFT adapter folder).
 """
 
 from __future__ import annotations
@@ -101,14 +101,11 @@ class SFTTrainer:
         self.resume_from = ckpt.find_resume_folder(tr)
         # what the checkpoints record they were trained from (compared by the launcher before a resume)
         self.trained_from = identity(cfg) if self.rank == 0 else None
-        if self.resume_from is not None and self.lora is not None:
-            raise ConfigError(f"resuming a LoRA run from {self.resume_from} is not implemented (its checkpoint holds "
-                              "merged weights, not the adapter)", key="trainer.resume_mode", value=tr["resume_mode"],
-                              fix="set trainer.resume_mode=disable, or model.lora_adapter_path to an adapter folder")
         self._build()
         self.start_step = 0
+        self.last_metrics: dict[str, float] | None = None  # the model card states them
         if self.resume_from is not None:
-            state = ckpt.load_trainer_state(self.resume_from, self.optimizer, self.scheduler)
+            state = ckpt.load_checkpoint(self.resume_from, self.model, self.optimizer, self.scheduler)
             self.sampler.load_state_dict(state["sampler"])
             self.start_step = int(state["step"])
 
@@ -117,8 +114,8 @@ class SFTTrainer:
 
         eng = self.engine_cfg
         master = to_dtype(eng["model_dtype"], "engine.model_dtype")
-        src = dict(self.model_cfg, path=str(self.resume_from)) if self.resume_from else self.model_cfg
-        model = load_model(src, master).to(self.device)
+        # a resume reads model.path, then the sharded state of the checkpoint over it (ckpt.load_checkpoint)
+        model = load_model(self.model_cfg, master).to(self.device)
         if self.model_cfg.get("enable_gradient_checkpointing"):
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.hf_config = model.config
@@ -179,12 +176,16 @@ class SFTTrainer:
 
     def save(self, step: int) -> None:
         """Write checkpoint ``global_step_<step>`` (collective): a Hugging Face folder plus the trainer state."""
-        from fsdpcfg.train.lora import iter_merged_params
+        from fsdpcfg.train.lora import iter_adapter_params, iter_merged_params
 
         tr = self.cfg["trainer"]
         weights = (iter_merged_params(self.model, self.lora.adapter_name) if self.lora is not None
                    else iter_full_params(self.model))
-        ckpt.save_checkpoint(tr["default_local_dir"], step, full_weights=weights, hf_config=self.hf_config,
+        adapter = None if self.lora is None else (self.lora.lora_config(base_model=self.model_cfg["path"]),
+                                                  iter_adapter_params(self.model, self.lora.adapter_name))
+        ckpt.save_checkpoint(tr["default_local_dir"], step, model=self.model, full_weights=weights, adapter=adapter,
+                             card=ckpt.card_facts(self.cfg, self.model_cfg["path"], self.last_metrics),
+                             hf_config=self.hf_config,
                              tokenizer=self.tokenizer, optimizer=self.optimizer,
                              generation_config=self.generation_config, scheduler=self.scheduler,
                              trainer_state={"step": step, "sampler": self.sampler.state_dict()},
@@ -199,7 +200,8 @@ class SFTTrainer:
             logger.message(f"fsdpcfg: resumed from {self.resume_from} (step {self.start_step} of {self.total_steps})")
         try:
             for step in range(self.start_step + 1, self.total_steps + 1):
-                logger.log(step, self.step(step))
+                self.last_metrics = self.step(step)
+                logger.log(step, self.last_metrics)
                 if (save_freq > 0 and step % save_freq == 0) or step == self.total_steps:
                     self.save(step)
         finally:
