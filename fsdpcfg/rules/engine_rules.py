@@ -17,6 +17,7 @@ from fsdpcfg.rules._common import non_fsdp_roles
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
+from fsdpcfg.schema import keys as K
 
 
 @rule("FC111", "a Megatron, veomni or torchtitan engine is checked by the engine-independent rules only",
@@ -67,6 +68,9 @@ def foreign_engine_key(ctx: Context) -> Iterable[Finding]:
             continue  # verl's own tree or fsdpcfg's (kept where verl_base.prune could not tell)
         if comp == "ppo_trainer" and key not in verlref.keys("ppo"):
             continue  # an FSDP key verl's dataclasses read without listing it (fsdp_config.mixed_precision)
+        if K.classify(key) == "free" or key in K.VERL_PLUS_KEYS:
+            continue  # below a mapping verl hands to a library (override_transformer_config.*), or a + key
+
         other = next((c for c in verlref.PPO_COMPOSITIONS if key in verlref.keys(c)), None)
         where = f" (it is a key of verl's {other})" if other else ""
         yield ctx.finding("FC113", [key, "model_engine"],

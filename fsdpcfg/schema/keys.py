@@ -43,6 +43,25 @@ LEGACY_PREFIXES = ("custom_reward_function", "reward_model", "sandbox_fusion")
 #: lists a few of their keys; the others are added with ``+`` (``+ray_kwargs.ray_init.address=auto``).
 OPEN_MAPPINGS = ("ray_kwargs.ray_init",)
 
+#: Fields of verl 0.9.1's config dataclasses typed ``dict[str, Any]`` that verl passes on to a library (Megatron's
+#: ``TransformerConfig``, DDP, the model config, an inference engine's kwargs ...): any key below one is the
+#: library's, so it is ``free`` even where verl's YAML lists some defaults (``override_transformer_config`` lists
+#: the recompute settings only). Source: ``verl/workers/config/engine.py``, ``model.py``, ``rollout.py``,
+#: ``distillation.py``; ``tests/schema/test_open_mappings.py`` keeps every name a dict field of verl's dataclasses.
+VERL_DICT_FIELDS = frozenset({
+    "override_transformer_config", "override_ddp_config", "override_mcore_model_config", "override_optimizer_config",
+    "override_config", "engine_kwargs", "custom", "extra_context", "backend_config", "mbridge_config", "moe_config",
+    "fused_kernel_options", "turbo_config", "layer_name_map", "tiled_mlp", "qat", "teacher_models",
+})
+
+#: Keys verl 0.9.1's config dataclasses define that its YAML compositions leave out, so a user adds them with
+#: ``+`` (verl's own example scripts do): key -> (file under ``verl/``, dataclass). They are ``verl`` keys here.
+#: ``tests/schema/test_open_mappings.py`` keeps each a field of that dataclass.
+VERL_PLUS_KEYS: dict[str, tuple[str, str]] = {
+    "algorithm.gdpo_reward_keys": ("trainer/config/algorithm.py", "AlgoConfig"),
+    "algorithm.gdpo_reward_weights": ("trainer/config/algorithm.py", "AlgoConfig"),
+}
+
 #: Keys the native launcher does not implement: a value other than verl's default is an error (FC802) that
 #: names ``launcher=verl``. The training loop is fsdpcfg/train; extend this table when it grows.
 NATIVE_UNSUPPORTED: dict[str, str] = {
@@ -176,11 +195,13 @@ def classify(key: str) -> KeyKind:
     if key in leaves or key in prefixes:
         return "schema"
     vkeys = verl_keys()
-    if key in vkeys or key in _verl_prefixes():
+    if key in vkeys or key in _verl_prefixes() or key in VERL_PLUS_KEYS:
         return "verl"
     if any(key.startswith(m + ".") for m in OPEN_MAPPINGS):
         return "free"
     parts = key.split(".")
+    if any(p in VERL_DICT_FIELDS for p in parts[:-1]):
+        return "free"
     for i in range(len(parts) - 1, 0, -1):
         parent = ".".join(parts[:i])
         if parent in leaves:
