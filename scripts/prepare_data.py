@@ -10,6 +10,9 @@ Writes:
 - ``gsm8k_sft/train.jsonl``: the same 256 train problems as chat ``messages`` (user question, assistant
   worked answer ending in "#### N"), the layout of verl's SFT trainer ``data.messages_key``.
 - ``arith/{train,test}.jsonl``: the synthetic one-digit addition task (see ``arith/README.md``).
+- ``arith_heldout/{sft,train,heldout}.jsonl``: addition of two digits split into questions trained on and
+  held-out questions never trained on (see ``arith_heldout/README.md``): ``sft`` the train questions as chat
+  ``messages`` for the SFT trainer, ``train`` the same questions as RL rows, ``heldout`` the others as RL rows.
 """
 
 from __future__ import annotations
@@ -33,6 +36,14 @@ ARITH_DATA_SOURCE = "fsdpcfg/arith"
 ARITH_SYSTEM = "Answer with a single digit."
 ARITH_TRAIN_ROWS = 256
 ARITH_SEED = 1234
+
+ARITH_HELDOUT_DATA_SOURCE = "fsdpcfg/arith_heldout"
+ARITH_HELDOUT_SYSTEM = "Answer with the sum."
+#: a + b for a, b in 0..ARITH_HELDOUT_MAX (sums 0..18: one or two digit tokens).
+ARITH_HELDOUT_MAX = 9
+#: questions held out of training (never in ``sft`` or ``train``), drawn under ``ARITH_HELDOUT_SEED``.
+ARITH_HELDOUT_N = 30
+ARITH_HELDOUT_SEED = 2026
 
 
 def gsm8k_ground_truth(answer: str) -> str:
@@ -94,6 +105,34 @@ def arith_rows(split: str) -> list[dict[str, Any]]:
     return [arith_row(a, b, split, i) for i, (a, b) in enumerate(chosen)]
 
 
+def arith_heldout_split() -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Return ``(train, heldout)``: the questions ``(a, b)``, a, b in 0..ARITH_HELDOUT_MAX, split at random
+    (seed ``ARITH_HELDOUT_SEED``) into ``ARITH_HELDOUT_N`` held-out ones and the rest, each sorted; disjoint."""
+    pairs = [(a, b) for a in range(ARITH_HELDOUT_MAX + 1) for b in range(ARITH_HELDOUT_MAX + 1)]
+    random.Random(ARITH_HELDOUT_SEED).shuffle(pairs)
+    return sorted(pairs[ARITH_HELDOUT_N:]), sorted(pairs[:ARITH_HELDOUT_N])
+
+
+def arith_heldout_prompt(a: int, b: int) -> list[dict[str, str]]:
+    """The chat prompt of question ``a + b`` (system instruction, user ``a+b=``)."""
+    return [{"role": "system", "content": ARITH_HELDOUT_SYSTEM}, {"role": "user", "content": f"{a}+{b}="}]
+
+
+def arith_heldout_files() -> dict[str, list[dict[str, Any]]]:
+    """Return the rows of ``arith_heldout/{sft,train,heldout}.jsonl``: ``sft`` holds the train questions as
+    ``messages`` (prompt + assistant answer, the SFT trainer's layout), ``train``/``heldout`` verl RL rows."""
+    train, heldout = arith_heldout_split()
+
+    def rl(pairs: list[tuple[int, int]], split: str) -> list[dict[str, Any]]:
+        return [{"data_source": ARITH_HELDOUT_DATA_SOURCE, "prompt": arith_heldout_prompt(a, b),
+                 "ability": "arithmetic", "reward_model": {"style": "rule", "ground_truth": str(a + b)},
+                 "extra_info": {"split": split, "index": i, "a": a, "b": b}} for i, (a, b) in enumerate(pairs)]
+
+    sft = [{"messages": arith_heldout_prompt(a, b) + [{"role": "assistant", "content": str(a + b)}]}
+           for a, b in train]
+    return {"sft": sft, "train": rl(train, "train"), "heldout": rl(heldout, "heldout")}
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Read a JSON-lines file into a list of dicts."""
     with open(path, encoding="utf-8") as fh:
@@ -114,6 +153,8 @@ def render_all(gsm8k_source: Path) -> dict[str, str]:
     out["gsm8k_sft/train.jsonl"] = dumps_jsonl(gsm8k_sft_row(r) for r in raw["train"])
     for split in ("train", "test"):
         out[f"arith/{split}.jsonl"] = dumps_jsonl(arith_rows(split))
+    for name, rows in arith_heldout_files().items():
+        out[f"arith_heldout/{name}.jsonl"] = dumps_jsonl(rows)
     return out
 
 

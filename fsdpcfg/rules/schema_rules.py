@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from fsdpcfg import paths
+from fsdpcfg.rules.chain import pending_checkpoint_root
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
 from fsdpcfg.schema import keys as K
@@ -142,10 +143,13 @@ def model_path(ctx: "Context") -> Iterator[Finding]:
     """A folder without config.json is an error; a hub id that is not cached here or a path that does not
     exist on this machine (a cluster path checked on a laptop) cannot be inspected: info, and the rules that
     read config.json are skipped; it becomes an error at launch (:func:`fsdpcfg.schema.require_model_path`).
+    A ``${fsdpcfg_latest:ROOT}`` with no checkpoint yet is FC690's (which run comes first), not this rule's.
     Source: ../shared/cases/README.md "Offline inspection"."""
     for key in ("actor_rollout_ref.model.path", "actor_rollout_ref.model.tokenizer_path"):
         value = ctx.get(key)
         if not isinstance(value, str) or value == "???" or not value.strip():
+            continue
+        if pending_checkpoint_root(value) is not None:  # a run that comes first: FC690 says which
             continue
         st = model_path_status(value)
         if st.kind in ("folder", "hub_cached"):
