@@ -38,11 +38,13 @@ ARITH_TRAIN_ROWS = 256
 ARITH_SEED = 1234
 
 ARITH_HELDOUT_DATA_SOURCE = "fsdpcfg/arith_heldout"
-ARITH_HELDOUT_SYSTEM = "Answer with the sum."
-#: a + b for a, b in 0..ARITH_HELDOUT_MAX (sums 0..18: one or two digit tokens).
-ARITH_HELDOUT_MAX = 9
+ARITH_HELDOUT_SYSTEM = "Answer with a single digit."
+#: questions ``a+b+c=`` with digits a, b, c >= 0 and a + b + c <= ARITH_HELDOUT_MAX_SUM (220 of them): the
+#: answer is one digit token.
+ARITH_HELDOUT_TERMS = 3
+ARITH_HELDOUT_MAX_SUM = 9
 #: questions held out of training (never in ``sft`` or ``train``), drawn under ``ARITH_HELDOUT_SEED``.
-ARITH_HELDOUT_N = 30
+ARITH_HELDOUT_N = 60
 ARITH_HELDOUT_SEED = 2026
 
 
@@ -105,17 +107,22 @@ def arith_rows(split: str) -> list[dict[str, Any]]:
     return [arith_row(a, b, split, i) for i, (a, b) in enumerate(chosen)]
 
 
-def arith_heldout_split() -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """Return ``(train, heldout)``: the questions ``(a, b)``, a, b in 0..ARITH_HELDOUT_MAX, split at random
-    (seed ``ARITH_HELDOUT_SEED``) into ``ARITH_HELDOUT_N`` held-out ones and the rest, each sorted; disjoint."""
-    pairs = [(a, b) for a in range(ARITH_HELDOUT_MAX + 1) for b in range(ARITH_HELDOUT_MAX + 1)]
+def arith_heldout_split() -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """Return ``(train, heldout)``: the 220 questions ``(a, b, c)`` (digits, sum at most 9), split at random (seed
+    ``ARITH_HELDOUT_SEED``) into ``ARITH_HELDOUT_N`` held-out ones and the rest, each sorted; disjoint. Every sum
+    is the answer of many questions (``0+3+4``, ``2+5+0``, ...), so a held-out question can be answered by what
+    generalises (the value of each digit, added), never by recalling the question itself."""
+    import itertools
+
+    pairs = [t for t in itertools.product(range(10), repeat=ARITH_HELDOUT_TERMS) if sum(t) <= ARITH_HELDOUT_MAX_SUM]
     random.Random(ARITH_HELDOUT_SEED).shuffle(pairs)
     return sorted(pairs[ARITH_HELDOUT_N:]), sorted(pairs[:ARITH_HELDOUT_N])
 
 
-def arith_heldout_prompt(a: int, b: int) -> list[dict[str, str]]:
-    """The chat prompt of question ``a + b`` (system instruction, user ``a+b=``)."""
-    return [{"role": "system", "content": ARITH_HELDOUT_SYSTEM}, {"role": "user", "content": f"{a}+{b}="}]
+def arith_heldout_prompt(terms: tuple[int, ...]) -> list[dict[str, str]]:
+    """The chat prompt of question ``a+b+c=`` (system instruction, user message)."""
+    return [{"role": "system", "content": ARITH_HELDOUT_SYSTEM},
+            {"role": "user", "content": "+".join(map(str, terms)) + "="}]
 
 
 def arith_heldout_files() -> dict[str, list[dict[str, Any]]]:
@@ -123,13 +130,12 @@ def arith_heldout_files() -> dict[str, list[dict[str, Any]]]:
     ``messages`` (prompt + assistant answer, the SFT trainer's layout), ``train``/``heldout`` verl RL rows."""
     train, heldout = arith_heldout_split()
 
-    def rl(pairs: list[tuple[int, int]], split: str) -> list[dict[str, Any]]:
-        return [{"data_source": ARITH_HELDOUT_DATA_SOURCE, "prompt": arith_heldout_prompt(a, b),
-                 "ability": "arithmetic", "reward_model": {"style": "rule", "ground_truth": str(a + b)},
-                 "extra_info": {"split": split, "index": i, "a": a, "b": b}} for i, (a, b) in enumerate(pairs)]
+    def rl(questions: list[tuple[int, ...]], split: str) -> list[dict[str, Any]]:
+        return [{"data_source": ARITH_HELDOUT_DATA_SOURCE, "prompt": arith_heldout_prompt(t),
+                 "ability": "arithmetic", "reward_model": {"style": "rule", "ground_truth": str(sum(t))},
+                 "extra_info": {"split": split, "index": i, "terms": list(t)}} for i, t in enumerate(questions)]
 
-    sft = [{"messages": arith_heldout_prompt(a, b) + [{"role": "assistant", "content": str(a + b)}]}
-           for a, b in train]
+    sft = [{"messages": arith_heldout_prompt(t) + [{"role": "assistant", "content": str(sum(t))}]} for t in train]
     return {"sft": sft, "train": rl(train, "train"), "heldout": rl(heldout, "heldout")}
 
 
