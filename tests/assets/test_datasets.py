@@ -85,8 +85,8 @@ def test_arith_heldout_split_is_disjoint_and_covers_the_task():
     for m in sft:
         assert [x["role"] for x in m["messages"]] == ["system", "user", "assistant"]
         assert m["messages"][2]["content"] == str(sum(map(int, m["messages"][1]["content"][:-1].split("+"))))
-    # every answer 0..9 is held out at least once, so the held-out reward is not one sum's
-    assert {r["reward_model"]["ground_truth"] for r in held} == {str(d) for d in range(10)}
+    # the held-out reward is not one sum's: sums 3..9 are all held out (0, 1, 2 have only 1, 3, 6 questions)
+    assert {r["reward_model"]["ground_truth"] for r in held} >= {str(d) for d in range(3, 10)}
 
 
 def test_sft_messages():
