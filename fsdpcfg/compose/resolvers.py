@@ -27,7 +27,8 @@ def latest_checkpoint(root: str) -> str:
     ``ROOT/no_complete_checkpoint_yet`` when there is none: never raises at compose time, so ``fsdpcfg check``
     can say which run comes first (FC690) instead of failing to compose.
     """
-    from fsdpcfg.train.ckpt_layout import complete_checkpoints  # torch-free: reads the folder layout only
+    # torch-free (json and pathlib only): reads the folder layout, as the launcher does before torchrun
+    from fsdpcfg.train.ckpt_layout import complete_checkpoints
 
     base = Path(root).expanduser().absolute()
     done = complete_checkpoints(base)

@@ -5,8 +5,9 @@ FC690  the model path names the newest checkpoint of a run that has not written 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from fsdpcfg.compose.resolvers import NO_CHECKPOINT_YET
 from fsdpcfg.rules.finding import Finding
@@ -46,7 +47,7 @@ def first_command(root: Path) -> str:
       keys=MODEL_PATH_KEYS["ppo"], kinds=("ppo", "sft"),
       example=["+recipe=arith_grpo_sft",
                "actor_rollout_ref.model.path=${fsdpcfg_latest:/nonexistent/checkpoints/fsdpcfg/arith_sft}"])
-def checkpoint_not_written_yet(ctx: "Context") -> Iterator[Finding]:
+def checkpoint_not_written_yet(ctx: Context) -> Iterator[Finding]:
     """``${fsdpcfg_latest:ROOT}`` (fsdpcfg/compose/resolvers.py) names the newest complete ``global_step_N``
     under ROOT, the way a verl user points ``actor_rollout_ref.model.path`` at an SFT run's checkpoint before
     RL. Before that run has saved one there is nothing to load: ``fsdpcfg check`` says which run comes first (a

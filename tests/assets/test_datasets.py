@@ -72,7 +72,10 @@ def test_arith_heldout_split_is_disjoint_and_covers_the_task():
     train, held, sft = _rows("arith_heldout/train.jsonl"), _rows("arith_heldout/heldout.jsonl"), \
         _rows("arith_heldout/sft.jsonl")
     assert (len(train), len(held), len(sft)) == (160, 60, 160)
-    q = lambda rows: [r["prompt"][-1]["content"] for r in rows]  # noqa: E731
+
+    def q(rows: list[dict]) -> list[str]:
+        return [r["prompt"][-1]["content"] for r in rows]
+
     sft_q = [r["messages"][1]["content"] for r in sft]
     assert sorted(sft_q) == sorted(q(train)) and not set(q(held)) & set(q(train))
     every = {"+".join(map(str, t)) + "=" for t in itertools.product(range(10), repeat=3) if sum(t) <= 9}

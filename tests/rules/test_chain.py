@@ -76,7 +76,8 @@ def test_check_after_the_first_run_reads_the_checkpoint(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     root = tmp_path / "checkpoints" / "fsdpcfg" / "arith_sft"
     shutil.copytree(TINY, root / "global_step_3")
-    files = sorted(str(p.relative_to(root / "global_step_3")) for p in (root / "global_step_3").rglob("*") if p.is_file())
+    step = root / "global_step_3"
+    files = sorted(str(p.relative_to(step)) for p in step.rglob("*") if p.is_file())
     (root / "global_step_3" / "MANIFEST.json").write_text(json.dumps({"step": 3, "files": files}))
     findings = check_overrides(["+recipe=arith_grpo_sft"])
     assert not [f for f in findings if f.severity != "info"], findings
