@@ -82,3 +82,17 @@ def test_check_after_the_first_run_reads_the_checkpoint(tmp_path, monkeypatch):
     findings = check_overrides(["+recipe=arith_grpo_sft"])
     assert not [f for f in findings if f.severity != "info"], findings
     assert not [f for f in findings if f.rule in ("FC690", "FC106", "FC400")]
+
+
+def test_run_command_refuses_before_writing_anything(tmp_path):
+    """`python -m fsdpcfg +recipe=arith_grpo_sft` before the SFT: exit 1, FC690's message and fix, no traceback,
+    no run folder."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "fsdpcfg", "+recipe=arith_grpo_sft"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "[FC690]" in proc.stderr and "run python -m fsdpcfg +recipe=arith_sft first" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "checkpoints").exists()
