@@ -12,6 +12,9 @@ Writes:
   as ``gsm8k_sft/train.parquet``, the file the SFT data group names: verl's ``MultiTurnSFTDataset`` reads
   parquet only (``pd.read_parquet``), the native loader reads both.
 - ``arith/{train,test}.jsonl``: the synthetic one-digit addition task (see ``arith/README.md``).
+- ``arith_heldout/{sft,train,heldout}.jsonl``: addition of two digits split into questions trained on and
+  held-out questions never trained on (see ``arith_heldout/README.md``): ``sft`` the train questions as chat
+  ``messages`` for the SFT trainer, ``train`` the same questions as RL rows, ``heldout`` the others as RL rows.
 """
 
 from __future__ import annotations
@@ -35,6 +38,16 @@ ARITH_DATA_SOURCE = "fsdpcfg/arith"
 ARITH_SYSTEM = "Answer with a single digit."
 ARITH_TRAIN_ROWS = 256
 ARITH_SEED = 1234
+
+ARITH_HELDOUT_DATA_SOURCE = "fsdpcfg/arith_heldout"
+ARITH_HELDOUT_SYSTEM = "Answer with a single digit."
+#: questions ``a+b+c=`` with digits a, b, c >= 0 and a + b + c <= ARITH_HELDOUT_MAX_SUM (220 of them): the
+#: answer is one digit token.
+ARITH_HELDOUT_TERMS = 3
+ARITH_HELDOUT_MAX_SUM = 9
+#: questions held out of training (never in ``sft`` or ``train``), drawn under ``ARITH_HELDOUT_SEED``.
+ARITH_HELDOUT_N = 60
+ARITH_HELDOUT_SEED = 2026
 
 
 def gsm8k_ground_truth(answer: str) -> str:
@@ -96,6 +109,38 @@ def arith_rows(split: str) -> list[dict[str, Any]]:
     return [arith_row(a, b, split, i) for i, (a, b) in enumerate(chosen)]
 
 
+def arith_heldout_split() -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """Return ``(train, heldout)``: the 220 questions ``(a, b, c)`` (digits, sum at most 9), split at random (seed
+    ``ARITH_HELDOUT_SEED``) into ``ARITH_HELDOUT_N`` held-out ones and the rest, each sorted; disjoint. Every sum
+    is the answer of many questions (``0+3+4``, ``2+5+0``, ...), so a held-out question can be answered by what
+    generalises (the value of each digit, added), never by recalling the question itself."""
+    import itertools
+
+    pairs = [t for t in itertools.product(range(10), repeat=ARITH_HELDOUT_TERMS) if sum(t) <= ARITH_HELDOUT_MAX_SUM]
+    random.Random(ARITH_HELDOUT_SEED).shuffle(pairs)
+    return sorted(pairs[ARITH_HELDOUT_N:]), sorted(pairs[:ARITH_HELDOUT_N])
+
+
+def arith_heldout_prompt(terms: tuple[int, ...]) -> list[dict[str, str]]:
+    """The chat prompt of question ``a+b+c=`` (system instruction, user message)."""
+    return [{"role": "system", "content": ARITH_HELDOUT_SYSTEM},
+            {"role": "user", "content": "+".join(map(str, terms)) + "="}]
+
+
+def arith_heldout_files() -> dict[str, list[dict[str, Any]]]:
+    """Return the rows of ``arith_heldout/{sft,train,heldout}.jsonl``: ``sft`` holds the train questions as
+    ``messages`` (prompt + assistant answer, the SFT trainer's layout), ``train``/``heldout`` verl RL rows."""
+    train, heldout = arith_heldout_split()
+
+    def rl(questions: list[tuple[int, ...]], split: str) -> list[dict[str, Any]]:
+        return [{"data_source": ARITH_HELDOUT_DATA_SOURCE, "prompt": arith_heldout_prompt(t),
+                 "ability": "arithmetic", "reward_model": {"style": "rule", "ground_truth": str(sum(t))},
+                 "extra_info": {"split": split, "index": i, "terms": list(t)}} for i, t in enumerate(questions)]
+
+    sft = [{"messages": arith_heldout_prompt(t) + [{"role": "assistant", "content": str(sum(t))}]} for t in train]
+    return {"sft": sft, "train": rl(train, "train"), "heldout": rl(heldout, "heldout")}
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Read a JSON-lines file into a list of dicts."""
     with open(path, encoding="utf-8") as fh:
@@ -116,6 +161,8 @@ def render_all(gsm8k_source: Path) -> dict[str, str]:
     out["gsm8k_sft/train.jsonl"] = dumps_jsonl(gsm8k_sft_row(r) for r in raw["train"])
     for split in ("train", "test"):
         out[f"arith/{split}.jsonl"] = dumps_jsonl(arith_rows(split))
+    for name, rows in arith_heldout_files().items():
+        out[f"arith_heldout/{name}.jsonl"] = dumps_jsonl(rows)
     return out
 
 

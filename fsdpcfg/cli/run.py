@@ -174,6 +174,9 @@ def prepare(overrides: list[str]):
     composed = compose(overrides)
     check_or_refuse(composed)
     cfg = run_config(composed)  # resolved; secrets kept as their ${oc.env:NAME} references
+    from fsdpcfg.rules.chain import refuse_pending_checkpoint
+
+    refuse_pending_checkpoint(cfg, composed.kind)  # FC690: the run it starts from has no checkpoint yet; nothing written
     if cfg["fsdpcfg"]["launcher"] != "native":
         return composed, cfg, None
     if composed.kind == "sft":  # verl's sft_trainer_engine layout: the native SFT trainer

@@ -82,14 +82,17 @@ def absolutise(cfg: dict[str, Any]) -> dict[str, Any]:
 def require_model(cfg: dict[str, Any]) -> None:
     """Refuse, before torchrun starts, a model path the workers could not load: a missing folder, a folder
     without config.json, or a hub id that is neither cached nor reachable (the message names the offline
-    option ``model=tiny_qwen2``). The tokenizer path, when set, must exist the same way.
+    option ``model=tiny_qwen2``), or a ``${fsdpcfg_latest:ROOT}`` whose run has not saved a checkpoint yet (the
+    message names the run to start first). The tokenizer path, when set, must exist the same way.
 
     Raises:
         ConfigError: naming ``actor_rollout_ref.model.path`` (``model.path`` for SFT) and the fix.
     """
+    from fsdpcfg.rules.chain import refuse_pending_checkpoint
     from fsdpcfg.schema.model import require_model_path
 
     sft = cfg.get("fsdpcfg", {}).get("kind") == "sft"
+    refuse_pending_checkpoint(cfg, "sft" if sft else "ppo")  # ${fsdpcfg_latest:ROOT} before ROOT has one (FC690)
     model = cfg["model"] if sft else cfg["actor_rollout_ref"]["model"]
     prefix = "" if sft else "actor_rollout_ref."
     for key in ("path", "tokenizer_path"):

@@ -1,7 +1,7 @@
 """Reward functions in verl's signature ``fn(data_source, solution_str, ground_truth, extra_info=None)``.
 
 - :func:`default_compute_score` dispatches on ``data_source`` like verl's ``default_compute_score``
-  (``openai/gsm8k`` -> :mod:`fsdpcfg.rewards.gsm8k`, ``fsdpcfg/arith`` -> :mod:`fsdpcfg.rewards.arith`).
+  (``openai/gsm8k`` -> :mod:`fsdpcfg.rewards.gsm8k`, ``fsdpcfg/arith`` and ``fsdpcfg/arith_heldout`` -> :mod:`fsdpcfg.rewards.arith`).
 - :func:`load_reward_fn` returns the function a ``reward`` config section selects: the custom function
   ``reward.custom_reward_function.path``/``name`` when ``path`` is set (imported from the file, with
   ``reward_kwargs`` bound), otherwise :func:`default_compute_score`.
@@ -33,13 +33,14 @@ def _arith(data_source: str, solution_str: str, ground_truth: str, extra_info: d
 
 
 #: data_source -> scorer. verl's own default dispatcher knows ``openai/gsm8k`` too.
-SCORERS: dict[str, RewardFn] = {"openai/gsm8k": _gsm8k, "fsdpcfg/arith": _arith}
+SCORERS: dict[str, RewardFn] = {"openai/gsm8k": _gsm8k, "fsdpcfg/arith": _arith, "fsdpcfg/arith_heldout": _arith}
 
 #: data_source -> the response a model that answers correctly writes, in the format its scorer reads
 #: (``fsdpcfg preview`` scores it: a correct answer must get the full reward).
 REFERENCE_RESPONSES: dict[str, Callable[[str], str]] = {
     "openai/gsm8k": lambda truth: f"#### {truth}",  # the prompt asks for the answer after "####"
     "fsdpcfg/arith": lambda truth: str(truth),
+    "fsdpcfg/arith_heldout": lambda truth: str(truth),
 }
 
 

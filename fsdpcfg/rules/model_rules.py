@@ -15,6 +15,7 @@ from typing import Any, Iterable
 from fsdpcfg import paths
 from fsdpcfg.rules._common import A, flag, fsdp_sections, rollout_name, val
 from fsdpcfg.rules.context import Context
+from fsdpcfg.rules.chain import pending_checkpoint_root
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.model_files import ModelInfo, layer_classes, native_model_types, transformers_version
 from fsdpcfg.rules.registry import rule
@@ -37,7 +38,7 @@ def model_not_local(ctx: Context) -> Iterable[Finding]:
     Source: ../shared/cases/README.md "Offline inspection".
     """
     m = ctx.model
-    if m is not None and m.status == "not_local":
+    if m is not None and m.status == "not_local" and pending_checkpoint_root(m.path) is None:  # else FC690
         yield ctx.finding("FC400", [P], f"{P} = {m.path} is not available on this machine (no folder and no "
                           "local Hugging Face snapshot); the model-file rules (FC304, FC4xx, FC501) were skipped",
                           "run the check where the model is, or download it first to check those rules too",

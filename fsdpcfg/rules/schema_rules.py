@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from fsdpcfg import paths
+from fsdpcfg.rules.chain import pending_checkpoint_root
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
 from fsdpcfg.schema import keys as K
@@ -175,6 +176,7 @@ def model_path(ctx: "Context") -> Iterator[Finding]:
     """A folder without config.json is an error; a hub id that is not cached here or a path that does not
     exist on this machine (a cluster path checked on a laptop) cannot be inspected: info, and the rules that
     read config.json are skipped; it becomes an error at launch (:func:`fsdpcfg.schema.require_model_path`).
+    A ``${fsdpcfg_latest:ROOT}`` with no checkpoint yet is FC690's (which run comes first), not this rule's.
     Source: ../shared/cases/README.md "Offline inspection". The critic's model (``critic.model.path``) is
     checked the same way when the run builds a critic (verl/trainer/ppo/utils.py ``need_critic``)."""
     from fsdpcfg.rules._common import need_critic
@@ -185,6 +187,8 @@ def model_path(ctx: "Context") -> Iterator[Finding]:
     for key in model_keys:
         value = ctx.get(key)
         if not isinstance(value, str) or value == "???" or not value.strip():
+            continue
+        if pending_checkpoint_root(value) is not None:  # a run that comes first: FC690 says which
             continue
         st = model_path_status(value)
         if st.kind in ("folder", "hub_cached"):

@@ -29,7 +29,9 @@ def _rows(rel: str) -> list[dict]:
 @pytest.mark.parametrize("rel,n,source", [("gsm8k/train.jsonl", 256, "openai/gsm8k"),
                                           ("gsm8k/test.jsonl", 64, "openai/gsm8k"),
                                           ("arith/train.jsonl", 256, "fsdpcfg/arith"),
-                                          ("arith/test.jsonl", 55, "fsdpcfg/arith")])
+                                          ("arith/test.jsonl", 55, "fsdpcfg/arith"),
+                                          ("arith_heldout/train.jsonl", 160, "fsdpcfg/arith_heldout"),
+                                          ("arith_heldout/heldout.jsonl", 60, "fsdpcfg/arith_heldout")])
 def test_rl_schema(rel, n, source):
     rows = _rows(rel)
     assert len(rows) == n
@@ -62,6 +64,34 @@ def test_arith_answers_are_one_digit_sums():
         {(a, b) for a in range(10) for b in range(10) if a + b <= 9}
 
 
+def test_arith_heldout_split_is_disjoint_and_covers_the_task():
+    """The held-out questions are never trained on (not in the RL train rows, not in the SFT messages), and
+    train + held-out are every a+b+c with digits summing to at most 9, each once."""
+    import itertools
+
+    train, held, sft = _rows("arith_heldout/train.jsonl"), _rows("arith_heldout/heldout.jsonl"), \
+        _rows("arith_heldout/sft.jsonl")
+    assert (len(train), len(held), len(sft)) == (160, 60, 160)
+
+    def q(rows: list[dict]) -> list[str]:
+        return [r["prompt"][-1]["content"] for r in rows]
+
+    sft_q = [r["messages"][1]["content"] for r in sft]
+    assert sorted(sft_q) == sorted(q(train)) and not set(q(held)) & set(q(train))
+    every = {"+".join(map(str, t)) + "=" for t in itertools.product(range(10), repeat=3) if sum(t) <= 9}
+    assert set(q(train)) | set(q(held)) == every and len(set(q(train) + q(held))) == 220
+    for r in train + held:
+        terms = r["extra_info"]["terms"]
+        assert r["prompt"][-1]["content"] == "+".join(map(str, terms)) + "="
+        assert r["reward_model"]["ground_truth"] == str(sum(terms))
+        assert default_compute_score(r["data_source"], str(sum(terms)), r["reward_model"]["ground_truth"]) == 1.0
+    for m in sft:
+        assert [x["role"] for x in m["messages"]] == ["system", "user", "assistant"]
+        assert m["messages"][2]["content"] == str(sum(map(int, m["messages"][1]["content"][:-1].split("+"))))
+    # the held-out reward is not one sum's: sums 3..9 are all held out (0, 1, 2 have only 1, 3, 6 questions)
+    assert {r["reward_model"]["ground_truth"] for r in held} >= {str(d) for d in range(3, 10)}
+
+
 def test_sft_messages():
     rows = _rows("gsm8k_sft/train.jsonl")
     assert len(rows) == 256
@@ -80,7 +110,8 @@ def test_sft_parquet_holds_the_jsonl_rows():
 def test_regeneration_matches_shipped_bytes():
     rendered = _load_script().render_all(SHARED_GSM8K)
     assert set(rendered) == {"gsm8k/train.jsonl", "gsm8k/test.jsonl", "gsm8k_sft/train.jsonl",
-                             "arith/train.jsonl", "arith/test.jsonl"}
+                             "arith/train.jsonl", "arith/test.jsonl", "arith_heldout/sft.jsonl",
+                             "arith_heldout/train.jsonl", "arith_heldout/heldout.jsonl"}
     for rel, text in rendered.items():
         assert (DATASETS / rel).read_bytes() == text.encode("utf-8"), rel
 
