@@ -68,7 +68,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gpu_check_report import render_markdown, summarise
+from gpu_check_report import render_markdown, summarise  # noqa: E402 (benchmarks/ is put on sys.path above)
 WHEELS = ROOT / ".whl"
 #: what the GPU machine lacks (NOTES.md "The GPU machine"): fsdpcfg's core dependencies but PyYAML, which it has, and
 #: typing-extensions at the version pydantic was tested with here (its floor may be above the machine's; newer is

@@ -86,7 +86,7 @@ def key_page(key: str, tokens: list[str]) -> str:
         lines += ["", "rules that read it:"] + [f"  {rid}  {title}" for rid, title in info.rules]
     if info.children:
         body = [[k, d] for k, d in info.children]
-        lines += ["", "keys:"] + ["  " + l for l in catalog.table(["KEY", "DESCRIPTION"], body).splitlines()[1:]]
+        lines += ["", "keys:"] + ["  " + line for line in catalog.table(["KEY", "DESCRIPTION"], body).splitlines()[1:]]
     if tokens:
         composed = catalog.load(tokens)
         rows_ = catalog.rows(composed, prefix=key)

@@ -57,7 +57,7 @@ def run_grpo(cfg: dict, variant: str, steps: int = 2):
     data["replica_moved"] = len(fps) > 1 and fps[-1] != fps[0]
     norms = [s.get("actor/grad_norm", 0.0) for s in data["steps"]]
     detail = (f"{steps} optimizer steps, {len(fps)} syncs ({data['tensors_per_sync'][-1]} tensors), score "
-              f"{', '.join('%.2f' % s.get('critic/score/mean', 0.0) for s in data['steps'])}, grad norm "
+              f"{', '.join(format(s.get('critic/score/mean', 0.0), '.2f') for s in data['steps'])}, grad norm "
               f"{', '.join(f'{g:.3g}' for g in norms)}, replica "
               + ("changed between syncs" if data["replica_moved"] else "unchanged between syncs"))
     if not all(math.isfinite(g) for g in norms) or not any(g > 0 for g in norms):

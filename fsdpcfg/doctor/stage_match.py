@@ -33,7 +33,7 @@ def _optimizer_sums(optimizer) -> list[float]:
     out = []
     for group in optimizer.param_groups:
         for p in group["params"]:
-            for k, v in sorted(optimizer.state.get(p, {}).items()):
+            for _k, v in sorted(optimizer.state.get(p, {}).items()):
                 if hasattr(v, "double"):
                     v = v.to_local() if isinstance(v, DTensor) else v
                     out.append(float(v.double().sum()))

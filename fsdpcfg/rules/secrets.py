@@ -146,7 +146,7 @@ def literal_secret(ctx: Context) -> Iterable[Finding]:
         if url and not url.group("pw").startswith("$"):
             what = "a URL with a password in it"
             fix = (f"export {name}_PASSWORD=... in the environment and write the URL as "
-                   f"{URL_USERINFO.sub(lambda m: m.group('head') + '${oc.env:' + name + '_PASSWORD}@', value, 1)}")
+                   f"{URL_USERINFO.sub(lambda m, n=name: m.group('head') + '${oc.env:' + n + '_PASSWORD}@', value, 1)}")
         else:
             shaped = secret_shapes(value, key)
             what = f"a literal secret {_mask(value)}" + (" (the shape of an issued token)" if shaped else "")

@@ -183,11 +183,6 @@ def write_private(path: str | Path, text: str, *, mode: int | None = None) -> Pa
     from fsdpcfg.paths import atomic_write_text
 
     return atomic_write_text(path, scrub_text(text), mode=mode)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return path
 
 
 class _ScrubbingStream(io.TextIOBase):

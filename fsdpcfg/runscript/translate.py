@@ -87,7 +87,10 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
     kind = vc.kind
     notes: list[Finding] = []
     lines: dict[str, str] = {}
-    where = lambda w: "command line" if w.cli else f"{script}:{w.line}"
+
+    def where(w: Word) -> str:
+        return "command line" if w.cli else f"{script}:{w.line}"
+
     config, extra_groups, file_items = _config_choice(vc, script, label, notes)
     user: list[str] = []
     unknown: list[tuple[Word, str]] = []

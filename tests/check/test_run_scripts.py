@@ -64,7 +64,7 @@ def test_corpus_script(path):
         assert h["expect"] == ["no errors"] and not expected
     assert sorted((f.severity, f.rule) for f in serious) == sorted((s, e.split()[0]) for s, e in expected), \
         [(f.rule, f.keys, f.message) for f in serious]
-    for sev, e in expected:
+    for _sev, e in expected:
         rule, *key = e.split()
         assert any(f.rule == rule and (not key or key[0] in f.keys) for f in serious), (rule, key, serious)
     for e in h.get("expect-info", []):
