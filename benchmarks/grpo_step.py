@@ -73,7 +73,7 @@ def trl_worker(model_path: str, steps: int, out: str) -> None:
 
     def gsm8k_reward(completions, ground_truth, **_):
         texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
-        return [float(compute_score(t, g)) for t, g in zip(texts, ground_truth)]
+        return [float(compute_score(t, g)) for t, g in zip(texts, ground_truth, strict=True)]
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     per_device = PROMPTS * N // world // 2  # two micro-batches per process, as the native run

@@ -126,7 +126,7 @@ def render_table(report: Report) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [f"fsdpcfg doctor: {report.model}" + (f" (recipe {report.recipe})" if report.recipe else "")]
     for i, row in enumerate(rows):
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + row[4])
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)) + "  " + row[4])
         if i == 0:
             lines.append("  " + "  ".join("-" * w for w in widths) + "  " + "-" * 6)
     if report.conditions:

@@ -377,7 +377,7 @@ def distillation(ctx: Context) -> Iterable[Finding]:
                               f"set {D}.nnodes / {D}.n_gpus_per_node to a non-zero multiple of {per}")
         return
     keys = [val(ctx, f"{TM}.{n}.key") for n in teachers]
-    for n, k in zip(teachers, keys):
+    for n, k in zip(teachers, keys, strict=True):
         if k is None:
             yield ctx.finding("FC682", [f"{TM}.{n}.key"], f"{TM}.{n}.key is not set (several teachers are routed "
                               f"by {D}.teacher_key)", f"set {TM}.{n}.key to the data source it teaches")

@@ -126,7 +126,7 @@ def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool =
     launched_at = time.time()
     try:
         returns = hl.launch([c.overrides for c in runnable], task)
-        rows = [_job_row(c, r) for c, r in zip(runnable, returns)]
+        rows = [_job_row(c, r) for c, r in zip(runnable, returns, strict=True)]
     except (Interrupted, KeyboardInterrupt) as e:  # Ctrl-C / SIGTERM: the point running was stopped, no more start
         stop = e if isinstance(e, Interrupted) else Interrupted(signal.SIGINT)
         rows = [_saved_row(c, Path(hl.sweep_dir) / str(job), launched_at) for job, c in enumerate(runnable)]

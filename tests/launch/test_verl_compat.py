@@ -56,7 +56,7 @@ def opinions(tmp_path_factory):
         exports[name] = export_verl(c, tmp_path_factory.mktemp(name))
     exports["<synthetic sft>"] = export_verl(_synthetic_sft(), tmp_path_factory.mktemp("sft"))
     ops = verl_opinions_of_exports([(r.invocation.kind, r.out_dir, r.overrides) for r in exports.values()])
-    return dict(zip(exports, zip(exports.values(), ops)))
+    return dict(zip(exports, zip(exports.values(), ops, strict=True), strict=True))
 
 
 @pytest.mark.parametrize("name", RECIPES + ["<synthetic sft>"])
