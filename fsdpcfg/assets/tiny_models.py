@@ -125,7 +125,8 @@ def _sources_md(spec: ModelSpec, real: dict[str, Any], scaled: dict[str, Any]) -
         "license in `fsdpcfg/data/tokenizers/SOURCES.md`)"
         + (f"; from the real model folder: {', '.join(spec.model_tokenizer_files)}." if spec.model_tokenizer_files
            else "."),
-        f"- Weights: {'random init, torch seed ' + str(spec.seed) + ', float32, save_pretrained (safetensors)' if spec.weights else 'none (config only)'}.",
+        "- Weights: " + (f"random init, torch seed {spec.seed}, float32, save_pretrained (safetensors)."
+                         if spec.weights else "none (config only)."),
         f"- Notes: {spec.notes}",
         *([f"- Covers: {', '.join(spec.covers)}."] if spec.covers else []),
         "",

@@ -1,9 +1,10 @@
 """Run the doctor's stages, cheapest first, and stop at the first failure.
 
 Stages 0-2 run in this process (stage 0 imports no torch); stages 3-5 run in one torchrun launch of
-:mod:`fsdpcfg.doctor.worker` with 2 ranks (gloo on the CPU; NCCL with one rank per GPU, at most 2, on CUDA), for every engine variant, so torchrun's start-up is
-paid once. The worker's per-rank event files are merged here: a stage fails when any rank failed it, and a stage
-that started but never reported (a crash, a hang past ``timeout``) fails with the end of torchrun's output.
+:mod:`fsdpcfg.doctor.worker` with 2 ranks (gloo on the CPU; NCCL with one rank per GPU, at most 2, on CUDA), for every
+engine variant, so torchrun's start-up is paid once. The worker's per-rank event files are merged here: a stage fails
+when any rank failed it, and a stage that started but never reported (a crash, a hang past ``timeout``) fails with the
+end of torchrun's output.
 """
 
 from __future__ import annotations
@@ -212,6 +213,6 @@ def merge_rank_events(ranks: list[list[dict]], *, returncode: int | None, timed_
     if not order and returncode != 0:
         merged.append(StageResult(3, "", FAIL, 0.0, "", failure=Failure(
             CONFIG, f"torchrun did not start the doctor's worker (exit code {returncode}): {last_line}",
-            "check that torch.distributed works here (python -m torch.distributed.run --help) and that no other "
-            "process holds the rendezvous port", error_type="LaunchError")))
+            "check that torch.distributed works here (python -m torch.distributed.run --help) "
+            "and that no other process holds the rendezvous port", error_type="LaunchError")))
     return merged

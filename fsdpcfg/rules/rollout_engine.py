@@ -80,7 +80,8 @@ def context_length(ctx: Context) -> Iterable[Finding]:
                 f"({how}, {ctx.get(f'{A}.model.path')})",
                 f"lower them to a total <= {limit}, or extend the context with rope scaling via "
                 f"{A}.model.override_config (e.g. +{A}.model.override_config.rope_scaling={{rope_type: yarn, "
-                f"factor: {-(-(p + q) // limit)}, original_max_position_embeddings: {limit}}}) if the model supports it",
+                f"factor: {-(-(p + q) // limit)}, original_max_position_embeddings: {limit}}}) "
+                "if the model supports it",
                 derivation=f"{p + q} = {p} + {q}; limit = {how}")
         if mml and mml > limit and engine_rollout(ctx):
             yield ctx.finding("FC501", [mk], f"{mk} = {mml} exceeds the model's {how}",

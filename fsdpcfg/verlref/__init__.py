@@ -10,7 +10,7 @@ Reading it needs neither verl nor torch.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from fsdpcfg import paths
@@ -22,7 +22,7 @@ ENTRY_POINTS = {"ppo_trainer": "verl.trainer.main_ppo", "sft_trainer_engine": "v
 _MISSING = "???"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load() -> dict[str, Any]:
     return json.loads((paths.data_dir() / "verl_reference.json").read_text())
 
