@@ -91,6 +91,9 @@ class Composed:
         kind: ``"ppo"`` (verl's ppo_trainer layout) or ``"sft"`` (sft_trainer_engine layout).
         hydra_cfg: Hydra's own ``hydra`` node of the composition (``--cfg hydra``), unresolved; ``None`` for a
             config read from a file.
+        plus_needed: key -> the override that lacked ``+`` (set by ``compose_for_check``, reported by FC108).
+        script_notes: for a config read from a run script, the findings of reading it (FC107, FC120-FC125);
+            ``None`` when the config did not come from a script.
     """
 
     cfg: DictConfig
@@ -102,6 +105,8 @@ class Composed:
     provenance: Provenance = field(default_factory=Provenance)
     origin: str = "compose"
     hydra_cfg: DictConfig | None = None
+    plus_needed: dict[str, str] = field(default_factory=dict)
+    script_notes: list[Any] | None = None
 
     def __post_init__(self) -> None:
         # every composed config names its secrets before anything prints or writes it (fsdpcfg.runinfo.redact)

@@ -109,11 +109,11 @@ def run_doctor(overrides: list[str], *, variants: list[Variant] | None = None, s
             return done()
         spec = {"device": cfg["trainer"]["device"], "backend": "nccl" if cfg["trainer"]["device"] == "cuda" else "gloo",
                 "out": str(work), "world": world, "sft": [], "grpo": []}
-        for e in sft_engines:
+        for engine in sft_engines:
             try:
-                spec["sft"].append({"variant": e, "cfg": sft_config(cfg, e, work, world)})
+                spec["sft"].append({"variant": engine, "cfg": sft_config(cfg, engine, work, world)})
             except ConfigError as err:
-                add(_config_failure(err, 3, e))
+                add(_config_failure(err, 3, engine))
                 return done()
         for v in variants:
             try:

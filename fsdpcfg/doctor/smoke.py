@@ -120,6 +120,7 @@ def grpo_config(composed, variant: Variant, work: Path, world: int = WORLD) -> d
     if variant.lora and not (OmegaConf.select(tree, "actor_rollout_ref.model.lora_rank") or 0):
         _set(tree, "actor_rollout_ref.model.lora_rank", LORA_RANK)
     cfg = OmegaConf.to_container(tree, resolve=True)
+    assert isinstance(cfg, dict)  # the tree is a DictConfig
     make_plan(cfg)
     return cfg
 

@@ -605,7 +605,7 @@ def _merge_arrays(values: list[list[Word]], reason: str) -> list[Word]:
         finals = [{key(w): w for w in v} for v in values]
         order: list[str] = []
         for v in values:
-            order += [k for k in (key(w) for w in v) if k not in order]
+            order += [k for k in (key(w) for w in v) if k is not None and k not in order]
         out = []
         for k in order:
             ws = [f.get(k) for f in finals]

@@ -17,6 +17,15 @@ class Expander:
     """Expansion methods of the evaluator; it sets ``src``, ``environ``, ``extra``, ``script_path``, ``notes``,
     ``env_used``, ``uses_args`` and ``in_test``."""
 
+    src: bytes
+    environ: dict[str, str]
+    extra: list[str]
+    script_path: str
+    notes: list[Note]
+    env_used: dict[str, tuple[str, int]]
+    uses_args: bool
+    in_test: bool
+
     # ---- helpers ---------------------------------------------------------------------------------------
     def text(self, node) -> str:
         return self.src[node.start_byte:node.end_byte].decode(errors="replace")
