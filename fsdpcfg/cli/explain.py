@@ -130,6 +130,8 @@ def rule_page(rule_id: str, run_example: bool = True) -> str:
     if not run_example:
         return "\n".join(lines)
     ex = ruleinfo.run_example(rule)
+    if ex is None:  # the example gave no override to check
+        return "\n".join(lines)
     if overrides != list(rule.example):
         lines.append(f"  (checked as: fsdpcfg check {' '.join(overrides)})")
     lines.append("")
