@@ -113,7 +113,7 @@ class Composed:
         from fsdpcfg.runinfo.redact import register_config
 
         try:
-            register_config(OmegaConf.to_container(self.cfg, resolve=False))
+            register_config(self.to_container(resolve=False))
         except Exception:  # a tree OmegaConf cannot convert is reported by whoever reads it next
             pass
 

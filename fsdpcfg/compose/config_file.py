@@ -237,6 +237,7 @@ def load(path: Path) -> Any:
     composed = load_yaml_config(path)
     composed.kind = info.tree
     if info.kind == "verl":
+        assert info.base is not None  # a verl config file names the verl config it starts from
         body = {k: v for k, v in data.items() if k not in ("defaults", "hydra")}
         base = OmegaConf.create(verlref.tree(info.base))
         try:

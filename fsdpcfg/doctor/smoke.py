@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import OmegaConf
 
@@ -119,8 +119,7 @@ def grpo_config(composed, variant: Variant, work: Path, world: int = WORLD) -> d
     _set(tree, "fsdpcfg.run_dir", str(folder))
     if variant.lora and not (OmegaConf.select(tree, "actor_rollout_ref.model.lora_rank") or 0):
         _set(tree, "actor_rollout_ref.model.lora_rank", LORA_RANK)
-    cfg = OmegaConf.to_container(tree, resolve=True)
-    assert isinstance(cfg, dict)  # the tree is a DictConfig
+    cfg = cast("dict[str, Any]", OmegaConf.to_container(tree, resolve=True))  # a DictConfig gives a str-keyed dict
     make_plan(cfg)
     return cfg
 

@@ -308,6 +308,7 @@ def require_valid(composed: Any) -> list[Any]:
     Raises:
         ConfigError: the first error, with the number of further errors (``fsdpcfg check`` lists them all).
     """
+    check_config: Callable[[Any], list[Any]] | None
     try:
         from fsdpcfg.check import check_config
     except ImportError:

@@ -103,7 +103,7 @@ class MemoryEstimate:
     @property
     def peak_phase(self) -> str:
         """The phase that sets the peak."""
-        return max(self.phases, key=self.phases.get)
+        return max(self.phases, key=lambda phase: self.phases[phase])
 
     def describe(self) -> str:
         """Lines for the DERIVED NUMBERS section of ``fsdpcfg check`` (GiB, per rank)."""

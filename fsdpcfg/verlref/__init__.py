@@ -107,7 +107,7 @@ def build_reference() -> dict[str, Any]:
         with initialize_config_dir(config_dir=cfg_dir, version_base=None):
             cfg = compose(config_name=name)
         raw = flatten(OmegaConf.to_container(cfg, resolve=False))
-        resolved = {}
+        resolved: dict[str, Any] = {}
         for k, v in raw.items():
             if v == _MISSING:
                 resolved[k] = _MISSING
