@@ -72,10 +72,11 @@ def build_folder(spec: ModelSpec, dest: Path) -> None:
             written = json.loads((dest / "config.json").read_text())
             (dest / "config.json").write_text(json.dumps({**written, **spec.edits}, indent=2, sort_keys=True) + "\n")
     else:
+        assert src is not None, "a config-only spec copies the real config.json: it needs a source"
         scaled = real
         shutil.copyfile(src / "config.json", dest / "config.json")
     _copy_tokenizer(spec, dest)
-    if spec.source and (src / "generation_config.json").is_file():
+    if src is not None and (src / "generation_config.json").is_file():
         shutil.copyfile(src / "generation_config.json", dest / "generation_config.json")
     (dest / "SOURCES.md").write_text(_sources_md(spec, real, scaled))
 

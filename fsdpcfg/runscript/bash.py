@@ -330,6 +330,7 @@ class _Evaluator(Expander):
             if status is True:
                 return self.block(cbody, st)
             if status is None:
+                assert maybe_cond is not None  # an `else` (no condition) has status True
                 text = " ".join(self.text(x) for x in maybe_cond)[:80]
                 self.note(node, "condition", f"the condition `{text}` cannot be known without running the shell; "
                                              "every branch was read, and a value the branches set differently is "
