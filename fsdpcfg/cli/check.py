@@ -23,7 +23,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from fsdpcfg.errors import ConfigError, UsageError
 
@@ -273,10 +273,13 @@ def _plan_section(composed: Any) -> str:
     except ImportError:  # the plan stage is optional for check
         return "DERIVED NUMBERS: not available (fsdpcfg.plan is not importable)"
     cfg, _, _ = resolve(composed)
+    planner: Callable[[dict], Any] = make_plan
     if getattr(composed, "kind", "ppo") == "sft":
-        from fsdpcfg.train.sft.plan import make_sft_plan as make_plan
+        from fsdpcfg.train.sft.plan import make_sft_plan
+
+        planner = make_sft_plan
     try:
-        p = make_plan(cfg)
+        p = planner(cfg)
     except ConfigError as e:
         return f"DERIVED NUMBERS: cannot be derived: {e.key + ' ' if e.key else ''}{e.message}"
     except Exception as e:  # a config the rules already reported as invalid

@@ -247,6 +247,7 @@ def _needs_global_package(f: Path) -> bool:
     if info.kind == "verl":
         from fsdpcfg import verlref
 
+        assert info.base is not None  # a verl config file names the verl config it starts from
         entry = verlref.ENTRY_POINTS.get(info.base, "verl.trainer.main_ppo")
         runner = "torchrun --nproc_per_node=GPUS" if info.tree == "sft" else "python"
         raise UsageError(f"{f} is a verl config file (its defaults list starts from verl's {info.base}); verl "
@@ -350,7 +351,7 @@ def _composition_error(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
     if "Could not override" in msg or "Could not delete" in msg or "Could not append" in msg:
         key = msg.split("'")[1] if "'" in msg else full_key
         known = _known_keys(kind)
-        close = did_you_mean(key, known)
+        close = did_you_mean(key, known) if key else []
         if "Could not delete" in msg:
             return ConfigError("cannot delete a key that is not in the config", key=key,
                                fix=(f"did you mean ~{close[0]}?" if close else "check the key name"))

@@ -327,7 +327,8 @@ def _config_file(f: Path, default: str, label: str, notes: list[Finding]) -> tup
         return default, (), []
     if not isinstance(data, dict):
         return default, (), []
-    config, groups, others = default, (), []
+    config, others = default, []
+    groups: tuple[str, ...] = ()
     for entry in data.get("defaults") or []:
         ref = entry if isinstance(entry, str) else None
         if ref is not None and ref.split("@")[0].strip("/") in CONFIG_NAMES:
