@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from unittest import mock
 
 from fsdpcfg.doctor.boundaries import STATE, TRANSFER, Failure, failure_from_exception
 from fsdpcfg.doctor.report import FAIL, PASS, StageResult
@@ -43,12 +44,11 @@ def run_grpo(cfg: dict, variant: str, steps: int = 2):
             data.setdefault("tensors_per_sync", []).append(n)
             return n
 
-        trainer.sync_weights = fingerprinted_sync
-        for step in range(1, steps + 1):
-            m = trainer.step(step)
-            data["steps"].append({k: m[k] for k in ("critic/score/mean", "actor/pg_loss", "actor/grad_norm",
-                                                    "response_length/mean") if k in m})
-        trainer.sync_weights = sync
+        with mock.patch.object(trainer, "sync_weights", fingerprinted_sync):  # restored on the way out
+            for step in range(1, steps + 1):
+                m = trainer.step(step)
+                data["steps"].append({k: m[k] for k in ("critic/score/mean", "actor/pg_loss", "actor/grad_norm",
+                                                        "response_length/mean") if k in m})
     except Exception as e:
         return StageResult(4, variant, FAIL, time.perf_counter() - t, "",
                            failure=failure_from_exception(e, STATE), data=data), None
