@@ -96,7 +96,8 @@ def main() -> None:
         f"\n\nfsdpcfg is {med(verl) / med(ours):.0f}x faster (wall); verl was given {len(ovs)} overrides (the "
         f"recipe's values that differ from verl's defaults). Machine: {os.cpu_count()} CPUs, 1-minute load "
         f"average {load:.1f} when the runs started (other work shared the cores; CPU seconds, user + system of "
-        f"the process, are the load-independent number), fsdpcfg byte-compiled as pip does at install, Python {platform.python_version()}, "
+        f"the process, are the load-independent number), fsdpcfg byte-compiled as pip does at install, "
+        f"Python {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d %H:%M')}. Reproduce: `python benchmarks/check_latency.py --write`.")
     print(text)
     if args.write:

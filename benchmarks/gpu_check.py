@@ -31,22 +31,22 @@ Output: ``RESULTS_DIR/gpu_check.json`` (everything), ``gpu_check.md`` (the table
 tails of the parts' logs). ``--dry-run`` prints the commands with their limits and checks what can be checked
 without a GPU (the wheel folder, that each command's script and module exist).
 
-MFU: model FLOPs of a step over (step time x the GPU's dense bf16 peak, ``gpu_check_report.PEAK_BF16``; H200 SXM: 989 TFLOP/s,
-the H100/H200 SXM datasheet figure without sparsity). Model FLOPs count matrix multiplies with the parameter count
-N (the tied LM head once, as :func:`fsdpcfg.plan.param_count.count_parameters`): 6·N per token of the actor update
-(forward + backward), 2·N per token of each forward-only pass (old log-probs, reference log-probs) and 2·N per
-token of generation (prompt prefill and each new token); tokens are the real ones (``perf/total_num_tokens``:
-prompt + response, no padding). For scale: an 8192^3 bf16 matrix product ran at about 788 TFLOP/s on this
-machine kind (/work/.library/device/KINDS.md, 2026-10-28), 80% of the datasheet peak. Attention's score FLOPs (about 4·layers·seq·hidden per token, ~4% here) are left
-out, so the MFU is a slight under-estimate.
+MFU: model FLOPs of a step over (step time x the GPU's dense bf16 peak, ``gpu_check_report.PEAK_BF16``; H200 SXM: 989
+TFLOP/s, the H100/H200 SXM datasheet figure without sparsity). Model FLOPs count matrix multiplies with the parameter
+count N (the tied LM head once, as :func:`fsdpcfg.plan.param_count.count_parameters`): 6·N per token of the actor update
+(forward + backward), 2·N per token of each forward-only pass (old log-probs, reference log-probs) and 2·N per token of
+generation (prompt prefill and each new token); tokens are the real ones (``perf/total_num_tokens``: prompt + response,
+no padding). For scale: an 8192^3 bf16 matrix product ran at about 788 TFLOP/s on this machine kind
+(/work/.library/device/KINDS.md, 2026-10-28), 80% of the datasheet peak. Attention's score FLOPs (about
+4·layers·seq·hidden per token, ~4% here) are left out, so the MFU is a slight under-estimate.
 
 Log-prob bound (bf16): both sides compute the same graph in bf16 from the same bf16-rounded weights (the FSDP
 mixed-precision cast of the fp32 master and the replica's cast on arrival are the same rounding), so they differ
 only through reduction order (batch shape, padding, kernels). The logits leave the LM head in bf16 (8 significant
 bits: relative rounding 2^-8, one ulp 2^-7 relative) and are upcast before the log-softmax, so one ulp of a logit
 of magnitude |z| is up to 2^-7·|z|; a log-prob ``z_t - logsumexp(z)`` of magnitude |lp| ~ 12 (151,936 words,
-random weights: nearly uniform) is bounded here by ``gpu_check_report.logprob_bound`` = 4 ulps at max(|lp|, 1): 4·2^-7·12 =
-0.375 for the largest, against 0.0 measured on the CPU in fp32 (tests/train/test_logprob_sync.py).
+random weights: nearly uniform) is bounded here by ``gpu_check_report.logprob_bound`` = 4 ulps at max(|lp|, 1):
+4·2^-7·12 = 0.375 for the largest, against 0.0 measured on the CPU in fp32 (tests/train/test_logprob_sync.py).
 
 The one command a later session runs (tool ``run``, results under ``$OUT``)::
 
@@ -68,7 +68,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gpu_check_report import render_markdown, summarise
+from gpu_check_report import render_markdown, summarise  # noqa: E402 (benchmarks/ is put on sys.path above)
 WHEELS = ROOT / ".whl"
 #: what the GPU machine lacks (NOTES.md "The GPU machine"): fsdpcfg's core dependencies but PyYAML, which it has, and
 #: typing-extensions at the version pydantic was tested with here (its floor may be above the machine's; newer is

@@ -73,7 +73,7 @@ def trl_worker(model_path: str, steps: int, out: str) -> None:
 
     def gsm8k_reward(completions, ground_truth, **_):
         texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
-        return [float(compute_score(t, g)) for t, g in zip(texts, ground_truth)]
+        return [float(compute_score(t, g)) for t, g in zip(texts, ground_truth, strict=True)]
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     per_device = PROMPTS * N // world // 2  # two micro-batches per process, as the native run
@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         f"\n\nModel {args.model}, {PROMPTS} prompts x {N} completions, <= {RESPONSE} new tokens, 2 processes "
         f"(torchrun, gloo, OMP_NUM_THREADS=1), {args.steps} steps, first {args.warmup} not timed. torch "
         f"{torch.__version__}, transformers {transformers.__version__}, Python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs, load average {load0:.1f} before / {load1:.1f} after, {time.strftime('%Y-%m-%d %H:%M')}. "
+        f"{os.cpu_count()} CPUs, load average {load0:.1f} before / {load1:.1f} after, "
+        f"{time.strftime('%Y-%m-%d %H:%M')}. "
         f"Reproduce: `python benchmarks/grpo_step.py --write`.")
     print(text)
     if args.write:

@@ -26,8 +26,8 @@ def c_loader() -> Any:
     original = _original or ou.get_yaml_loader
     base = original()
 
-    class OmegaConfCLoader(yaml.CSafeLoader):  # type: ignore[misc, valid-type]
-        def construct_mapping(self, node: yaml.Node, deep: bool = False) -> Any:
+    class OmegaConfCLoader(yaml.CSafeLoader):
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
             keys = set()
             for key_node, _ in node.value:
                 if key_node.tag != yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG:

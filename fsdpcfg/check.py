@@ -37,7 +37,7 @@ def load_rule_modules() -> tuple[tuple[str, str | None], ...]:
     """Import every rule module of :mod:`fsdpcfg.rules`; return ``(module, import error or None)`` pairs."""
     import fsdpcfg.rules as pkg
 
-    out = []
+    out: list[tuple[str, str | None]] = []
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         if info.name.startswith("_") or info.name in _NOT_RULES:
             continue
@@ -189,7 +189,7 @@ def compose_for_check(overrides: list[str], *, extra_recipe_dirs: Iterable[Any] 
                 overrides[idx] = overrides[idx][1:]
                 continue
             idx = next((i for i, o in enumerate(overrides) if key and o.split("=", 1)[0] == key), None)
-            if idx is None or key in plus_needed or classify(key) not in ("schema", "verl", "free"):
+            if idx is None or key is None or key in plus_needed or classify(key) not in ("schema", "verl", "free"):
                 return None, [compose_error_finding(first_error or e)]
             first_error = first_error or e
             plus_needed[key] = overrides[idx]

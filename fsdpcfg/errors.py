@@ -86,7 +86,7 @@ def did_you_mean(word: str, candidates: Iterable[str], n: int = 3, cutoff: float
 
 def _common_prefix(a: str, b: str) -> int:
     n = 0
-    for x, y in zip(a.split("."), b.split(".")):
+    for x, y in zip(a.split("."), b.split("."), strict=False):
         if x != y:
             break
         n += 1

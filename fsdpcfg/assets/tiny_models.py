@@ -72,10 +72,11 @@ def build_folder(spec: ModelSpec, dest: Path) -> None:
             written = json.loads((dest / "config.json").read_text())
             (dest / "config.json").write_text(json.dumps({**written, **spec.edits}, indent=2, sort_keys=True) + "\n")
     else:
+        assert src is not None, "a config-only spec copies the real config.json: it needs a source"
         scaled = real
         shutil.copyfile(src / "config.json", dest / "config.json")
     _copy_tokenizer(spec, dest)
-    if spec.source and (src / "generation_config.json").is_file():
+    if src is not None and (src / "generation_config.json").is_file():
         shutil.copyfile(src / "generation_config.json", dest / "generation_config.json")
     (dest / "SOURCES.md").write_text(_sources_md(spec, real, scaled))
 
@@ -125,7 +126,8 @@ def _sources_md(spec: ModelSpec, real: dict[str, Any], scaled: dict[str, Any]) -
         "license in `fsdpcfg/data/tokenizers/SOURCES.md`)"
         + (f"; from the real model folder: {', '.join(spec.model_tokenizer_files)}." if spec.model_tokenizer_files
            else "."),
-        f"- Weights: {'random init, torch seed ' + str(spec.seed) + ', float32, save_pretrained (safetensors)' if spec.weights else 'none (config only)'}.",
+        "- Weights: " + (f"random init, torch seed {spec.seed}, float32, save_pretrained (safetensors)."
+                         if spec.weights else "none (config only)."),
         f"- Notes: {spec.notes}",
         *([f"- Covers: {', '.join(spec.covers)}."] if spec.covers else []),
         "",

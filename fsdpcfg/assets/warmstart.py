@@ -10,9 +10,9 @@ has to be learned from the reward. Single-threaded (bit-reproducible), 60 AdamW 
 
 Measured (single-process GRPO probe, 4 questions x 8 samples per step, one on-policy update per step):
 this start does not make the sums easy: with lr 1e-2 the sampled reward rose from 0.11 to 0.2-0.28 around
-steps 20-40 and fell back; 3e-3 stayed at chance for 60 steps; 3e-2 collapsed; lr 1e-2 with gradient clipping 1.0 over 100
-steps gave 10-step means 0.11 0.15 0.20 0.29 0.17 0.23 0.12 0.10 0.23 0.20 (noisy, above chance). A target that gives each
-digit a preference (total digit mass only, or random per-question labels) learned no better.
+steps 20-40 and fell back; 3e-3 stayed at chance for 60 steps; 3e-2 collapsed; lr 1e-2 with gradient clipping
+1.0 over 100 steps gave 10-step means 0.11 0.15 0.20 0.29 0.17 0.23 0.12 0.10 0.23 0.20 (noisy, above chance).
+A target that gives each digit a preference (total digit mass only, or random per-question labels) learned no better.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ def _arith_format(folder: Path, seed: int) -> None:
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
         digits = torch.tensor([tok.convert_tokens_to_ids(str(d)) for d in range(10)])
         eos = tok.convert_tokens_to_ids(tok.eos_token)
+        assert isinstance(eos, int)  # one token in, one id out
         prompts = [tok.apply_chat_template(p, add_generation_prompt=True, tokenize=True, return_dict=False)
                    for p in arith_prompts()]
         if len({len(p) for p in prompts}) != 1:

@@ -40,7 +40,7 @@ class Row:
 def _leaves(node: Any, prefix: str) -> Iterable[tuple[str, Any]]:
     if isinstance(node, DictConfig) and len(node) > 0:
         for k in node.keys():
-            yield from _leaves(node._get_node(k), f"{prefix}.{k}" if prefix else str(k))
+            yield from _leaves(node._get_node(k), f"{prefix}.{k!s}" if prefix else str(k))
     else:
         yield prefix, node
 

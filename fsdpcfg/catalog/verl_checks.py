@@ -243,7 +243,7 @@ def scan_file(root: Path, rel: str, scope: str) -> list[Check]:
     out: list[Check] = []
     seen: dict[str, int] = {}
     for function, kind, tests, node in sc.found:
-        msg_node = node.msg if isinstance(node, ast.Assert) else node.exc
+        msg_node = node.msg if isinstance(node, ast.Assert) else node.exc if isinstance(node, ast.Raise) else None
         validator = bool(_VALIDATOR_WORDS & set(function.rsplit(".", 1)[-1].lower().strip("_").split("_")))
         if scope == "config" and not validator:
             cond_nodes = [t for t, _ in tests]
@@ -295,7 +295,8 @@ def _dict_names(tree: ast.Module, dict_name: str) -> list[str]:
     for node in tree.body:
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
             node.target if isinstance(node, ast.AnnAssign) else None
-        if isinstance(target, ast.Name) and target.id == dict_name and isinstance(node.value, ast.Dict):
+        if (isinstance(target, ast.Name) and target.id == dict_name and isinstance(node, (ast.Assign, ast.AnnAssign))
+                and isinstance(node.value, ast.Dict)):
             names = []
             for k in node.value.keys:
                 if isinstance(k, ast.Tuple) and k.elts:

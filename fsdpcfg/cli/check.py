@@ -23,7 +23,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from fsdpcfg.errors import ConfigError, UsageError
 
@@ -119,8 +119,8 @@ def collect(args: argparse.Namespace) -> list[Any]:
     from fsdpcfg.check_sources import Checked, check_run_script, check_yaml_file
 
     kinds = [_kind(a) for a in args.inputs]
-    files = [a for a, k in zip(args.inputs, kinds) if k != "override"]
-    overrides = [a for a, k in zip(args.inputs, kinds) if k == "override"]
+    files = [a for a, k in zip(args.inputs, kinds, strict=True) if k != "override"]
+    overrides = [a for a, k in zip(args.inputs, kinds, strict=True) if k == "override"]
     script_args = getattr(args, "script_args", None)
     if script_args is not None and not (files and all(k == "script" for k in kinds if k != "override")):
         raise UsageError("`-- ARGS` gives a run script's positional arguments: give a run script before it",
@@ -136,7 +136,7 @@ def collect(args: argparse.Namespace) -> list[Any]:
             findings = check_config(composed)
         return [Checked(" ".join(overrides) or "(defaults)", findings, composed)]
     out = []
-    for f, k in zip(files, kinds):
+    for f, k in zip(files, kinds, strict=True):
         if k == "yaml":
             out.append(check_yaml_file(Path(f)))
             continue
@@ -273,10 +273,13 @@ def _plan_section(composed: Any) -> str:
     except ImportError:  # the plan stage is optional for check
         return "DERIVED NUMBERS: not available (fsdpcfg.plan is not importable)"
     cfg, _, _ = resolve(composed)
+    planner: Callable[[dict], Any] = make_plan
     if getattr(composed, "kind", "ppo") == "sft":
-        from fsdpcfg.train.sft.plan import make_sft_plan as make_plan
+        from fsdpcfg.train.sft.plan import make_sft_plan
+
+        planner = make_sft_plan
     try:
-        p = make_plan(cfg)
+        p = planner(cfg)
     except ConfigError as e:
         return f"DERIVED NUMBERS: cannot be derived: {e.key + ' ' if e.key else ''}{e.message}"
     except Exception as e:  # a config the rules already reported as invalid

@@ -86,7 +86,7 @@ def key_page(key: str, tokens: list[str]) -> str:
         lines += ["", "rules that read it:"] + [f"  {rid}  {title}" for rid, title in info.rules]
     if info.children:
         body = [[k, d] for k, d in info.children]
-        lines += ["", "keys:"] + ["  " + l for l in catalog.table(["KEY", "DESCRIPTION"], body).splitlines()[1:]]
+        lines += ["", "keys:"] + ["  " + line for line in catalog.table(["KEY", "DESCRIPTION"], body).splitlines()[1:]]
     if tokens:
         composed = catalog.load(tokens)
         rows_ = catalog.rows(composed, prefix=key)
@@ -130,6 +130,8 @@ def rule_page(rule_id: str, run_example: bool = True) -> str:
     if not run_example:
         return "\n".join(lines)
     ex = ruleinfo.run_example(rule)
+    if ex is None:  # the example gave no override to check
+        return "\n".join(lines)
     if overrides != list(rule.example):
         lines.append(f"  (checked as: fsdpcfg check {' '.join(overrides)})")
     lines.append("")

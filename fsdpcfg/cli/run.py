@@ -16,9 +16,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fsdpcfg.cli import hydra_flags
 from fsdpcfg.errors import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from fsdpcfg.plan import Plan
+    from fsdpcfg.train.sft.plan import SftPlan
 
 PASS_THROUGH = True
 
@@ -179,6 +184,7 @@ def prepare(overrides: list[str]):
     refuse_pending_checkpoint(cfg, composed.kind)  # FC690: the run it starts from has no checkpoint yet; nothing written
     if cfg["fsdpcfg"]["launcher"] != "native":
         return composed, cfg, None
+    plan: Plan | SftPlan
     if composed.kind == "sft":  # verl's sft_trainer_engine layout: the native SFT trainer
         from fsdpcfg.train.sft.plan import make_sft_plan
 

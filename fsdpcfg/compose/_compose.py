@@ -106,6 +106,9 @@ class Composed:
             composition has no such key (:func:`fsdpcfg.compose.verl_base.prune`; ``engine=megatron``).
         hydra_cfg: Hydra's own ``hydra`` node of the composition (``--cfg hydra``), unresolved; ``None`` for a
             config read from a file.
+        plus_needed: key -> the override that lacked ``+`` (set by ``compose_for_check``, reported by FC108).
+        script_notes: for a config read from a run script, the findings of reading it (FC107, FC120-FC125);
+            ``None`` when the config did not come from a script.
     """
 
     cfg: DictConfig
@@ -118,13 +121,15 @@ class Composed:
     origin: str = "compose"
     pruned: list[str] = field(default_factory=list)
     hydra_cfg: DictConfig | None = None
+    plus_needed: dict[str, str] = field(default_factory=dict)
+    script_notes: list[Any] | None = None
 
     def __post_init__(self) -> None:
         # every composed config names its secrets before anything prints or writes it (fsdpcfg.runinfo.redact)
         from fsdpcfg.runinfo.redact import register_config
 
         try:
-            register_config(OmegaConf.to_container(self.cfg, resolve=False))
+            register_config(self.to_container(resolve=False))
         except Exception:  # a tree OmegaConf cannot convert is reported by whoever reads it next
             pass
 
@@ -317,6 +322,7 @@ def _needs_global_package(f: Path) -> bool:
     if info.kind == "verl":
         from fsdpcfg import verlref
 
+        assert info.base is not None  # a verl config file names the verl config it starts from
         entry = verlref.ENTRY_POINTS.get(info.base, "verl.trainer.main_ppo")
         runner = "torchrun --nproc_per_node=GPUS" if info.tree == "sft" else "python"
         raise UsageError(f"{f} is a verl config file (its defaults list starts from verl's {info.base}); verl "
@@ -432,7 +438,7 @@ def _composition_error(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
     if "Could not override" in msg or "Could not delete" in msg or "Could not append" in msg:
         key = msg.split("'")[1] if "'" in msg else full_key
         known = _known_keys(kind)
-        close = did_you_mean(key, known)
+        close = did_you_mean(key, known) if key else []
         if "Could not delete" in msg:
             return ConfigError("cannot delete a key that is not in the config", key=key,
                                fix=(f"did you mean ~{close[0]}?" if close else "check the key name"))

@@ -223,7 +223,7 @@ def load(path: Path) -> Any:
         UsageError: the file is missing, is a recipe or is not a fsdpcfg/verl config (``unrelated``).
         ConfigError: not valid YAML, or its keys cannot be merged onto verl's tree (names the key).
     """
-    from omegaconf import OmegaConf
+    from omegaconf import DictConfig, OmegaConf
 
     from fsdpcfg.compose._compose import load_yaml_config
     from fsdpcfg.compose.provenance import Source, yaml_leaf_lines
@@ -247,10 +247,11 @@ def load(path: Path) -> Any:
     composed = load_yaml_config(path)
     composed.kind = info.tree
     if info.kind == "verl":
+        assert info.base is not None  # a verl config file names the verl config it starts from
         body = {k: v for k, v in data.items() if k not in ("defaults", "hydra")}
         base = OmegaConf.create(verlref.tree(info.base))
         try:
-            composed.cfg = OmegaConf.merge(base, OmegaConf.create(body))
+            merged = OmegaConf.merge(base, OmegaConf.create(body))
         except Exception as e:  # omegaconf's merge errors (a mapping given a list, ...)
             key = getattr(e, "full_key", None) or _shape_mismatch(verlref.tree(info.base), body)
             theirs = verlref.defaults(info.base, resolved=False)
@@ -260,6 +261,8 @@ def load(path: Path) -> Any:
                               f"{str(e).strip().splitlines()[0]}", key=key,
                               fix=f"write {key} as {shape}, as verl's {info.base} does" if key else
                               "give each key a value of the shape verl's default has") from None
+        assert isinstance(merged, DictConfig)  # a mapping merged onto verl's mapping
+        composed.cfg = merged
         OmegaConf.set_struct(composed.cfg, False)
         verl_default = Source("default", f"verl {verlref.verl_version()} {info.base} default")
         written = set(yaml_leaf_lines(path))

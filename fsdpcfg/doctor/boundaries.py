@@ -149,7 +149,7 @@ def failure_from_exception(exc: BaseException, default: str) -> Failure:
     boundary = boundary_of_exception(exc, default)
     text = str(exc.message if isinstance(exc, ConfigError) else exc).strip() or type(exc).__name__
     lines = text.splitlines()
-    message = " ".join(l.strip() for l in lines[:3])[:600]
+    message = " ".join(line.strip() for line in lines[:3])[:600]
     fix = exc.fix if isinstance(exc, ConfigError) and exc.fix else ADVICE[boundary]
     key = exc.key if isinstance(exc, ConfigError) else None
     return Failure(boundary=boundary, message=message, fix=fix, error_type=type(exc).__name__, key=key)

@@ -135,7 +135,7 @@ def _logprob_cell(report: Report) -> str:
 
 def _stopped(report: Report) -> str:
     f = report.failure
-    if f is None:
+    if f is None or f.failure is None:  # a FAIL result always carries its Failure
         return ""
     return (f"stage {f.stage} {f.name}{' [' + f.variant + ']' if f.variant else ''}, boundary "
             f"*{f.failure.boundary}*: {f.failure.message[:300]}")
@@ -153,11 +153,13 @@ def render_markdown(rows: list[ModelRow], *, seconds: float, versions: dict[str,
         "Each model is a tiny scaled-down version of a real architecture (`fsdpcfg assets list`: the real "
         "`config.json`, or where the project has none the transformers config class's own defaults (the *real "
         "config* column then names the class, e.g. `Gemma2Config()`), scaled to 2 layers and hidden size 64, random "
-        "weights, the real tokenizer or a stated stand-in), run through the doctor's stages with recipe `qwen_grpo` on the CPU: 0 static check, 1 load, "
+        "weights, the real tokenizer or a stated stand-in), run through the doctor's stages with recipe "
+        "`qwen_grpo` on the CPU: 0 static check, 1 load, "
         "2 patches vs the unpatched model, 3 SFT steps (native SFT trainer), 4 two GRPO steps with the `hf` "
         "rollout adapter (two weight synchronisations), 5 actor vs rollout log-probs after a third "
         "synchronisation and a checkpoint save/reload. Stages 3-5 run in one torchrun of 2 ranks (gloo) per "
-        f"model, for the engines {', '.join(names)} (LoRA rank 8 on fsdp2, GRPO stages only). A model stops at its first failing "
+        f"model, for the engines {', '.join(names)} (LoRA rank 8 on fsdp2, GRPO stages only). "
+        "A model stops at its first failing "
         "stage. *Conditions* are what the static check required and the matrix then set (the recipe alone "
         "would stop there). Random weights mean the rewards and losses say nothing about quality: these are "
         "plumbing checks.", "",
@@ -186,9 +188,9 @@ def render_markdown(rows: list[ModelRow], *, seconds: float, versions: dict[str,
         rep = r.report
         if rep is None:
             continue
-        load = next((x for x in rep.results if x.stage == 1), None)
+        loaded = next((x for x in rep.results if x.stage == 1), None)
         lines.append(f"- **{r.asset}** ({rep.seconds:.0f} s): "
-                     + (load.detail + "." if load is not None and load.status == PASS else "")
+                     + (loaded.detail + "." if loaded is not None and loaded.status == PASS else "")
                      + (f" Stopped at {_stopped(rep)}" if rep.failure else " All stages passed."))
     from fsdpcfg.doctor.claims import render_claims
 
@@ -257,7 +259,9 @@ def run_matrix(*, models: list[str] | None = None, output: Path | None = None, t
     for n in names:
         t = time.perf_counter()
         rows.append(run_model(n, timeout=timeout, echo=echo))
-        echo(f"{n}: {'ok' if rows[-1].report.ok else 'stopped: ' + _stopped(rows[-1].report)} "
+        rep = rows[-1].report
+        verdict = "not run" if rep is None else "ok" if rep.ok else "stopped: " + _stopped(rep)
+        echo(f"{n}: {verdict} "
              f"({time.perf_counter() - t:.0f}s)")
     text = render_markdown(rows, seconds=time.perf_counter() - t0, versions=versions(),
                            date=time.strftime("%Y-%m-%d"))

@@ -108,7 +108,7 @@ class Report:
         f = self.failure
         return {"model": self.model, "recipe": self.recipe, "overrides": list(self.overrides), "ok": self.ok,
                 "stopped_at": None if f is None else {"stage": f.stage, "name": f.name, "variant": f.variant,
-                                                      **f.failure.to_json()},
+                                                      **(f.failure.to_json() if f.failure else {})},
                 "conditions": list(self.conditions), "sft_path": self.sft_path, "seconds": round(self.seconds, 2),
                 "stages": [r.to_json() for r in self.results],
                 "not_run": [STAGES[s][0] for s in STAGES if self.status_of(s) == NOT_RUN]}
@@ -126,7 +126,7 @@ def render_table(report: Report) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [f"fsdpcfg doctor: {report.model}" + (f" (recipe {report.recipe})" if report.recipe else "")]
     for i, row in enumerate(rows):
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + row[4])
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)) + "  " + row[4])
         if i == 0:
             lines.append("  " + "  ".join("-" * w for w in widths) + "  " + "-" * 6)
     if report.conditions:
@@ -137,10 +137,12 @@ def render_table(report: Report) -> str:
     if f is None:
         lines.append(f"OK: every stage passed ({report.seconds:.1f}s)")
     else:
+        why = f.failure
+        assert why is not None  # a FAIL result always carries its Failure (StageResult's contract)
         lines.append(f"FAILED at stage {f.stage} {f.name}" + (f" [{f.variant}]" if f.variant else "")
-                     + f"; boundary: {f.failure.boundary}")
-        lines.append(f"  {f.failure.error_type + ': ' if f.failure.error_type else ''}{f.failure.message}")
-        lines.append(f"  -> {f.failure.fix}")
+                     + f"; boundary: {why.boundary}")
+        lines.append(f"  {why.error_type + ': ' if why.error_type else ''}{why.message}")
+        lines.append(f"  -> {why.fix}")
     return "\n".join(lines)
 
 

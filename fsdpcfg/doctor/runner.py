@@ -1,9 +1,10 @@
 """Run the doctor's stages, cheapest first, and stop at the first failure.
 
 Stages 0-2 run in this process (stage 0 imports no torch); stages 3-5 run in one torchrun launch of
-:mod:`fsdpcfg.doctor.worker` with 2 ranks (gloo on the CPU; NCCL with one rank per GPU, at most 2, on CUDA), for every engine variant, so torchrun's start-up is
-paid once. The worker's per-rank event files are merged here: a stage fails when any rank failed it, and a stage
-that started but never reported (a crash, a hang past ``timeout``) fails with the end of torchrun's output.
+:mod:`fsdpcfg.doctor.worker` with 2 ranks (gloo on the CPU; NCCL with one rank per GPU, at most 2, on CUDA), for every
+engine variant, so torchrun's start-up is paid once. The worker's per-rank event files are merged here: a stage fails
+when any rank failed it, and a stage that started but never reported (a crash, a hang past ``timeout``) fails with the
+end of torchrun's output.
 """
 
 from __future__ import annotations
@@ -108,11 +109,11 @@ def run_doctor(overrides: list[str], *, variants: list[Variant] | None = None, s
             return done()
         spec = {"device": cfg["trainer"]["device"], "backend": "nccl" if cfg["trainer"]["device"] == "cuda" else "gloo",
                 "out": str(work), "world": world, "sft": [], "grpo": []}
-        for e in sft_engines:
+        for engine in sft_engines:
             try:
-                spec["sft"].append({"variant": e, "cfg": sft_config(cfg, e, work, world)})
+                spec["sft"].append({"variant": engine, "cfg": sft_config(cfg, engine, work, world)})
             except ConfigError as err:
-                add(_config_failure(err, 3, e))
+                add(_config_failure(err, 3, engine))
                 return done()
         for v in variants:
             try:
@@ -212,6 +213,6 @@ def merge_rank_events(ranks: list[list[dict]], *, returncode: int | None, timed_
     if not order and returncode != 0:
         merged.append(StageResult(3, "", FAIL, 0.0, "", failure=Failure(
             CONFIG, f"torchrun did not start the doctor's worker (exit code {returncode}): {last_line}",
-            "check that torch.distributed works here (python -m torch.distributed.run --help) and that no other "
-            "process holds the rendezvous port", error_type="LaunchError")))
+            "check that torch.distributed works here (python -m torch.distributed.run --help) "
+            "and that no other process holds the rendezvous port", error_type="LaunchError")))
     return merged

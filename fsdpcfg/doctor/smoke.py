@@ -1,11 +1,11 @@
 """The small configs the distributed stages run: the user's run, shrunk to a smoke test, one per engine/variant.
 
-GRPO (stages 4-5): the user's composed config with batch sizes shrunk (2 prompts x 2 samples, 8 response tokens,
-micro batches of 2), 2 steps, 2 ranks on the CPU (one per GPU, at most 2, on CUDA: :func:`world_for`), the run and checkpoint folders in the doctor's work
-folder, and ``actor_rollout_ref.actor.strategy`` (hence ref/rollout strategies, which interpolate it) set to the
-variant's engine, and the reward replaced by :mod:`fsdpcfg.doctor.smoke_reward` (scores with spread, so that the
-update has a gradient). Everything else (model, trust_remote_code, external_lib, patches, dtypes, wrap policy, rollout,
-algorithm, optimizer) stays as the user configured it.
+GRPO (stages 4-5): the user's composed config with batch sizes shrunk (2 prompts x 2 samples, 8 response tokens, micro
+batches of 2), 2 steps, 2 ranks on the CPU (one per GPU, at most 2, on CUDA: :func:`world_for`), the run and checkpoint
+folders in the doctor's work folder, and ``actor_rollout_ref.actor.strategy`` (hence ref/rollout strategies, which
+interpolate it) set to the variant's engine, and the reward replaced by :mod:`fsdpcfg.doctor.smoke_reward` (scores with
+spread, so that the update has a gradient). Everything else (model, trust_remote_code, external_lib, patches, dtypes,
+wrap policy, rollout, algorithm, optimizer) stays as the user configured it.
 
 SFT (stage 3): the shipped ``qwen_sft`` recipe (verl's sft_trainer_engine layout) with the run's model settings
 (path, tokenizer, remote code, external_lib, chat template, LoRA, gradient checkpointing) and engine settings
@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import OmegaConf
 
@@ -119,7 +119,7 @@ def grpo_config(composed, variant: Variant, work: Path, world: int = WORLD) -> d
     _set(tree, "fsdpcfg.run_dir", str(folder))
     if variant.lora and not (OmegaConf.select(tree, "actor_rollout_ref.model.lora_rank") or 0):
         _set(tree, "actor_rollout_ref.model.lora_rank", LORA_RANK)
-    cfg = OmegaConf.to_container(tree, resolve=True)
+    cfg = cast("dict[str, Any]", OmegaConf.to_container(tree, resolve=True))  # a DictConfig gives a str-keyed dict
     make_plan(cfg)
     return cfg
 

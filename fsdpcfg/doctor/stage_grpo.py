@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from unittest import mock
 
 from fsdpcfg.doctor.boundaries import STATE, TRANSFER, Failure, failure_from_exception
 from fsdpcfg.doctor.report import FAIL, PASS, StageResult
@@ -43,12 +44,11 @@ def run_grpo(cfg: dict, variant: str, steps: int = 2):
             data.setdefault("tensors_per_sync", []).append(n)
             return n
 
-        trainer.sync_weights = fingerprinted_sync
-        for step in range(1, steps + 1):
-            m = trainer.step(step)
-            data["steps"].append({k: m[k] for k in ("critic/score/mean", "actor/pg_loss", "actor/grad_norm",
-                                                    "response_length/mean") if k in m})
-        trainer.sync_weights = sync
+        with mock.patch.object(trainer, "sync_weights", fingerprinted_sync):  # restored on the way out
+            for step in range(1, steps + 1):
+                m = trainer.step(step)
+                data["steps"].append({k: m[k] for k in ("critic/score/mean", "actor/pg_loss", "actor/grad_norm",
+                                                        "response_length/mean") if k in m})
     except Exception as e:
         return StageResult(4, variant, FAIL, time.perf_counter() - t, "",
                            failure=failure_from_exception(e, STATE), data=data), None
@@ -57,7 +57,7 @@ def run_grpo(cfg: dict, variant: str, steps: int = 2):
     data["replica_moved"] = len(fps) > 1 and fps[-1] != fps[0]
     norms = [s.get("actor/grad_norm", 0.0) for s in data["steps"]]
     detail = (f"{steps} optimizer steps, {len(fps)} syncs ({data['tensors_per_sync'][-1]} tensors), score "
-              f"{', '.join('%.2f' % s.get('critic/score/mean', 0.0) for s in data['steps'])}, grad norm "
+              f"{', '.join(format(s.get('critic/score/mean', 0.0), '.2f') for s in data['steps'])}, grad norm "
               f"{', '.join(f'{g:.3g}' for g in norms)}, replica "
               + ("changed between syncs" if data["replica_moved"] else "unchanged between syncs"))
     if not all(math.isfinite(g) for g in norms) or not any(g > 0 for g in norms):

@@ -33,7 +33,7 @@ def _optimizer_sums(optimizer) -> list[float]:
     out = []
     for group in optimizer.param_groups:
         for p in group["params"]:
-            for k, v in sorted(optimizer.state.get(p, {}).items()):
+            for _k, v in sorted(optimizer.state.get(p, {}).items()):
                 if hasattr(v, "double"):
                     v = v.to_local() if isinstance(v, DTensor) else v
                     out.append(float(v.double().sum()))
@@ -105,7 +105,7 @@ def run_match(trainer, cfg: dict, variant: str, step: int = 2) -> StageResult:
         ck_diff = _all_max(max_masked_diff(actor_lp, re_lp, out.response_mask))
         ckpt.load_checkpoint(folder, trainer.actor, trainer.optimizer, trainer.scheduler)
         opt_after = _optimizer_sums(trainer.optimizer)
-        opt_same = len(opt_before) == len(opt_after) and all(a == b for a, b in zip(opt_before, opt_after))
+        opt_same = len(opt_before) == len(opt_after) and all(a == b for a, b in zip(opt_before, opt_after, strict=True))
         opt_same = _all_max(0.0 if opt_same else 1.0) == 0.0
         data.update(checkpoint=str(folder), checkpoint_max_abs_diff=ck_diff, checkpoint_tolerance=ck_tol,
                     bad_keys=bad_keys, optimizer_state_restored=opt_same, world=world)

@@ -13,13 +13,16 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import yaml
 
 from fsdpcfg import paths
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.plan import Plan, make_plan, torchrun_command
+
+if TYPE_CHECKING:
+    from fsdpcfg.train.sft.plan import SftPlan
 from fsdpcfg.plan._plan import format_command
 
 #: file in the run folder where a worker reports a ConfigError (read back by :func:`launch_native`).
@@ -120,7 +123,7 @@ def require_data(cfg: dict[str, Any]) -> None:
                               "shipped set (data=gsm8k, data=arith)")
 
 
-def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: bool = False,
+def launch_native(cfg: dict[str, Any], *, plan: Plan | SftPlan | None = None, dry_run: bool = False,
                   echo: Callable[[str], None] = print, composed: Any = None,
                   run_info: dict[str, Any] | None = None) -> int:
     """Start the native loop on the resolved config ``cfg`` and return torchrun's exit code (0 for a dry run).
@@ -179,7 +182,7 @@ def launch_native(cfg: dict[str, Any], *, plan: Plan | None = None, dry_run: boo
     return rc
 
 
-def _show_command(cfg: dict[str, Any], plan: Plan, config_path: Path, echo: Callable[[str], None]) -> list[str]:
+def _show_command(cfg: dict[str, Any], plan: Plan | SftPlan, config_path: Path, echo: Callable[[str], None]) -> list[str]:
     """Print the run folder and the torchrun command on ``config_path``; return the command."""
     cmd = torchrun_command(plan, str(config_path))
     if cfg["fsdpcfg"].get("kind") == "sft":  # the native SFT trainer's entry instead of the GRPO loop's

@@ -136,7 +136,7 @@ def _merge_raw(raw: Any, resolved: Any, known: frozenset[str]) -> Any:
                 for k, v in raw.items()}
     if isinstance(raw, list):
         res = resolved if isinstance(resolved, list) and len(resolved) == len(raw) else [None] * len(raw)
-        return [_merge_raw(a, b, known) for a, b in zip(raw, res)]
+        return [_merge_raw(a, b, known) for a, b in zip(raw, res, strict=True)]
     if isinstance(raw, str) and "${" in raw and _keep_interpolation(raw, known):
         return raw
     return resolved
@@ -356,6 +356,7 @@ def require_valid(composed: Any) -> list[Any]:
     Raises:
         ConfigError: the first error, with the number of further errors (``fsdpcfg check`` lists them all).
     """
+    check_config: Callable[[Any], list[Any]] | None
     try:
         from fsdpcfg.check import check_config
     except ImportError:

@@ -72,7 +72,7 @@ def _copy_package_files(tree: dict[str, Any], files_dir: Path) -> dict[str, Any]
         if not any(srcs):
             continue
         names = []
-        for x, src in zip(values, srcs):
+        for x, src in zip(values, srcs, strict=True):
             if src is None:
                 names.append(x)
                 continue

@@ -17,7 +17,7 @@ import os
 import shlex
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from fsdpcfg.errors import ConfigError
 
@@ -69,6 +69,14 @@ class Described:
     def describe(self) -> str:
         """Return a few lines a person reads before a run starts (``name: value = derivation``)."""
         return "\n".join(f"  {k}: {v}" for k, v in self.derivations.items())
+
+
+class Layout(Protocol):
+    """What :func:`torchrun_command` reads of a plan: torchrun's node and per-node process counts (the GRPO
+    :class:`Plan` and the SFT plan both have them)."""
+
+    nnodes: int
+    nproc_per_node: int
 
 
 @dataclass
@@ -224,7 +232,7 @@ def total_training_steps(cfg: dict, num_train_prompts: int) -> int:
     return _pos_int(cfg, "trainer.total_epochs") * per_epoch
 
 
-def torchrun_command(plan: Plan, config_path: str, *, python: str | None = None,
+def torchrun_command(plan: Layout, config_path: str, *, python: str | None = None,
                      rdzv_endpoint: str | None = None) -> list[str]:
     """Return the torchrun command line that runs ``python -m fsdpcfg.train <config_path>`` on every rank.
 

@@ -103,7 +103,7 @@ class MemoryEstimate:
     @property
     def peak_phase(self) -> str:
         """The phase that sets the peak."""
-        return max(self.phases, key=self.phases.get)
+        return max(self.phases, key=lambda phase: self.phases[phase])
 
     def describe(self) -> str:
         """Lines for the DERIVED NUMBERS section of ``fsdpcfg check`` (GiB, per rank)."""
@@ -142,7 +142,7 @@ def read_model_config(cfg: dict) -> dict | None:
 
     path = _get(cfg, "actor_rollout_ref.model.path")
     info = inspect_model(path, _get(cfg, "actor_rollout_ref.model.tokenizer_path"))
-    config = info.config
+    config = info.config if info is not None else None  # None: model.path not set
     if config is None and isinstance(path, str) and path.count("/") == 1:  # a hub id: the copy shipped with fsdpcfg
         shipped = Path(__file__).resolve().parents[1] / "data" / "model_configs"
         for d in (path.replace("/", "__"), path.replace("/", "__") + "__resaved"):

@@ -88,8 +88,11 @@ def load_reward_fn(cfg_reward: Mapping[str, Any]) -> RewardFn:
         raise ConfigError("reward function file not found", key=f"{key}.path", value=str(path),
                           fix="point it at an existing .py file, or set it to null for the built-in rewards")
     module_name = f"fsdpcfg_custom_reward_{abs(hash(str(file.resolve())))}"
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    if spec is None or spec.loader is None:  # not a .py file: no loader knows the suffix
+        raise ConfigError(f"the reward function file {file.name} is not a Python file (.py)", key=f"{key}.path",
+                          value=str(path), fix="point it at a .py file that defines the function")
     try:
-        spec = importlib.util.spec_from_file_location(module_name, file)
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
         spec.loader.exec_module(module)

@@ -82,6 +82,7 @@ def mini_vs_train(ctx: Context) -> Iterable[Finding]:
         return
     t, n = tn
     for r in _update_roles(ctx):
+        assert r.mini is not None  # _update_roles keeps the roles that have a mini batch
         m = num(val(ctx, r.mini))
         if m is None or m < 1:
             if m is not None:
@@ -176,6 +177,7 @@ def normalised_mini(ctx: Context) -> Iterable[Finding]:
         return
     t, n = tn
     for r in _update_roles(ctx):
+        assert r.mini is not None  # _update_roles keeps the roles that have a mini batch
         m, dp = num(val(ctx, r.mini)), _dp(ctx, r)
         if not m or m < 1 or dp is None or m > t:
             continue

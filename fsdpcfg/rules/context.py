@@ -59,6 +59,10 @@ class Context:
     def __init__(self, composed: "Composed", cfg: dict[str, Any]) -> None:
         self.composed = composed
         self.cfg = cfg
+        #: dotted key -> why its interpolation failed; those keys are left out of ``cfg`` (set by ``check_config``)
+        self.unresolved: dict[str, str] = {}
+        #: keys whose value an interpolation derived (set by ``check_config``, read by the schema rules)
+        self.derived: frozenset[str] = frozenset()
 
     # -- values ---------------------------------------------------------------------------------------
     def get(self, key: str, default: Any = None) -> Any:

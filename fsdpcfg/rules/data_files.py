@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator
 from fsdpcfg import datafiles
 from fsdpcfg.rules._common import flag, num
 from fsdpcfg.rules.context import Context
-from fsdpcfg.rules.finding import Finding
+from fsdpcfg.rules.finding import Finding, Severity
 from fsdpcfg.rules.registry import rule
 
 KEY = "data.train_files"
@@ -187,7 +187,7 @@ def chat_rows(ctx: Context) -> Iterable[Finding]:
             why = _message_problem(row[col])
             if why is not None:
                 plain = isinstance(row[col], str)
-                sev = "warning" if plain and ctx.launcher == "native" and not _sft(ctx) else "error"
+                sev: Severity = "warning" if plain and ctx.launcher == "native" and not _sft(ctx) else "error"
                 yield ctx.finding("FC412", [ck, key], f"{key}: row {i} of {head.path}: {col!r} is {why}"
                                   + (" (the native loader wraps it as one user message; verl fails on it)"
                                      if sev == "warning" else ""),

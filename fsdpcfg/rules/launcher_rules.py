@@ -61,7 +61,7 @@ def native_unsupported_key(ctx: "Context") -> Iterator["Finding"]:
     (``${...}``) are reported on the key they copy. Source: DESIGN.md "no silent no-ops"."""
     if ctx.launcher != "native":
         return
-    derived = getattr(ctx, "derived", frozenset())
+    derived = ctx.derived
     for key, why in K.NATIVE_UNSUPPORTED.items():
         if key in derived or not ctx.is_set(key):
             continue

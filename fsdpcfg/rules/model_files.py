@@ -175,7 +175,7 @@ def inspect_model(path: Any, tokenizer_path: Any = None) -> ModelInfo | None:
         if info.config_problems:
             info.status = "bad_config"
     info.generation_config = _read_json(folder / "generation_config.json", info)
-    tfolder = folder
+    tfolder: Path | None = folder
     if isinstance(tokenizer_path, str) and tokenizer_path.strip():
         tf, texists = _local_folder(tokenizer_path)
         tfolder = tf if texists else None

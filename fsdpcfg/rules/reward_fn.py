@@ -50,7 +50,7 @@ def _signature(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Signature:
     pos = [*a.posonlyargs, *a.args]
     pos_defaults = len(a.defaults)
     required = {p.arg for p in pos[:len(pos) - pos_defaults]}
-    required |= {p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None}
+    required |= {p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is None}
     names = {p.arg for p in [*a.args, *a.kwonlyargs]}
     return Signature(frozenset(names), frozenset(required), a.kwarg is not None, tuple(p.arg for p in a.posonlyargs))
 

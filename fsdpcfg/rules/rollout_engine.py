@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from fsdpcfg.rules._common import A, engine_rollout, flag, num, rollout_name, src, val
 from fsdpcfg.rules.context import Context
-from fsdpcfg.rules.finding import Finding
+from fsdpcfg.rules.finding import Finding, Severity
 from fsdpcfg.rules.model_rules import _model, arch_table
 from fsdpcfg.rules.registry import rule
 
@@ -80,7 +80,8 @@ def context_length(ctx: Context) -> Iterable[Finding]:
                 f"({how}, {ctx.get(f'{A}.model.path')})",
                 f"lower them to a total <= {limit}, or extend the context with rope scaling via "
                 f"{A}.model.override_config (e.g. +{A}.model.override_config.rope_scaling={{rope_type: yarn, "
-                f"factor: {-(-(p + q) // limit)}, original_max_position_embeddings: {limit}}}) if the model supports it",
+                f"factor: {-(-(p + q) // limit)}, original_max_position_embeddings: {limit}}}) "
+                "if the model supports it",
                 derivation=f"{p + q} = {p} + {q}; limit = {how}")
         if mml and mml > limit and engine_rollout(ctx):
             yield ctx.finding("FC501", [mk], f"{mk} = {mml} exceeds the model's {how}",
@@ -196,7 +197,7 @@ def load_format(ctx: Context) -> Iterable[Finding]:
           f"{', '.join(be['load_formats'])})"
     if legacy:
         msg += f"; '{lf}' is a pre-0.5 verl name"
-    sev = "warning" if be.get("load_formats_extensible") and not legacy else "error"
+    sev: Severity = "warning" if be.get("load_formats_extensible") and not legacy else "error"
     yield ctx.finding("FC505", [key], msg + (" unless a vLLM plugin registers it" if sev == "warning" else ""),
                       f"set {key}={legacy or 'dummy'} (dummy: random init, verl syncs the real weights before the "
                       "first rollout)", severity=sev)

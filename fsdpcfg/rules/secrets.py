@@ -26,7 +26,6 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from omegaconf import OmegaConf
 
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
@@ -136,7 +135,7 @@ def literal_secret(ctx: Context) -> Iterable[Finding]:
     Source: fsdpcfg's run-folder policy (saved configs never hold a secret); wandb and huggingface_hub read
     ``WANDB_API_KEY``/``HF_TOKEN`` from the environment; issue 14 item 1.
     """
-    raw = OmegaConf.to_container(ctx.composed.cfg, resolve=False)
+    raw = ctx.composed.to_container(resolve=False)
     for key, value in literal_secrets(raw).items():
         parts = key.split(".")
         leaf = parts[-1] if is_secret_key(key) or len(parts) < 2 else "_".join(parts[-2:])  # model.path: MODEL_PATH
@@ -145,8 +144,8 @@ def literal_secret(ctx: Context) -> Iterable[Finding]:
         url = URL_USERINFO.search(value)
         if url and not url.group("pw").startswith("$"):
             what = "a URL with a password in it"
-            fix = (f"export {name}_PASSWORD=... in the environment and write the URL as "
-                   f"{URL_USERINFO.sub(lambda m: m.group('head') + '${oc.env:' + name + '_PASSWORD}@', value, 1)}")
+            as_ref = URL_USERINFO.sub(r"\g<head>${oc.env:" + name + "_PASSWORD}@", value, 1)
+            fix = f"export {name}_PASSWORD=... in the environment and write the URL as {as_ref}"
         else:
             shaped = secret_shapes(value, key)
             what = f"a literal secret {_mask(value)}" + (" (the shape of an issued token)" if shaped else "")

@@ -327,11 +327,14 @@ def _teachers(ctx: Context) -> list[str]:
 def _replica(ctx: Context, name: str) -> int | None:
     """GPUs of one replica of teacher ``name``: inference TP x DP x PP (an unset size is 1, RolloutConfig's
     default); ``None`` when a size is not a whole number."""
-    sizes = []
+    sizes: list[int] = []
     for k in ("tensor_model", "data", "pipeline_model"):
         raw = val(ctx, f"{TM}.{name}.inference.{k}_parallel_size")
-        sizes.append(1 if raw is None else num(raw))
-    return None if any(s is None or s < 1 for s in sizes) else sizes[0] * sizes[1] * sizes[2]
+        s = 1 if raw is None else num(raw)
+        if s is None or s < 1:
+            return None
+        sizes.append(s)
+    return sizes[0] * sizes[1] * sizes[2]
 
 
 @rule("FC682", "on-policy distillation: loss settings, teacher entries and the teacher pool size",
@@ -377,7 +380,7 @@ def distillation(ctx: Context) -> Iterable[Finding]:
                               f"set {D}.nnodes / {D}.n_gpus_per_node to a non-zero multiple of {per}")
         return
     keys = [val(ctx, f"{TM}.{n}.key") for n in teachers]
-    for n, k in zip(teachers, keys):
+    for n, k in zip(teachers, keys, strict=True):
         if k is None:
             yield ctx.finding("FC682", [f"{TM}.{n}.key"], f"{TM}.{n}.key is not set (several teachers are routed "
                               f"by {D}.teacher_key)", f"set {TM}.{n}.key to the data source it teaches")
@@ -386,8 +389,9 @@ def distillation(ctx: Context) -> Iterable[Finding]:
         yield ctx.finding("FC682", [f"{TM}.{teachers[0]}.key"], f"two teachers share the key {', '.join(dup)}",
                           "give each teacher its own key")
     sizes = [(num(val(ctx, f"{TM}.{n}.num_replicas")), _replica(ctx, n)) for n in teachers]
-    if pool is not None and all(r is not None and p is not None for r, p in sizes):
-        total = sum(r * p for r, p in sizes)
+    known = [(r, p) for r, p in sizes if r is not None and p is not None]
+    if pool is not None and len(known) == len(sizes):
+        total = sum(r * p for r, p in known)
         if total != pool:
             yield ctx.finding("FC682", [f"{D}.n_gpus_per_node", f"{D}.nnodes"], f"the teachers need {total} GPUs "
                               f"(num_replicas x TP x DP x PP, summed), the pool has {pool} ({D}.n_gpus_per_node {g} "

@@ -20,6 +20,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Callable, TextIO
 
 from fsdpcfg.rules.secrets import (TOKEN_SHAPES, URL_USERINFO, env_reference, is_secret_key, is_secret_name,
@@ -47,11 +48,11 @@ def register(value: Any, env_name: str | None = None) -> None:
             _KNOWN[form] = env_name
 
 
-def register_environment(environ: dict[str, str] | None = None) -> None:
+def register_environment(environ: Mapping[str, str] | None = None) -> None:
     """Register the value of every secret-named variable of ``environ`` (default ``os.environ``:
     :func:`fsdpcfg.rules.secrets.is_secret_name`) and every variable whose value has a token's shape."""
-    environ = os.environ if environ is None else environ
-    for name, value in environ.items():
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    for name, value in env.items():
         if (name, value) in _env_seen:
             continue
         _env_seen.add((name, value))
@@ -59,19 +60,19 @@ def register_environment(environ: dict[str, str] | None = None) -> None:
             register(value, name)
 
 
-def register_config(raw: dict[str, Any], environ: dict[str, str] | None = None) -> None:
+def register_config(raw: dict[str, Any], environ: Mapping[str, str] | None = None) -> None:
     """Register the secrets of the unresolved config ``raw``: the value of each ``${oc.env:NAME}`` that a
     secret-named key uses (or whose NAME is secret-named, or whose value has a token's shape), read from
     ``environ`` (default ``os.environ``); the literal value of each secret-named key; every token-shaped part of
     a literal. Nothing is resolved and nothing raises."""
-    environ = os.environ if environ is None else environ
+    env: Mapping[str, str] = os.environ if environ is None else environ
     for key, value in flatten(raw).items():
         for v in value if isinstance(value, list) else [value]:
             if not isinstance(v, str) or not v:
                 continue
             refs = _ENV_REF.findall(v)
             for name in refs:
-                env_value = environ.get(name)
+                env_value = env.get(name)
                 if env_value and (is_secret_key(key) or is_secret_name(name) or secret_shapes(env_value, key)
                                   or URL_USERINFO.search(v)):
                     register(env_value, name)
@@ -183,11 +184,6 @@ def write_private(path: str | Path, text: str, *, mode: int | None = None) -> Pa
     from fsdpcfg.paths import atomic_write_text
 
     return atomic_write_text(path, scrub_text(text), mode=mode)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return path
 
 
 class _ScrubbingStream(io.TextIOBase):

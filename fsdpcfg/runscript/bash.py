@@ -33,7 +33,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from typing import Iterable, Mapping, Optional
+from typing import Iterable, Mapping, Optional, Sequence
 
 from fsdpcfg.runscript.expand import Expander, _concat
 from fsdpcfg.runscript.words import (
@@ -233,7 +233,7 @@ class _Evaluator(Expander):
             return self.statement(right, st)
         return s
 
-    def branches(self, node, st: _State, bodies: list[tuple[object, str]], include_none: bool) -> None:
+    def branches(self, node, st: _State, bodies: Sequence[tuple[object, str]], include_none: bool) -> None:
         """Read each of ``bodies`` (maybe run) from a copy of ``st``; then merge: a variable set differently
         by the paths that go on is unknown; when every path exits, the script exits."""
         outcomes: list[_State] = []
@@ -304,7 +304,9 @@ class _Evaluator(Expander):
         clauses.append((cond, body))
         for c in node.named_children:
             if c.type == "elif_clause":
-                ccond, cbody, m = [], [], "cond"
+                ccond: list = []
+                cbody: list = []
+                m = "cond"
                 for x in c.children:
                     if x.type == "then":
                         m = "body"
@@ -314,21 +316,22 @@ class _Evaluator(Expander):
             elif c.type == "else_clause":
                 clauses.append((None, [x for x in c.named_children]))
         pending: list[tuple[object, str]] = []
-        for ccond, cbody in clauses:
-            if ccond is None:
+        for maybe_cond, cbody in clauses:
+            if maybe_cond is None:
                 status: Optional[bool] = True
             else:
-                status = self.block(ccond, st) if not pending else None
+                status = self.block(maybe_cond, st) if not pending else None
             if pending:
                 # an earlier condition could not be known: this clause is one more maybe-branch
-                what = "else" if ccond is None else f"`{' '.join(self.text(x) for x in ccond)[:60]}`"
+                what = "else" if maybe_cond is None else f"`{' '.join(self.text(x) for x in maybe_cond)[:60]}`"
                 pending.append((cbody, f"line {self.line(node)}: in the branch {what} of an `if` the check "
                                        "cannot decide"))
                 continue
             if status is True:
                 return self.block(cbody, st)
             if status is None:
-                text = " ".join(self.text(x) for x in ccond)[:80]
+                assert maybe_cond is not None  # an `else` (no condition) has status True
+                text = " ".join(self.text(x) for x in maybe_cond)[:80]
                 self.note(node, "condition", f"the condition `{text}` cannot be known without running the shell; "
                                              "every branch was read, and a value the branches set differently is "
                                              "not known after the `if`")
@@ -605,7 +608,7 @@ def _merge_arrays(values: list[list[Word]], reason: str) -> list[Word]:
         finals = [{key(w): w for w in v} for v in values]
         order: list[str] = []
         for v in values:
-            order += [k for k in (key(w) for w in v) if k not in order]
+            order += [k for k in (key(w) for w in v) if k is not None and k not in order]
         out = []
         for k in order:
             ws = [f.get(k) for f in finals]

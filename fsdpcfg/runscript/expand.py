@@ -17,6 +17,15 @@ class Expander:
     """Expansion methods of the evaluator; it sets ``src``, ``environ``, ``extra``, ``script_path``, ``notes``,
     ``env_used``, ``uses_args`` and ``in_test``."""
 
+    src: bytes
+    environ: dict[str, str]
+    extra: list[str]
+    script_path: str
+    notes: list[Note]
+    env_used: dict[str, tuple[str, int]]
+    uses_args: bool
+    in_test: bool
+
     # ---- helpers ---------------------------------------------------------------------------------------
     def text(self, node) -> str:
         return self.src[node.start_byte:node.end_byte].decode(errors="replace")
@@ -256,6 +265,7 @@ class Expander:
         is_null = not vals or (len(vals) == 1 and vals[0].known and vals[0].text == "")
         if op in (":-", "-", ":=", "=", ":+", "+", ":?", "?"):
             if unknown_val and not (st.args is None and name.isdigit() and op in (":-", "-", ":=", "=")):
+                assert vals is not None  # unknown_val implies a value
                 return [_F(text, vals[0].unknown)]
             if st.args is None and name.isdigit():
                 is_set, is_null = False, True  # not given: as `bash run.sh` with no arguments
@@ -268,9 +278,11 @@ class Expander:
                 if use_default:
                     self.note(node, "exit", f"`{text}`: the script stops here because `{name}` is not set")
                     raise _Exit("1")
+                assert vals is not None  # not use_default: the variable is set
                 fs = [_F(w.text, w.unknown, w.env, w.line, w.cli) for w in vals]
                 return self.split(fs, quoted, all_elements)
             if not use_default:
+                assert vals is not None  # not use_default: the variable is set
                 fs = [_F(w.text, w.unknown, w.env, w.line, w.cli) for w in vals]
                 return self.split(fs, quoted, all_elements)
             d = self.operand(operand_nodes, node, st)
@@ -278,6 +290,7 @@ class Expander:
                 st.vars[name] = [Word(d.text, self.line(node), d.unknown, d.env)]
             return self.split([d], quoted, False)
         if unknown_val:
+            assert vals is not None  # unknown_val implies a value
             return [_F(text, vals[0].unknown)]
         fs = [_F(w.text, w.unknown, w.env, w.line, w.cli) for w in (vals or [Word("", 0)])]
         out = []
@@ -380,10 +393,10 @@ class Expander:
         if name == "dirname" and len(args) == 1:
             return _F(os.path.dirname(args[0].rstrip("/")) or ".", (), env)
         if name == "basename" and len(args) in (1, 2):
-            b = os.path.basename(args[0].rstrip("/"))
-            if len(args) == 2 and b.endswith(args[1]) and b != args[1]:
-                b = b[:-len(args[1])]
-            return _F(b, (), env)
+            base = os.path.basename(args[0].rstrip("/"))
+            if len(args) == 2 and base.endswith(args[1]) and base != args[1]:
+                base = base[:-len(args[1])]
+            return _F(base, (), env)
         if (name == "realpath" and len(args) == 1) or (name == "readlink" and args[:1] == ["-f"] and len(args) == 2):
             return _F(os.path.abspath(args[-1]), (), env)
         return unknown

@@ -87,7 +87,10 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
     kind = vc.kind
     notes: list[Finding] = []
     lines: dict[str, str] = {}
-    where = lambda w: "command line" if w.cli else f"{script}:{w.line}"
+
+    def where(w: Word) -> str:
+        return "command line" if w.cli else f"{script}:{w.line}"
+
     config, extra_groups, file_items = _config_choice(vc, script, label, notes)
     user: list[str] = []
     unknown: list[tuple[Word, str]] = []
@@ -253,13 +256,16 @@ def _config_choice(vc: VerlCommand, script: Path, label: str,
     path_word = vc.hydra.get("config_path") or vc.hydra.get("config_dir")
     if name_word is None and path_word is None:
         return default, (), []
-    name = config_name_of(vc)
+    # no --config-name: @hydra.main's own config_name (verl's default config), searched in --config-path
+    name = config_name_of(vc) if name_word is not None else default
     if name is None:
+        assert name_word is not None  # config_name_of is None only for a given but unknown name
         notes.append(Finding("FC124", "info", [], f"{label}: --config-name={name_word.text} (line {name_word.line}) "
                              f"cannot be known ({'; '.join(name_word.unknown)}); the check uses verl's {default}",
                              "write the config name in the script"))
         return default, (), []
     if path_word is None:
+        assert name_word is not None  # both None returned above
         if name in CONFIG_NAMES:
             return _named(name, default, label, name_word, notes)
         notes.append(Finding("FC124", "info", [], f"{label}: --config-name={name} (line {name_word.line}) is not one "
@@ -291,10 +297,12 @@ def _config_choice(vc: VerlCommand, script: Path, label: str,
     return _config_file(f, default, label, notes)
 
 
-def _named(name: str, default: str, label: str, word: Word, notes: list[Finding]) -> tuple[str, tuple[str, ...], list]:
+def _named(name: str, default: str, label: str, word: Word | None,
+           notes: list[Finding]) -> tuple[str, tuple[str, ...], list]:
     _kind, groups = CONFIG_NAMES[name]
     if groups:
-        notes.append(Finding("FC124", "info", [], f"{label}: --config-name={name} (line {word.line}) is checked as "
+        where = f" (line {word.line})" if word is not None else ""
+        notes.append(Finding("FC124", "info", [], f"{label}: --config-name={name}{where} is checked as "
                              f"{' '.join(groups)}", "nothing to do"))
     return (name if name in _reference_configs() else default), groups, []
 
@@ -328,7 +336,8 @@ def _config_file(f: Path, default: str, label: str, notes: list[Finding]) -> tup
         return default, (), []
     if not isinstance(data, dict):
         return default, (), []
-    config, groups, others = default, (), []
+    config, others = default, []
+    groups: tuple[str, ...] = ()
     for entry in data.get("defaults") or []:
         ref = entry if isinstance(entry, str) else None
         if ref is not None and ref.split("@")[0].strip("/") in CONFIG_NAMES:

@@ -219,8 +219,8 @@ def _msg(e: dict[str, Any]) -> str:
 
 def _issues_from(err: ValidationError, cfg: dict[str, Any], missing: set[str]) -> list[SchemaIssue]:
     groups: dict[str, list[dict[str, Any]]] = {}
-    for e in err.errors():
-        groups.setdefault(_field_key(tuple(e["loc"])), []).append(e)
+    for detail in err.errors():
+        groups.setdefault(_field_key(tuple(detail["loc"])), []).append(dict(detail))
     out = []
     for key, errs in groups.items():
         types = {e["type"] for e in errs}

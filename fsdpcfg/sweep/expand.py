@@ -94,7 +94,9 @@ def expand(overrides: list[str]) -> Expansion:
         raise UsageError(f"cannot expand the sweep: {str(e).strip().splitlines()[0]}",
                          fix="use value lists (a,b), choice(), range() or glob(); intervals need an optimizing "
                              "sweeper") from None
-    points, seen, dups = [], {}, []
+    points: list[list[str]] = []
+    seen: dict[tuple[str, ...], int] = {}
+    dups: list[tuple[list[str], int]] = []
     for point in batches[0]:
         canon = tuple(sorted(point))
         if canon in seen:

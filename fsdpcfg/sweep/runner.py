@@ -31,6 +31,7 @@ NOT_STARTED = "not started (sweep interrupted)"
 def _sweep_dir_override(hydra_overrides: list[str], first: PointCheck) -> list[str]:
     if any(o.lstrip("+").startswith("hydra.sweep.dir=") for o in hydra_overrides):
         return list(hydra_overrides)
+    assert first.cfg is not None  # a runnable point (ok) has its resolved config
     base = Path(first.cfg["fsdpcfg"]["run_dir"]).expanduser().absolute()
     return [*hydra_overrides, f"hydra.sweep.dir='{base / time.strftime('multirun-%Y%m%d-%H%M%S')}'"]
 
@@ -76,6 +77,7 @@ def _dry_run(hl: Any, task: Any, runnable: list[PointCheck], echo: Callable[[str
         echo(f"  job {job} (point {c.index}): {' '.join(c.overrides)} -> {run_dir}")
         if c.plan is None:  # launcher=verl: verl plans its own run
             continue
+        assert c.cfg is not None  # a runnable point (ok) has its resolved config
         cfg, plan = point_config(c.cfg, c.composed.kind, run_dir, job, Path(hl.sweep_dir).name)
         folder = dry_run_folder(run_dir, echo)  # never into a job folder that holds a run
         write_run_info(folder, c.composed, plan=plan, extra={"sweep": hl.sweep_dir, DRY_RUN_KEY: True})
@@ -126,7 +128,7 @@ def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool =
     launched_at = time.time()
     try:
         returns = hl.launch([c.overrides for c in runnable], task)
-        rows = [_job_row(c, r) for c, r in zip(runnable, returns)]
+        rows = [_job_row(c, r) for c, r in zip(runnable, returns, strict=True)]
     except (Interrupted, KeyboardInterrupt) as e:  # Ctrl-C / SIGTERM: the point running was stopped, no more start
         stop = e if isinstance(e, Interrupted) else Interrupted(signal.SIGINT)
         rows = [_saved_row(c, Path(hl.sweep_dir) / str(job), launched_at) for job, c in enumerate(runnable)]

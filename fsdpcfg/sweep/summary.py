@@ -37,8 +37,8 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     cells = [[_cell(r, c) for c in cols] for r in rows]
     widths = [max(len(c), *(len(x[i]) for x in cells)) if cells else len(c) for i, c in enumerate(cols)]
     lines = [f"every point: {' '.join(sorted(shared))}"] if shared else []
-    lines.append("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
-    lines += ["  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip() for r in cells]
+    lines.append("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip())
+    lines += ["  ".join(x.ljust(w) for x, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     return "\n".join(lines)
 
 

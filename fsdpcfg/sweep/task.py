@@ -19,7 +19,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 from fsdpcfg.errors import ConfigError, Interrupted
 
@@ -90,7 +90,9 @@ def _run(job_cfg: Any, expected: dict[str, Any], run_dir: Path, job: int, ckpt_g
 
     composed = compose(list(expected["overrides"]))
     cfg = run_config(composed)
-    hydra_cfg = redact(OmegaConf.to_container(job_cfg, resolve=True), OmegaConf.to_container(job_cfg, resolve=False))
+    # Hydra's job config is a DictConfig: both give str-keyed dicts
+    hydra_cfg = redact(cast("dict[str, Any]", OmegaConf.to_container(job_cfg, resolve=True)),
+                       cast("dict[str, Any]", OmegaConf.to_container(job_cfg, resolve=False)))
     if config_digest(hydra_cfg) != expected["digest"] or config_digest(cfg) != expected["digest"]:
         raise ConfigError("the config Hydra composed for this job differs from the one the preflight checked",
                           fix="report this to the fsdpcfg maintainers (fsdpcfg.compose and Hydra disagree)")

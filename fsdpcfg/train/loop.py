@@ -68,7 +68,7 @@ def _all_mean(metrics: dict[str, float], device: torch.device) -> dict[str, floa
     t = torch.tensor([metrics[k] for k in keys], dtype=torch.float64, device=device)
     dist.all_reduce(t)
     t /= dist.get_world_size()
-    return dict(zip(keys, t.tolist()))
+    return dict(zip(keys, t.tolist(), strict=True))
 
 
 class Trainer:

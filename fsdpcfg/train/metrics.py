@@ -83,7 +83,7 @@ def memory_metrics(device: torch.device) -> dict[str, float]:
     keys = sorted(vals)
     t = torch.tensor([vals[k] for k in keys], dtype=torch.float64, device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    out = dict(zip(keys, t.tolist()))
+    out = dict(zip(keys, t.tolist(), strict=True))
     out["perf/cpu_memory_used_gb"] = _used_memory_gib()
     return out
 

@@ -66,7 +66,7 @@ def validation_metrics(data_sources: list[str], uids: list[int], scores: list[fl
         computed per prompt and then averaged over the prompts of the data source, as verl does.
     """
     by_src: dict[str, dict[int, list[float]]] = {}
-    for src, uid, s in zip(data_sources, uids, scores):
+    for src, uid, s in zip(data_sources, uids, scores, strict=True):
         by_src.setdefault(src, {}).setdefault(uid, []).append(float(s))
     out: dict[str, float] = {}
     rng = np.random.default_rng(BOOTSTRAP_SEED)
@@ -134,7 +134,7 @@ class Validator:
             scores, _ = score_responses(tr.reward_fn, tr.tokenizer, out.responses, out.response_mask, batch.rows,
                                         tr.cfg["data"]["reward_fn_key"])
             key = tr.cfg["data"]["reward_fn_key"]
-            results += [(str(row.get(key)), i, float(s)) for (i, _), row, s in zip(part, batch.rows, scores.tolist())]
+            results += [(str(row.get(key)), i, float(s)) for (i, _), row, s in zip(part, batch.rows, scores.tolist(), strict=True)]
         gathered: list[list[tuple[str, int, float]] | None] = [None] * tr.world
         dist.all_gather_object(gathered, results)
         flat = [r for part in gathered for r in (part or [])]

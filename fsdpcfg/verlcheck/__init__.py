@@ -248,7 +248,7 @@ def second_opinion(results: Iterable[Any], *, timeout: float = DEFAULT_TIMEOUT) 
         except VerlUnavailable as e:
             raise UsageError(f"--verl needs verl 0.9.1 in this environment: {e}",
                              fix="pip install 'verl[verl-core]==0.9.1' (CPU is enough), or drop --verl") from None
-        for (i, _), res in zip(asked, answer["results"]):
+        for (i, _), res in zip(asked, answer["results"], strict=True):
             label = rows[i][0]
             findings = next(r.findings for r in results if r.label == label)
             rows[i] = (label, compare(findings, VerlOpinion(**res)), "")

@@ -140,7 +140,7 @@ def _install_lora_rank_fallback() -> str | None:
     exec("from typing import Literal, get_args", ns)
     exec(compile(ast.Module(body=[fn], type_ignores=[]), str(src_path), "exec"), ns)
     pkg = types.ModuleType("verl.workers.rollout.vllm_rollout")
-    pkg.__path__ = []  # type: ignore[attr-defined]
+    pkg.__path__ = []
     mod = types.ModuleType("verl.workers.rollout.vllm_rollout.utils")
     mod.get_vllm_max_lora_rank = ns["get_vllm_max_lora_rank"]  # type: ignore[attr-defined]
     sys.modules.setdefault("verl.workers.rollout.vllm_rollout", pkg)

@@ -11,7 +11,7 @@ Reading it needs neither verl nor torch.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -39,7 +39,7 @@ PPO_COMPOSITIONS = ("ppo_trainer", "ppo_megatron_trainer", "ppo_veomni_trainer",
 _MISSING = "???"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load() -> dict[str, Any]:
     return json.loads((paths.data_dir() / "verl_reference.json").read_text())
 
@@ -140,7 +140,7 @@ def build_reference() -> dict[str, Any]:
         with initialize_config_dir(config_dir=cfg_dir, version_base=None):
             cfg = compose(config_name=config_name, overrides=list(overrides))
         raw = flatten(OmegaConf.to_container(cfg, resolve=False))
-        resolved = {}
+        resolved: dict[str, Any] = {}
         for k, v in raw.items():
             if v == _MISSING:
                 resolved[k] = _MISSING

@@ -31,7 +31,7 @@ def _load():
 
 
 gc = _load()
-import gpu_check_report as rep  # benchmarks/ is on sys.path once gpu_check is loaded
+import gpu_check_report as rep  # noqa: E402 benchmarks/ is on sys.path once gpu_check is loaded
 
 
 def test_the_run_call_is_written_where_a_later_session_looks():

@@ -44,7 +44,7 @@ def test_table_yaml_json_renderings(grpo):
     lines = text.splitlines()
     assert lines[0].split() == ["KEY", "VALUE", "SOURCE"]
     col = lines[0].index("VALUE")
-    n_line = next(l for l in lines if l.startswith("actor_rollout_ref.rollout.n "))
+    n_line = next(ln for ln in lines if ln.startswith("actor_rollout_ref.rollout.n "))
     assert n_line[col:].startswith("4 ")  # aligned value column
     assert "from ${data.max_prompt_length}" in text
     doc = yaml.safe_load(catalog.rows_yaml(rows))

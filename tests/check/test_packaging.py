@@ -78,7 +78,6 @@ def test_pre_commit_hook_on_a_scratch_repo(tmp_path):
     (user / ".pre-commit-config.yaml").write_text(
         f"repos:\n  - repo: {hook_repo}\n    rev: {rev}\n    hooks:\n      - id: fsdpcfg-check\n"
         "        files: ^recipes/\n")
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
     _run(["git", "init", "-q"], cwd=user, check=True)
     _run(["git", "add", "-A"], cwd=user, check=True)
     env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "pc-home"))

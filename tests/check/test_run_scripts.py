@@ -64,7 +64,7 @@ def test_corpus_script(path):
         assert h["expect"] == ["no errors"] and not expected
     assert sorted((f.severity, f.rule) for f in serious) == sorted((s, e.split()[0]) for s, e in expected), \
         [(f.rule, f.keys, f.message) for f in serious]
-    for sev, e in expected:
+    for _sev, e in expected:
         rule, *key = e.split()
         assert any(f.rule == rule and (not key or key[0] in f.keys) for f in serious), (rule, key, serious)
     for e in h.get("expect-info", []):
@@ -245,3 +245,16 @@ def test_environment_values_are_named_where_they_feed_a_key_and_where_they_choos
         [r] = check_run_script(g, environ=env)
     assert _value(r, "actor_rollout_ref.rollout.name") == "sglang"
     assert any(f.rule == "FC120" and not f.keys and "USE_SGLANG=1" in f.message for f in r.findings)
+
+
+def test_config_path_without_config_name(tmp_path):
+    """``--config-path`` alone: Hydra keeps @hydra.main's config_name (verl's ppo_trainer) and searches the
+    folder for it; the check says the file is missing there instead of failing on the absent name (found by mypy:
+    an AttributeError on None)."""
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    script = tmp_path / "run.sh"
+    script.write_text(f"python3 -m verl.trainer.main_ppo --config-path={folder} data.train_batch_size=8\n")
+    (checked,) = check_run_script(script)
+    notes = [f for f in checked.findings if f.rule == "FC124"]
+    assert notes and "config ppo_trainer.yaml was not found" in notes[0].message, checked.findings

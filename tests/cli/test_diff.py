@@ -21,7 +21,7 @@ def test_sides_show_groups_and_resolved_keys(capsys):
     assert main(["diff", "--a", "qwen_grpo", "--b", "qwen_grpo rollout=vllm data.max_prompt_length=300"]) == 0
     out = capsys.readouterr().out
     assert "  rollout: hf -> vllm" in out
-    rows = {l.split()[0]: l.split()[1:] for l in out.splitlines() if l.startswith(("actor_rollout_ref.", "data."))}
+    rows = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines() if ln.startswith(("actor_rollout_ref.", "data."))}
     assert rows["actor_rollout_ref.rollout.name"] == ["hf", "vllm"]
     # interpolated keys follow the key they copy
     assert rows["actor_rollout_ref.rollout.prompt_length"] == ["256", "300"]

@@ -17,10 +17,10 @@ def test_ls_lists_recipes_and_options(capsys):
     # columns are padded to the longest name, so match the row, not the exact spacing
     assert re.search(r"^qwen_grpo\s+ppo\s+GRPO on GSM8K with a Qwen2-architecture model\.$", out, re.M)
     assert re.search(r"^qwen_sft\s+sft\s+\S", out, re.M)
-    line = next(l for l in out.splitlines() if l.startswith("engine ") and " fsdp2 *" in l)
+    line = next(ln for ln in out.splitlines() if ln.startswith("engine ") and " fsdp2 *" in ln)
     assert "FSDP2: torch.distributed.fsdp.fully_shard" in line
     for group in ("patches", "rollout", "algorithm", "model", "data", "reward", "trainer", "launcher"):
-        assert any(l.startswith(group + " ") for l in out.splitlines()), group
+        assert any(ln.startswith(group + " ") for ln in out.splitlines()), group
 
 
 def test_ls_one_group_and_json(capsys):

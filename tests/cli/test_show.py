@@ -15,7 +15,7 @@ def test_show_table_has_value_and_source(capsys):
                  "data.train_batch_size=16"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("choices: recipe=qwen_grpo engine=fsdp2 ")
-    rows = {l.split()[0]: l for l in out.splitlines()[2:]}
+    rows = {ln.split()[0]: ln for ln in out.splitlines()[2:]}
     assert rows["actor_rollout_ref.rollout.n"].split()[1] == "4"
     assert "recipe=qwen_grpo (recipes/qwen_grpo.yaml:" in rows["actor_rollout_ref.rollout.n"]
     assert rows["data.train_batch_size"].split()[1] == "16"
@@ -40,10 +40,10 @@ def test_show_accepts_a_recipe_file(tmp_path: Path, capsys):
     assert main(["show", str(f), "-k", "data.train_batch_size", "-k", "trainer.experiment_name"]) == 0
     out = capsys.readouterr().out
     assert f"recipe=mine ({f.resolve()}:6)" in out or "recipe=mine (" in out
-    line = next(l for l in out.splitlines() if l.startswith("data.train_batch_size"))
+    line = next(ln for ln in out.splitlines() if ln.startswith("data.train_batch_size"))
     assert line.split()[1] == "12"
     # keys the parent recipe sets are attributed to the parent file, not to the root config
-    line = next(l for l in out.splitlines() if l.startswith("trainer.experiment_name"))
+    line = next(ln for ln in out.splitlines() if ln.startswith("trainer.experiment_name"))
     assert "recipe=qwen_grpo (recipes/qwen_grpo.yaml:" in line
 
 

@@ -68,7 +68,7 @@ def opinions(tmp_path_factory):
         require_valid(c)
         exports[name] = export_verl(c, tmp_path_factory.mktemp(name.strip("<>").replace(" ", "_")))
     ops = verl_opinions_of_exports([(r.invocation.kind, r.out_dir, r.overrides) for r in exports.values()])
-    return dict(zip(exports, zip(exports.values(), ops)))
+    return dict(zip(exports, zip(exports.values(), ops, strict=True), strict=True))
 
 
 @pytest.mark.parametrize("name", RECIPES + ["<synthetic sft>", *EXTRA])

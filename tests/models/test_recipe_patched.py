@@ -31,7 +31,7 @@ def _first_step(tmp_path: Path, option: str) -> list[dict]:
 @pytest.mark.slow
 def test_patched_and_unpatched_recipe_first_step_log_probs_match(tiny_model_path, tmp_path):
     plain, packed = _first_step(tmp_path, "none"), _first_step(tmp_path, "remove_padding")
-    for a, b in zip(plain, packed):
+    for a, b in zip(plain, packed, strict=True):
         assert torch.equal(a["ids"], b["ids"])  # the same rollout: the replica is unpatched in both runs
         real = a["response_mask"].bool()
         assert real.any() and (a["attention_mask"] == 0).any()  # padding was there to remove

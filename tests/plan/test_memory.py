@@ -123,3 +123,12 @@ def test_check_shows_memory_without_importing_torch():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "memory (per rank, estimate): peak" in p.stdout and "phases:" in p.stdout
+
+
+@pytest.mark.parametrize("path", ["???", "", None])
+def test_read_model_config_without_a_model_path(path):
+    """No model path (``???``, empty, null): ``None`` as documented, not an AttributeError on the None that
+    ``inspect_model`` returns then (found by mypy)."""
+    from fsdpcfg.plan.memory import read_model_config
+
+    assert read_model_config({"actor_rollout_ref": {"model": {"path": path}}}) is None

@@ -78,3 +78,13 @@ def test_load_reward_fn_errors(tmp_path):
     bad.write_text("import not_a_module_xyz\n")
     with pytest.raises(ConfigError, match="ModuleNotFoundError"):
         load_reward_fn({"custom_reward_function": {"path": str(bad), "name": "compute_score"}})
+
+
+def test_load_reward_fn_not_a_python_file(tmp_path):
+    """A file no import loader knows (``spec_from_file_location`` returns None): a ConfigError naming the key,
+    not an AttributeError on None (found by mypy)."""
+    f = tmp_path / "reward.txt"
+    f.write_text("def compute_score(*a):\n    return 1.0\n")
+    with pytest.raises(ConfigError) as e:
+        load_reward_fn({"custom_reward_function": {"path": str(f), "name": "compute_score"}})
+    assert "not a Python file" in str(e.value) and e.value.key == "reward.custom_reward_function.path"

@@ -56,7 +56,7 @@ def test_basic_launcher_runs_the_four_points_one_after_another(tiny_model_path, 
     assert "BasicLauncher" in summary["launcher"] and "Launching 4 jobs locally" in proc.stdout + proc.stderr
     rows = _check_points(tmp_path, summary)
     ordered = sorted(rows, key=lambda r: r["started"])
-    assert all(a["ended"] <= b["started"] for a, b in zip(ordered, ordered[1:]))  # sequential
+    assert all(a["ended"] <= b["started"] for a, b in zip(ordered, ordered[1:], strict=False))  # sequential
     assert "point  status  final_reward" in proc.stdout
 
 

@@ -30,7 +30,8 @@ def test_base_name(name, expected):
 
 
 def test_adapter_key_keeps_only_the_named_adapter():
-    n = "_fsdp_wrapped_module.base_model.model.model.layers.0.self_attn.q_proj.lora_B.policy._fsdp_wrapped_module.weight"
+    n = ("_fsdp_wrapped_module.base_model.model.model.layers.0.self_attn.q_proj.lora_B."
+         "policy._fsdp_wrapped_module.weight")
     assert names.adapter_key(n, "policy") == "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight"
     assert names.adapter_key(n, "default") is None
     assert names.adapter_key("base_model.model.model.layers.0.self_attn.q_proj.base_layer.weight", "policy") is None

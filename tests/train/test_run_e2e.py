@@ -62,7 +62,7 @@ def test_qwen_grpo_two_steps_then_resume(tiny_model_path, tmp_path):
     assert type(model).__name__ == "Qwen2ForCausalLM"
     assert tok("Hello world").input_ids == [9707, 1879]
     base = AutoModelForCausalLM.from_pretrained(tiny_model_path)
-    changed = any((a - b).abs().max() > 0 for a, b in zip(model.state_dict().values(), base.state_dict().values()))
+    changed = any((a - b).abs().max() > 0 for a, b in zip(model.state_dict().values(), base.state_dict().values(), strict=True))
     assert changed, "two GRPO steps left every weight unchanged"
     # resume: one more step continues from global_step_2 (sampler, optimizer, scheduler restored)
     proc = _run(common + ["trainer.total_training_steps=3"])

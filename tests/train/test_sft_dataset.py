@@ -105,12 +105,13 @@ def test_same_tokens_and_mask_as_verls_multiturn_dataset(tmp_path, tok):
 def test_templates_that_require_alternating_roles(tmp_path, tiny_model):
     """Mistral's template raises on two user turns in a row; the system prompt is then found from
     [user, assistant, user] - [user, assistant]. Found by `fsdpcfg doctor --matrix` (stage 3 on Mistral)."""
+    from jinja2.exceptions import TemplateError
     from transformers import AutoTokenizer
 
     from fsdpcfg.train.sft.dataset import system_and_generation_prompt
 
     mistral = AutoTokenizer.from_pretrained(tiny_model("tiny-mistral"))
-    with pytest.raises(Exception):
+    with pytest.raises(TemplateError):  # the template's raise_exception: roles must alternate
         mistral.apply_chat_template([{"role": "user", "content": ""}] * 2, tokenize=True)
     system, gen = system_and_generation_prompt(mistral)
     assert system == [mistral.bos_token_id] and gen == []

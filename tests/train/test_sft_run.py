@@ -41,7 +41,7 @@ def test_sft_two_steps(strategy, tiny_model_path, tmp_path):
 
     trained = AutoModelForCausalLM.from_pretrained(final)
     start = AutoModelForCausalLM.from_pretrained(tiny_model_path)
-    moved = max(float((a - b).abs().max()) for a, b in zip(trained.state_dict().values(), start.state_dict().values()))
+    moved = max(float((a - b).abs().max()) for a, b in zip(trained.state_dict().values(), start.state_dict().values(), strict=True))
     assert moved > 1e-4  # two AdamW steps at lr 1e-3 changed the weights that were saved
     assert torch.equal(trained.model.embed_tokens.weight, trained.lm_head.weight) == bool(
         trained.config.tie_word_embeddings)

@@ -3,8 +3,8 @@ after its first step by SIGTERM to ``python -m fsdpcfg``, SIGKILL to its process
 SIGKILL to torchrun alone; within 10 s no process of the tree (launcher, torchrun, both ranks, by their recorded
 PIDs) is left and no checkpoint file is written afterwards. The runs carry a secret
 (``+fsdpcfg.env.WANDB_API_KEY=${oc.env:MYKEY}``): no file of the run folder, the checkpoints or the output holds
-its value (issue 14 item 1, on the ranks' own writers: metrics, start-up audit, checkpoints). A two-point sweep interrupted with SIGINT during its
-first point never starts the second, exits 130 and says so in its summary."""
+its value (issue 14 item 1, on the ranks' own writers: metrics, start-up audit, checkpoints). A two-point sweep
+interrupted with SIGINT during its first point never starts the second, exits 130 and says so in its summary."""
 
 from __future__ import annotations
 

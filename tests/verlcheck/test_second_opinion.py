@@ -101,7 +101,7 @@ def verdicts():
         except ConfigError as e:  # rejected while composing (verl's own command line rejects the same override)
             out[name] = (e, None)
     ops = verl_opinions(composed.values())
-    for (name, c), op in zip(composed.items(), ops):
+    for (name, c), op in zip(composed.items(), ops, strict=True):
         out[name] = (check_config(c), op)
     return out
 

@@ -139,8 +139,13 @@ class SFTDataset:
         kwargs = dict(self.template_kwargs)
         if thinking is not None:
             kwargs["enable_thinking"] = thinking
-        render = lambda msgs, gen=False: _ids(self.tokenizer.apply_chat_template(  # noqa: E731
-            msgs, tools=tools, add_generation_prompt=gen, tokenize=True, **kwargs)) if msgs else []
+
+        def render(msgs: list[dict[str, Any]], gen: bool = False) -> list[int]:
+            if not msgs:
+                return []
+            return _ids(self.tokenizer.apply_chat_template(
+                msgs, tools=tools, add_generation_prompt=gen, tokenize=True, **kwargs))
+
         ids: list[int] = []
         mask: list[int] = []
         for i, m in enumerate(messages):
