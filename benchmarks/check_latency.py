@@ -87,18 +87,22 @@ def main() -> None:
     ovs = verl_overrides()
     verl, verl_cpu = _time([sys.executable, "-c", VERL_SIDE, json.dumps(ovs)], args.runs, ok="VERL_OK")
     med = statistics.median
-    rows = [("fsdpcfg check +recipe=qwen_grpo (compose, schema, all rules)", ours, ours_cpu),
-            ("verl 0.9.1: import, compose ppo_trainer, validate_config", verl, verl_cpu)]
+    rows = [
+        ("fsdpcfg check +recipe=qwen_grpo (compose, schema, all rules)", ours, ours_cpu),
+        ("verl 0.9.1: import, compose ppo_trainer, validate_config", verl, verl_cpu),
+    ]
     table = ["| command (cold process) | median wall s | median CPU s | wall s of each run |", "|---|---|---|---|"]
-    table += [f"| {name} | {med(ts):.2f} | {med(cs):.2f} | {', '.join(f'{t:.2f}' for t in ts)} |"
-              for name, ts, cs in rows]
+    table += [
+        f"| {name} | {med(ts):.2f} | {med(cs):.2f} | {', '.join(f'{t:.2f}' for t in ts)} |" for name, ts, cs in rows
+    ]
     text = "\n".join(table) + (
         f"\n\nfsdpcfg is {med(verl) / med(ours):.0f}x faster (wall); verl was given {len(ovs)} overrides (the "
         f"recipe's values that differ from verl's defaults). Machine: {os.cpu_count()} CPUs, 1-minute load "
         f"average {load:.1f} when the runs started (other work shared the cores; CPU seconds, user + system of "
         f"the process, are the load-independent number), fsdpcfg byte-compiled as pip does at install, "
         f"Python {platform.python_version()}, "
-        f"{time.strftime('%Y-%m-%d %H:%M')}. Reproduce: `python benchmarks/check_latency.py --write`.")
+        f"{time.strftime('%Y-%m-%d %H:%M')}. Reproduce: `python benchmarks/check_latency.py --write`."
+    )
     print(text)
     if args.write:
         _write_section(ROOT / "benchmarks" / "RESULTS.md", "check latency", text)

@@ -69,12 +69,21 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from gpu_check_report import render_markdown, summarise  # noqa: E402 (benchmarks/ is put on sys.path above)
+
 WHEELS = ROOT / ".whl"
 #: what the GPU machine lacks (NOTES.md "The GPU machine"): fsdpcfg's core dependencies but PyYAML, which it has, and
 #: typing-extensions at the version pydantic was tested with here (its floor may be above the machine's; newer is
 #: backward compatible for torch).
-PACKAGES = ("hydra-core", "omegaconf", "antlr4-python3-runtime", "pydantic", "pydantic-core", "typing-inspection",
-            "annotated-types", "typing-extensions")
+PACKAGES = (
+    "hydra-core",
+    "omegaconf",
+    "antlr4-python3-runtime",
+    "pydantic",
+    "pydantic-core",
+    "typing-inspection",
+    "annotated-types",
+    "typing-extensions",
+)
 #: source-only on PyPI: built into a py3-none-any wheel by ``pip wheel``.
 SDIST_ONLY = ("antlr4-python3-runtime",)
 TARGET = {"python_version": "3.12", "platform": "manylinux2014_x86_64", "implementation": "cp", "abi": "cp312"}
@@ -82,24 +91,38 @@ MAX_WHEEL_BYTES = 64 * 2**20
 BUDGET_S = 450.0
 STEPS = 10
 #: the 0.5B GRPO run: 16 prompts x 4 samples, responses up to 128 tokens, 4 micro-batches of 16 per update.
-GRPO_OVERRIDES = ["+recipe=qwen_grpo", "trainer=gpu_1x", f"trainer.total_training_steps={STEPS}",
-                  "data.train_batch_size=16", "actor_rollout_ref.rollout.n=4", "data.max_response_length=128",
-                  "actor_rollout_ref.actor.ppo_mini_batch_size=16",
-                  "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
-                  "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=16",
-                  "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16", "trainer.save_freq=-1",
-                  "trainer.resume_mode=disable", "trainer.logger=[console]"]
+GRPO_OVERRIDES = [
+    "+recipe=qwen_grpo",
+    "trainer=gpu_1x",
+    f"trainer.total_training_steps={STEPS}",
+    "data.train_batch_size=16",
+    "actor_rollout_ref.rollout.n=4",
+    "data.max_response_length=128",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=16",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=16",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16",
+    "trainer.save_freq=-1",
+    "trainer.resume_mode=disable",
+    "trainer.logger=[console]",
+]
 GRPO_MODEL = "qwen2.5-0.5b-random"
 DOCTOR_MODELS = ("tiny-qwen2", "tiny-llama3", "tiny-mixtral")
 #: ``--cpu-smoke`` (the CPU test of this harness, tests/benchmarks/test_gpu_check.py): the same parts on this
 #: machine's CPU, 1 gloo rank, fp32, tiny-qwen2, 3 steps, 8 tokens; no install part (the wheels are for 3.12).
 SMOKE = {"GPU_CHECK_SMOKE": "1"}
-SMOKE_OVERRIDES = ["trainer=cpu", "trainer.n_gpus_per_node=1", "trainer.total_training_steps=3",
-                   "data.train_batch_size=2", "actor_rollout_ref.rollout.n=2", "data.max_response_length=8",
-                   "actor_rollout_ref.actor.ppo_mini_batch_size=2",
-                   "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
-                   "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
-                   "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4"]
+SMOKE_OVERRIDES = [
+    "trainer=cpu",
+    "trainer.n_gpus_per_node=1",
+    "trainer.total_training_steps=3",
+    "data.train_batch_size=2",
+    "actor_rollout_ref.rollout.n=2",
+    "data.max_response_length=8",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4",
+]
 
 
 #: the CPU smoke run's limits: 2 shared cores under load import torch in tens of seconds; only the GPU run has to
@@ -118,8 +141,14 @@ def smoke() -> bool:
 
 
 #: part -> time limit, seconds.
-PARTS = {"install": 90, "env": 60, "assets": 150, "grpo_fsdp2": 170, "grpo_fsdp": 170,
-         **{f"doctor_{m}": 100 for m in DOCTOR_MODELS}}
+PARTS = {
+    "install": 90,
+    "env": 60,
+    "assets": 150,
+    "grpo_fsdp2": 170,
+    "grpo_fsdp": 170,
+    **{f"doctor_{m}": 100 for m in DOCTOR_MODELS},
+}
 
 
 # -- preparation (here) ---------------------------------------------------------------------------------------------
@@ -135,9 +164,27 @@ def prepare_commands(wheels: Path = WHEELS) -> list[list[str]]:
     Python, then one ``pip wheel`` per source-only package."""
     binary = [p for p in pinned() if p.split("==")[0] not in SDIST_ONLY]
     source = [p for p in pinned() if p.split("==")[0] in SDIST_ONLY]
-    cmds = [[sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-             "--python-version", TARGET["python_version"], "--platform", TARGET["platform"],
-             "--implementation", TARGET["implementation"], "--abi", TARGET["abi"], "-d", str(wheels), *binary]]
+    cmds = [
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            TARGET["python_version"],
+            "--platform",
+            TARGET["platform"],
+            "--implementation",
+            TARGET["implementation"],
+            "--abi",
+            TARGET["abi"],
+            "-d",
+            str(wheels),
+            *binary,
+        ]
+    ]
     cmds += [[sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(wheels), p] for p in source]
     return cmds
 
@@ -148,8 +195,12 @@ def check_wheels(wheels: Path = WHEELS) -> dict:
     names = {f.name.split("-")[0].lower().replace("_", "-"): f.name for f in files}
     missing = [p for p in PACKAGES if p not in names]
     wrong = [f.name for f in files if not (f.name.endswith("-none-any.whl") or "cp312" in f.name)]
-    return {"files": [f.name for f in files], "bytes": sum(f.stat().st_size for f in files), "missing": missing,
-            "wrong_tag": wrong}
+    return {
+        "files": [f.name for f in files],
+        "bytes": sum(f.stat().st_size for f in files),
+        "missing": missing,
+        "wrong_tag": wrong,
+    }
 
 
 def prepare(dry_run: bool) -> int:
@@ -163,8 +214,10 @@ def prepare(dry_run: bool) -> int:
     state = check_wheels()
     print(json.dumps(state, indent=2))
     if state["bytes"] > MAX_WHEEL_BYTES:
-        print(f"the wheel folder is {state['bytes'] / 2**20:.1f} MiB, over the {MAX_WHEEL_BYTES >> 20} MiB that "
-              "travel", file=sys.stderr)
+        print(
+            f"the wheel folder is {state['bytes'] / 2**20:.1f} MiB, over the {MAX_WHEEL_BYTES >> 20} MiB that travel",
+            file=sys.stderr,
+        )
         return 1
     return 0 if dry_run or not (state["missing"] or state["wrong_tag"]) else 1
 
@@ -173,8 +226,11 @@ def prepare(dry_run: bool) -> int:
 def plan_commands(results: Path, work: Path) -> dict[str, list[str]]:
     """part -> the command it runs (each a subprocess of this script, so an import failure is that part's)."""
     me = [sys.executable, str(Path(__file__).resolve())]
-    cmds = {"install": me + ["part", "install", str(work)], "env": me + ["part", "env", str(work)],
-            "assets": me + ["part", "assets", str(work)]}
+    cmds = {
+        "install": me + ["part", "install", str(work)],
+        "env": me + ["part", "env", str(work)],
+        "assets": me + ["part", "assets", str(work)],
+    }
     for engine in ("fsdp2", "fsdp"):
         cmds[f"grpo_{engine}"] = me + ["part", "grpo", str(work), engine]
     for m in doctor_models():
@@ -207,9 +263,13 @@ def run_all(results: Path, dry_run: bool, only: list[str] | None = None, cpu_smo
         for n in names:
             print(f"[{n}] timeout {limit_of(n):.0f}s: {shlex.join(cmds[n])}")
         for engine in ("fsdp2", "fsdp"):
-            print(f"grpo_{engine} overrides: {shlex.join(grpo_overrides(engine, '$FSDPCFG_HOME/models/' + grpo_model()))}")
-        print("doctor overrides: +recipe=qwen_grpo trainer=gpu_1x actor_rollout_ref.model.path=$FSDPCFG_HOME/models/"
-              f"{{{','.join(doctor_models())}}} + the matrix's remedies (fsdpcfg.doctor.matrix.find_conditions)")
+            print(
+                f"grpo_{engine} overrides: {shlex.join(grpo_overrides(engine, '$FSDPCFG_HOME/models/' + grpo_model()))}"
+            )
+        print(
+            "doctor overrides: +recipe=qwen_grpo trainer=gpu_1x actor_rollout_ref.model.path=$FSDPCFG_HOME/models/"
+            f"{{{','.join(doctor_models())}}} + the matrix's remedies (fsdpcfg.doctor.matrix.find_conditions)"
+        )
         print(f"env: PYTHONPATH={part_env(work)['PYTHONPATH']} FSDPCFG_HOME={work / 'home'}")
         print(f"wheels: {json.dumps(check_wheels())}")
         return 0
@@ -229,14 +289,18 @@ def run_all(results: Path, dry_run: bool, only: list[str] | None = None, cpu_smo
         t = time.monotonic()
         with log.open("w") as fh:
             try:
-                rc = subprocess.run(cmds[n], stdout=fh, stderr=subprocess.STDOUT, env=part_env(work), cwd=ROOT,
-                                    timeout=limit).returncode
+                rc = subprocess.run(
+                    cmds[n], stdout=fh, stderr=subprocess.STDOUT, env=part_env(work), cwd=ROOT, timeout=limit
+                ).returncode
             except subprocess.TimeoutExpired:
                 rc = 124
         out = work / "parts" / f"{n}.json"
         rec = json.loads(out.read_text()) if out.is_file() else {}
-        rec.update(seconds=round(time.monotonic() - t, 1), returncode=rc,
-                   status="ok" if rc == 0 and out.is_file() else "failed")
+        rec.update(
+            seconds=round(time.monotonic() - t, 1),
+            returncode=rc,
+            status="ok" if rc == 0 and out.is_file() else "failed",
+        )
         if rec["status"] != "ok":
             tail = log.read_text(errors="replace")[-3000:]
             rec["error"] = (f"timed out after {limit:.0f}s; " if rc == 124 else f"exit code {rc}; ") + tail
@@ -244,8 +308,9 @@ def run_all(results: Path, dry_run: bool, only: list[str] | None = None, cpu_smo
         print(f"[{n}] {rec['status']} in {rec['seconds']}s", flush=True)
     report["seconds"] = round(time.monotonic() - start, 1)
     (results / "gpu_check.json").write_text(json.dumps(report, indent=2, default=str))
-    (results / "gpu_check.md").write_text(render_markdown(report, model=grpo_model(), doctor_models=doctor_models(),
-                                                          smoke=smoke()))
+    (results / "gpu_check.md").write_text(
+        render_markdown(report, model=grpo_model(), doctor_models=doctor_models(), smoke=smoke())
+    )
     with (results / "gpu_check.log").open("w") as fh:
         for n in names:
             log = work / "logs" / f"{n}.log"
@@ -265,10 +330,24 @@ def part_install(work: Path) -> dict:
     lib.mkdir(parents=True, exist_ok=True)
     state = check_wheels()
     if state["missing"]:
-        raise SystemExit(f"the wheel folder {WHEELS} lacks {state['missing']}: run `python benchmarks/gpu_check.py "
-                         "prepare` where PyPI is reachable and carry .whl")
-    cmd = [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--find-links", str(WHEELS),
-           "--target", str(lib), "--upgrade", *[str(WHEELS / f) for f in state["files"]]]
+        raise SystemExit(
+            f"the wheel folder {WHEELS} lacks {state['missing']}: run `python benchmarks/gpu_check.py "
+            "prepare` where PyPI is reachable and carry .whl"
+        )
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--no-index",
+        "--no-deps",
+        "--find-links",
+        str(WHEELS),
+        "--target",
+        str(lib),
+        "--upgrade",
+        *[str(WHEELS / f) for f in state["files"]],
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True)
     how = "pip"
     if p.returncode:
@@ -276,9 +355,18 @@ def part_install(work: Path) -> dict:
         for f in state["files"]:
             with zipfile.ZipFile(WHEELS / f) as z:
                 z.extractall(lib)
-    check = subprocess.run([sys.executable, "-c", "import hydra, omegaconf, pydantic, fsdpcfg.compose; "
-                            "print(hydra.__version__, omegaconf.__version__, pydantic.VERSION)"],
-                           capture_output=True, text=True, env=part_env(work), cwd=ROOT)
+    check = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import hydra, omegaconf, pydantic, fsdpcfg.compose; "
+            "print(hydra.__version__, omegaconf.__version__, pydantic.VERSION)",
+        ],
+        capture_output=True,
+        text=True,
+        env=part_env(work),
+        cwd=ROOT,
+    )
     if check.returncode:
         raise SystemExit(f"installed with {how}, but the imports fail: {check.stderr[-2000:]}")
     return {"how": how, "wheels": state, "versions": check.stdout.strip()}
@@ -289,12 +377,22 @@ def part_env_info(work: Path) -> dict:
     import transformers
 
     cuda = torch.cuda.is_available()
-    info = {"python": sys.version.split()[0], "torch": torch.__version__, "cuda": torch.version.cuda,
-            "transformers": transformers.__version__, "cuda_available": cuda}
+    info = {
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "transformers": transformers.__version__,
+        "cuda_available": cuda,
+    }
     if cuda:
         p = torch.cuda.get_device_properties(0)
-        info.update(device=p.name, memory_gib=round(p.total_memory / 2**30, 1), capability=f"{p.major}.{p.minor}",
-                    bf16=torch.cuda.is_bf16_supported(), devices=torch.cuda.device_count())
+        info.update(
+            device=p.name,
+            memory_gib=round(p.total_memory / 2**30, 1),
+            capability=f"{p.major}.{p.minor}",
+            bf16=torch.cuda.is_bf16_supported(),
+            devices=torch.cuda.device_count(),
+        )
         try:
             v = torch.cuda.nccl.version()
             info["nccl"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
@@ -326,8 +424,11 @@ def grpo_config(engine: str, work: Path) -> dict:
     from fsdpcfg.launch.native import absolutise
 
     run_dir = work / f"grpo-{engine}"
-    ovs = [*grpo_overrides(engine, assets.asset_path(grpo_model())), f"fsdpcfg.run_dir={run_dir}",
-           f"trainer.default_local_dir={run_dir}/ckpt"]
+    ovs = [
+        *grpo_overrides(engine, assets.asset_path(grpo_model())),
+        f"fsdpcfg.run_dir={run_dir}",
+        f"trainer.default_local_dir={run_dir}/ckpt",
+    ]
     return absolutise(compose(ovs).to_container())
 
 
@@ -364,17 +465,37 @@ def part_grpo(work: Path, engine: str) -> dict:
     errors = [f.to_json() for f in check_overrides(grpo_overrides(engine, model)) if f.severity == "error"]
     est = estimate_memory(cfg)
     out_json = work / f"grpo-{engine}.out.json"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1",
-           str(ROOT / "benchmarks" / "gpu_check_worker.py"), str(cfg_path), str(out_json)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "1",
+        str(ROOT / "benchmarks" / "gpu_check_worker.py"),
+        str(cfg_path),
+        str(out_json),
+    ]
     p = subprocess.run(cmd, text=True, capture_output=True)
     if p.returncode:
         raise SystemExit(f"torchrun failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
     rec = json.loads(out_json.read_text())
-    n_params = count_parameters(json.loads((Path(cfg["actor_rollout_ref"]["model"]["path"]) / "config.json")
-                                           .read_text())).total
-    return summarise(rec, n_params=n_params, estimate={"peak_bytes": est.peak_bytes, "peak_phase": est.peak_phase,
-                                                        "phases": est.phases, "device_bytes": est.device_bytes},
-                     check_errors=errors, use_ref=rec.get("use_reference", True), model=grpo_model())
+    n_params = count_parameters(
+        json.loads((Path(cfg["actor_rollout_ref"]["model"]["path"]) / "config.json").read_text())
+    ).total
+    return summarise(
+        rec,
+        n_params=n_params,
+        estimate={
+            "peak_bytes": est.peak_bytes,
+            "peak_phase": est.peak_phase,
+            "phases": est.phases,
+            "device_bytes": est.device_bytes,
+        },
+        check_errors=errors,
+        use_ref=rec.get("use_reference", True),
+        model=grpo_model(),
+    )
 
 
 def part_doctor(work: Path, asset: str) -> dict:
@@ -384,19 +505,40 @@ def part_doctor(work: Path, asset: str) -> dict:
 
     path = assets.ensure(asset, verbose=False)
     trainer = "trainer=cpu" if smoke() else "trainer=gpu_1x"
-    overrides, conditions, notes = find_conditions(["+recipe=qwen_grpo", trainer,
-                                                    f"actor_rollout_ref.model.path={path}"])
+    overrides, conditions, notes = find_conditions(
+        ["+recipe=qwen_grpo", trainer, f"actor_rollout_ref.model.path={path}"]
+    )
     variants = [Variant("fsdp2")] if smoke() else [Variant("fsdp"), Variant("fsdp2"), Variant("fsdp2", lora=True)]
-    report = run_doctor(overrides, variants=variants, sft_engines=tuple(v.engine for v in variants),
-                        timeout=limit_of(f"doctor_{asset}") - 10, conditions=conditions,
-                        work_dir=work / f"doctor-{asset}", keep=True)
-    return {"ok": report.ok, "conditions": conditions, "notes": notes, "seconds": report.seconds,
-            "stages": [{"stage": r.stage, "name": r.name, "variant": r.variant, "status": r.status,
-                        "seconds": round(r.seconds, 2), "detail": r.detail, "data": r.data,
-                        "failure": None if r.failure is None else {"boundary": r.failure.boundary,
-                                                                   "message": r.failure.message,
-                                                                   "fix": r.failure.fix}}
-                       for r in report.results]}
+    report = run_doctor(
+        overrides,
+        variants=variants,
+        sft_engines=tuple(v.engine for v in variants),
+        timeout=limit_of(f"doctor_{asset}") - 10,
+        conditions=conditions,
+        work_dir=work / f"doctor-{asset}",
+        keep=True,
+    )
+    return {
+        "ok": report.ok,
+        "conditions": conditions,
+        "notes": notes,
+        "seconds": report.seconds,
+        "stages": [
+            {
+                "stage": r.stage,
+                "name": r.name,
+                "variant": r.variant,
+                "status": r.status,
+                "seconds": round(r.seconds, 2),
+                "detail": r.detail,
+                "data": r.data,
+                "failure": None
+                if r.failure is None
+                else {"boundary": r.failure.boundary, "message": r.failure.message, "fix": r.failure.fix},
+            }
+            for r in report.results
+        ],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -419,9 +561,13 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "run":
         return run_all(Path(a.results), a.dry_run, a.parts.split(",") if a.parts else None, a.cpu_smoke)
     work = Path(a.work)
-    fn = {"install": lambda: part_install(work), "env": lambda: part_env_info(work),
-          "assets": lambda: part_assets(work), "grpo": lambda: part_grpo(work, a.arg),
-          "doctor": lambda: part_doctor(work, a.arg)}[a.name]
+    fn = {
+        "install": lambda: part_install(work),
+        "env": lambda: part_env_info(work),
+        "assets": lambda: part_assets(work),
+        "grpo": lambda: part_grpo(work, a.arg),
+        "doctor": lambda: part_doctor(work, a.arg),
+    }[a.name]
     name = a.name if a.arg is None else f"{a.name}_{a.arg}"
     _write(work, name, fn())
     return 0

@@ -45,8 +45,9 @@ def worker(config_path: str, out_path: str) -> None:
     overall = peaks["build"]
     probes: list[dict] = []
     probe_batch = trainer.dataset.batch(list(range(4)))
-    greedy = GenerationSettings(n=1, response_length=32, temperature=1.0, top_p=1.0, top_k=-1, do_sample=False,
-                                ignore_eos=False)
+    greedy = GenerationSettings(
+        n=1, response_length=32, temperature=1.0, top_p=1.0, top_k=-1, do_sample=False, ignore_eos=False
+    )
 
     def measured(fn, label):
         def inner(*a, **k):
@@ -59,6 +60,7 @@ def worker(config_path: str, out_path: str) -> None:
             peaks[label] = max(peaks.get(label, 0), peak)
             overall = max(overall, peak)
             return out
+
         return inner
 
     sync = measured(trainer.sync_weights, "weight_sync")
@@ -78,12 +80,24 @@ def worker(config_path: str, out_path: str) -> None:
             # how far the actor moved since the previous probe, on the same sequences when greedy decoding gave
             # the same ones: the second probe then shows the optimizer step was synchronised, not a stale replica
             prev = probes[-1] if probes else None
-            moved = (float((actor_lp - prev["_lp"])[m].abs().max()) if prev is not None
-                     and torch.equal(prev["_ids"], o.input_ids) else None)
-            probes.append({"sync": len(probes) + 1, "tokens": int(m.sum()), "max_abs_diff": float(d.max()),
-                           "mean_abs_diff": float(d.mean()), "max_abs_logprob": float(actor_lp[m].abs().max()),
-                           "moved_since_previous": moved, "seconds": round(time.perf_counter() - t, 3),
-                           "_lp": actor_lp, "_ids": o.input_ids})
+            moved = (
+                float((actor_lp - prev["_lp"])[m].abs().max())
+                if prev is not None and torch.equal(prev["_ids"], o.input_ids)
+                else None
+            )
+            probes.append(
+                {
+                    "sync": len(probes) + 1,
+                    "tokens": int(m.sum()),
+                    "max_abs_diff": float(d.max()),
+                    "mean_abs_diff": float(d.mean()),
+                    "max_abs_logprob": float(actor_lp[m].abs().max()),
+                    "moved_since_previous": moved,
+                    "seconds": round(time.perf_counter() - t, 3),
+                    "_lp": actor_lp,
+                    "_ids": o.input_ids,
+                }
+            )
         return n
 
     trainer.sync_weights = sync_and_probe
@@ -95,9 +109,16 @@ def worker(config_path: str, out_path: str) -> None:
         steps.append(trainer.step(step))
     for pr in probes:
         del pr["_lp"], pr["_ids"]
-    rec = {"device": torch.cuda.get_device_name(0) if cuda else "cpu", "steps": steps, "phase_peaks": peaks, "max_allocated": overall,
-           "probes": probes, "use_reference": trainer.ref is not None, "strategy": trainer.plan.strategy,
-           "param_dtype": str(next(trainer.rollout.model.parameters()).dtype)}
+    rec = {
+        "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "steps": steps,
+        "phase_peaks": peaks,
+        "max_allocated": overall,
+        "probes": probes,
+        "use_reference": trainer.ref is not None,
+        "strategy": trainer.plan.strategy,
+        "param_dtype": str(next(trainer.rollout.model.parameters()).dtype),
+    }
     Path(out_path).write_text(json.dumps(rec, default=float))
     import torch.distributed as dist
 

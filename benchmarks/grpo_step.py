@@ -40,23 +40,42 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 def native(model_path: str, steps: int, run_dir: Path) -> list[dict]:
     """Run the native loop; return its per-step records from ``metrics.jsonl``."""
-    ovs = ["+recipe=qwen_grpo", f"actor_rollout_ref.model.path={model_path}", f"trainer.total_training_steps={steps}",
-           f"data.train_batch_size={PROMPTS}", f"actor_rollout_ref.rollout.n={N}",
-           f"data.max_response_length={RESPONSE}", f"actor_rollout_ref.actor.ppo_mini_batch_size={PROMPTS}",
-           f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={MICRO}",
-           f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={MICRO}",
-           f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={MICRO}",
-           "actor_rollout_ref.actor.use_kl_loss=true", f"actor_rollout_ref.actor.kl_loss_coef={BETA}",
-           "actor_rollout_ref.actor.kl_loss_type=low_var_kl", f"actor_rollout_ref.actor.optim.lr={LR}",
-           "actor_rollout_ref.actor.optim.weight_decay=0.01", "data.shuffle=false", "trainer.save_freq=-1",
-           f"trainer.default_local_dir={run_dir}/ckpt", f"fsdpcfg.run_dir={run_dir}",
-           "trainer.logger=[console]", "trainer.resume_mode=disable"]
+    ovs = [
+        "+recipe=qwen_grpo",
+        f"actor_rollout_ref.model.path={model_path}",
+        f"trainer.total_training_steps={steps}",
+        f"data.train_batch_size={PROMPTS}",
+        f"actor_rollout_ref.rollout.n={N}",
+        f"data.max_response_length={RESPONSE}",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={PROMPTS}",
+        f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={MICRO}",
+        f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={MICRO}",
+        f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={MICRO}",
+        "actor_rollout_ref.actor.use_kl_loss=true",
+        f"actor_rollout_ref.actor.kl_loss_coef={BETA}",
+        "actor_rollout_ref.actor.kl_loss_type=low_var_kl",
+        f"actor_rollout_ref.actor.optim.lr={LR}",
+        "actor_rollout_ref.actor.optim.weight_decay=0.01",
+        "data.shuffle=false",
+        "trainer.save_freq=-1",
+        f"trainer.default_local_dir={run_dir}/ckpt",
+        f"fsdpcfg.run_dir={run_dir}",
+        "trainer.logger=[console]",
+        "trainer.resume_mode=disable",
+    ]
     p = subprocess.run([sys.executable, "-m", "fsdpcfg", *ovs], capture_output=True, text=True, cwd=ROOT, env=ENV)
     if p.returncode:
         raise SystemExit(f"native run failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
     recs = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x.strip()]
-    return [{"step_s": r["timing_s/step"], "tokens": r["perf/total_num_tokens"],
-             "gen_s": r.get("timing_s/gen"), "update_s": r.get("timing_s/update_actor")} for r in recs]
+    return [
+        {
+            "step_s": r["timing_s/step"],
+            "tokens": r["perf/total_num_tokens"],
+            "gen_s": r.get("timing_s/gen"),
+            "update_s": r.get("timing_s/update_actor"),
+        }
+        for r in recs
+    ]
 
 
 def trl_worker(model_path: str, steps: int, out: str) -> None:
@@ -77,13 +96,36 @@ def trl_worker(model_path: str, steps: int, out: str) -> None:
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     per_device = PROMPTS * N // world // 2  # two micro-batches per process, as the native run
-    args = GRPOConfig(output_dir=str(Path(out) / "trl"), use_cpu=True, bf16=False, fp16=False,
-                      gradient_checkpointing=False, per_device_train_batch_size=per_device,
-                      gradient_accumulation_steps=2, num_generations=N, max_completion_length=RESPONSE,
-                      temperature=1.0, top_p=1.0, top_k=0, beta=BETA, learning_rate=LR, lr_scheduler_type="constant",
-                      weight_decay=0.01, max_grad_norm=1.0, num_iterations=1, scale_rewards="group",
-                      loss_type="dapo", shuffle_dataset=False, logging_steps=1, max_steps=steps, save_strategy="no",
-                      report_to="none", seed=42, disable_tqdm=True, dataloader_num_workers=0)
+    args = GRPOConfig(
+        output_dir=str(Path(out) / "trl"),
+        use_cpu=True,
+        bf16=False,
+        fp16=False,
+        gradient_checkpointing=False,
+        per_device_train_batch_size=per_device,
+        gradient_accumulation_steps=2,
+        num_generations=N,
+        max_completion_length=RESPONSE,
+        temperature=1.0,
+        top_p=1.0,
+        top_k=0,
+        beta=BETA,
+        learning_rate=LR,
+        lr_scheduler_type="constant",
+        weight_decay=0.01,
+        max_grad_norm=1.0,
+        num_iterations=1,
+        scale_rewards="group",
+        loss_type="dapo",
+        shuffle_dataset=False,
+        logging_steps=1,
+        max_steps=steps,
+        save_strategy="no",
+        report_to="none",
+        seed=42,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
     tok = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype="float32")
     records: list[dict] = []
@@ -99,8 +141,9 @@ def trl_worker(model_path: str, steps: int, out: str) -> None:
             if logs and "num_tokens" in logs and records:
                 records[-1]["num_tokens"] = logs["num_tokens"]
 
-    trainer = GRPOTrainer(model=model, reward_funcs=gsm8k_reward, args=args, train_dataset=ds,
-                          processing_class=tok, callbacks=[Timer()])
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=gsm8k_reward, args=args, train_dataset=ds, processing_class=tok, callbacks=[Timer()]
+    )
     trainer.train()
     if trainer.accelerator.is_main_process:
         prev = 0.0
@@ -111,8 +154,19 @@ def trl_worker(model_path: str, steps: int, out: str) -> None:
 
 def trl(model_path: str, steps: int, tmp: Path) -> list[dict]:
     """Run TRL's GRPOTrainer under torchrun (2 processes); return its per-step records."""
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", __file__,
-           "--trl-worker", model_path, str(steps), str(tmp)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        __file__,
+        "--trl-worker",
+        model_path,
+        str(steps),
+        str(tmp),
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=ENV)
     if p.returncode:
         raise SystemExit(f"TRL run failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
@@ -122,9 +176,12 @@ def trl(model_path: str, steps: int, tmp: Path) -> list[dict]:
 def summarise(recs: list[dict], warmup: int) -> dict:
     """Median step time (s) and tokens/s over the steps after ``warmup``."""
     kept = recs[warmup:] or recs
-    return {"step_s": statistics.median(r["step_s"] for r in kept),
-            "tok_s": statistics.median(r["tokens"] / r["step_s"] for r in kept),
-            "tokens": statistics.median(r["tokens"] for r in kept), "steps": len(kept)}
+    return {
+        "step_s": statistics.median(r["step_s"] for r in kept),
+        "tok_s": statistics.median(r["tokens"] / r["step_s"] for r in kept),
+        "tokens": statistics.median(r["tokens"] for r in kept),
+        "steps": len(kept),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,9 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.only != "native":
             res["trl"] = summarise(trl(path, args.steps, Path(tmp)), args.warmup)
     load1 = os.getloadavg()[0]
+    from importlib.metadata import PackageNotFoundError, version
+
     import torch
     import transformers
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         trl_version = version("trl")
@@ -163,19 +221,28 @@ def main(argv: list[str] | None = None) -> int:
     names = {"native": "fsdpcfg native (FSDP2, hf replica rollout)", "trl": f"TRL {trl_version} GRPOTrainer (DDP)"}
     table = ["| engine | median step s | median tokens/s | tokens/step | steps timed |", "|---|---|---|---|---|"]
     for k, r in res.items():
-        table.append(f"| {names[k]}{' ' + args.label if args.label else ''} | {r['step_s']:.3f} | {r['tok_s']:.0f} "
-                     f"| {r['tokens']:.0f} | {r['steps']} |")
+        table.append(
+            f"| {names[k]}{' ' + args.label if args.label else ''} | {r['step_s']:.3f} | {r['tok_s']:.0f} "
+            f"| {r['tokens']:.0f} | {r['steps']} |"
+        )
     ratio = ""
     if len(res) == 2:
-        ratio = (f"\n\nnative / TRL: {res['native']['tok_s'] / res['trl']['tok_s']:.2f}x tokens/s, step time "
-                 f"{res['trl']['step_s'] / res['native']['step_s']:.2f}x shorter (goal: >= 1.5x).")
-    text = "\n".join(table) + ratio + (
-        f"\n\nModel {args.model}, {PROMPTS} prompts x {N} completions, <= {RESPONSE} new tokens, 2 processes "
-        f"(torchrun, gloo, OMP_NUM_THREADS=1), {args.steps} steps, first {args.warmup} not timed. torch "
-        f"{torch.__version__}, transformers {transformers.__version__}, Python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs, load average {load0:.1f} before / {load1:.1f} after, "
-        f"{time.strftime('%Y-%m-%d %H:%M')}. "
-        f"Reproduce: `python benchmarks/grpo_step.py --write`.")
+        ratio = (
+            f"\n\nnative / TRL: {res['native']['tok_s'] / res['trl']['tok_s']:.2f}x tokens/s, step time "
+            f"{res['trl']['step_s'] / res['native']['step_s']:.2f}x shorter (goal: >= 1.5x)."
+        )
+    text = (
+        "\n".join(table)
+        + ratio
+        + (
+            f"\n\nModel {args.model}, {PROMPTS} prompts x {N} completions, <= {RESPONSE} new tokens, 2 processes "
+            f"(torchrun, gloo, OMP_NUM_THREADS=1), {args.steps} steps, first {args.warmup} not timed. torch "
+            f"{torch.__version__}, transformers {transformers.__version__}, Python {platform.python_version()}, "
+            f"{os.cpu_count()} CPUs, load average {load0:.1f} before / {load1:.1f} after, "
+            f"{time.strftime('%Y-%m-%d %H:%M')}. "
+            f"Reproduce: `python benchmarks/grpo_step.py --write`."
+        )
+    )
     print(text)
     if args.write:
         from check_latency import _write_section

@@ -50,9 +50,16 @@ def resolved_config(model: str, steps: int, run_dir: Path, extra: list[str] | No
     from fsdpcfg.launch.native import absolutise
 
     path = assets.ensure(model)
-    ovs = ["+recipe=qwen_grpo", f"actor_rollout_ref.model.path={path}", f"trainer.total_training_steps={steps}",
-           "trainer.save_freq=-1", f"fsdpcfg.run_dir={run_dir}", "trainer.logger=[console]",
-           f"trainer.default_local_dir={run_dir}/ckpt", *(extra or [])]
+    ovs = [
+        "+recipe=qwen_grpo",
+        f"actor_rollout_ref.model.path={path}",
+        f"trainer.total_training_steps={steps}",
+        "trainer.save_freq=-1",
+        f"fsdpcfg.run_dir={run_dir}",
+        "trainer.logger=[console]",
+        f"trainer.default_local_dir={run_dir}/ckpt",
+        *(extra or []),
+    ]
     return absolutise(compose(ovs).to_container())
 
 
@@ -81,6 +88,7 @@ def worker(config_path: str, out_dir: str) -> None:
             out = fn(*a, **k)
             phases.append((label, _maxrss_bytes()))
             return out
+
         setattr(obj, name, inner)
 
     wrap(trainer, "sync_weights", "weight_sync")
@@ -111,16 +119,32 @@ def measure(model: str, steps: int, extra: list[str] | None = None) -> dict:
         cfg = resolved_config(model, steps, Path(tmp) / "run", extra)
         cfg_path = Path(tmp) / "config.yaml"
         cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-               str(cfg["trainer"]["n_gpus_per_node"]), __file__, "--worker", str(cfg_path), tmp]
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            str(cfg["trainer"]["n_gpus_per_node"]),
+            __file__,
+            "--worker",
+            str(cfg_path),
+            tmp,
+        ]
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"})
         if p.returncode:
             raise SystemExit(f"torchrun failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
         ranks = [json.loads(f.read_text()) for f in sorted(Path(tmp).glob("rank*.json"))]
     est = estimate_memory(cfg)
     measured = max(r["peak"] - r["baseline"] for r in ranks)
-    return {"model": model, "predicted": est.peak_bytes, "peak_phase": est.peak_phase, "measured": measured,
-            "ranks": ranks, "estimate": est}
+    return {
+        "model": model,
+        "predicted": est.peak_bytes,
+        "peak_phase": est.peak_phase,
+        "measured": measured,
+        "ranks": ranks,
+        "estimate": est,
+    }
 
 
 def _phase_table(ranks: list[dict]) -> str:
@@ -145,15 +169,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         worker(*args.worker)
         return 0
-    rows = ["| model (qwen_grpo, 2 CPU ranks) | params | predicted peak MiB | measured peak MiB | error | "
-            "measured high-water by phase (rank 0, MiB above baseline) |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| model (qwen_grpo, 2 CPU ranks) | params | predicted peak MiB | measured peak MiB | error | "
+        "measured high-water by phase (rank 0, MiB above baseline) |",
+        "|---|---|---|---|---|---|",
+    ]
     worst = 0.0
     for model in args.models.split(","):
         r = measure(model, args.steps, args.override)
         err = (r["predicted"] - r["measured"]) / r["measured"]
         worst = max(worst, abs(err))
-        rows.append(f"| {model} | {r['estimate'].params.total / 1e6:.1f}M | {r['predicted'] / 2**20:.0f} "
-                    f"({r['peak_phase']}) | {r['measured'] / 2**20:.0f} | {err:+.1%} | {_phase_table(r['ranks'])} |")
+        rows.append(
+            f"| {model} | {r['estimate'].params.total / 1e6:.1f}M | {r['predicted'] / 2**20:.0f} "
+            f"({r['peak_phase']}) | {r['measured'] / 2**20:.0f} | {err:+.1%} | {_phase_table(r['ranks'])} |"
+        )
         print(r["estimate"].describe())
     load = os.getloadavg()
     text = "\n".join(rows) + (
@@ -161,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         f"transformers and the engine, largest over the 2 ranks, {args.steps} training steps. Predicted = "
         f"`fsdpcfg.plan.memory.estimate_memory` on the same resolved config. Largest error {worst:.1%} "
         f"(goal: within 20%). Load average {load[0]:.1f} on {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}. "
-        f"Reproduce: `python benchmarks/memory_validation.py --write`.")
+        f"Reproduce: `python benchmarks/memory_validation.py --write`."
+    )
     print(text)
     if args.write:
         from check_latency import _write_section

@@ -42,8 +42,12 @@ def worker(model_path: str, mode: str, bucket_mb: float, out: str) -> None:
 
     dist.init_process_group("gloo")
     mcfg = {"path": model_path, "external_lib": None, "trust_remote_code": False, "override_config": {}}
-    actor = shard_model(load_model(mcfg, torch.float32), "fsdp2",
-                        Precision(torch.float32, torch.float32, torch.float32), device=torch.device("cpu"))
+    actor = shard_model(
+        load_model(mcfg, torch.float32),
+        "fsdp2",
+        Precision(torch.float32, torch.float32, torch.float32),
+        device=torch.device("cpu"),
+    )
     rollout = HFRollout(load_model(mcfg, torch.float32, weights=False), torch.float32, [0], 0)
     sizes = [p.numel() * 4 for p in rollout.model.parameters()]
     gc.collect()
@@ -71,8 +75,16 @@ def worker(model_path: str, mode: str, bucket_mb: float, out: str) -> None:
         n = rollout.update_weights([list(full.items())])
         del full
     dt = time.perf_counter() - t
-    rec = {"mode": mode, "seconds": dt, "extra": max(0, hwm() - before), "tensors": n,
-           "before": before, "hw0": hw0, "largest": max(sizes), "total": sum(sizes)}
+    rec = {
+        "mode": mode,
+        "seconds": dt,
+        "extra": max(0, hwm() - before),
+        "tensors": n,
+        "before": before,
+        "hw0": hw0,
+        "largest": max(sizes),
+        "total": sum(sizes),
+    }
     if dist.get_rank() == 0:
         Path(out).write_text(json.dumps(rec))
     dist.barrier()
@@ -83,8 +95,20 @@ def run_mode(model_path: str, mode: str, bucket_mb: float) -> dict:
     """One torchrun job of 2 ranks syncing once in ``mode``; rank 0's record."""
     with tempfile.TemporaryDirectory(prefix="fsdpcfg-sync-") as tmp:
         out = Path(tmp) / "rec.json"
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", __file__,
-               "--worker", model_path, mode, str(bucket_mb), str(out)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            __file__,
+            "--worker",
+            model_path,
+            mode,
+            str(bucket_mb),
+            str(out),
+        ]
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"})
         if p.returncode:
             raise SystemExit(f"{mode} failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
@@ -110,15 +134,22 @@ def main(argv: list[str] | None = None) -> int:
     res = {m: [run_mode(path, m, args.bucket_mb) for _ in range(args.repeats)] for m in ("stream", "full")}
     r0 = res["stream"][0]
     bound = args.bucket_mb * MIB + r0["largest"]
-    rows = ["| sync (rank 0 of 2, FSDP2 fp32) | peak extra MiB (median) | seconds (median) | runs: extra MiB / s |",
-            "|---|---|---|---|"]
+    rows = [
+        "| sync (rank 0 of 2, FSDP2 fp32) | peak extra MiB (median) | seconds (median) | runs: extra MiB / s |",
+        "|---|---|---|---|",
+    ]
     med = {}
-    for mode, label in (("stream", f"bucketed per-tensor stream, {args.bucket_mb:g} MiB buckets"),
-                        ("full", "full state dict gathered first")):
+    for mode, label in (
+        ("stream", f"bucketed per-tensor stream, {args.bucket_mb:g} MiB buckets"),
+        ("full", "full state dict gathered first"),
+    ):
         xs = res[mode]
         med[mode] = (statistics.median(r["extra"] for r in xs), statistics.median(r["seconds"] for r in xs))
-        rows.append(f"| {label} | {med[mode][0] / MIB:.0f} | {med[mode][1]:.2f} | "
-                    + ", ".join(f"{r['extra'] / MIB:.0f} / {r['seconds']:.2f}" for r in xs) + " |")
+        rows.append(
+            f"| {label} | {med[mode][0] / MIB:.0f} | {med[mode][1]:.2f} | "
+            + ", ".join(f"{r['extra'] / MIB:.0f} / {r['seconds']:.2f}" for r in xs)
+            + " |"
+        )
     ok = med["stream"][0] <= bound
     text = "\n".join(rows) + (
         f"\n\nModel {args.model}: {r0['total'] / MIB:.0f} MiB of fp32 weights in {r0['tensors']} tensors, the "
@@ -128,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{med['stream'][1] / med['full'][1]:.2f}x its time. Extra = peak RSS (VmHWM, reset before) during the sync "
         f"minus the RSS before it; {args.repeats} fresh 2-rank jobs per mode. Load average {load0:.1f} on "
         f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')}. Reproduce: "
-        f"`python benchmarks/weight_sync.py --write`.")
+        f"`python benchmarks/weight_sync.py --write`."
+    )
     print(text)
     if args.write:
         from check_latency import _write_section

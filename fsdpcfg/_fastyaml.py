@@ -33,9 +33,12 @@ def c_loader() -> Any:
                 if key_node.tag != yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG:
                     continue
                 if key_node.value in keys:
-                    raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
-                                                            f"found duplicate key {key_node.value}",
-                                                            key_node.start_mark)
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found duplicate key {key_node.value}",
+                        key_node.start_mark,
+                    )
                 keys.add(key_node.value)
             return yaml.constructor.SafeConstructor.construct_mapping(self, node, deep=deep)
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from functools import lru_cache
-from typing import Any, Iterable
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
 
 from omegaconf import OmegaConf
 
@@ -32,7 +33,7 @@ _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 _VALUE_RESOLVERS = ("${fsdpcfg_", "${oc.env", "${oc.decode")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_rule_modules() -> tuple[tuple[str, str | None], ...]:
     """Import every rule module of :mod:`fsdpcfg.rules`; return ``(module, import error or None)`` pairs."""
     import fsdpcfg.rules as pkg
@@ -59,8 +60,9 @@ def resolve(composed: Any) -> tuple[dict[str, Any], dict[str, str], frozenset[st
     """
     raw = OmegaConf.to_container(composed.cfg, resolve=False)
     flat = verlref.flatten(raw)
-    derived = frozenset(k for k, v in flat.items()
-                        if isinstance(v, str) and v.startswith("${") and not v.startswith(_VALUE_RESOLVERS))
+    derived = frozenset(
+        k for k, v in flat.items() if isinstance(v, str) and v.startswith("${") and not v.startswith(_VALUE_RESOLVERS)
+    )
     try:
         return composed.to_container(resolve=True), {}, derived
     except ConfigError:
@@ -108,8 +110,15 @@ def check_config(composed: Any) -> list[Finding]:
     findings: list[Finding] = []
     for module, err in load_rule_modules():
         if err:
-            findings.append(Finding("FC000", "warning", [], f"the rule module {module} cannot be imported ({err}); "
-                                    "its rules did not run", "report this to the fsdpcfg maintainers"))
+            findings.append(
+                Finding(
+                    "FC000",
+                    "warning",
+                    [],
+                    f"the rule module {module} cannot be imported ({err}); its rules did not run",
+                    "report this to the fsdpcfg maintainers",
+                )
+            )
     schema_errors = False
     kind = getattr(composed, "kind", "ppo")
     for rid in sorted(RULES):
@@ -122,11 +131,25 @@ def check_config(composed: Any) -> list[Finding]:
             got = list(r.fn(ctx) or [])
         except Exception as e:
             if schema_errors:
-                findings.append(Finding("FC000", "info", list(r.keys), f"{rid} ({r.title}) was skipped: it cannot "
-                                        "run on the invalid values reported above", "fix the errors above"))
+                findings.append(
+                    Finding(
+                        "FC000",
+                        "info",
+                        list(r.keys),
+                        f"{rid} ({r.title}) was skipped: it cannot run on the invalid values reported above",
+                        "fix the errors above",
+                    )
+                )
             else:
-                findings.append(Finding("FC000", "warning", list(r.keys), f"{rid} ({r.title}) failed: "
-                                        f"{type(e).__name__}: {e}", "report this to the fsdpcfg maintainers"))
+                findings.append(
+                    Finding(
+                        "FC000",
+                        "warning",
+                        list(r.keys),
+                        f"{rid} ({r.title}) failed: {type(e).__name__}: {e}",
+                        "report this to the fsdpcfg maintainers",
+                    )
+                )
             continue
         findings.extend(got)
         if rid.startswith("FC1") and any(f.severity == "error" for f in got):
@@ -145,8 +168,9 @@ def check_overrides(overrides: list[str], *, extra_recipe_dirs: Iterable[Any] | 
     return findings if composed is None else check_config(composed)
 
 
-def compose_for_check(overrides: list[str], *, extra_recipe_dirs: Iterable[Any] | None = None
-                      ) -> tuple[Any, list[Finding]]:
+def compose_for_check(
+    overrides: list[str], *, extra_recipe_dirs: Iterable[Any] | None = None
+) -> tuple[Any, list[Finding]]:
     """Compose ``overrides`` for checking: ``(composed or None, findings)``.
 
     ``key=value`` for a key that fsdpcfg's schema or verl defines but that no file of the tree sets is
@@ -180,8 +204,14 @@ def compose_for_check(overrides: list[str], *, extra_recipe_dirs: Iterable[Any] 
             if key and "`+` cannot add it" in e.message:
                 # `+key=value` on a key the tree (verl's own tree) holds: Hydra and verl refuse it; compose it as
                 # `key=value` so the other rules run, and let FC112 report it
-                idx = next((i for i, o in enumerate(overrides) if o.startswith("+") and not o.startswith("++")
-                            and o[1:].split("=", 1)[0] == key), None)
+                idx = next(
+                    (
+                        i
+                        for i, o in enumerate(overrides)
+                        if o.startswith("+") and not o.startswith("++") and o[1:].split("=", 1)[0] == key
+                    ),
+                    None,
+                )
                 if idx is None or key in plus_refused:
                     return None, [compose_error_finding(first_error or e)]
                 first_error = first_error or e
@@ -212,8 +242,13 @@ def compose_error_finding(e: ConfigError) -> Finding:
 def unexpected_compose_finding(e: Exception, overrides: list[str]) -> Finding:
     """An exception Hydra or OmegaConf raised while composing that is not a :class:`ConfigError`."""
     text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    return Finding("FC100", "error", [], f"the config cannot be composed: {text}",
-                   f"check the overrides ({' '.join(overrides)}) against `fsdpcfg ls` and `fsdpcfg show`")
+    return Finding(
+        "FC100",
+        "error",
+        [],
+        f"the config cannot be composed: {text}",
+        f"check the overrides ({' '.join(overrides)}) against `fsdpcfg ls` and `fsdpcfg show`",
+    )
 
 
 def has_errors(findings: Iterable[Finding]) -> bool:

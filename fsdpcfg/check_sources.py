@@ -9,17 +9,16 @@ config (for the derived numbers). Nothing here runs the script, imports the user
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any
 
 import yaml
 
-from fsdpcfg import verlref, yamlio
 from fsdpcfg.check import check_config, compose_error_finding, unexpected_compose_finding
 from fsdpcfg.errors import ConfigError, UsageError
 from fsdpcfg.rules.finding import Finding
-
 
 
 def __getattr__(name: str) -> Any:
@@ -38,7 +37,7 @@ class Checked:
 
     label: str
     findings: list[Finding]
-    composed: Optional[Any] = None
+    composed: Any | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -74,12 +73,23 @@ def check_yaml_file(path: Path) -> Checked:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        return Checked(label, [Finding("FC100", "error", [], f"{where}: not valid YAML: "
-                                       f"{str(e).strip().splitlines()[0]}", "fix the YAML syntax",
-                                       location=(label, mark.line + 1 if mark is not None else None))])
+        return Checked(
+            label,
+            [
+                Finding(
+                    "FC100",
+                    "error",
+                    [],
+                    f"{where}: not valid YAML: {str(e).strip().splitlines()[0]}",
+                    "fix the YAML syntax",
+                    location=(label, mark.line + 1 if mark is not None else None),
+                )
+            ],
+        )
     except ConfigError as e:  # past a bound of fsdpcfg.yamlio (alias bomb, depth, size), not UTF-8, unreadable
-        return Checked(label, [Finding("FC100", "error", [], e.message, e.fix or "fix the file",
-                                       location=(label, None))])
+        return Checked(
+            label, [Finding("FC100", "error", [], e.message, e.fix or "fix the file", location=(label, None))]
+        )
     if info.kind == "unrelated":
         return Checked(label, [not_a_config("FC130", label, info.why)])
     try:
@@ -111,8 +121,14 @@ def _compose_recipe_file(path: Path) -> Any:
         return compose([f"+recipe={alias}"], extra_recipe_dirs=[Path(tmp), folder])
 
 
-def parse_run_script(text: str, *, args: Optional[list[str]] = None, extra: Sequence[str] = (),
-                     environ: Optional[Mapping[str, str]] = None, script_path: str = "run.sh"):
+def parse_run_script(
+    text: str,
+    *,
+    args: list[str] | None = None,
+    extra: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+    script_path: str = "run.sh",
+):
     """Evaluate a run script as bash would (nothing is run) and return ``(evaluation, verl commands)``: see
     :func:`fsdpcfg.runscript.evaluate` (``args``: its positional arguments, ``None`` when not given; ``extra``:
     the words ``"$@"`` adds; ``environ``: the variables it may read) and
@@ -123,8 +139,13 @@ def parse_run_script(text: str, *, args: Optional[list[str]] = None, extra: Sequ
     return ev, find_verl_commands(ev)
 
 
-def check_run_script(path: Path, overrides: Sequence[str] = (), *, args: Optional[list[str]] = None,
-                     environ: Optional[Mapping[str, str]] = None) -> list[Checked]:
+def check_run_script(
+    path: Path,
+    overrides: Sequence[str] = (),
+    *,
+    args: list[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[Checked]:
     """Check every verl trainer command of a run script (one :class:`Checked` each, labelled ``path:line``).
 
     The script is read by :mod:`fsdpcfg.runscript` (bash's grammar; nothing runs). ``overrides`` (given after
@@ -156,21 +177,28 @@ def check_run_script(path: Path, overrides: Sequence[str] = (), *, args: Optiona
             where += f" (with these arguments it stops at line {exits[0].line}: {exits[0].message})"
         unknown = [c for c in ev.commands if not c.argv[0].known]
         if unknown:
-            where += (f" (the command at line {unknown[0].line} cannot be known: "
-                      f"{unknown[0].argv[0].unknown[0]})")
-        raise UsageError(f"{path}: no verl command found{where} (`python3 -m verl.trainer.main_ppo ...`, "
-                         "`torchrun ... -m verl.trainer.sft_trainer ...`)",
-                         fix="give a shell script that runs a verl trainer, a YAML file, or overrides")
+            where += f" (the command at line {unknown[0].line} cannot be known: {unknown[0].argv[0].unknown[0]})"
+        raise UsageError(
+            f"{path}: no verl command found{where} (`python3 -m verl.trainer.main_ppo ...`, "
+            "`torchrun ... -m verl.trainer.sft_trainer ...`)",
+            fix="give a shell script that runs a verl trainer, a YAML file, or overrides",
+        )
     out = []
     for vc in cmds:
         label = f"{path}:{vc.line}"
         notes = _script_notes(ev, vc, label)
         if overrides and not vc.uses_args:
             vc.overrides.extend(Word(o, 0, (), (), True) for o in overrides)
-            notes.append(Finding("FC122", "info", [key_of(o) for o in overrides if "=" in o],
-                                 f"{label}: the command has no \"$@\", so bash would not pass the overrides given "
-                                 f"after the script ({' '.join(overrides)}); the check applied them at its end",
-                                 'add "$@" at the end of the command to pass overrides to it'))
+            notes.append(
+                Finding(
+                    "FC122",
+                    "info",
+                    [key_of(o) for o in overrides if "=" in o],
+                    f'{label}: the command has no "$@", so bash would not pass the overrides given '
+                    f"after the script ({' '.join(overrides)}); the check applied them at its end",
+                    'add "$@" at the end of the command to pass overrides to it',
+                )
+            )
         if vc.kind == "other":
             out.append(Checked(label, notes + [not_a_trainer(vc, label)]))
             continue
@@ -190,11 +218,13 @@ def check_run_script(path: Path, overrides: Sequence[str] = (), *, args: Optiona
             continue
         composed.overrides = list(tr.user_overrides)  # the script's own words; the base and resets are ours
         for key in tr.resets:
-            composed.provenance.record(key, Source("default", f"verl {VERL_VERSION}'s default "
-                                                   f"({tr.config}; the run script does not set it)"))
+            composed.provenance.record(
+                key, Source("default", f"verl {VERL_VERSION}'s default ({tr.config}; the run script does not set it)")
+            )
         for key, where in tr.lines.items():
-            composed.provenance.record(key, Source("override", where) if where == "command line"
-                                       else Source("file", where))
+            composed.provenance.record(
+                key, Source("override", where) if where == "command line" else Source("file", where)
+            )
         composed.script_notes = notes + tr.notes  # reported by rules FC107 and FC120-FC125
         out.append(Checked(label, drop_guessed(check_config(composed)), composed))
     return out
@@ -207,15 +237,36 @@ def _script_notes(ev, vc, label: str) -> list[Finding]:
     for n in ev.notes:
         if n.line > vc.line or n.kind == "exit":
             continue
-        out.append(Finding("FC123", "info", [], f"{label}: line {n.line}: {n.message}",
-                           "give the script's arguments (`-- ARGS`) or set the values it tests in the script"))
+        out.append(
+            Finding(
+                "FC123",
+                "info",
+                [],
+                f"{label}: line {n.line}: {n.message}",
+                "give the script's arguments (`-- ARGS`) or set the values it tests in the script",
+            )
+        )
     fed = {e.split("=", 1)[0] for w in vc.overrides for e in w.env}
     for name, (value, line) in ev.env_used.items():
         if name not in fed and line <= vc.line:
-            out.append(Finding("FC120", "info", [], f"{label}: `${name}` (line {line}) is not set by the script; the "
-                               f"check took it from its own environment ({name}={value})",
-                               f"make sure {name} is the same where the script runs"))
+            out.append(
+                Finding(
+                    "FC120",
+                    "info",
+                    [],
+                    f"{label}: `${name}` (line {line}) is not set by the script; the "
+                    f"check took it from its own environment ({name}={value})",
+                    f"make sure {name} is the same where the script runs",
+                )
+            )
     if ev.syntax_error_line:
-        out.append(Finding("FC123", "info", [], f"{label}: bash's grammar cannot read line {ev.syntax_error_line}; "
-                           "the script was read up to it", "check the script with `bash -n`"))
+        out.append(
+            Finding(
+                "FC123",
+                "info",
+                [],
+                f"{label}: bash's grammar cannot read line {ev.syntax_error_line}; the script was read up to it",
+                "check the script with `bash -n`",
+            )
+        )
     return out

@@ -15,9 +15,10 @@ The formats are the ones verl's datasets read: ``RLHFDataset`` (verl/utils/datas
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from fsdpcfg.errors import ConfigError
 
@@ -37,8 +38,9 @@ class DataFileError(ConfigError):
         problem: what is wrong (``empty``, ``corrupt``, ``format``, ``missing``).
     """
 
-    def __init__(self, path: str, problem: str, message: str, *, key: str = "data.train_files",
-                 fix: str | None = None) -> None:
+    def __init__(
+        self, path: str, problem: str, message: str, *, key: str = "data.train_files", fix: str | None = None
+    ) -> None:
         super().__init__(f"{path}: {message}", key=key, value=path, fix=fix)
         self.path = path
         self.problem = problem
@@ -78,9 +80,14 @@ def _fmt(path: str, key: str) -> str:
         return "parquet"
     if suffix in (".jsonl", ".json"):
         return suffix[1:]
-    raise DataFileError(path, "format", f"unknown file type {suffix or '(no suffix)'!r}; verl's dataset reads "
-                        ".parquet, .jsonl and .json (rl_dataset.py raises 'Unsupported file format')", key=key,
-                        fix="convert the file to parquet or JSON Lines (one JSON object per line)")
+    raise DataFileError(
+        path,
+        "format",
+        f"unknown file type {suffix or '(no suffix)'!r}; verl's dataset reads "
+        ".parquet, .jsonl and .json (rl_dataset.py raises 'Unsupported file format')",
+        key=key,
+        fix="convert the file to parquet or JSON Lines (one JSON object per line)",
+    )
 
 
 def _open(path: str, key: str) -> Path:
@@ -88,15 +95,24 @@ def _open(path: str, key: str) -> Path:
     if not p.is_file():
         raise DataFileError(path, "missing", "no such file", key=key, fix=f"point {key} at an existing file")
     if p.stat().st_size == 0:
-        raise DataFileError(path, "empty", "the file is empty (0 bytes)", key=key,
-                            fix="regenerate the file (verl's data preprocessing writes parquet with one row per "
-                                "prompt)")
+        raise DataFileError(
+            path,
+            "empty",
+            "the file is empty (0 bytes)",
+            key=key,
+            fix="regenerate the file (verl's data preprocessing writes parquet with one row per prompt)",
+        )
     return p
 
 
 def _not_object(path: str, where: str, got: Any, key: str) -> DataFileError:
-    return DataFileError(path, "format", f"{where}: a row must be a JSON object, got {type(got).__name__}", key=key,
-                         fix="write one JSON object per line ({\"prompt\": [...], \"data_source\": ...})")
+    return DataFileError(
+        path,
+        "format",
+        f"{where}: a row must be a JSON object, got {type(got).__name__}",
+        key=key,
+        fix='write one JSON object per line ({"prompt": [...], "data_source": ...})',
+    )
 
 
 def _json_lines(path: str, p: Path, key: str) -> Iterator[dict]:
@@ -107,9 +123,13 @@ def _json_lines(path: str, p: Path, key: str) -> Iterator[dict]:
             try:
                 row = json.loads(line)
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                raise DataFileError(path, "corrupt", f"line {i} is not JSON ({e})", key=key,
-                                    fix="repair the line, or write the file as JSON Lines (one object per line)"
-                                    ) from None
+                raise DataFileError(
+                    path,
+                    "corrupt",
+                    f"line {i} is not JSON ({e})",
+                    key=key,
+                    fix="repair the line, or write the file as JSON Lines (one object per line)",
+                ) from None
             if not isinstance(row, dict):
                 raise _not_object(path, f"line {i}", row, key)
             yield row
@@ -125,8 +145,13 @@ def _json_array(path: str, p: Path, key: str) -> list[dict]:
     try:
         rows = json.loads(p.read_bytes())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DataFileError(path, "corrupt", f"not a JSON array ({e})", key=key,
-                            fix="repair the file, or write it as JSON Lines (one object per line)") from None
+        raise DataFileError(
+            path,
+            "corrupt",
+            f"not a JSON array ({e})",
+            key=key,
+            fix="repair the file, or write it as JSON Lines (one object per line)",
+        ) from None
     if not isinstance(rows, list):
         raise _not_object(path, "the file", rows, key)
     for i, row in enumerate(rows):
@@ -142,8 +167,13 @@ def _parquet(path: str, p: Path, key: str):
     try:
         return pq.ParquetFile(p), (pa.ArrowException, OSError, ValueError)
     except (pa.ArrowException, OSError, ValueError) as e:
-        raise DataFileError(path, "corrupt", f"not a readable parquet file ({e})", key=key,
-                            fix="regenerate the file (it may be truncated or not parquet at all)") from None
+        raise DataFileError(
+            path,
+            "corrupt",
+            f"not a readable parquet file ({e})",
+            key=key,
+            fix="regenerate the file (it may be truncated or not parquet at all)",
+        ) from None
 
 
 def _count_lines(p: Path) -> tuple[int, bool]:
@@ -179,11 +209,17 @@ def peek(path: str, n: int = 4, *, key: str = "data.train_files") -> Peek:
             rows = next(pf.iter_batches(batch_size=n), None)
             rows = rows.to_pylist() if rows is not None else []
         except errors as e:
-            raise DataFileError(path, "corrupt", f"parquet data cannot be read ({e})", key=key,
-                                fix="regenerate the file") from None
+            raise DataFileError(
+                path, "corrupt", f"parquet data cannot be read ({e})", key=key, fix="regenerate the file"
+            ) from None
         if not total:
-            raise DataFileError(path, "empty", f"the parquet file holds no rows (columns: {', '.join(columns)})",
-                                key=key, fix="regenerate the file")
+            raise DataFileError(
+                path,
+                "empty",
+                f"the parquet file holds no rows (columns: {', '.join(columns)})",
+                key=key,
+                fix="regenerate the file",
+            )
         return Peek(path, fmt, rows, columns, total)
     if fmt == "json" and _starts_array(p):
         if p.stat().st_size > ARRAY_BYTES:
@@ -196,8 +232,7 @@ def peek(path: str, n: int = 4, *, key: str = "data.train_files") -> Peek:
         if len(rows) >= n:
             break
     if not rows:
-        raise DataFileError(path, "empty", "the file holds no rows", key=key,
-                            fix="regenerate the file")
+        raise DataFileError(path, "empty", "the file holds no rows", key=key, fix="regenerate the file")
     total, exact = _count_lines(p)
     return Peek(path, "jsonl", rows, _columns(rows), total, exact)
 
@@ -224,8 +259,9 @@ def read_rows(files: Any, max_samples: int | None = -1, *, key: str = "data.trai
                 for batch in pf.iter_batches():
                     rows.extend(batch.to_pylist())
             except errors as e:
-                raise DataFileError(f, "corrupt", f"parquet data cannot be read ({e})", key=key,
-                                    fix="regenerate the file") from None
+                raise DataFileError(
+                    f, "corrupt", f"parquet data cannot be read ({e})", key=key, fix="regenerate the file"
+                ) from None
         elif fmt == "json" and _starts_array(p):
             rows.extend(_json_array(f, p, key))
         else:

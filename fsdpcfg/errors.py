@@ -7,7 +7,8 @@ that was broken and the fix; the CLI prints ``str(error)`` and exits with :attr:
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 class ConfigError(Exception):
@@ -21,8 +22,9 @@ class ConfigError(Exception):
         exit_code: process exit code the CLI uses (1 for a bad config, 2 for a usage error).
     """
 
-    def __init__(self, message: str, *, key: str | None = None, value: Any = None, fix: str | None = None,
-                 exit_code: int = 1) -> None:
+    def __init__(
+        self, message: str, *, key: str | None = None, value: Any = None, fix: str | None = None, exit_code: int = 1
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.key = key

@@ -99,13 +99,17 @@ def within(root: str | os.PathLike, *parts: str) -> Path:
     real_root = base.resolve()
     real = target.resolve()
     if real != real_root and real_root not in real.parents:
-        raise PathEscape(f"{target} resolves to {real}, outside {real_root}; fsdpcfg writes only inside it",
-                         value=str(target), fix="remove the link or the '..' that leads out of the folder")
+        raise PathEscape(
+            f"{target} resolves to {real}, outside {real_root}; fsdpcfg writes only inside it",
+            value=str(target),
+            fix="remove the link or the '..' that leads out of the folder",
+        )
     return target
 
 
-def atomic_write_text(path: str | os.PathLike, text: str, *, root: str | os.PathLike | None = None,
-                      mode: int | None = None) -> Path:
+def atomic_write_text(
+    path: str | os.PathLike, text: str, *, root: str | os.PathLike | None = None, mode: int | None = None
+) -> Path:
     """Write ``text`` to ``path`` through a temporary file in the same folder, fsync it and rename it over
     ``path``, so a reader never sees half a file; the temporary file is removed when the write fails (a full
     disk leaves the old file in place, never a truncated one). With ``root``, ``path`` must lie inside it

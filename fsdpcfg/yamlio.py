@@ -60,8 +60,16 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML h
 
 def _error(label: str, what: str, found: str, limit: int, fix: str) -> ConfigError:
     """``FILE: WHAT is FOUND, over the limit of LIMIT``: the file is refused before anything loads it."""
-    return ConfigError(f"{label}: {what} is {found}, over the limit of {limit:,} (fsdpcfg.yamlio.LIMITS); "
-                       "the file was not loaded", fix=fix)
+    return ConfigError(
+        f"{label}: {what} is {found}, over the limit of {limit:,} (fsdpcfg.yamlio.LIMITS); the file was not loaded",
+        fix=fix,
+    )
+
+
+def _line(ev: Any) -> int:
+    """The 1-based line an event starts on (libyaml always sets the mark; 0 when a parser does not)."""
+    mark = getattr(ev, "start_mark", None)
+    return mark.line + 1 if mark is not None else 0
 
 
 def _not_yaml(label: str, e: yaml.YAMLError) -> ConfigError:
@@ -84,8 +92,13 @@ def scan(text: str, label: str = "<yaml>", limits: Limits = LIMITS) -> None:
     """
     size = len(text.encode("utf-8", "surrogatepass")) if len(text) * 4 > limits.max_bytes else len(text)
     if size > limits.max_bytes:
-        raise _error(label, "its size", f"{size:,} bytes", limits.max_bytes,
-                     "a config is a few kilobytes: check that this is the file you meant")
+        raise _error(
+            label,
+            "its size",
+            f"{size:,} bytes",
+            limits.max_bytes,
+            "a config is a few kilobytes: check that this is the file you meant",
+        )
     # per open collection: [nodes below, deepest expanded depth below, scalar chars below, anchor, kind]
     stack: list[list[Any]] = []
     anchors: dict[str, tuple[int, int, int]] = {}  # anchor -> (nodes, depth, chars), aliases expanded
@@ -103,17 +116,29 @@ def scan(text: str, label: str = "<yaml>", limits: Limits = LIMITS) -> None:
             stack[-1][1] = max(stack[-1][1], d)
             stack[-1][2] += c
         if total[0] > limits.max_nodes:
-            raise _error(label, "its node count with every alias (*name) expanded", f"at least {total[0]:,}",
-                         limits.max_nodes,
-                         "remove the repeated aliases (*name) or split the file; a config has a few thousand "
-                         "keys at most")
+            raise _error(
+                label,
+                "its node count with every alias (*name) expanded",
+                f"at least {total[0]:,}",
+                limits.max_nodes,
+                "remove the repeated aliases (*name) or split the file; a config has a few thousand keys at most",
+            )
         if len(stack) + d > limits.max_depth:
-            raise _error(label, "its nesting depth (aliases expanded)", f"at least {len(stack) + d}",
-                         limits.max_depth,
-                         "flatten the nesting; verl's own config is 8 levels deep")
+            raise _error(
+                label,
+                "its nesting depth (aliases expanded)",
+                f"at least {len(stack) + d}",
+                limits.max_depth,
+                "flatten the nesting; verl's own config is 8 levels deep",
+            )
         if total[1] > limits.max_scalar_chars:
-            raise _error(label, "its text with every alias expanded", f"at least {total[1]:,} characters",
-                         limits.max_scalar_chars, "remove the repeated aliases (*name)")
+            raise _error(
+                label,
+                "its text with every alias expanded",
+                f"at least {total[1]:,} characters",
+                limits.max_scalar_chars,
+                "remove the repeated aliases (*name)",
+            )
 
     def key_position() -> bool:
         if stack and stack[-1][4] == "map":
@@ -127,14 +152,20 @@ def scan(text: str, label: str = "<yaml>", limits: Limits = LIMITS) -> None:
             if isinstance(ev, yaml.ScalarEvent):
                 if key_position():
                     if len(ev.value) > limits.max_key_chars:
-                        raise _error(label, f"the mapping key at line {ev.start_mark.line + 1}",
-                                     f"{len(ev.value):,} characters long", limits.max_key_chars,
-                                     "use a short key name")
+                        raise _error(
+                            label,
+                            f"the mapping key at line {_line(ev)}",
+                            f"{len(ev.value):,} characters long",
+                            limits.max_key_chars,
+                            "use a short key name",
+                        )
                     seen = keys[-1]
                     if ev.value in seen:  # OmegaConf (so Hydra) refuses it with a yaml traceback
-                        raise ConfigError(f"{label}:{ev.start_mark.line + 1}: duplicate key `{ev.value}` (first at "
-                                          f"line {seen[ev.value]})", fix="keep one of them")
-                    seen[ev.value] = ev.start_mark.line + 1
+                        raise ConfigError(
+                            f"{label}:{_line(ev)}: duplicate key `{ev.value}` (first at line {seen[ev.value]})",
+                            fix="keep one of them",
+                        )
+                    seen[ev.value] = _line(ev)
                 if ev.anchor:
                     anchors[ev.anchor] = (1, 0, len(ev.value))
                 add(1, 0, len(ev.value))
@@ -157,7 +188,7 @@ def scan(text: str, label: str = "<yaml>", limits: Limits = LIMITS) -> None:
                 add(n + 1, d + 1, c, counted=True)
             elif isinstance(ev, yaml.AliasEvent):
                 key_position()
-                add(*anchors.get(ev.anchor, (1, 0, 0)))
+                add(*anchors.get(ev.anchor or "", (1, 0, 0)))
     except yaml.YAMLError as e:
         raise _not_yaml(label, e) from None
 
@@ -186,14 +217,20 @@ def read_text(path: Path | str) -> str:
     try:
         size = path.stat().st_size
         if size > LIMITS.max_bytes:
-            raise _error(str(path), "its size", f"{size:,} bytes", LIMITS.max_bytes,
-                         "a config is a few kilobytes: check that this is the file you meant")
+            raise _error(
+                str(path),
+                "its size",
+                f"{size:,} bytes",
+                LIMITS.max_bytes,
+                "a config is a few kilobytes: check that this is the file you meant",
+            )
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})", fix="give a YAML file") from None
     except OSError as e:
-        raise ConfigError(f"{path}: cannot be read: {e.strerror or e}", fix="check the path and its permissions") \
-            from None
+        raise ConfigError(
+            f"{path}: cannot be read: {e.strerror or e}", fix="check the path and its permissions"
+        ) from None
 
 
 def load_file(path: Path | str) -> Any:

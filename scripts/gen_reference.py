@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Write docs/reference.md from the config tree and the rule table (fsdpcfg.catalog.reference).
 
-    python scripts/gen_reference.py           # rewrite the page
-    python scripts/gen_reference.py --check   # exit 1 when the checked-in page is stale
+python scripts/gen_reference.py           # rewrite the page
+python scripts/gen_reference.py --check   # exit 1 when the checked-in page is stale
 """
 
 from __future__ import annotations

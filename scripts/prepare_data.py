@@ -23,8 +23,9 @@ import argparse
 import json
 import random
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = REPO.parent / "shared" / "data" / "gsm8k"
@@ -76,8 +77,12 @@ def gsm8k_rl_row(example: dict[str, str], split: str, index: int) -> dict[str, A
 
 def gsm8k_sft_row(example: dict[str, str]) -> dict[str, Any]:
     """Convert one raw GSM8K record to a chat ``messages`` row for SFT (loss on the assistant turn)."""
-    return {"messages": [{"role": "user", "content": example["question"] + " " + GSM8K_INSTRUCTION},
-                         {"role": "assistant", "content": example["answer"]}]}
+    return {
+        "messages": [
+            {"role": "user", "content": example["question"] + " " + GSM8K_INSTRUCTION},
+            {"role": "assistant", "content": example["answer"]},
+        ]
+    }
 
 
 def arith_pairs() -> list[tuple[int, int]]:
@@ -123,8 +128,10 @@ def arith_heldout_split() -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]
 
 def arith_heldout_prompt(terms: tuple[int, ...]) -> list[dict[str, str]]:
     """The chat prompt of question ``a+b+c=`` (system instruction, user message)."""
-    return [{"role": "system", "content": ARITH_HELDOUT_SYSTEM},
-            {"role": "user", "content": "+".join(map(str, terms)) + "="}]
+    return [
+        {"role": "system", "content": ARITH_HELDOUT_SYSTEM},
+        {"role": "user", "content": "+".join(map(str, terms)) + "="},
+    ]
 
 
 def arith_heldout_files() -> dict[str, list[dict[str, Any]]]:
@@ -133,9 +140,16 @@ def arith_heldout_files() -> dict[str, list[dict[str, Any]]]:
     train, heldout = arith_heldout_split()
 
     def rl(questions: list[tuple[int, ...]], split: str) -> list[dict[str, Any]]:
-        return [{"data_source": ARITH_HELDOUT_DATA_SOURCE, "prompt": arith_heldout_prompt(t),
-                 "ability": "arithmetic", "reward_model": {"style": "rule", "ground_truth": str(sum(t))},
-                 "extra_info": {"split": split, "index": i, "terms": list(t)}} for i, t in enumerate(questions)]
+        return [
+            {
+                "data_source": ARITH_HELDOUT_DATA_SOURCE,
+                "prompt": arith_heldout_prompt(t),
+                "ability": "arithmetic",
+                "reward_model": {"style": "rule", "ground_truth": str(sum(t))},
+                "extra_info": {"split": split, "index": i, "terms": list(t)},
+            }
+            for i, t in enumerate(questions)
+        ]
 
     sft = [{"messages": arith_heldout_prompt(t) + [{"role": "assistant", "content": str(sum(t))}]} for t in train]
     return {"sft": sft, "train": rl(train, "train"), "heldout": rl(heldout, "heldout")}
@@ -177,8 +191,12 @@ def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Write the datasets under ``--out``; returns 0."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--gsm8k-source", type=Path, default=DEFAULT_SOURCE,
-                   help="folder with the raw GSM8K train.jsonl/test.jsonl (openai/grade-school-math)")
+    p.add_argument(
+        "--gsm8k-source",
+        type=Path,
+        default=DEFAULT_SOURCE,
+        help="folder with the raw GSM8K train.jsonl/test.jsonl (openai/grade-school-math)",
+    )
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = p.parse_args(argv)
     for rel, text in render_all(args.gsm8k_source).items():

@@ -23,8 +23,17 @@ from pathlib import Path
 from fsdpcfg.assets import _store
 from fsdpcfg.assets.specs import SPECS, ModelSpec, get_spec
 
-__all__ = ["SPECS", "ModelSpec", "get_spec", "asset_path", "is_complete", "build", "ensure", "default_names",
-           "fingerprint"]
+__all__ = [
+    "SPECS",
+    "ModelSpec",
+    "get_spec",
+    "asset_path",
+    "is_complete",
+    "build",
+    "ensure",
+    "default_names",
+    "fingerprint",
+]
 
 #: Bump when the build procedure changes in a way that changes the bytes of a built folder.
 BUILDER_VERSION = 1
@@ -115,8 +124,12 @@ def build(name: str, *, force: bool = False, verbose: bool = True) -> Path:
         start = time.perf_counter()
         with _store.atomic_folder(final) as tmp:
             _build_into(spec, tmp)
-            manifest = {"name": name, "fingerprint": fingerprint(name), "seconds": round(time.perf_counter() - start, 2),
-                        "files": _store.file_hashes(tmp)}
+            manifest = {
+                "name": name,
+                "fingerprint": fingerprint(name),
+                "seconds": round(time.perf_counter() - start, 2),
+                "files": _store.file_hashes(tmp),
+            }
             (tmp / _store.MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         if verbose:
             print(f"fsdpcfg: built {name} in {manifest['seconds']:.1f} s", file=sys.stderr, flush=True)

@@ -45,8 +45,7 @@ def scale_config(real: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
     sizes = {**TINY, **spec.scale}
     heads = sizes["num_attention_heads"]
     if "num_key_value_heads" not in spec.scale and "num_attention_heads" in real:
-        sizes["num_key_value_heads"] = kv_heads_for(real["num_attention_heads"], real.get("num_key_value_heads"),
-                                                    heads)
+        sizes["num_key_value_heads"] = kv_heads_for(real["num_attention_heads"], real.get("num_key_value_heads"), heads)
     for key, value in sizes.items():
         if value is None:
             cfg.pop(key, None)

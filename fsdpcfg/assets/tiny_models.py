@@ -19,8 +19,14 @@ from fsdpcfg.assets.specs import ModelSpec
 
 #: Authored tokenizer_config.json for tokenizer folders that ship none (gpt2), so AutoTokenizer can load them.
 _AUTHORED_TOKENIZER_CONFIG: dict[str, dict[str, Any]] = {
-    "gpt2": {"tokenizer_class": "GPT2Tokenizer", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
-             "unk_token": "<|endoftext|>", "add_prefix_space": False, "model_max_length": 1024},
+    "gpt2": {
+        "tokenizer_class": "GPT2Tokenizer",
+        "bos_token": "<|endoftext|>",
+        "eos_token": "<|endoftext|>",
+        "unk_token": "<|endoftext|>",
+        "add_prefix_space": False,
+        "model_max_length": 1024,
+    },
 }
 
 
@@ -86,8 +92,8 @@ def _save_model(scaled: dict[str, Any], seed: int, dest: Path, *, on_accelerator
 
     import torch
     from transformers import AutoModelForCausalLM
-    from transformers.utils import logging as hf_logging
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    from transformers.utils import logging as hf_logging
 
     config = CONFIG_MAPPING[scaled["model_type"]].from_dict(dict(scaled))
     hf_logging.disable_progress_bar()
@@ -114,26 +120,43 @@ def _sources_md(spec: ModelSpec, real: dict[str, Any], scaled: dict[str, Any]) -
     changed = sorted(k for k in set(real) | set(scaled) if real.get(k) != scaled.get(k))
     rows = "\n".join(f"| `{k}` | `{_short(real.get(k))}` | `{_short(scaled.get(k))}` |" for k in changed)
     tok = spec.tokenizer or "none"
-    config_line = (f"- Config: transformers defaults, `{spec.source_label}` of the installed transformers (no real "
-                   "config.json of this model is available offline)." if spec.defaults else
-                   f"- Real config: `fsdpcfg/data/model_configs/{spec.source}/config.json` (provenance in "
-                   "`fsdpcfg/data/model_configs/SOURCES.md`).")
+    config_line = (
+        f"- Config: transformers defaults, `{spec.source_label}` of the installed transformers (no real "
+        "config.json of this model is available offline)."
+        if spec.defaults
+        else f"- Real config: `fsdpcfg/data/model_configs/{spec.source}/config.json` (provenance in "
+        "`fsdpcfg/data/model_configs/SOURCES.md`)."
+    )
     lines = [
         f"# {spec.name}: offline {'tiny model' if spec.weights else 'config-only folder'} built by fsdpcfg",
         "",
         config_line,
         f"- Tokenizer files: `fsdpcfg/data/tokenizers/{tok}/`, copied byte for byte (provenance, sha256 and "
         "license in `fsdpcfg/data/tokenizers/SOURCES.md`)"
-        + (f"; from the real model folder: {', '.join(spec.model_tokenizer_files)}." if spec.model_tokenizer_files
-           else "."),
-        "- Weights: " + (f"random init, torch seed {spec.seed}, float32, save_pretrained (safetensors)."
-                         if spec.weights else "none (config only)."),
+        + (
+            f"; from the real model folder: {', '.join(spec.model_tokenizer_files)}."
+            if spec.model_tokenizer_files
+            else "."
+        ),
+        "- Weights: "
+        + (
+            f"random init, torch seed {spec.seed}, float32, save_pretrained (safetensors)."
+            if spec.weights
+            else "none (config only)."
+        ),
         f"- Notes: {spec.notes}",
         *([f"- Covers: {', '.join(spec.covers)}."] if spec.covers else []),
         "",
     ]
     if spec.weights:
-        lines += [f"## Keys changed from the {'transformers defaults' if spec.defaults else 'real config'}", "", "| key | real | here |", "|---|---|---|", rows, ""]
+        lines += [
+            f"## Keys changed from the {'transformers defaults' if spec.defaults else 'real config'}",
+            "",
+            "| key | real | here |",
+            "|---|---|---|",
+            rows,
+            "",
+        ]
     return "\n".join(lines)
 
 

@@ -60,8 +60,10 @@ def _arith_format(folder: Path, seed: int) -> None:
         digits = torch.tensor([tok.convert_tokens_to_ids(str(d)) for d in range(10)])
         eos = tok.convert_tokens_to_ids(tok.eos_token)
         assert isinstance(eos, int)  # one token in, one id out
-        prompts = [tok.apply_chat_template(p, add_generation_prompt=True, tokenize=True, return_dict=False)
-                   for p in arith_prompts()]
+        prompts = [
+            tok.apply_chat_template(p, add_generation_prompt=True, tokenize=True, return_dict=False)
+            for p in arith_prompts()
+        ]
         if len({len(p) for p in prompts}) != 1:
             raise ValueError("arith prompts must all have the same token length")
         prompt_ids = torch.tensor(prompts)

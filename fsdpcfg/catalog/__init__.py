@@ -14,9 +14,41 @@ Nothing here imports torch, transformers or verl.
 
 from fsdpcfg.catalog.flat import ABSENT, Row, flat, format_value, rows, rows_json, rows_table, rows_yaml, table
 from fsdpcfg.catalog.load import is_recipe_file, load, recipe_overrides, split_args
-from fsdpcfg.catalog.tree import (Option, all_options, comment_block, describe, group_options, groups, kinds,
-                                  ordered_choices, recipes, root_defaults)
+from fsdpcfg.catalog.tree import (
+    Option,
+    all_options,
+    comment_block,
+    describe,
+    group_options,
+    groups,
+    kinds,
+    ordered_choices,
+    recipes,
+    root_defaults,
+)
 
-__all__ = ["ABSENT", "Option", "Row", "all_options", "comment_block", "describe", "flat", "format_value",
-           "group_options", "groups", "is_recipe_file", "kinds", "load", "ordered_choices", "recipe_overrides", "recipes",
-           "root_defaults", "rows", "rows_json", "rows_table", "rows_yaml", "split_args", "table"]
+__all__ = [
+    "ABSENT",
+    "Option",
+    "Row",
+    "all_options",
+    "comment_block",
+    "describe",
+    "flat",
+    "format_value",
+    "group_options",
+    "groups",
+    "is_recipe_file",
+    "kinds",
+    "load",
+    "ordered_choices",
+    "recipe_overrides",
+    "recipes",
+    "root_defaults",
+    "rows",
+    "rows_json",
+    "rows_table",
+    "rows_yaml",
+    "split_args",
+    "table",
+]

@@ -7,8 +7,9 @@ is written instead of failing the whole listing.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -46,8 +47,13 @@ def _leaves(node: Any, prefix: str) -> Iterable[tuple[str, Any]]:
 
 
 def _value(cfg: DictConfig, key: str, node: Any) -> tuple[Any, Any]:
-    raw = OmegaConf.to_container(node, resolve=False) if isinstance(node, (DictConfig, ListConfig)) \
-        else node._value() if hasattr(node, "_value") else node
+    raw = (
+        OmegaConf.to_container(node, resolve=False)
+        if isinstance(node, (DictConfig, ListConfig))
+        else node._value()
+        if hasattr(node, "_value")
+        else node
+    )
     try:  # a ``???`` value or a broken interpolation raises: show it as written
         got = OmegaConf.select(cfg, key, throw_on_missing=True)
         val = OmegaConf.to_container(got, resolve=True) if isinstance(got, (DictConfig, ListConfig)) else got
@@ -56,12 +62,12 @@ def _value(cfg: DictConfig, key: str, node: Any) -> tuple[Any, Any]:
     return val, (raw if raw != val else None)
 
 
-def rows(composed: "Composed", prefix: str | None = None) -> list[Row]:
+def rows(composed: Composed, prefix: str | None = None) -> list[Row]:
     """Return one :class:`Row` per leaf of ``composed.cfg`` (lists and empty mappings are leaves; an
     interpolation that resolves to a section gives that section's leaves), in the config's key order;
     ``prefix`` keeps only keys equal to it or under it."""
     cfg = composed.cfg
-    out = []
+    out: list[Row] = []
     for key, node in _leaves(cfg, ""):
         if prefix and not (key == prefix or key.startswith(prefix + ".")):
             continue
@@ -79,7 +85,7 @@ def rows(composed: "Composed", prefix: str | None = None) -> list[Row]:
     return out
 
 
-def flat(composed: "Composed") -> dict[str, Any]:
+def flat(composed: Composed) -> dict[str, Any]:
     """Return ``{dotted key: resolved value}`` for every leaf (unresolvable values as written)."""
     return {r.key: r.value for r in rows(composed)}
 

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,7 @@ class KeyInfo:
         return value is not _UNSET
 
 
-@lru_cache(maxsize=None)
+@cache
 def _strict_schema() -> dict[str, Any]:
     from fsdpcfg.schema import RunConfig
 
@@ -98,12 +98,15 @@ def type_text(prop: dict[str, Any]) -> str:
         t = f"list of {type_text(prop['items'])}"
     if t == "object" and prop.get("additionalProperties") not in (None, False):
         t = "mapping"
-    bounds = [f"{op} {prop[k]}" for k, op in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="),
-                                             ("exclusiveMaximum", "<")) if k in prop]
+    bounds = [
+        f"{op} {prop[k]}"
+        for k, op in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<"))
+        if k in prop
+    ]
     return ", ".join([t, *bounds])
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tree_lines() -> list[tuple[str, dict[str, int]]]:
     from fsdpcfg.catalog.tree import all_options, kinds, recipes
     from fsdpcfg.compose.provenance import yaml_leaf_lines
@@ -173,7 +176,7 @@ def key_info(key: str) -> KeyInfo | None:
                 pass
     elif kind == "verl" and key not in raw_verl:
         info.kind = "section"
-        info.children = [(k, "") for k in sorted(raw_verl) if k.startswith(key + ".") and "." not in k[len(key) + 1:]]
+        info.children = [(k, "") for k in sorted(raw_verl) if k.startswith(key + ".") and "." not in k[len(key) + 1 :]]
     if info.kind == "free":
         info.parent = keys.known_parent(key)
     if key in keys.NATIVE_UNSUPPORTED:

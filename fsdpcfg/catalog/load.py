@@ -17,10 +17,10 @@ from pathlib import Path
 
 import yaml
 
-from fsdpcfg import paths, yamlio
+from fsdpcfg import paths
 from fsdpcfg.compose._compose import YAML_SUFFIXES as _SUFFIXES
 from fsdpcfg.compose._compose import validate_recipe_file
-from fsdpcfg.errors import ConfigError, UsageError
+from fsdpcfg.errors import UsageError
 
 
 def is_recipe_file(path: Path) -> bool:
@@ -53,8 +53,10 @@ def recipe_overrides(path: Path) -> tuple[list[str], list[Path]]:
     validate_recipe_file(path)
     shipped = paths.recipes_dir() / f"{path.stem}.yaml"
     if shipped.is_file() and shipped.resolve() != path.resolve():
-        raise UsageError(f"{path}: its name shadows the shipped recipe `{path.stem}`, which Hydra would pick instead",
-                         fix=f"rename the file, e.g. my_{path.stem}.yaml")
+        raise UsageError(
+            f"{path}: its name shadows the shipped recipe `{path.stem}`, which Hydra would pick instead",
+            fix=f"rename the file, e.g. my_{path.stem}.yaml",
+        )
     return [f"+recipe={path.stem}"], [path.resolve().parent]
 
 
@@ -81,8 +83,9 @@ def split_args(tokens: list[str]) -> tuple[list[str], list[Path], Path | None]:
             continue
         targets += 1
         if targets > 1:
-            raise UsageError(f"more than one recipe or config file given (`{tok}`)",
-                             fix="give one recipe, then key=value overrides")
+            raise UsageError(
+                f"more than one recipe or config file given (`{tok}`)", fix="give one recipe, then key=value overrides"
+            )
         if _looks_like_path(tok):
             p = Path(tok).expanduser()
             validate_recipe_file(p)  # missing, a folder, not UTF-8, not YAML, empty, not a mapping
@@ -94,8 +97,10 @@ def split_args(tokens: list[str]) -> tuple[list[str], list[Path], Path | None]:
         else:
             overrides.insert(0, f"+recipe={tok}")
     if full is not None and overrides:
-        raise UsageError(f"{full} is a full config file; overrides ({' '.join(overrides)}) do not apply to it",
-                         fix="give a recipe (name or file) to compose with overrides")
+        raise UsageError(
+            f"{full} is a full config file; overrides ({' '.join(overrides)}) do not apply to it",
+            fix="give a recipe (name or file) to compose with overrides",
+        )
     return overrides, dirs, full
 
 

@@ -61,7 +61,7 @@ def example_overrides(rule) -> list[str]:
     for o in rule.example:
         m = _FOLDER.search(o)
         if m and (folder := model_folder(m.group(1))) is not None:
-            o = o[:m.start()] + str(folder) + o[m.end():]
+            o = o[: m.start()] + str(folder) + o[m.end() :]
         out.append(o)
     if not any(o.startswith(("+recipe=", "recipe=")) for o in out):
         out.insert(0, f"+recipe={DEFAULT_RECIPE}")
@@ -97,5 +97,4 @@ def run_example(rule) -> ExampleRun | None:
         findings = check_overrides(overrides)
     except ConfigError as e:
         return ExampleRun(overrides, error=str(e))
-    return ExampleRun(overrides, [f for f in findings if f.rule == rule.id],
-                      [f for f in findings if f.rule != rule.id])
+    return ExampleRun(overrides, [f for f in findings if f.rule == rule.id], [f for f in findings if f.rule != rule.id])

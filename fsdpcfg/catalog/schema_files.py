@@ -30,16 +30,27 @@ from fsdpcfg import paths
 #: Schema dialect of Pydantic 2's output.
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 #: A value Hydra fills in later: an interpolation or the missing marker.
-HYDRA_VALUE = {"type": "string", "pattern": r"^(\$\{.*\}|\?\?\?)$",
-               "description": "a Hydra interpolation (${other.key}) or ??? (must be set later)"}
+HYDRA_VALUE = {
+    "type": "string",
+    "pattern": r"^(\$\{.*\}|\?\?\?)$",
+    "description": "a Hydra interpolation (${other.key}) or ??? (must be set later)",
+}
 #: Hydra's defaults list: `- group: option`, `- override /group: option`, `- parent_recipe`, `- _self_`.
 DEFAULTS_LIST = {
     "type": "array",
     "description": "Hydra defaults list: `override /GROUP: OPTION` picks a group option, a recipe name "
-                   "(`- qwen_grpo`) extends that recipe, `_self_` places this file's own keys",
-    "items": {"anyOf": [{"type": "string"},
-                        {"type": "object", "minProperties": 1, "maxProperties": 1,
-                         "additionalProperties": {"type": ["string", "null"]}}]},
+    "(`- qwen_grpo`) extends that recipe, `_self_` places this file's own keys",
+    "items": {
+        "anyOf": [
+            {"type": "string"},
+            {
+                "type": "object",
+                "minProperties": 1,
+                "maxProperties": 1,
+                "additionalProperties": {"type": ["string", "null"]},
+            },
+        ]
+    },
 }
 
 
@@ -59,8 +70,14 @@ def _roots() -> dict[str, Any]:
 #: file stem -> the verl composition(s) whose keys the tree also accepts (``fsdpcfg.verlref``): ``ppo`` is the
 #: union of main_ppo's engines.
 VERL_KEYS = {"fsdpcfg": "ppo", "fsdpcfg.sft": "sft_trainer_engine"}
-_JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"),
-               (dict, "object"))
+_JSON_TYPES = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+)
 
 
 def _verl_leaf(default: Any) -> dict[str, Any]:
@@ -102,8 +119,12 @@ def _add_verl_keys(doc: dict[str, Any], config: str) -> None:
                     props[part] = _verl_leaf(None if isinstance(v, str) and "${" in v else v)
                 break
             if part not in props:
-                props[part] = {"type": "object", "properties": {}, "additionalProperties": False,
-                               "description": f"verl {{version}} section {'.'.join(parts[:i + 1])}"}
+                props[part] = {
+                    "type": "object",
+                    "properties": {},
+                    "additionalProperties": False,
+                    "description": f"verl {{version}} section {'.'.join(parts[: i + 1])}",
+                }
             nxt = section(props[part])
             if nxt is None:
                 break  # a typed leaf of the models (a mapping field, a value verl also sets to a section)
@@ -151,10 +172,14 @@ def build() -> dict[str, dict[str, Any]]:
         strict = _with_version(strict)
         desc = strict.get("description", "")
         out[f"{stem}.schema.json"] = editor_schema(
-            strict, f"{stem} recipe or group option (partial config; {model.__name__})")
-        out[f"{stem}.strict.schema.json"] = {"$schema": DIALECT, **strict,
-                                             "title": f"{stem} complete config ({model.__name__})",
-                                             "description": desc}
+            strict, f"{stem} recipe or group option (partial config; {model.__name__})"
+        )
+        out[f"{stem}.strict.schema.json"] = {
+            "$schema": DIALECT,
+            **strict,
+            "title": f"{stem} complete config ({model.__name__})",
+            "description": desc,
+        }
     return out
 
 
@@ -166,8 +191,11 @@ def render(doc: dict[str, Any]) -> str:
 def stale(folder: Path | None = None) -> list[str]:
     """Return the schema files under ``folder`` (default ``schemas/``) that are missing or out of date."""
     folder = Path(folder or schemas_dir())
-    return [name for name, doc in build().items()
-            if not (folder / name).is_file() or (folder / name).read_text() != render(doc)]
+    return [
+        name
+        for name, doc in build().items()
+        if not (folder / name).is_file() or (folder / name).read_text() != render(doc)
+    ]
 
 
 def write(folder: Path | None = None) -> list[Path]:

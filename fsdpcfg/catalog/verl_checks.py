@@ -85,16 +85,41 @@ class Registry:
 
 
 REGISTRIES: tuple[Registry, ...] = (
-    Registry("policy_loss", ("trainer/ppo/core_algos.py",), "actor_rollout_ref.actor.policy_loss.loss_mode",
-             "trainer/ppo/core_algos.py get_policy_loss_fn", decorator="register_policy_loss"),
-    Registry("adv_estimator", ("trainer/ppo/core_algos.py",), "algorithm.adv_estimator",
-             "trainer/ppo/core_algos.py get_adv_estimator_fn", decorator="register_adv_est"),
-    Registry("reward_manager", ("experimental/reward_loop/reward_manager/*.py",), "reward.reward_manager.name",
-             "experimental/reward_loop/reward_manager/registry.py get_reward_manager_cls", decorator="register"),
-    Registry("rollout", ("workers/rollout/base.py",), "actor_rollout_ref.rollout.name",
-             "workers/rollout/base.py get_rollout_class", dict_name="_ROLLOUT_REGISTRY"),
-    Registry("agent_loop", ("experimental/agent_loop/*.py",), "actor_rollout_ref.rollout.agent.default_agent_loop",
-             "experimental/agent_loop/agent_loop.py AgentLoopWorker (_agent_loop_registry)", decorator="register"),
+    Registry(
+        "policy_loss",
+        ("trainer/ppo/core_algos.py",),
+        "actor_rollout_ref.actor.policy_loss.loss_mode",
+        "trainer/ppo/core_algos.py get_policy_loss_fn",
+        decorator="register_policy_loss",
+    ),
+    Registry(
+        "adv_estimator",
+        ("trainer/ppo/core_algos.py",),
+        "algorithm.adv_estimator",
+        "trainer/ppo/core_algos.py get_adv_estimator_fn",
+        decorator="register_adv_est",
+    ),
+    Registry(
+        "reward_manager",
+        ("experimental/reward_loop/reward_manager/*.py",),
+        "reward.reward_manager.name",
+        "experimental/reward_loop/reward_manager/registry.py get_reward_manager_cls",
+        decorator="register",
+    ),
+    Registry(
+        "rollout",
+        ("workers/rollout/base.py",),
+        "actor_rollout_ref.rollout.name",
+        "workers/rollout/base.py get_rollout_class",
+        dict_name="_ROLLOUT_REGISTRY",
+    ),
+    Registry(
+        "agent_loop",
+        ("experimental/agent_loop/*.py",),
+        "actor_rollout_ref.rollout.agent.default_agent_loop",
+        "experimental/agent_loop/agent_loop.py AgentLoopWorker (_agent_loop_registry)",
+        decorator="register",
+    ),
 )
 
 
@@ -231,8 +256,10 @@ def _condition(tests: list[tuple[ast.expr, bool]], kind: str) -> str:
         return "always"
     if len(tests) == 1 and not tests[0][1]:
         return _norm(tests[0][0])
-    return " and ".join(f"not ({_norm(t)})" if neg else f"({_norm(t)})" if isinstance(t, (ast.BoolOp, ast.IfExp))
-                        else _norm(t) for t, neg in tests)
+    return " and ".join(
+        f"not ({_norm(t)})" if neg else f"({_norm(t)})" if isinstance(t, (ast.BoolOp, ast.IfExp)) else _norm(t)
+        for t, neg in tests
+    )
 
 
 def scan_file(root: Path, rel: str, scope: str) -> list[Check]:
@@ -248,7 +275,8 @@ def scan_file(root: Path, rel: str, scope: str) -> list[Check]:
         if scope == "config" and not validator:
             cond_nodes = [t for t, _ in tests]
             if not any(_reads_config(t) for t in cond_nodes) and not (
-                    kind == "raise" and not tests and msg_node is not None and _reads_config(msg_node)):
+                kind == "raise" and not tests and msg_node is not None and _reads_config(msg_node)
+            ):
                 continue
         cond = _condition(tests, kind)
         base = f"{rel}::{function}::{kind}::{cond}"
@@ -263,9 +291,13 @@ def _str_enums(tree: ast.Module) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
-            members = {t.id: s.value.value for s in node.body if isinstance(s, ast.Assign)
-                       for t in s.targets if isinstance(t, ast.Name)
-                       and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)}
+            members = {
+                t.id: s.value.value
+                for s in node.body
+                if isinstance(s, ast.Assign)
+                for t in s.targets
+                if isinstance(t, ast.Name) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
+            }
             if members:
                 out[node.name] = members
     return out
@@ -293,10 +325,19 @@ def _decorator_names(tree: ast.Module, decorator: str, enums: dict[str, dict[str
 
 def _dict_names(tree: ast.Module, dict_name: str) -> list[str]:
     for node in tree.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
-            node.target if isinstance(node, ast.AnnAssign) else None
-        if (isinstance(target, ast.Name) and target.id == dict_name and isinstance(node, (ast.Assign, ast.AnnAssign))
-                and isinstance(node.value, ast.Dict)):
+        target = (
+            node.targets[0]
+            if isinstance(node, ast.Assign) and len(node.targets) == 1
+            else node.target
+            if isinstance(node, ast.AnnAssign)
+            else None
+        )
+        if (
+            isinstance(target, ast.Name)
+            and target.id == dict_name
+            and isinstance(node, (ast.Assign, ast.AnnAssign))
+            and isinstance(node.value, ast.Dict)
+        ):
             names = []
             for k in node.value.keys:
                 if isinstance(k, ast.Tuple) and k.elts:
@@ -341,6 +382,15 @@ def scan(root: Path | None = None) -> list[Check]:
         out += scan_file(root, rel, scope)
     for reg in REGISTRIES:
         names = registry_names(root, reg)
-        out.append(Check(f"registry::{reg.name}", reg.lookup.split()[0], reg.lookup.split()[-1], 0, "registry",
-                         ", ".join(names), f"{reg.key} is looked up in this table"))
+        out.append(
+            Check(
+                f"registry::{reg.name}",
+                reg.lookup.split()[0],
+                reg.lookup.split()[-1],
+                0,
+                "registry",
+                ", ".join(names),
+                f"{reg.key} is looked up in this table",
+            )
+        )
     return out

@@ -21,8 +21,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="{build,list}")
     b = sub.add_parser("build", help="build missing or stale assets into $FSDPCFG_HOME/models")
     b.add_argument("--all", action="store_true", help="build every asset, on-demand ones included")
-    b.add_argument("--name", action="append", default=[], metavar="NAME",
-                   help="build this asset (repeatable); see `fsdpcfg assets list`")
+    b.add_argument(
+        "--name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="build this asset (repeatable); see `fsdpcfg assets list`",
+    )
     b.add_argument("--force", action="store_true", help="rebuild even when a complete folder exists")
     sub.add_parser("list", help="list the assets, where they live and whether they are built")
 
@@ -33,8 +38,9 @@ def run(args: argparse.Namespace) -> int:
         return _build(args)
     if args.action == "list":
         return _list()
-    raise UsageError("missing action", fix="use `fsdpcfg assets build [--all|--name NAME] [--force]` or "
-                                           "`fsdpcfg assets list`")
+    raise UsageError(
+        "missing action", fix="use `fsdpcfg assets build [--all|--name NAME] [--force]` or `fsdpcfg assets list`"
+    )
 
 
 def _build(args: argparse.Namespace) -> int:

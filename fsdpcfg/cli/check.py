@@ -22,8 +22,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from fsdpcfg.errors import ConfigError, UsageError
 
@@ -32,9 +33,11 @@ _SEVERITIES = ("error", "warning", "info")
 #: infos that say an input was skipped as not a config (fsdpcfg.rules.inputs).
 _SKIPPED = ("FC130", "FC131")
 #: the exit codes, for ``--help`` and docs/cli.md.
-EXIT_CODES = {0: "no error finding (warnings and infos only, or every input skipped as not a config)",
-              1: "an error finding in at least one input (or verl rejects the config, with --verl)",
-              2: "a usage error (a missing file, files mixed with overrides, a bad option or override)"}
+EXIT_CODES = {
+    0: "no error finding (warnings and infos only, or every input skipped as not a config)",
+    1: "an error finding in at least one input (or verl rejects the config, with --verl)",
+    2: "a usage error (a missing file, files mixed with overrides, a bad option or override)",
+}
 #: read by fsdpcfg.cli.main: check parses its own command line (so that a usage error is JSON too).
 PASS_THROUGH = True
 
@@ -42,28 +45,49 @@ PASS_THROUGH = True
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``check``'s arguments."""
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = ("exit codes:\n" + "\n".join(f"  {k}  {v}" for k, v in EXIT_CODES.items())
-                     + "\n\n--format json: {\"exit_code\", \"inputs\": [{\"input\", \"status\", \"counts\", "
-                       "\"findings\": [{\"rule\", \"severity\", \"keys\", \"message\", \"fix\", \"file\", "
-                       "\"line\"}]}], \"findings\": [every input's findings, each with its \"input\"]}; a "
-                       "usage error: {\"exit_code\": 2, \"error\": {\"message\", \"key\", \"fix\"}, \"inputs\": [], "
-                       "\"findings\": []}. See docs/cli.md.")
-    parser.add_argument("inputs", nargs="*", metavar="INPUT",
-                        help="Hydra overrides (+recipe=NAME key=value ...), or YAML files, or verl run scripts")
-    parser.add_argument("--format", choices=("human", "json"), default="human",
-                        help="output format: human, or json (one object per input, each finding with its file and "
-                             "line)")
-    parser.add_argument("--skip-unrelated", action="store_true",
-                        help="skip (with the info FC131) a shell script that runs no verl trainer, instead of a "
-                             "usage error: what the pre-commit hooks pass (YAML that is not a config is always "
-                             "skipped, with FC130)")
+    parser.epilog = (
+        "exit codes:\n"
+        + "\n".join(f"  {k}  {v}" for k, v in EXIT_CODES.items())
+        + '\n\n--format json: {"exit_code", "inputs": [{"input", "status", "counts", '
+        '"findings": [{"rule", "severity", "keys", "message", "fix", "file", '
+        '"line"}]}], "findings": [every input\'s findings, each with its "input"]}; a '
+        'usage error: {"exit_code": 2, "error": {"message", "key", "fix"}, "inputs": [], '
+        '"findings": []}. See docs/cli.md.'
+    )
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="INPUT",
+        help="Hydra overrides (+recipe=NAME key=value ...), or YAML files, or verl run scripts",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("human", "json"),
+        default="human",
+        help="output format: human, or json (one object per input, each finding with its file and line)",
+    )
+    parser.add_argument(
+        "--skip-unrelated",
+        action="store_true",
+        help="skip (with the info FC131) a shell script that runs no verl trainer, instead of a "
+        "usage error: what the pre-commit hooks pass (YAML that is not a config is always "
+        "skipped, with FC130)",
+    )
     plan = parser.add_mutually_exclusive_group()
-    plan.add_argument("--plan", dest="plan", action="store_true", default=None,
-                      help="show the derived numbers (default when one config is checked)")
+    plan.add_argument(
+        "--plan",
+        dest="plan",
+        action="store_true",
+        default=None,
+        help="show the derived numbers (default when one config is checked)",
+    )
     plan.add_argument("--no-plan", dest="plan", action="store_false", help="do not show the derived numbers")
-    parser.add_argument("--verl", action="store_true",
-                        help="also run verl 0.9.1's own validation (a subprocess importing verl, ~10 s) and report "
-                             "where it disagrees (fsdpcfg.verlcheck); exit 1 when verl rejects")
+    parser.add_argument(
+        "--verl",
+        action="store_true",
+        help="also run verl 0.9.1's own validation (a subprocess importing verl, ~10 s) and report "
+        "where it disagrees (fsdpcfg.verlcheck); exit 1 when verl rejects",
+    )
 
 
 #: ``fsdpcfg.cli.main`` calls :func:`parse` (the words after ``--`` are a run script's own arguments).
@@ -89,9 +113,10 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
     script_args = None
     if "--" in argv:
         i = argv.index("--")
-        argv, script_args = argv[:i], argv[i + 1:]
-    json_mode = any(a == "--format=json" or a == "--format" and argv[i + 1:i + 2] == ["json"]
-                    for i, a in enumerate(argv))
+        argv, script_args = argv[:i], argv[i + 1 :]
+    json_mode = any(
+        a == "--format=json" or a == "--format" and argv[i + 1 : i + 2] == ["json"] for i, a in enumerate(argv)
+    )
     if not json_mode:
         args = parser.parse_args(argv)
         args.script_args = script_args
@@ -123,13 +148,17 @@ def collect(args: argparse.Namespace) -> list[Any]:
     overrides = [a for a, k in zip(args.inputs, kinds, strict=True) if k == "override"]
     script_args = getattr(args, "script_args", None)
     if script_args is not None and not (files and all(k == "script" for k in kinds if k != "override")):
-        raise UsageError("`-- ARGS` gives a run script's positional arguments: give a run script before it",
-                         fix="fsdpcfg check run.sh [key=value ...] -- ARG ...")
+        raise UsageError(
+            "`-- ARGS` gives a run script's positional arguments: give a run script before it",
+            fix="fsdpcfg check run.sh [key=value ...] -- ARG ...",
+        )
     if files and overrides and all(k == "script" for k in kinds if k != "override"):
         return [c for f in files for c in check_run_script(Path(f), overrides, args=script_args)]
     if files and overrides:
-        raise UsageError(f"give either files ({', '.join(files)}) or overrides ({', '.join(overrides)}), not both",
-                         fix="put the overrides in a recipe file, or check the files on their own")
+        raise UsageError(
+            f"give either files ({', '.join(files)}) or overrides ({', '.join(overrides)}), not both",
+            fix="put the overrides in a recipe file, or check the files on their own",
+        )
     if not files:
         composed, findings = compose_for_check(overrides)
         if composed is not None:
@@ -147,7 +176,7 @@ def collect(args: argparse.Namespace) -> list[Any]:
                 raise
             from fsdpcfg.rules.inputs import not_a_config
 
-            why = e.message[len(f"{f}: "):] if e.message.startswith(f"{f}: ") else e.message
+            why = e.message[len(f"{f}: ") :] if e.message.startswith(f"{f}: ") else e.message
             out.append(Checked(f, [not_a_config("FC131", f, why)]))
     return out
 
@@ -170,8 +199,11 @@ def run(args: argparse.Namespace) -> int:
 
         op = second_opinion(results)
         verl_rejects = op.verl_rejects
-        text = (json.dumps({**json.loads(text), "verl": op.to_json()}, indent=2) if args.format == "json"
-                else f"{text}\n\n{op.text}")
+        text = (
+            json.dumps({**json.loads(text), "verl": op.to_json()}, indent=2)
+            if args.format == "json"
+            else f"{text}\n\n{op.text}"
+        )
     rc = 1 if verl_rejects or any(f.severity == "error" for r in results for f in r.findings) else 0
     if args.format == "json":
         text = json.dumps({**json.loads(text), "exit_code": rc}, indent=2)
@@ -225,8 +257,12 @@ def _json_input(r: Any) -> dict[str, Any]:
 
 def _json_error(e: ConfigError) -> int:
     """Print a usage (or input) error as the JSON document and return its exit code."""
-    doc = {"exit_code": e.exit_code, "error": {"message": str(e.message), "key": e.key, "fix": e.fix},
-           "inputs": [], "findings": []}
+    doc = {
+        "exit_code": e.exit_code,
+        "error": {"message": str(e.message), "key": e.key, "fix": e.fix},
+        "inputs": [],
+        "findings": [],
+    }
     sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     return e.exit_code
 

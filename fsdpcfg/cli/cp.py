@@ -31,8 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``cp``'s arguments."""
     parser.add_argument("recipe", metavar="RECIPE", help="a shipped recipe's name (`fsdpcfg ls`) or a recipe file")
     parser.add_argument("dest", metavar="DEST", help="the new recipe file (`.yaml` is added when missing)")
-    parser.add_argument("--expand", action="store_true",
-                        help="write a flat copy (all group choices and keys) instead of a child recipe")
+    parser.add_argument(
+        "--expand", action="store_true", help="write a flat copy (all group choices and keys) instead of a child recipe"
+    )
     parser.add_argument("--force", "-f", action="store_true", help="overwrite DEST if it exists")
 
 
@@ -45,8 +46,11 @@ def _source(recipe: str) -> tuple[str, Path, list[Path]]:
     names = [r.name for r in catalog.recipes()]
     if recipe not in names:
         close = did_you_mean(recipe, names)
-        raise UsageError(f"no recipe `{recipe}`", key="recipe", fix=(f"did you mean {close[0]}? " if close else "")
-                         + f"recipes: {', '.join(names)}")
+        raise UsageError(
+            f"no recipe `{recipe}`",
+            key="recipe",
+            fix=(f"did you mean {close[0]}? " if close else "") + f"recipes: {', '.join(names)}",
+        )
     return recipe, paths.recipes_dir() / f"{recipe}.yaml", []
 
 
@@ -60,8 +64,10 @@ def _dest(dest: str, src: Path, force: bool) -> Path:
         raise UsageError(f"{path} is the recipe being copied", fix="choose another name")
     shipped = paths.recipes_dir() / f"{path.stem}.yaml"
     if shipped.is_file() and shipped.resolve() != path.resolve():
-        raise UsageError(f"the name `{path.stem}` shadows the shipped recipe of that name",
-                         fix=f"choose another name, e.g. my_{path.stem}.yaml")
+        raise UsageError(
+            f"the name `{path.stem}` shadows the shipped recipe of that name",
+            fix=f"choose another name, e.g. my_{path.stem}.yaml",
+        )
     return path
 
 
@@ -83,15 +89,20 @@ def _description(src: Path, name: str) -> str:
 def child_text(name: str, src: Path, dest: Path) -> str:
     """Return the YAML of a child recipe of ``name`` (file ``src``) to be written at ``dest``."""
     desc = _description(src, name)
-    run = f"python -m fsdpcfg +recipe={dest}" if dest.resolve().parent != paths.recipes_dir() else \
-        f"python -m fsdpcfg +recipe={dest.stem}"
-    return (f"# @package _global_\n# yaml-language-server: $schema={_schema_ref(dest)}\n#\n"
-            f"# Child of recipe `{name}`: {desc}\n"
-            f"# It inherits every group choice and key of {name}; add only what differs below.\n"
-            f"#   Show:  fsdpcfg show {dest}\n#   Check: fsdpcfg check {dest}\n#   Run:   {run}\n"
-            f"defaults:\n  - {name}\n  # - override /rollout: vllm     # change a group option like this\n"
-            f"  - _self_\n\n# Keys in verl's names override {name}'s, e.g.:\n"
-            f"# data:\n#   train_batch_size: 8\n")
+    run = (
+        f"python -m fsdpcfg +recipe={dest}"
+        if dest.resolve().parent != paths.recipes_dir()
+        else f"python -m fsdpcfg +recipe={dest.stem}"
+    )
+    return (
+        f"# @package _global_\n# yaml-language-server: $schema={_schema_ref(dest)}\n#\n"
+        f"# Child of recipe `{name}`: {desc}\n"
+        f"# It inherits every group choice and key of {name}; add only what differs below.\n"
+        f"#   Show:  fsdpcfg show {dest}\n#   Check: fsdpcfg check {dest}\n#   Run:   {run}\n"
+        f"defaults:\n  - {name}\n  # - override /rollout: vllm     # change a group option like this\n"
+        f"  - _self_\n\n# Keys in verl's names override {name}'s, e.g.:\n"
+        f"# data:\n#   train_batch_size: 8\n"
+    )
 
 
 def expanded_text(name: str, dirs: list[Path], dest: Path) -> str:
@@ -107,9 +118,14 @@ def expanded_text(name: str, dirs: list[Path], dest: Path) -> str:
         data.pop("defaults", None)
         body = _merge(body, data)
     choices = catalog.ordered_choices(composed.choices, composed.kind)
-    lines = ["# @package _global_", f"# yaml-language-server: $schema={_schema_ref(dest)}", "#",
-             f"# Flat copy of recipe `{name}` ({', '.join(f.name for f in chain)}): {_description(chain[-1], name)}",
-             f"#   Run: python -m fsdpcfg +recipe={dest}", "defaults:"]
+    lines = [
+        "# @package _global_",
+        f"# yaml-language-server: $schema={_schema_ref(dest)}",
+        "#",
+        f"# Flat copy of recipe `{name}` ({', '.join(f.name for f in chain)}): {_description(chain[-1], name)}",
+        f"#   Run: python -m fsdpcfg +recipe={dest}",
+        "defaults:",
+    ]
     lines += [f"  - override /{g}: {o}" for g, o in choices.items() if g != "recipe"]
     lines += ["  - _self_", ""]
     if body:
@@ -129,12 +145,16 @@ def run(args: argparse.Namespace) -> int:
     name, src, dirs = _source(args.recipe)
     dest = _dest(args.dest, src, args.force)
     if not args.expand and dirs and dirs[0] != dest.resolve().parent:
-        raise UsageError(f"a child of {src} must sit in the same folder ({dirs[0]}) to find its parent",
-                         fix="write DEST into that folder, or pass --expand for a self-contained copy")
+        raise UsageError(
+            f"a child of {src} must sit in the same folder ({dirs[0]}) to find its parent",
+            fix="write DEST into that folder, or pass --expand for a self-contained copy",
+        )
     text = expanded_text(name, dirs, dest) if args.expand else child_text(name, src, dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(text)
     how = "flat copy" if args.expand else "child recipe"
-    print(f"wrote {dest} ({how} of {name})\n  show:  fsdpcfg show {dest}\n  check: fsdpcfg check {dest}\n"
-          f"  run:   python -m fsdpcfg +recipe={dest}")
+    print(
+        f"wrote {dest} ({how} of {name})\n  show:  fsdpcfg show {dest}\n  check: fsdpcfg check {dest}\n"
+        f"  run:   python -m fsdpcfg +recipe={dest}"
+    )
     return 0

@@ -23,7 +23,6 @@ from fsdpcfg.errors import UsageError
 PASS_THROUGH = True
 
 
-
 def _words(option: str, text: str) -> list[str]:
     """Split an ``--a``/``--b`` value like a shell would.
 
@@ -35,12 +34,21 @@ def _words(option: str, text: str) -> list[str]:
     except ValueError as e:
         raise UsageError(f"{option} {text!r}: {e}", fix="balance the quotes inside the value") from None
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``diff``'s arguments."""
-    parser.add_argument("tokens", nargs="*", metavar="A B [OVERRIDE]",
-                        help="two recipes / recipe files / config files, then overrides applied to both")
-    parser.add_argument("--a", dest="side_a", metavar="ARGS", help='side A as one quoted argument list, e.g. '
-                        '"+recipe=qwen_grpo rollout=vllm"')
+    parser.add_argument(
+        "tokens",
+        nargs="*",
+        metavar="A B [OVERRIDE]",
+        help="two recipes / recipe files / config files, then overrides applied to both",
+    )
+    parser.add_argument(
+        "--a",
+        dest="side_a",
+        metavar="ARGS",
+        help='side A as one quoted argument list, e.g. "+recipe=qwen_grpo rollout=vllm"',
+    )
     parser.add_argument("--b", dest="side_b", metavar="ARGS", help="side B, like --a")
     parser.add_argument("--sources", action="store_true", help="also print where each side's value came from")
     parser.add_argument("--format", choices=("table", "json"), default="table", help="output format")
@@ -66,8 +74,10 @@ def sides(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     targets = [t for t in args.tokens if "=" not in t and not t.startswith("~")]
     overrides = [t for t in args.tokens if t not in targets]
     if len(targets) != 2:
-        raise UsageError(f"diff needs two recipes or config files, got {len(targets)}: {' '.join(targets) or '-'}",
-                         fix='fsdpcfg diff A B [OVERRIDES], or fsdpcfg diff --a "OVERRIDES" --b "OVERRIDES"')
+        raise UsageError(
+            f"diff needs two recipes or config files, got {len(targets)}: {' '.join(targets) or '-'}",
+            fix='fsdpcfg diff A B [OVERRIDES], or fsdpcfg diff --a "OVERRIDES" --b "OVERRIDES"',
+        )
     return [targets[0], *overrides], [targets[1], *overrides]
 
 
@@ -104,13 +114,24 @@ def run(args: argparse.Namespace) -> int:
     diff = differences(catalog.rows(ca), catalog.rows(cb))
     ch_a = catalog.ordered_choices(ca.choices, ca.kind)
     ch_b = catalog.ordered_choices(cb.choices, cb.kind)
-    groups = [] if "file" in (ca.origin, cb.origin) else \
-        [g for g in dict.fromkeys([*ch_a, *ch_b]) if g != "recipe" and ch_a.get(g) != ch_b.get(g)]
+    groups = (
+        []
+        if "file" in (ca.origin, cb.origin)
+        else [g for g in dict.fromkeys([*ch_a, *ch_b]) if g != "recipe" and ch_a.get(g) != ch_b.get(g)]
+    )
     if args.format == "json":
-        print(json.dumps({"a": ta, "b": tb,
-                          "choices": {g: [ch_a.get(g), ch_b.get(g)] for g in groups},
-                          "keys": {k: {"a": va, "b": vb, "source_a": sa, "source_b": sb}
-                                   for k, va, vb, sa, sb in diff}}, indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    "a": ta,
+                    "b": tb,
+                    "choices": {g: [ch_a.get(g), ch_b.get(g)] for g in groups},
+                    "keys": {k: {"a": va, "b": vb, "source_a": sa, "source_b": sb} for k, va, vb, sa, sb in diff},
+                },
+                indent=2,
+                default=str,
+            )
+        )
         return 1 if args.exit_code and (diff or groups) else 0
     print(f"A: {_label(ta)}\nB: {_label(tb)}")
     if not diff and not groups:

@@ -25,12 +25,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the options (for ``--help``; :func:`parse` reads the command line itself)."""
     parser.add_argument("overrides", nargs="*", help="+recipe=NAME actor_rollout_ref.model.path=PATH, then overrides")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="table for people, json for tools")
-    parser.add_argument("--engines", default="fsdp,fsdp2",
-                        help="engine variants of the distributed stages: fsdp, fsdp2, fsdp+lora, fsdp2+lora")
+    parser.add_argument(
+        "--engines",
+        default="fsdp,fsdp2",
+        help="engine variants of the distributed stages: fsdp, fsdp2, fsdp+lora, fsdp2+lora",
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds the torchrun stages may take")
     parser.add_argument("--work-dir", default=None, help="keep run folders and torchrun.log here")
-    parser.add_argument("--matrix", action="store_true",
-                        help="run the tiny real architectures and write the compatibility report")
+    parser.add_argument(
+        "--matrix", action="store_true", help="run the tiny real architectures and write the compatibility report"
+    )
     parser.add_argument("--models", default=None, help="--matrix: comma-separated asset names (default: all)")
     parser.add_argument("--output", default=None, help="--matrix: the Markdown file (default docs/compatibility.md)")
 
@@ -41,8 +45,16 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
     Raises:
         UsageError: an unknown flag, a flag without its value, or a bad ``--format``/``--timeout``.
     """
-    ns = argparse.Namespace(overrides=[], format="table", engines="fsdp,fsdp2", timeout=900.0, work_dir=None,
-                            matrix=False, models=None, output=None)
+    ns = argparse.Namespace(
+        overrides=[],
+        format="table",
+        engines="fsdp,fsdp2",
+        timeout=900.0,
+        work_dir=None,
+        matrix=False,
+        models=None,
+        output=None,
+    )
     it = iter(argv)
     for a in it:
         name, eq, inline = a.partition("=")
@@ -79,15 +91,23 @@ def run(args: argparse.Namespace) -> int:
     if args.matrix:
         from fsdpcfg.doctor.matrix import run_matrix
 
-        return run_matrix(models=args.models.split(",") if args.models else None,
-                          output=Path(args.output) if args.output else None, timeout=args.timeout,
-                          echo=lambda line: print(line, file=sys.stderr, flush=True))
+        return run_matrix(
+            models=args.models.split(",") if args.models else None,
+            output=Path(args.output) if args.output else None,
+            timeout=args.timeout,
+            echo=lambda line: print(line, file=sys.stderr, flush=True),
+        )
     if not args.overrides:
         raise UsageError("no model given", fix="fsdpcfg doctor +recipe=qwen_grpo actor_rollout_ref.model.path=PATH")
     human = args.format == "table"
-    report = run_doctor(args.overrides, variants=variants,
-                        sft_engines=tuple(dict.fromkeys(v.engine for v in variants)), timeout=args.timeout,
-                        work_dir=Path(args.work_dir) if args.work_dir else None, keep=bool(args.work_dir),
-                        echo=(lambda line: print(line, file=sys.stderr, flush=True)) if human else None)
+    report = run_doctor(
+        args.overrides,
+        variants=variants,
+        sft_engines=tuple(dict.fromkeys(v.engine for v in variants)),
+        timeout=args.timeout,
+        work_dir=Path(args.work_dir) if args.work_dir else None,
+        keep=bool(args.work_dir),
+        echo=(lambda line: print(line, file=sys.stderr, flush=True)) if human else None,
+    )
     print(render_table(report) if human else render_json(report))
     return 0 if report.ok else 1

@@ -24,8 +24,12 @@ PASS_THROUGH = True
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``explain``'s arguments."""
     parser.add_argument("topic", metavar="KEY|RULE_ID", help="a dotted config key or section, or a rule ID (FC201)")
-    parser.add_argument("tokens", nargs="*", metavar="OVERRIDE",
-                        help="a recipe and overrides: also show the value they give KEY and its source")
+    parser.add_argument(
+        "tokens",
+        nargs="*",
+        metavar="OVERRIDE",
+        help="a recipe and overrides: also show the value they give KEY and its source",
+    )
     parser.add_argument("--no-run", action="store_true", help="rule pages: do not run the failing example")
 
 
@@ -57,15 +61,23 @@ def key_page(key: str, tokens: list[str]) -> str:
         from fsdpcfg.schema.keys import suggest
 
         close = suggest(key, pool=keyinfo.all_keys())
-        raise UsageError(f"no config key or rule `{key}`", key=key,
-                         fix=(f"did you mean {' or '.join(close)}? " if close else "")
-                         + "`fsdpcfg show +recipe=NAME` lists every key; rule IDs look like FC201")
-    desc = info.description or (f"an entry of the free-form mapping {info.parent}" if info.parent
-                                else "(not modelled by fsdpcfg's schema)")
+        raise UsageError(
+            f"no config key or rule `{key}`",
+            key=key,
+            fix=(f"did you mean {' or '.join(close)}? " if close else "")
+            + "`fsdpcfg show +recipe=NAME` lists every key; rule IDs look like FC201",
+        )
+    desc = info.description or (
+        f"an entry of the free-form mapping {info.parent}" if info.parent else "(not modelled by fsdpcfg's schema)"
+    )
     lines = [key, f"  {desc}", ""]
-    kind = {"schema": "key", "section": "section", "verl": f"verl {verlref.VERL_VERSION} key the schema does "
-            "not model (passed to verl unchanged)", "free": "entry of a free-form mapping",
-            "legacy": "legacy key verl 0.9 ignores (rule FC701)"}.get(info.kind, info.kind)
+    kind = {
+        "schema": "key",
+        "section": "section",
+        "verl": f"verl {verlref.VERL_VERSION} key the schema does not model (passed to verl unchanged)",
+        "free": "entry of a free-form mapping",
+        "legacy": "legacy key verl 0.9 ignores (rule FC701)",
+    }.get(info.kind, info.kind)
     rows = [("kind", kind)]
     if info.type:
         rows.append(("type", info.type))
@@ -75,8 +87,12 @@ def key_page(key: str, tokens: list[str]) -> str:
         if info.kind == "schema":
             rows.append(("default", _fmt(info.default) if info.has(info.default) else "none (required)"))
         if info.kind != "free" or info.has(info.verl_default):
-            rows.append((f"verl {verlref.VERL_VERSION}", _fmt(info.verl_default) if info.has(info.verl_default)
-                         else "not a verl key"))
+            rows.append(
+                (
+                    f"verl {verlref.VERL_VERSION}",
+                    _fmt(info.verl_default) if info.has(info.verl_default) else "not a verl key",
+                )
+            )
     if info.native:
         rows.append(("launcher", info.native))
     lines += [f"  {k + ':':<12} {v}" for k, v in rows]
@@ -92,8 +108,10 @@ def key_page(key: str, tokens: list[str]) -> str:
         rows_ = catalog.rows(composed, prefix=key)
         lines += ["", f"with {' '.join(tokens)}:"]
         if not rows_:
-            lines.append(f"  not in the composed config (verl's default applies: "
-                         f"{_fmt(info.verl_default) if info.has(info.verl_default) else 'none'})")
+            lines.append(
+                f"  not in the composed config (verl's default applies: "
+                f"{_fmt(info.verl_default) if info.has(info.verl_default) else 'none'})"
+            )
         for r in rows_:
             src = r.source + (f"  from {_fmt(r.raw)}" if r.raw is not None else "")
             lines.append(f"  {r.key} = {_fmt(r.value)}    ({src})")
@@ -111,16 +129,22 @@ def rule_page(rule_id: str, run_example: bool = True) -> str:
     if rule is None:
         same_range = [r for r in table if r[:3] == rule_id.upper()[:3]]
         close = same_range[:8] if same_range else did_you_mean(rule_id.upper(), table, cutoff=0.5)
-        raise UsageError(f"no rule `{rule_id}`", key=rule_id,
-                         fix=(f"did you mean {' or '.join(close)}? " if close else "")
-                         + "the reference page docs/reference.md lists every rule")
+        raise UsageError(
+            f"no rule `{rule_id}`",
+            key=rule_id,
+            fix=(f"did you mean {' or '.join(close)}? " if close else "")
+            + "the reference page docs/reference.md lists every rule",
+        )
     lines = [f"{rule.id}  {rule.title}  ({rule.severity})", ""]
     lines += [textwrap.indent(rule.doc, "  "), "", f"  defined in: {ruleinfo.source_of(rule)}"]
     if rule.keys:
         lines.append("  reads:      " + ", ".join(rule.keys))
     if rule.stage == "launch":
-        lines += ["", "  a launch-time check of the machine the run starts on: `python -m fsdpcfg ...` runs it right "
-                  "before starting, `fsdpcfg check` does not (a cluster config is right on a laptop too)"]
+        lines += [
+            "",
+            "  a launch-time check of the machine the run starts on: `python -m fsdpcfg ...` runs it right "
+            "before starting, `fsdpcfg check` does not (a cluster config is right on a laptop too)",
+        ]
         return "\n".join(lines)
     if not rule.example:
         lines += ["", "  (the rule table gives no failing example for this rule)"]
@@ -138,8 +162,10 @@ def rule_page(rule_id: str, run_example: bool = True) -> str:
     if ex.error:
         lines.append(f"  the example cannot be checked: {ex.error}")
     elif not ex.own:
-        lines.append(f"  (on this tree the example does not trigger {rule.id}; "
-                     f"reported instead: {', '.join(sorted({f.rule for f in ex.others})) or 'nothing'})")
+        lines.append(
+            f"  (on this tree the example does not trigger {rule.id}; "
+            f"reported instead: {', '.join(sorted({f.rule for f in ex.others})) or 'nothing'})"
+        )
     for f in ex.own:
         lines += _finding_lines(f)
     if ex.own and ex.others:

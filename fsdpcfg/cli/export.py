@@ -34,16 +34,27 @@ def _chose_rollout(tokens: list[str]) -> bool:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``export``'s arguments."""
-    parser.add_argument("tokens", nargs="*", metavar="RECIPE|OVERRIDE",
-                        help="a recipe (+recipe=NAME, NAME or a recipe file path), then Hydra overrides "
-                             "(key=value, +key=value, ~key, group=option)")
-    parser.add_argument("--launcher", default="verl", choices=LAUNCHERS,
-                        help="the launcher to export for (verl: python -m verl.trainer.main_ppo / torchrun -m "
-                             "verl.trainer.sft_trainer)")
+    parser.add_argument(
+        "tokens",
+        nargs="*",
+        metavar="RECIPE|OVERRIDE",
+        help="a recipe (+recipe=NAME, NAME or a recipe file path), then Hydra overrides "
+        "(key=value, +key=value, ~key, group=option)",
+    )
+    parser.add_argument(
+        "--launcher",
+        default="verl",
+        choices=LAUNCHERS,
+        help="the launcher to export for (verl: python -m verl.trainer.main_ppo / torchrun -m "
+        "verl.trainer.sft_trainer)",
+    )
     parser.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write into")
     parser.add_argument("--force", action="store_true", help="overwrite an earlier export in DIR")
-    parser.add_argument("--verl-check", action="store_true",
-                        help="also run verl's own validation on the written config (imports verl, ~10 s)")
+    parser.add_argument(
+        "--verl-check",
+        action="store_true",
+        help="also run verl's own validation on the written config (imports verl, ~10 s)",
+    )
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
@@ -67,19 +78,27 @@ def run(args: argparse.Namespace) -> int:
     tokens = list(args.tokens)
     chosen = [t for t in tokens if t.lstrip("+").startswith("launcher=")]
     if any(t.split("=", 1)[1] != args.launcher for t in chosen):
-        raise UsageError(f"`{chosen[0]}` contradicts --launcher {args.launcher}",
-                         fix=f"drop `{chosen[0]}`; export writes the {args.launcher} invocation")
+        raise UsageError(
+            f"`{chosen[0]}` contradicts --launcher {args.launcher}",
+            fix=f"drop `{chosen[0]}`; export writes the {args.launcher} invocation",
+        )
     if not chosen:
         tokens.append(f"launcher={args.launcher}")
     composed = catalog.load(tokens)
     notes = []
-    if composed.kind == "ppo" and composed.origin != "file" and not _chose_rollout(tokens) \
-            and OmegaConf.select(composed.cfg, "actor_rollout_ref.rollout.name") in NATIVE_ONLY_ROLLOUTS:
+    if (
+        composed.kind == "ppo"
+        and composed.origin != "file"
+        and not _chose_rollout(tokens)
+        and OmegaConf.select(composed.cfg, "actor_rollout_ref.rollout.name") in NATIVE_ONLY_ROLLOUTS
+    ):
         # the recipe's rollout runs only in the native loop: verl needs a serving engine instead
         tokens.append(f"rollout={VERL_DEFAULT_ROLLOUT}")
         composed = catalog.load(tokens)
-        notes.append(f"the recipe's rollout (hf) runs only under launcher=native; exported with "
-                     f"rollout={VERL_DEFAULT_ROLLOUT} (pass rollout=sglang to choose another engine)")
+        notes.append(
+            f"the recipe's rollout (hf) runs only under launcher=native; exported with "
+            f"rollout={VERL_DEFAULT_ROLLOUT} (pass rollout=sglang to choose another engine)"
+        )
     if composed.origin == "file":
         OmegaConf.update(composed.cfg, "fsdpcfg.launcher", args.launcher, force_add=True)
     for n in notes:
@@ -100,8 +119,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             op = verl_opinion(composed)
         except VerlUnavailable as e:
-            raise UsageError(f"--verl-check needs verl in this environment: {e}",
-                             fix="pip install 'verl[verl-core]==0.9.1', or drop --verl-check") from None
+            raise UsageError(
+                f"--verl-check needs verl in this environment: {e}",
+                fix="pip install 'verl[verl-core]==0.9.1', or drop --verl-check",
+            ) from None
         if not op.accepted:
             print(f"verl {op.stage}: REJECTS the config: {op.error}")
             return 1

@@ -38,8 +38,10 @@ def version_text() -> str:
     """``fsdpcfg X (verl key set Y)`` and the installed version of each package of :data:`STACK`."""
     from fsdpcfg import __version__, verlref
 
-    lines = [f"fsdpcfg {__version__} (verl key set {verlref.verl_version()})",
-             f"python {platform.python_version()} ({platform.system()} {platform.machine()})"]
+    lines = [
+        f"fsdpcfg {__version__} (verl key set {verlref.verl_version()})",
+        f"python {platform.python_version()} ({platform.system()} {platform.machine()})",
+    ]
     for dist in STACK:
         try:
             lines.append(f"{dist} {importlib.metadata.version(dist)}")
@@ -54,8 +56,11 @@ def _select(cfg: dict[str, Any], package: str | None) -> Any:
     node: Any = cfg
     for part in package.split("."):
         if not isinstance(node, dict) or part not in node:
-            raise UsageError(f"--package {package}: the config has no `{package}`", key=package,
-                             fix="give a dotted section of the config, e.g. actor_rollout_ref.actor")
+            raise UsageError(
+                f"--package {package}: the config has no `{package}`",
+                key=package,
+                fix="give a dotted section of the config, e.g. actor_rollout_ref.actor",
+            )
         node = node[part]
     return {package.rsplit(".", 1)[-1]: node} if not isinstance(node, dict) else node
 
@@ -103,8 +108,12 @@ def info_text(overrides: list[str], mode: str = "all") -> str:
     parts = []
     if mode in ("all", "searchpath"):
         conf = paths.conf_dir(composed.kind)
-        parts.append("Config search path\n" + "\n".join(
-            [f"  main    file://{conf}", f"  recipes file://{paths.recipes_dir()}", "  hydra   pkg://hydra.conf"]))
+        parts.append(
+            "Config search path\n"
+            + "\n".join(
+                [f"  main    file://{conf}", f"  recipes file://{paths.recipes_dir()}", "  hydra   pkg://hydra.conf"]
+            )
+        )
     if mode in ("all", "defaults"):
         rows = [f"  {g}: {o}" for g, o in composed.choices.items()]
         parts.append(f"Defaults (kind {composed.kind}; group: chosen option)\n" + "\n".join(rows))
@@ -131,8 +140,10 @@ def config_file_override(config_path: str | None, config_name: str | None) -> st
     if not f.is_file() and not name.endswith(".yml") and f.with_suffix(".yml").is_file():
         f = f.with_suffix(".yml")
     if not f.is_file():
-        raise UsageError(f"no config file {f} (-cn {config_name})",
-                         fix="give the folder with -cp and the file name without .yaml with -cn")
+        raise UsageError(
+            f"no config file {f} (-cn {config_name})",
+            fix="give the folder with -cp and the file name without .yaml with -cn",
+        )
     return f"+recipe={f}"
 
 
@@ -147,9 +158,12 @@ _fsdpcfg_complete() {{
 }}
 complete -F _fsdpcfg_complete {names}
 """
-_ZSH = """# fsdpcfg tab completion for zsh: eval "$({prog} -sc install=zsh)"
+_ZSH = (
+    """# fsdpcfg tab completion for zsh: eval "$({prog} -sc install=zsh)"
 autoload -U bashcompinit && bashcompinit
-""" + _BASH
+"""
+    + _BASH
+)
 _FISH = """# fsdpcfg tab completion for fish: {prog} -sc install=fish | source
 function __fsdpcfg_complete
     set -lx COMP_LINE (commandline -cp)
@@ -167,8 +181,10 @@ def completion_script(action: str, prog: str = "python -m fsdpcfg") -> str:
     """
     verb, _, shell = action.partition("=")
     if verb not in ("install", "uninstall") or shell not in SHELLS:
-        raise UsageError(f"--shell-completion {action}: unknown",
-                         fix=f"use install=SHELL or uninstall=SHELL with SHELL one of {', '.join(SHELLS)}")
+        raise UsageError(
+            f"--shell-completion {action}: unknown",
+            fix=f"use install=SHELL or uninstall=SHELL with SHELL one of {', '.join(SHELLS)}",
+        )
     names = "fsdpcfg"
     if verb == "uninstall":
         return "complete -e -c fsdpcfg" if shell == "fish" else f"complete -r {names} 2>/dev/null"
@@ -211,7 +227,7 @@ def completions(line: str) -> list[str]:
     for k in keys:
         if not k.startswith(prefix):
             continue
-        rest = k[len(prefix):]
+        rest = k[len(prefix) :]
         cut = rest.find(".", 1 if rest.startswith(".") else 0)
         cand = k if cut < 0 else k[: len(prefix) + cut + 1]
         if cut < 0 and k in sections:

@@ -21,8 +21,12 @@ from fsdpcfg.errors import UsageError, did_you_mean
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``ls``'s arguments."""
-    parser.add_argument("groups", nargs="*", metavar="GROUP",
-                        help="list only these groups (`recipe` for the recipes); default: everything")
+    parser.add_argument(
+        "groups",
+        nargs="*",
+        metavar="GROUP",
+        help="list only these groups (`recipe` for the recipes); default: everything",
+    )
     parser.add_argument("--format", choices=("table", "json"), default="table", help="output format")
 
 
@@ -33,8 +37,11 @@ def _selected(names: list[str]) -> tuple[bool, list[catalog.Option]]:
     for name in names:
         if name not in known:
             close = did_you_mean(name, known)
-            raise UsageError(f"no config group `{name}`", key=name,
-                             fix=(f"did you mean `{close[0]}`? " if close else "") + f"groups: {', '.join(known)}")
+            raise UsageError(
+                f"no config group `{name}`",
+                key=name,
+                fix=(f"did you mean `{close[0]}`? " if close else "") + f"groups: {', '.join(known)}",
+            )
     if not names:
         return True, options
     return "recipe" in names, [o for o in options if o.group in names]
@@ -54,10 +61,22 @@ def run(args: argparse.Namespace) -> int:
     with_recipes, options = _selected(args.groups)
     recipes = catalog.recipes() if with_recipes else []
     if args.format == "json":
-        doc = {"recipes": [{"name": r.name, "kind": r.kind, "description": r.description, "path": str(r.path)}
-                           for r in recipes],
-               "options": [{"group": o.group, "kind": o.kind, "name": o.name, "default": o.is_default,
-                            "description": o.description, "path": str(o.path)} for o in options]}
+        doc = {
+            "recipes": [
+                {"name": r.name, "kind": r.kind, "description": r.description, "path": str(r.path)} for r in recipes
+            ],
+            "options": [
+                {
+                    "group": o.group,
+                    "kind": o.kind,
+                    "name": o.name,
+                    "default": o.is_default,
+                    "description": o.description,
+                    "path": str(o.path),
+                }
+                for o in options
+            ],
+        }
         print(json.dumps(doc, indent=2))
         return 0
     parts = []
@@ -68,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         parts.append(_groups_table(options))
     print("\n\n".join(parts))
     if options:
-        print("\n* = the root config's default. Pick an option with GROUP=OPTION on the command line or in a "
-              "recipe's defaults list;\n`fsdpcfg show +recipe=NAME` prints what a recipe resolves to.")
+        print(
+            "\n* = the root config's default. Pick an option with GROUP=OPTION on the command line or in a "
+            "recipe's defaults list;\n`fsdpcfg show +recipe=NAME` prints what a recipe resolves to."
+        )
     return 0

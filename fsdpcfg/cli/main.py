@@ -47,8 +47,9 @@ def main(argv: list[str] | None = None) -> int:
 
         close = did_you_mean(argv[0], COMMANDS)
         hint = f"did you mean `fsdpcfg {close[0]}`? " if close else ""
-        print(f"fsdpcfg: error: unknown command `{argv[0]}`\n  -> {hint}commands: {', '.join(COMMANDS)}",
-              file=sys.stderr)
+        print(
+            f"fsdpcfg: error: unknown command `{argv[0]}`\n  -> {hint}commands: {', '.join(COMMANDS)}", file=sys.stderr
+        )
         return 2
     from fsdpcfg.runinfo.redact import filter_streams
 
@@ -69,8 +70,9 @@ def _dispatch(name: str, argv: list[str]) -> int:
             print(f"fsdpcfg: the `{name}` command is not available in this version", file=sys.stderr)
             return 2
         raise
-    parser = argparse.ArgumentParser(prog=f"fsdpcfg {name}" if name != "run" else "python -m fsdpcfg",
-                                     description=COMMANDS[name])
+    parser = argparse.ArgumentParser(
+        prog=f"fsdpcfg {name}" if name != "run" else "python -m fsdpcfg", description=COMMANDS[name]
+    )
     module.add_arguments(parser)
     try:
         args = parser.parse_args(argv) if not getattr(module, "PASS_THROUGH", False) else module.parse(parser, argv)
@@ -96,8 +98,12 @@ def _looks_like_command(word: str) -> bool:
 
 
 def _usage() -> str:
-    lines = ["usage: fsdpcfg [SUBCOMMAND] [ARGS...]", "       python -m fsdpcfg +recipe=NAME [OVERRIDES...]", "",
-             "subcommands:"]
+    lines = [
+        "usage: fsdpcfg [SUBCOMMAND] [ARGS...]",
+        "       python -m fsdpcfg +recipe=NAME [OVERRIDES...]",
+        "",
+        "subcommands:",
+    ]
     lines += [f"  {k:<8} {v}" for k, v in COMMANDS.items()]
     return "\n".join(lines)
 

@@ -35,8 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``preview``'s arguments."""
     parser.add_argument("overrides", nargs="*", metavar="OVERRIDE", help="+recipe=NAME and Hydra overrides")
     parser.add_argument("--rows", type=int, default=3, help="how many rows to show (default 3)")
-    parser.add_argument("--split", choices=("train", "val"), default="train",
-                        help="data.train_files or data.val_files (default train)")
+    parser.add_argument(
+        "--split", choices=("train", "val"), default="train", help="data.train_files or data.val_files (default train)"
+    )
     parser.add_argument("--format", choices=("human", "json"), default="human", help="output format")
 
 
@@ -113,12 +114,20 @@ def rl_rows(cfg: dict[str, Any], split: str, rows: int) -> list[dict[str, Any]]:
         truth = (row.get("reward_model") or {}).get("ground_truth")
         ref = reference_response(source, truth)
         extra = row.get("extra_info")
-        out.append({
-            "index": i, "data_source": source, "text": tok.decode(ids), "tokens": len(ids),
-            "max_prompt_length": max_len, "action": action, "ground_truth": truth, "reference_response": ref,
-            "score_correct": None if ref is None else float(reward(source, ref, truth, extra)),
-            "score_empty": float(reward(source, "", truth, extra)),
-        })
+        out.append(
+            {
+                "index": i,
+                "data_source": source,
+                "text": tok.decode(ids),
+                "tokens": len(ids),
+                "max_prompt_length": max_len,
+                "action": action,
+                "ground_truth": truth,
+                "reference_response": ref,
+                "score_correct": None if ref is None else float(reward(source, ref, truth, extra)),
+                "score_empty": float(reward(source, "", truth, extra)),
+            }
+        )
     return out
 
 
@@ -144,8 +153,15 @@ def sft_rows(cfg: dict[str, Any], split: str, rows: int) -> list[dict[str, Any]]
                 text = tok.decode(ids[start:j])
                 parts.append(f"{LOSS_OPEN}{text}{LOSS_CLOSE}" if mask[start] else text)
                 start = j
-        out.append({"index": i, "text": "".join(parts), "tokens": len(ids), "loss_tokens": int(sum(mask)),
-                    "max_length": int(data["max_length"])})
+        out.append(
+            {
+                "index": i,
+                "text": "".join(parts),
+                "tokens": len(ids),
+                "loss_tokens": int(sum(mask)),
+                "max_length": int(data["max_length"]),
+            }
+        )
     return out
 
 
@@ -154,7 +170,7 @@ ACTIONS = {
     "keep": "kept as is",
     "filtered": "dropped before training (data.filter_overlong_prompts=true)",
     "error": "the run stops on this prompt: raise data.max_prompt_length, set data.truncation=left|right|middle "
-             "or data.filter_overlong_prompts=true",
+    "or data.filter_overlong_prompts=true",
     "truncate-left": "the first tokens are cut (data.truncation=left)",
     "truncate-right": "the last tokens are cut (data.truncation=right)",
     "truncate-middle": "tokens in the middle are cut (data.truncation=middle)",
@@ -163,18 +179,25 @@ ACTIONS = {
 
 def _human_rl(r: dict[str, Any]) -> str:
     score = "n/a (no reference response for this data_source)" if r["score_correct"] is None else r["score_correct"]
-    return "\n".join([
-        f"── row {r['index']}  data_source={r['data_source']}  tokens={r['tokens']}/{r['max_prompt_length']}  "
-        f"-> {ACTIONS[r['action']]}",
-        r["text"],
-        f"ground truth: {r['ground_truth']!r}   reference response: {r['reference_response']!r}",
-        f"reward: correct answer {score}, empty response {r['score_empty']}",
-    ])
+    return "\n".join(
+        [
+            f"── row {r['index']}  data_source={r['data_source']}  tokens={r['tokens']}/{r['max_prompt_length']}  "
+            f"-> {ACTIONS[r['action']]}",
+            r["text"],
+            f"ground truth: {r['ground_truth']!r}   reference response: {r['reference_response']!r}",
+            f"reward: correct answer {score}, empty response {r['score_empty']}",
+        ]
+    )
 
 
 def _human_sft(r: dict[str, Any]) -> str:
-    return "\n".join([f"── row {r['index']}  tokens={r['tokens']}/{r['max_length']}  loss tokens={r['loss_tokens']} "
-                      f"(between {LOSS_OPEN} {LOSS_CLOSE})", r["text"]])
+    return "\n".join(
+        [
+            f"── row {r['index']}  tokens={r['tokens']}/{r['max_length']}  loss tokens={r['loss_tokens']} "
+            f"(between {LOSS_OPEN} {LOSS_CLOSE})",
+            r["text"],
+        ]
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -183,15 +206,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         rows = (sft_rows if composed.kind == "sft" else rl_rows)(cfg, args.split, args.rows)
     except KeyError as e:  # a key the data path needs was deleted (~data.prompt_key): the check reported it
-        raise ConfigError(f"the config lacks {e.args[0]!r}, which the data path reads",
-                          fix="run `fsdpcfg check` with the same overrides") from None
+        raise ConfigError(
+            f"the config lacks {e.args[0]!r}, which the data path reads",
+            fix="run `fsdpcfg check` with the same overrides",
+        ) from None
     if args.format == "json":
         print(json.dumps({"kind": composed.kind, "split": args.split, "rows": rows}, indent=2, default=str))
     else:
         print("\n\n".join((_human_sft if composed.kind == "sft" else _human_rl)(r) for r in rows))
     low = [r["index"] for r in rows if r.get("score_correct") is not None and r["score_correct"] < 1.0]
     if low:
-        print(f"warning: a correct answer scores below 1.0 on rows {low}: check the reward function and the "
-              "ground truth format")
+        print(
+            f"warning: a correct answer scores below 1.0 on rows {low}: check the reward function and the "
+            "ground truth format"
+        )
         return 1
     return 0

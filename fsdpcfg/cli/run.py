@@ -33,29 +33,63 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", help="Hydra overrides: +recipe=NAME, group=option, key=value")
     parser.add_argument("-m", "--multirun", action="store_true", help="sweep over comma-separated values")
     parser.add_argument("--dry-run", action="store_true", help="compose, check and plan; print the command")
-    parser.add_argument("--only-valid", action="store_true",
-                        help="sweeps: launch the points that pass the checks even when others fail")
+    parser.add_argument(
+        "--only-valid", action="store_true", help="sweeps: launch the points that pass the checks even when others fail"
+    )
     hydra = parser.add_argument_group("Hydra's flags (fsdpcfg.cli.hydra_flags)")
-    hydra.add_argument("-c", "--cfg", choices=hydra_flags.CFG_CHOICES,
-                       help="print the composed config (job, hydra or all) and exit; nothing is checked or started")
+    hydra.add_argument(
+        "-c",
+        "--cfg",
+        choices=hydra_flags.CFG_CHOICES,
+        help="print the composed config (job, hydra or all) and exit; nothing is checked or started",
+    )
     hydra.add_argument("-p", "--package", help="with --cfg: print only this dotted section")
     hydra.add_argument("--resolve", action="store_true", help="with --cfg: resolve interpolations")
-    hydra.add_argument("-i", "--info", nargs="?", const="all", choices=hydra_flags.INFO_CHOICES,
-                       help="print the search path, the group choices and the config groups, and exit")
+    hydra.add_argument(
+        "-i",
+        "--info",
+        nargs="?",
+        const="all",
+        choices=hydra_flags.INFO_CHOICES,
+        help="print the search path, the group choices and the config groups, and exit",
+    )
     hydra.add_argument("-cp", "--config-path", help="folder of a config file to run (with -cn)")
-    hydra.add_argument("-cn", "--config-name", help="config file to run, without .yaml (a recipe or a saved "
-                                                     "run's config.yaml): the same as +recipe=DIR/NAME.yaml")
-    hydra.add_argument("-sc", "--shell-completion", metavar="install=SHELL",
-                       help="print the tab-completion code for bash, zsh or fish (eval it), or uninstall=SHELL")
+    hydra.add_argument(
+        "-cn",
+        "--config-name",
+        help="config file to run, without .yaml (a recipe or a saved "
+        "run's config.yaml): the same as +recipe=DIR/NAME.yaml",
+    )
+    hydra.add_argument(
+        "-sc",
+        "--shell-completion",
+        metavar="install=SHELL",
+        help="print the tab-completion code for bash, zsh or fish (eval it), or uninstall=SHELL",
+    )
     hydra.add_argument("--version", action="store_true", help="print the versions of fsdpcfg and its stack")
 
 
 #: flags that take a value (``--cfg job`` or ``--cfg=job``), by every spelling -> attribute.
-_VALUED = {"-c": "cfg", "--cfg": "cfg", "-p": "package", "--package": "package", "-cp": "config_path",
-           "--config-path": "config_path", "-cn": "config_name", "--config-name": "config_name",
-           "-sc": "shell_completion", "--shell-completion": "shell_completion"}
-_BOOL = {"-m": "multirun", "--multirun": "multirun", "--dry-run": "dry_run", "--only-valid": "only_valid",
-         "--resolve": "resolve", "--version": "version"}
+_VALUED = {
+    "-c": "cfg",
+    "--cfg": "cfg",
+    "-p": "package",
+    "--package": "package",
+    "-cp": "config_path",
+    "--config-path": "config_path",
+    "-cn": "config_name",
+    "--config-name": "config_name",
+    "-sc": "shell_completion",
+    "--shell-completion": "shell_completion",
+}
+_BOOL = {
+    "-m": "multirun",
+    "--multirun": "multirun",
+    "--dry-run": "dry_run",
+    "--only-valid": "only_valid",
+    "--resolve": "resolve",
+    "--version": "version",
+}
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
@@ -64,8 +98,9 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
     Raises:
         UsageError: an unknown option, a flag without its value, or a value a flag does not take.
     """
-    ns = argparse.Namespace(overrides=[], info=None, **{a: False for a in _BOOL.values()},
-                            **{a: None for a in _VALUED.values()})
+    ns = argparse.Namespace(
+        overrides=[], info=None, **{a: False for a in _BOOL.values()}, **{a: None for a in _VALUED.values()}
+    )
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -91,9 +126,12 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
             parser.print_help()
             raise SystemExit(0)
         elif a.startswith("-") and not a.startswith("--") or a.startswith("--") and "=" not in a:
-            raise UsageError(f"unknown option {a}", fix="options: -m/--multirun, --dry-run, --only-valid, "
-                             "--cfg, --package, --resolve, --info, -cp/-cn, -sc, --version, --help; "
-                             "the rest are overrides")
+            raise UsageError(
+                f"unknown option {a}",
+                fix="options: -m/--multirun, --dry-run, --only-valid, "
+                "--cfg, --package, --resolve, --info, -cp/-cn, -sc, --version, --help; "
+                "the rest are overrides",
+            )
         else:
             ns.overrides.append(a)
         i += 1
@@ -107,8 +145,13 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
 
 
 def _example(flag: str) -> str:
-    return {"cfg": "job", "package": "actor_rollout_ref.actor", "config_path": "runs/fsdpcfg/qwen_grpo",
-            "config_name": "config", "shell_completion": "install=bash"}[_VALUED[flag]]
+    return {
+        "cfg": "job",
+        "package": "actor_rollout_ref.actor",
+        "config_path": "runs/fsdpcfg/qwen_grpo",
+        "config_name": "config",
+        "shell_completion": "install=bash",
+    }[_VALUED[flag]]
 
 
 def hydra_flag_output(args: argparse.Namespace) -> str | None:
@@ -134,7 +177,9 @@ def _echo(text: str) -> None:
 def _format(f, composed) -> str:
     where = ""
     if f.keys:
-        src = f.provenance.get(f.keys[0]) or (composed.provenance.source_of(f.keys[0]) if composed is not None else None)
+        src = f.provenance.get(f.keys[0]) or (
+            composed.provenance.source_of(f.keys[0]) if composed is not None else None
+        )
         where = f"{src}: " if src else ""
     keys = ", ".join(k for k in f.keys if k not in f.message)
     head = f"{f.severity}: [{f.rule}] {where}{keys + ': ' if keys else ''}{f.message}"
@@ -181,7 +226,9 @@ def prepare(overrides: list[str]):
     cfg = run_config(composed)  # resolved; secrets kept as their ${oc.env:NAME} references
     from fsdpcfg.rules.chain import refuse_pending_checkpoint
 
-    refuse_pending_checkpoint(cfg, composed.kind)  # FC690: the run it starts from has no checkpoint yet; nothing written
+    refuse_pending_checkpoint(
+        cfg, composed.kind
+    )  # FC690: the run it starts from has no checkpoint yet; nothing written
     if cfg["fsdpcfg"]["launcher"] != "native":
         return composed, cfg, None
     plan: Plan | SftPlan

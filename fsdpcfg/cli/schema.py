@@ -21,11 +21,17 @@ from fsdpcfg.errors import UsageError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``schema``'s arguments."""
-    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
-                        help="folder to write to (default: the repository's schemas/)")
+    parser.add_argument(
+        "--out", type=Path, default=None, metavar="DIR", help="folder to write to (default: the repository's schemas/)"
+    )
     parser.add_argument("--check", action="store_true", help="only report stale files; exit 1 if any")
-    parser.add_argument("--print", dest="show", metavar="NAME", default=None,
-                        help="print one schema (e.g. fsdpcfg.schema.json) to stdout instead of writing")
+    parser.add_argument(
+        "--print",
+        dest="show",
+        metavar="NAME",
+        default=None,
+        help="print one schema (e.g. fsdpcfg.schema.json) to stdout instead of writing",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,14 +24,28 @@ PASS_THROUGH = True
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``show``'s arguments."""
-    parser.add_argument("tokens", nargs="*", metavar="RECIPE|FILE|OVERRIDE",
-                        help="a recipe (+recipe=NAME, NAME or a recipe file path) or a config file, then Hydra "
-                             "overrides (key=value, +key=value, ~key, group=option)")
-    parser.add_argument("--format", choices=("table", "yaml", "json"), default="table",
-                        help="table: aligned key/value/source columns; yaml: nested, sources as comments; "
-                             "json: {choices, config, provenance}")
-    parser.add_argument("--key", "-k", action="append", default=[], metavar="PREFIX",
-                        help="show only this key or the keys under it (repeatable)")
+    parser.add_argument(
+        "tokens",
+        nargs="*",
+        metavar="RECIPE|FILE|OVERRIDE",
+        help="a recipe (+recipe=NAME, NAME or a recipe file path) or a config file, then Hydra "
+        "overrides (key=value, +key=value, ~key, group=option)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("table", "yaml", "json"),
+        default="table",
+        help="table: aligned key/value/source columns; yaml: nested, sources as comments; "
+        "json: {choices, config, provenance}",
+    )
+    parser.add_argument(
+        "--key",
+        "-k",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="show only this key or the keys under it (repeatable)",
+    )
     parser.add_argument("--choices", action="store_true", help="print only the chosen group options")
 
 
@@ -46,8 +60,11 @@ def _filter(rows: list[catalog.Row], prefixes: list[str]) -> list[catalog.Row]:
     out = [r for r in rows if any(r.key == p or r.key.startswith(p + ".") for p in prefixes)]
     if not out:
         close = did_you_mean(prefixes[0], [r.key for r in rows])
-        raise UsageError(f"no key `{prefixes[0]}` in the config", key=prefixes[0],
-                         fix=(f"did you mean {close[0]}?" if close else "run `fsdpcfg show` without --key"))
+        raise UsageError(
+            f"no key `{prefixes[0]}` in the config",
+            key=prefixes[0],
+            fix=(f"did you mean {close[0]}?" if close else "run `fsdpcfg show` without --key"),
+        )
     return out
 
 

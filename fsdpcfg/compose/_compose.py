@@ -67,7 +67,7 @@ def recipe_chain(name: str, extra_dirs: list[Path] | None = None) -> list[Path]:
         for entry in entries if isinstance(entries, list) else []:  # another shape: Hydra's error names it
             if isinstance(entry, str) and entry != "_self_":
                 ref = entry.split("@")[0].lstrip("/")
-                ref = ref[len("recipe/"):] if ref.startswith("recipe/") else ref
+                ref = ref[len("recipe/") :] if ref.startswith("recipe/") else ref
                 if "/" not in ref:
                     todo.append(ref)
     return chain
@@ -107,6 +107,7 @@ class Composed:
         hydra_cfg: Hydra's own ``hydra`` node of the composition (``--cfg hydra``), unresolved; ``None`` for a
             config read from a file.
         plus_needed: key -> the override that lacked ``+`` (set by ``compose_for_check``, reported by FC108).
+        plus_refused: key -> a ``+key`` override on a key verl's tree already has (``compose_for_check``, FC112).
         script_notes: for a config read from a run script, the findings of reading it (FC107, FC120-FC125);
             ``None`` when the config did not come from a script.
     """
@@ -122,6 +123,7 @@ class Composed:
     pruned: list[str] = field(default_factory=list)
     hydra_cfg: DictConfig | None = None
     plus_needed: dict[str, str] = field(default_factory=dict)
+    plus_refused: dict[str, str] = field(default_factory=dict)
     script_notes: list[Any] | None = None
 
     def __post_init__(self) -> None:
@@ -143,8 +145,11 @@ class Composed:
             return OmegaConf.to_container(self.cfg, resolve=resolve)  # type: ignore[return-value]
         except Exception as e:  # omegaconf.errors.InterpolationResolutionError and friends
             key = getattr(e, "full_key", None)
-            raise ConfigError(f"cannot resolve an interpolation: {_first_line(e)}", key=key,
-                              fix="set the referenced key, or replace the ${...} value with a literal") from None
+            raise ConfigError(
+                f"cannot resolve an interpolation: {_first_line(e)}",
+                key=key,
+                fix="set the referenced key, or replace the ${...} value with a literal",
+            ) from None
 
 
 def bound_override(text: str) -> None:
@@ -157,8 +162,11 @@ def bound_override(text: str) -> None:
     limits = yamlio.LIMITS
     key = text.split("=", 1)[0]
     if len(text) > limits.max_bytes:
-        raise UsageError(f"the override `{key}=...` is {len(text):,} characters long, over the limit of "
-                         f"{limits.max_bytes:,} (fsdpcfg.yamlio.LIMITS)", fix="put long values in a recipe file")
+        raise UsageError(
+            f"the override `{key}=...` is {len(text):,} characters long, over the limit of "
+            f"{limits.max_bytes:,} (fsdpcfg.yamlio.LIMITS)",
+            fix="put long values in a recipe file",
+        )
     depth = deepest = 0
     for ch in text:
         if ch in "[{(":
@@ -166,8 +174,12 @@ def bound_override(text: str) -> None:
             if depth > deepest:
                 deepest = depth
                 if deepest > limits.max_depth:
-                    raise UsageError(f"the override `{key}=...` nests brackets more than {limits.max_depth} deep "
-                                     "(fsdpcfg.yamlio.LIMITS)", key=key, fix="flatten the value")
+                    raise UsageError(
+                        f"the override `{key}=...` nests brackets more than {limits.max_depth} deep "
+                        "(fsdpcfg.yamlio.LIMITS)",
+                        key=key,
+                        fix="flatten the value",
+                    )
         elif ch in "]})":
             depth -= 1
 
@@ -181,8 +193,10 @@ def _parse_overrides(overrides: list[str]):
     try:
         return OverridesParser.create().parse_overrides(overrides=overrides)
     except OverrideParseException as e:
-        raise UsageError(f"cannot parse the override: {_first_line(e)}",
-                         fix="write overrides as key=value, +new.key=value, ~key or group=option") from None
+        raise UsageError(
+            f"cannot parse the override: {_first_line(e)}",
+            fix="write overrides as key=value, +new.key=value, ~key or group=option",
+        ) from None
 
 
 def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path] | None = None) -> Composed:
@@ -209,13 +223,14 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
     parsed = _parse_overrides(overrides)
     for o in parsed:
         if o.is_sweep_override():
-            raise UsageError(f"`{o.input_line}` is a sweep; a single config cannot hold it",
-                             fix="run sweeps with `python -m fsdpcfg -m ...`, or give one value")
+            raise UsageError(
+                f"`{o.input_line}` is a sweep; a single config cannot hold it",
+                fix="run sweeps with `python -m fsdpcfg -m ...`, or give one value",
+            )
     extra_dirs = [Path(d) for d in (extra_recipe_dirs or [])]
     headerless: dict[str, Path] = {}  # a user's recipe (name -> file) without a `# @package` header
     for o in parsed:
-        own = _recipe_file(o.value(), extra_dirs) if o.key_or_group == "recipe" and isinstance(o.value(), str) \
-            else None
+        own = _recipe_file(o.value(), extra_dirs) if o.key_or_group == "recipe" and isinstance(o.value(), str) else None
         if own is not None and own.resolve().parent != paths.recipes_dir().resolve() and _needs_global_package(own):
             headerless[o.value()] = own
     tmp = None
@@ -236,7 +251,8 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
     for o in parsed:
         if o.key_or_group == "recipe" and isinstance(o.value(), str):
             kind = recipe_kind(o.value(), extra_dirs)
-    verl_base.register(kind, [_engine_choice(parsed, kind, extra_dirs)])
+    engine = _engine_choice(parsed, kind, extra_dirs)
+    verl_base.register(kind, [engine] if engine is not None else [])
     try:
         try:
             cfg = _hydra_compose(overrides + search, parsed, kind)
@@ -247,8 +263,11 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-    choices = {k: v for k, v in (cfg.hydra.runtime.choices or {}).items()
-               if not k.startswith("hydra/") and v and k.split("@")[0] != verl_base.GROUP}
+    choices = {
+        k: v
+        for k, v in (cfg.hydra.runtime.choices or {}).items()
+        if not k.startswith("hydra/") and v and k.split("@")[0] != verl_base.GROUP
+    }
     hydra_cfg = cfg.hydra
     with open_dict(cfg):
         del cfg["hydra"]
@@ -256,7 +275,7 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
 
     prov = Provenance()
     comp = verl_base.composition_of(cfg, kind)
-    prov.add_verl_defaults(verlref.defaults(comp, resolved=False), verlref.VERL_VERSION)
+    prov.add_verl_defaults(dict(verlref.defaults(comp, resolved=False)), verlref.VERL_VERSION)
     conf = paths.conf_dir(kind)
     root = paths.conf_dir("ppo").parent
     prov.add_file(conf / "config.yaml", "default", None, root)
@@ -280,8 +299,18 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
             added.append(key)
         prov.add_override(key, text)
     pruned = verl_base.prune(cfg, prov, comp)
-    return Composed(cfg=cfg, choices=choices, kind=kind, overrides=overrides, added=added, deleted=deleted,
-                    provenance=prov, origin="compose", hydra_cfg=hydra_cfg, pruned=pruned)
+    return Composed(
+        cfg=cfg,
+        choices=choices,
+        kind=kind,
+        overrides=overrides,
+        added=added,
+        deleted=deleted,
+        provenance=prov,
+        origin="compose",
+        hydra_cfg=hydra_cfg,
+        pruned=pruned,
+    )
 
 
 def _engine_choice(parsed, kind: str, extra_dirs: list[Path]) -> str | None:
@@ -325,14 +354,18 @@ def _needs_global_package(f: Path) -> bool:
         assert info.base is not None  # a verl config file names the verl config it starts from
         entry = verlref.ENTRY_POINTS.get(info.base, "verl.trainer.main_ppo")
         runner = "torchrun --nproc_per_node=GPUS" if info.tree == "sft" else "python"
-        raise UsageError(f"{f} is a verl config file (its defaults list starts from verl's {info.base}); verl "
-                         "composes it, fsdpcfg does not",
-                         fix=f"check it with `fsdpcfg check {f}`; run it with `{runner} -m {entry} "
-                             f"--config-path={f.resolve().parent} --config-name={f.stem}` (or the run_verl.sh "
-                             "beside it)")
+        raise UsageError(
+            f"{f} is a verl config file (its defaults list starts from verl's {info.base}); verl "
+            "composes it, fsdpcfg does not",
+            fix=f"check it with `fsdpcfg check {f}`; run it with `{runner} -m {entry} "
+            f"--config-path={f.resolve().parent} --config-name={f.stem}` (or the run_verl.sh "
+            "beside it)",
+        )
     if info.kind == "unrelated":
-        raise UsageError(f"{f} is not a fsdpcfg or verl config: {info.why}",
-                         fix="give a recipe file, a recipe name (`fsdpcfg ls`) or a run folder's config.yaml")
+        raise UsageError(
+            f"{f} is not a fsdpcfg or verl config: {info.why}",
+            fix="give a recipe file, a recipe name (`fsdpcfg ls`) or a run folder's config.yaml",
+        )
     return not config_file.has_package_header(f.read_text(encoding="utf-8"))
 
 
@@ -356,12 +389,15 @@ def validate_recipe_file(f: Path) -> None:
     if data is None:
         raise ConfigError(f"{f} is empty", fix="write a recipe: `fsdpcfg cp qwen_grpo FILE` makes a child recipe")
     if not isinstance(data, dict):
-        raise ConfigError(f"{f}: a recipe is a mapping of keys, not a {type(data).__name__}",
-                          fix="`fsdpcfg cp qwen_grpo FILE` writes a minimal recipe to start from")
+        raise ConfigError(
+            f"{f}: a recipe is a mapping of keys, not a {type(data).__name__}",
+            fix="`fsdpcfg cp qwen_grpo FILE` writes a minimal recipe to start from",
+        )
     if "defaults" in data and not isinstance(data["defaults"], list):
-        raise ConfigError(f"{f}: `defaults` must be a list (Hydra's defaults list), not a "
-                          f"{type(data['defaults']).__name__}",
-                          fix="write it as a list, e.g. `defaults: [qwen_grpo, _self_]`")
+        raise ConfigError(
+            f"{f}: `defaults` must be a list (Hydra's defaults list), not a {type(data['defaults']).__name__}",
+            fix="write it as a list, e.g. `defaults: [qwen_grpo, _self_]`",
+        )
 
 
 def _recipe_file(name: str, extra_dirs: list[Path]) -> Path | None:
@@ -395,9 +431,11 @@ def _hydra_compose(overrides: list[str], parsed, kind: str = "ppo") -> DictConfi
         raise _composition_error(e, parsed, kind) from None
     except Exception as e:  # omegaconf errors raised while merging (type mismatches and the like)
         if type(e).__module__.startswith(("omegaconf", "hydra", "yaml")) or _raised_in_hydra(e):
-            raise ConfigError(f"cannot compose the config: {_first_line(e)}",
-                              key=getattr(e, "full_key", None),
-                              fix="check the override's value type against the key's default") from None
+            raise ConfigError(
+                f"cannot compose the config: {_first_line(e)}",
+                key=getattr(e, "full_key", None),
+                fix="check the override's value type against the key's default",
+            ) from None
         raise
     finally:
         GlobalHydra.instance().clear()
@@ -412,7 +450,8 @@ def _raised_in_hydra(e: BaseException) -> bool:
         tb = tb.tb_next
     name = tb.tb_frame.f_code.co_filename if tb is not None else ""
     return isinstance(e, (ValueError, TypeError, KeyError, AssertionError)) and any(
-        f"{os.sep}{pkg}{os.sep}" in name for pkg in ("hydra", "omegaconf", "yaml"))
+        f"{os.sep}{pkg}{os.sep}" in name for pkg in ("hydra", "omegaconf", "yaml")
+    )
 
 
 def _missing_option(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
@@ -425,10 +464,15 @@ def _missing_option(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
             if isinstance(val, str) and val not in opts:
                 close = did_you_mean(val, opts)
                 hint = f"did you mean {g}={close[0]}? " if close else ""
-                return ConfigError(f"no option `{val}` in group `{g}`; available: {', '.join(opts)}",
-                                   key=g, value=val, fix=f"{hint}choose one of: {', '.join(opts)} "
-                                   f"(`fsdpcfg ls` lists them with descriptions)")
-    return ConfigError(f"cannot compose the config: {_first_line(msg)}", fix="`fsdpcfg ls` lists the groups and options")
+                return ConfigError(
+                    f"no option `{val}` in group `{g}`; available: {', '.join(opts)}",
+                    key=g,
+                    value=val,
+                    fix=f"{hint}choose one of: {', '.join(opts)} (`fsdpcfg ls` lists them with descriptions)",
+                )
+    return ConfigError(
+        f"cannot compose the config: {_first_line(msg)}", fix="`fsdpcfg ls` lists the groups and options"
+    )
 
 
 def _composition_error(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
@@ -440,28 +484,38 @@ def _composition_error(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
         known = _known_keys(kind)
         close = did_you_mean(key, known) if key else []
         if "Could not delete" in msg:
-            return ConfigError("cannot delete a key that is not in the config", key=key,
-                               fix=(f"did you mean ~{close[0]}?" if close else "check the key name"))
+            return ConfigError(
+                "cannot delete a key that is not in the config",
+                key=key,
+                fix=(f"did you mean ~{close[0]}?" if close else "check the key name"),
+            )
         if "Could not append" in msg:
-            return ConfigError("the key already exists, so `+` cannot add it", key=key,
-                               fix=f"set it without the plus: {key}=VALUE (or force with ++{key}=VALUE)")
+            return ConfigError(
+                "the key already exists, so `+` cannot add it",
+                key=key,
+                fix=f"set it without the plus: {key}=VALUE (or force with ++{key}=VALUE)",
+            )
         if kind == "sft":
             listed = key in verlref.keys("sft_trainer_engine")
         else:
             from fsdpcfg.schema.keys import classify
 
-            listed = classify(key) in ("schema", "verl", "free")
+            listed = isinstance(key, str) and classify(key) in ("schema", "verl", "free")
         if listed:
             # the tree holds verl's whole composition, so this is a key verl's YAML does not list either (below a
             # free mapping, read by a dataclass, another engine's): verl too needs `+` for it
-            return ConfigError("is a key that neither this config tree nor verl's YAML lists", key=key,
-                               fix=f"add it with +{key}=VALUE, as verl needs too")
+            return ConfigError(
+                "is a key that neither this config tree nor verl's YAML lists",
+                key=key,
+                fix=f"add it with +{key}=VALUE, as verl needs too",
+            )
         hint = f"did you mean {close[0]}?" if close else "check the key name (`fsdpcfg show` prints the tree)"
         return ConfigError("is not a key of the config", key=key, fix=hint)
     if "in group" in msg.lower() or "Could not find" in msg:
         return _missing_option(e, parsed, kind)
-    return ConfigError(f"cannot compose the config: {_first_line(msg)}", key=full_key,
-                       fix="check the override against `fsdpcfg show`")
+    return ConfigError(
+        f"cannot compose the config: {_first_line(msg)}", key=full_key, fix="check the override against `fsdpcfg show`"
+    )
 
 
 def _known_keys(kind: str = "ppo") -> list[str]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -36,18 +36,21 @@ from fsdpcfg import verlref
 #: verl config names a verl config file's defaults list may start from -> fsdpcfg's tree of that layout.
 VERL_BASES = {"ppo_trainer": "ppo", "sft_trainer_engine": "sft"}
 #: sections every full (dumped) config of each layout has.
-FULL_SECTIONS = {"ppo": frozenset({"actor_rollout_ref", "data", "trainer", "algorithm"}),
-                 "sft": frozenset({"model", "engine", "optim", "data", "trainer"})}
+FULL_SECTIONS = {
+    "ppo": frozenset({"actor_rollout_ref", "data", "trainer", "algorithm"}),
+    "sft": frozenset({"model", "engine", "optim", "data", "trainer"}),
+}
 #: verl section names that other tools' YAML uses too (a Kubernetes ConfigMap's ``data:``, an ML tool's
 #: ``model:``): a file whose only known sections are these, beside keys verl does not have, is not a config.
-GENERIC_SECTIONS = frozenset({"data", "model", "trainer", "algorithm", "optim", "engine", "checkpoint", "profiler",
-                              "reward", "skip"})
+GENERIC_SECTIONS = frozenset(
+    {"data", "model", "trainer", "algorithm", "optim", "engine", "checkpoint", "profiler", "reward", "skip"}
+)
 #: top-level keys that are fsdpcfg's or Hydra's rather than verl's.
 OWN_SECTIONS = frozenset({"fsdpcfg", "defaults", "hydra"})
 _TOP_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)\s*:")
 
 
-@lru_cache(maxsize=None)
+@cache
 def known_sections() -> frozenset[str]:
     """Top-level keys a fsdpcfg or verl config may have: verl's sections of both layouts and ours."""
     out = set(OWN_SECTIONS)
@@ -86,14 +89,21 @@ def classify(data: Any, text: str = "") -> ConfigFile:
     top = {_key_text(k) for k in data}
     known = top & known_sections()
     if "_target_" in top:
-        return ConfigFile("unrelated", why="it is a Hydra object node (a top-level _target_), a piece of another "
-                                           "config tree, not a run config")
+        return ConfigFile(
+            "unrelated",
+            why="it is a Hydra object node (a top-level _target_), a piece of another config tree, not a run config",
+        )
     evidence = known - GENERIC_SECTIONS - {"defaults", "hydra"} or _names_ours(data.get("defaults"))
     if not known or (not evidence and top - known):
         shown = ", ".join(sorted(top)[:5]) + (", ..." if len(top) > 5 else "")
-        why = f"none of its top-level keys ({shown or 'none'}) is a verl or fsdpcfg section" if not known else (
-            f"its top-level keys {', '.join(sorted(top - known)[:5])} are not verl's or fsdpcfg's, and "
-            f"{', '.join(sorted(known))} alone is a name other tools use too")
+        why = (
+            f"none of its top-level keys ({shown or 'none'}) is a verl or fsdpcfg section"
+            if not known
+            else (
+                f"its top-level keys {', '.join(sorted(top - known)[:5])} are not verl's or fsdpcfg's, and "
+                f"{', '.join(sorted(known))} alone is a name other tools use too"
+            )
+        )
         return ConfigFile("unrelated", why=why)
     tree = _tree(data)
     base = verl_base(data.get("defaults"))
@@ -121,8 +131,9 @@ def _names_ours(defaults: Any) -> bool:
         elif isinstance(entry, dict):
             for k, v in entry.items():
                 group = str(k).replace("override ", "").strip().lstrip("/").split("@")[0]
-                if group == "recipe" or any(group in groups(kind) and str(v) in available_options(group, kind)
-                                            for kind in FULL_SECTIONS):
+                if group == "recipe" or any(
+                    group in groups(kind) and str(v) in available_options(group, kind) for kind in FULL_SECTIONS
+                ):
                     return True
     return False
 
@@ -200,9 +211,12 @@ def read(path: Path) -> tuple[Any, ConfigFile]:
     except yaml.YAMLError:
         keys = top_level_keys(text)
         if keys and not set(keys) & known_sections():
-            return None, ConfigFile("unrelated", why=f"it is not plain YAML (a template?) and none of its "
-                                                     f"top-level keys ({', '.join(sorted(set(keys))[:5])}) is a "
-                                                     "verl or fsdpcfg section")
+            return None, ConfigFile(
+                "unrelated",
+                why=f"it is not plain YAML (a template?) and none of its "
+                f"top-level keys ({', '.join(sorted(set(keys))[:5])}) is a "
+                "verl or fsdpcfg section",
+            )
         raise
     if len(docs) > 1:
         return None, ConfigFile("unrelated", why=f"it holds {len(docs)} YAML documents (a config is one mapping)")
@@ -237,11 +251,14 @@ def load(path: Path) -> Any:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise ConfigError(f"{where}: not valid YAML: {str(e).strip().splitlines()[0]}",
-                          fix="fix the YAML syntax") from None
+        raise ConfigError(
+            f"{where}: not valid YAML: {str(e).strip().splitlines()[0]}", fix="fix the YAML syntax"
+        ) from None
     if info.kind == "unrelated":
-        raise UsageError(f"{path} is not a fsdpcfg or verl config: {info.why}",
-                         fix="give a recipe file, a run folder's config.yaml, or a config written by verl")
+        raise UsageError(
+            f"{path} is not a fsdpcfg or verl config: {info.why}",
+            fix="give a recipe file, a run folder's config.yaml, or a config written by verl",
+        )
     if info.kind == "recipe":
         raise UsageError(f"{path} is a recipe, not a full config file", fix=f"compose it: +recipe={path}")
     composed = load_yaml_config(path)
@@ -255,12 +272,20 @@ def load(path: Path) -> Any:
         except Exception as e:  # omegaconf's merge errors (a mapping given a list, ...)
             key = getattr(e, "full_key", None) or _shape_mismatch(verlref.tree(info.base), body)
             theirs = verlref.defaults(info.base, resolved=False)
-            shape = "a mapping" if key and any(k.startswith(key + ".") for k in theirs) else "a list" \
-                if key and isinstance(theirs.get(key), list) else "a value"
-            raise ConfigError(f"{path}: cannot be merged onto verl's {info.base} config: "
-                              f"{str(e).strip().splitlines()[0]}", key=key,
-                              fix=f"write {key} as {shape}, as verl's {info.base} does" if key else
-                              "give each key a value of the shape verl's default has") from None
+            shape = (
+                "a mapping"
+                if key and any(k.startswith(key + ".") for k in theirs)
+                else "a list"
+                if key and isinstance(theirs.get(key), list)
+                else "a value"
+            )
+            raise ConfigError(
+                f"{path}: cannot be merged onto verl's {info.base} config: {str(e).strip().splitlines()[0]}",
+                key=key,
+                fix=f"write {key} as {shape}, as verl's {info.base} does"
+                if key
+                else "give each key a value of the shape verl's default has",
+            ) from None
         assert isinstance(merged, DictConfig)  # a mapping merged onto verl's mapping
         composed.cfg = merged
         OmegaConf.set_struct(composed.cfg, False)
@@ -273,6 +298,7 @@ def load(path: Path) -> Any:
     if "fsdpcfg" not in data:
         own = {"launcher": "verl", **({"kind": "sft"} if info.tree == "sft" else {})}
         composed.cfg["fsdpcfg"] = own
-        composed.provenance.record("fsdpcfg.launcher", Source("file", f"{path} (a verl config: no fsdpcfg "
-                                                              "section, so launcher=verl)"))
+        composed.provenance.record(
+            "fsdpcfg.launcher", Source("file", f"{path} (a verl config: no fsdpcfg section, so launcher=verl)")
+        )
     return composed

@@ -7,9 +7,9 @@ line numbers, and each leaf key is attributed to the last source that set it or 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import yaml
 
@@ -113,8 +113,9 @@ class Provenance:
         that the files and overrides recorded after it win."""
         plain = Source("verl", f"verl {version} default")
         for key, v in raw.items():
-            self._set[key] = Source("verl", f"verl {version} default {v}") if isinstance(v, str) and "${" in v \
-                else plain
+            self._set[key] = (
+                Source("verl", f"verl {version} default {v}") if isinstance(v, str) and "${" in v else plain
+            )
 
     def add_schema_default(self, key: str, note: str = "schema default, verl 0.9.1's") -> None:
         """Attribute ``key`` to a default that the schema filled in (the key was absent or deleted)."""

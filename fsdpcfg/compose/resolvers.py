@@ -4,6 +4,7 @@ needs no resolver."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -40,7 +41,7 @@ def latest_checkpoint(root: str) -> str:
 
 def register() -> None:
     """Register the resolvers once per process (idempotent)."""
-    table = {
+    table: dict[str, Callable[..., str]] = {
         "fsdpcfg_home": lambda rel="": str(paths.home_dir() / rel),
         "fsdpcfg_data": lambda rel="": str(paths.data_dir() / rel),
         "fsdpcfg_pkg": lambda rel="": str(paths.PACKAGE_DIR / rel),

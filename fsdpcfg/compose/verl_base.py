@@ -17,20 +17,30 @@ select are stored: the engine option named on the command line or by the recipe,
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from fsdpcfg import verlref
 
 #: Name of the config group the root configs' first defaults entry selects.
 GROUP = "verl_base"
 #: fsdpcfg ``engine`` option (RL tree) -> verl 0.9.1 composition (``fsdpcfg.verlref.COMPOSITIONS``).
-ENGINE_COMPOSITION = {"fsdp": "ppo_trainer", "fsdp2": "ppo_trainer", "megatron": "ppo_megatron_trainer",
-                      "veomni": "ppo_veomni_trainer", "torchtitan": "ppo_torchtitan_trainer"}
+ENGINE_COMPOSITION = {
+    "fsdp": "ppo_trainer",
+    "fsdp2": "ppo_trainer",
+    "megatron": "ppo_megatron_trainer",
+    "veomni": "ppo_veomni_trainer",
+    "torchtitan": "ppo_torchtitan_trainer",
+}
 #: The engines fsdpcfg checks in depth and runs natively (the rest get FC111 and the engine-independent rules).
 FSDP_ENGINES = ("fsdp", "fsdp2")
 #: verl's ``model_engine`` value (a key of every ``main_ppo`` composition) -> the composition it selects.
-MODEL_ENGINE_COMPOSITION = {"dp": "ppo_trainer", "megatron": "ppo_megatron_trainer", "veomni": "ppo_veomni_trainer",
-                            "torchtitan": "ppo_torchtitan_trainer"}
+MODEL_ENGINE_COMPOSITION = {
+    "dp": "ppo_trainer",
+    "megatron": "ppo_megatron_trainer",
+    "veomni": "ppo_veomni_trainer",
+    "torchtitan": "ppo_torchtitan_trainer",
+}
 #: The SFT tree's option of :data:`GROUP` (its engines are all FSDP: ``conf/sft/engine/``).
 SFT_OPTION = "sft_trainer_engine"
 
@@ -70,9 +80,13 @@ def engine_overrides(overrides: list[str]) -> list[str]:
             continue
         value = value.strip().strip("'\"")
         if value not in MODEL_ENGINE_COMPOSITION:
-            raise ConfigError(f"no model_engine `{value}` in verl {verlref.VERL_VERSION}", key="model_engine",
-                              value=value, fix=f"choose one of: {', '.join(MODEL_ENGINE_COMPOSITION)} (fsdpcfg's "
-                              "engine=fsdp2/fsdp/megatron/veomni/torchtitan)")
+            raise ConfigError(
+                f"no model_engine `{value}` in verl {verlref.VERL_VERSION}",
+                key="model_engine",
+                value=value,
+                fix=f"choose one of: {', '.join(MODEL_ENGINE_COMPOSITION)} (fsdpcfg's "
+                "engine=fsdp2/fsdp/megatron/veomni/torchtitan)",
+            )
         if value != "dp":
             out.append(f"engine={value}")
     return out

@@ -17,5 +17,18 @@ from fsdpcfg.doctor.report import STAGES, Report, StageResult, render_json, rend
 from fsdpcfg.doctor.runner import run_doctor
 from fsdpcfg.doctor.smoke import Variant
 
-__all__ = ["CONFIG", "MODEL", "ROLLOUT", "STAGES", "STATE", "TRANSFER", "Failure", "Report", "StageResult",
-           "Variant", "render_json", "render_table", "run_doctor"]
+__all__ = [
+    "CONFIG",
+    "MODEL",
+    "ROLLOUT",
+    "STAGES",
+    "STATE",
+    "TRANSFER",
+    "Failure",
+    "Report",
+    "StageResult",
+    "Variant",
+    "render_json",
+    "render_table",
+    "run_doctor",
+]

@@ -34,16 +34,16 @@ ROLLOUT = "rollout loading"
 ADVICE: dict[str, str] = {
     CONFIG: "fix the config findings above (`fsdpcfg check` prints the same ones with provenance)",
     MODEL: "load the model by hand with the same trust_remote_code/external_lib (AutoConfig, AutoTokenizer, "
-           "AutoModelForCausalLM.from_pretrained); check the folder's config.json, tokenizer files and auto_map; "
-           "turn patches off (patches=none) to see whether a patch is at fault",
+    "AutoModelForCausalLM.from_pretrained); check the folder's config.json, tokenizer files and auto_map; "
+    "turn patches off (patches=none) to see whether a patch is at fault",
     STATE: "set actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap to the decoder layer "
-           "class (or null for the model's _no_split_modules); try the other engine (fsdp vs fsdp2); compare the "
-           "checkpoint's parameter names with model.state_dict() of a freshly loaded model",
+    "class (or null for the model's _no_split_modules); try the other engine (fsdp vs fsdp2); compare the "
+    "checkpoint's parameter names with model.state_dict() of a freshly loaded model",
     TRANSFER: "compare the names the actor streams (fsdpcfg.train.engine.fsdp.iter_full_params) with the replica's "
-              "state_dict() keys: tied weights, wrapper prefixes and LoRA names are the usual suspects; lower "
-              "fsdpcfg.update_weights_bucket_megabytes to isolate a tensor",
+    "state_dict() keys: tied weights, wrapper prefixes and LoRA names are the usual suspects; lower "
+    "fsdpcfg.update_weights_bucket_megabytes to isolate a tensor",
     ROLLOUT: "check the replica's post-processing (tied embeddings re-tied, buffers such as rotary tables rebuilt), "
-             "the rollout dtype (actor_rollout_ref.rollout.dtype vs the actor's), and the generation settings",
+    "the rollout dtype (actor_rollout_ref.rollout.dtype vs the actor's), and the generation settings",
 }
 
 _MODEL_RULES = {"FC106", "FC361", "FC400", "FC401", "FC402", "FC403", "FC404", "FC470", "FC471", "FC861"}
@@ -91,14 +91,26 @@ class Failure:
 
     def to_json(self) -> dict:
         """The machine form (plain types)."""
-        return {"boundary": self.boundary, "message": self.message, "fix": self.fix, "error_type": self.error_type,
-                "key": self.key, "rules": list(self.rules)}
+        return {
+            "boundary": self.boundary,
+            "message": self.message,
+            "fix": self.fix,
+            "error_type": self.error_type,
+            "key": self.key,
+            "rules": list(self.rules),
+        }
 
     @classmethod
-    def from_json(cls, d: dict) -> "Failure":
+    def from_json(cls, d: dict) -> Failure:
         """Inverse of :meth:`to_json`."""
-        return cls(boundary=d["boundary"], message=d["message"], fix=d["fix"], error_type=d.get("error_type", ""),
-                   key=d.get("key"), rules=tuple(d.get("rules") or ()))
+        return cls(
+            boundary=d["boundary"],
+            message=d["message"],
+            fix=d["fix"],
+            error_type=d.get("error_type", ""),
+            key=d.get("key"),
+            rules=tuple(d.get("rules") or ()),
+        )
 
 
 def boundary_of_rule(rule_id: str) -> str:

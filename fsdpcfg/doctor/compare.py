@@ -26,8 +26,9 @@ def logp_tolerance(*dtypes: torch.dtype) -> float:
     return LOGP_TOL_FP32 if all(d == torch.float32 for d in dtypes) else LOGP_TOL_HALF
 
 
-def probe_batch(vocab_size: int, rows: int = 4, prompt: int = 7, response: int = 6, seed: int = 0,
-                low: int = 3) -> tuple[torch.Tensor, torch.Tensor, int]:
+def probe_batch(
+    vocab_size: int, rows: int = 4, prompt: int = 7, response: int = 6, seed: int = 0, low: int = 3
+) -> tuple[torch.Tensor, torch.Tensor, int]:
     """A padded batch ``(input_ids, attention_mask, response_len)``, each tensor ``(rows, prompt + response)``.
 
     Row ``i`` has ``(2 i) mod 5`` left pads and, for ``i`` not divisible by 3, ``2 (i mod 3)`` right pads; ids are
@@ -39,7 +40,7 @@ def probe_batch(vocab_size: int, rows: int = 4, prompt: int = 7, response: int =
     for i in range(rows):
         mask[i, : (2 * i) % 5] = 0
         if i % 3:
-            mask[i, -(i % 3) * 2:] = 0
+            mask[i, -(i % 3) * 2 :] = 0
     return ids, mask, response
 
 
@@ -50,13 +51,14 @@ def quiet_dropout(model: nn.Module) -> None:
         if isinstance(m, nn.Dropout):
             m.p = 0.0
     cfg = getattr(model, "config", None)
-    for k, v in (vars(cfg).items() if cfg is not None else []):
+    for k, v in vars(cfg).items() if cfg is not None else []:
         if "dropout" in k and isinstance(v, float):
             setattr(cfg, k, 0.0)
 
 
-def loss_and_grads(model: nn.Module, ids: torch.Tensor, mask: torch.Tensor, response_len: int
-                   ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def loss_and_grads(
+    model: nn.Module, ids: torch.Tensor, mask: torch.Tensor, response_len: int
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """One forward/backward of the token-mean negative log-likelihood of the real response tokens.
 
     Returns:
@@ -94,18 +96,22 @@ class PatchComparison:
 
     @property
     def ok(self) -> bool:
-        return (not self.missing_grads and self.max_logp_diff <= self.logp_tol
-                and self.max_rel_grad_diff <= self.grad_tol)
+        return (
+            not self.missing_grads and self.max_logp_diff <= self.logp_tol and self.max_rel_grad_diff <= self.grad_tol
+        )
 
     def describe(self) -> str:
         """One line with the numbers and the tolerances."""
         miss = f", gradients missing on one side: {self.missing_grads[:3]}" if self.missing_grads else ""
-        return (f"log-prob diff {self.max_logp_diff:.2e} (tol {self.logp_tol:.0e}), grad diff "
-                f"{self.max_rel_grad_diff:.2e} of max (tol {self.grad_tol:.0e}){miss}")
+        return (
+            f"log-prob diff {self.max_logp_diff:.2e} (tol {self.logp_tol:.0e}), grad diff "
+            f"{self.max_rel_grad_diff:.2e} of max (tol {self.grad_tol:.0e}){miss}"
+        )
 
 
-def compare_patched(plain: nn.Module, patched: nn.Module, ids: torch.Tensor, mask: torch.Tensor,
-                    response_len: int) -> PatchComparison:
+def compare_patched(
+    plain: nn.Module, patched: nn.Module, ids: torch.Tensor, mask: torch.Tensor, response_len: int
+) -> PatchComparison:
     """Compare ``patched`` (the same weights with patches applied) with ``plain`` on one batch, in fp32.
 
     Args:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from fsdpcfg.doctor.report import FAIL, NOT_RUN, PASS, SKIP, Report
 from fsdpcfg.doctor.smoke import Variant
@@ -26,18 +26,24 @@ RECIPE = "qwen_grpo"
 #: engines of stages 3-5 (a LoRA actor costs one more GRPO trainer per model, ~10 s on the tiny models).
 VARIANTS = [Variant("fsdp"), Variant("fsdp2"), Variant("fsdp2", lora=True)]
 #: a minimal Jinja chat template (the matrix's remedy for a tokenizer without one; quotes kept out for Hydra).
-CHAT_TEMPLATE = ("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
-                 "{% if add_generation_prompt %}assistant: {% endif %}")
+CHAT_TEMPLATE = (
+    "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant: {% endif %}"
+)
 #: rule ID -> (condition as the report states it, overrides that satisfy it).
 REMEDIES: dict[str, tuple[str, list[str]]] = {
     "FC402": ("needs trust_remote_code", ["actor_rollout_ref.model.trust_remote_code=true"]),
-    "FC403": ("no chat template: set custom_chat_template",
-              [f"actor_rollout_ref.model.custom_chat_template='{CHAT_TEMPLATE}'"]),
+    "FC403": (
+        "no chat template: set custom_chat_template",
+        [f"actor_rollout_ref.model.custom_chat_template='{CHAT_TEMPLATE}'"],
+    ),
 }
 #: warning rule ID -> (condition, overrides): a warning whose fix the matrix applies, as a user should.
 WARNING_REMEDIES: dict[str, tuple[str, list[str]]] = {
-    "FC471": ("attention soft-capping: eager attention (sdpa skips the cap)",
-              ["+actor_rollout_ref.model.override_config.attn_implementation=eager"]),
+    "FC471": (
+        "attention soft-capping: eager attention (sdpa skips the cap)",
+        ["+actor_rollout_ref.model.override_config.attn_implementation=eager"],
+    ),
 }
 #: warning rule ID -> note recorded beside the conditions.
 NOTES = {"FC404": "no pad token: pads with eos"}
@@ -75,9 +81,12 @@ def find_conditions(overrides: list[str]) -> tuple[list[str], list[str], list[st
     overrides = list(overrides)
     for _ in range(len(REMEDIES) + len(WARNING_REMEDIES) + 1):
         findings = check_overrides(overrides)
-        remedies = {f.rule: (REMEDIES if f.severity == "error" else WARNING_REMEDIES)[f.rule] for f in findings
-                    if (f.severity == "error" and f.rule in REMEDIES)
-                    or (f.severity == "warning" and f.rule in WARNING_REMEDIES)}
+        remedies = {
+            f.rule: (REMEDIES if f.severity == "error" else WARNING_REMEDIES)[f.rule]
+            for f in findings
+            if (f.severity == "error" and f.rule in REMEDIES)
+            or (f.severity == "warning" and f.rule in WARNING_REMEDIES)
+        }
         todo = [r for r, (cond, _) in remedies.items() if cond not in conditions]
         notes = sorted({NOTES[f.rule] for f in findings if f.rule in NOTES})
         if not todo:
@@ -93,8 +102,11 @@ def _native_patches(path: Path) -> list[str]:
     from fsdpcfg.train.patches import REGISTRY
 
     model_type = json.loads((path / "config.json").read_text()).get("model_type")
-    return [p.name for p in REGISTRY if p.impls and "native" in p.launchers and "cpu" in p.devices
-            and p.supports(model_type)]
+    return [
+        p.name
+        for p in REGISTRY
+        if p.impls and "native" in p.launchers and "cpu" in p.devices and p.supports(model_type)
+    ]
 
 
 def run_model(asset: str, *, timeout: float, echo: Callable[[str], None]) -> ModelRow:
@@ -104,10 +116,18 @@ def run_model(asset: str, *, timeout: float, echo: Callable[[str], None]) -> Mod
 
     path = ensure(asset, verbose=False)
     row = ModelRow(asset, get_spec(asset).source_label)
-    overrides, row.conditions, row.notes = find_conditions([f"+recipe={RECIPE}", f"actor_rollout_ref.model.path={path}"])
+    overrides, row.conditions, row.notes = find_conditions(
+        [f"+recipe={RECIPE}", f"actor_rollout_ref.model.path={path}"]
+    )
     echo(f"{asset}: conditions: {', '.join(row.conditions) or 'none'}")
-    row.report = run_doctor(overrides, variants=VARIANTS, patch_names=_native_patches(path), timeout=timeout,
-                            echo=echo, conditions=row.conditions)
+    row.report = run_doctor(
+        overrides,
+        variants=VARIANTS,
+        patch_names=_native_patches(path),
+        timeout=timeout,
+        echo=echo,
+        conditions=row.conditions,
+    )
     return row
 
 
@@ -137,8 +157,10 @@ def _stopped(report: Report) -> str:
     f = report.failure
     if f is None or f.failure is None:  # a FAIL result always carries its Failure
         return ""
-    return (f"stage {f.stage} {f.name}{' [' + f.variant + ']' if f.variant else ''}, boundary "
-            f"*{f.failure.boundary}*: {f.failure.message[:300]}")
+    return (
+        f"stage {f.stage} {f.name}{' [' + f.variant + ']' if f.variant else ''}, boundary "
+        f"*{f.failure.boundary}*: {f.failure.message[:300]}"
+    )
 
 
 def render_markdown(rows: list[ModelRow], *, seconds: float, versions: dict[str, str], date: str) -> str:
@@ -147,9 +169,12 @@ def render_markdown(rows: list[ModelRow], *, seconds: float, versions: dict[str,
 
     names = [v.name for v in VARIANTS]
     lines = [
-        "# Model compatibility (generated by `fsdpcfg doctor --matrix`)", "",
+        "# Model compatibility (generated by `fsdpcfg doctor --matrix`)",
+        "",
         f"Generated {date} on this machine ({platform.machine()}, {_cores()} CPU cores, no GPU) with "
-        + ", ".join(f"{k} {v}" for k, v in versions.items()) + f"; the matrix took {seconds / 60:.1f} min.", "",
+        + ", ".join(f"{k} {v}" for k, v in versions.items())
+        + f"; the matrix took {seconds / 60:.1f} min.",
+        "",
         "Each model is a tiny scaled-down version of a real architecture (`fsdpcfg assets list`: the real "
         "`config.json`, or where the project has none the transformers config class's own defaults (the *real "
         "config* column then names the class, e.g. `Gemma2Config()`), scaled to 2 layers and hidden size 64, random "
@@ -162,10 +187,12 @@ def render_markdown(rows: list[ModelRow], *, seconds: float, versions: dict[str,
         "A model stops at its first failing "
         "stage. *Conditions* are what the static check required and the matrix then set (the recipe alone "
         "would stop there). Random weights mean the rewards and losses say nothing about quality: these are "
-        "plumbing checks.", "",
+        "plumbing checks.",
+        "",
         "**GPU:** not run. `scripts/gpu_check.sh` runs the doctor on CUDA for tiny-qwen2, tiny-llama3 and "
         "tiny-mixtral (with the GRPO loop on the full-size Qwen2.5-0.5B architecture); no GPU machine was lent to "
-        "the session that generated this file, so every row below is CPU-only (fp32, gloo).", "",
+        "the session that generated this file, so every row below is CPU-only (fp32, gloo).",
+        "",
         "| model (asset) | real config | load | patches | SFT step | GRPO step + rollout | log-prob match | "
         "checkpoint | conditions |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -178,20 +205,27 @@ def render_markdown(rows: list[ModelRow], *, seconds: float, versions: dict[str,
             continue
         ckpt = "not run" if rep.status_of(5) == NOT_RUN else ("yes" if rep.status_of(5) == PASS else "**no**")
         check = next((x for x in rep.results if x.stage == 0), None)
-        load = (f"**check failed** ({', '.join(check.failure.rules)})" if check is not None and check.status == FAIL
-                and check.failure is not None else _cell(rep, 1))
-        lines.append(f"| {r.asset} | {r.source} | {load} | {_patches_cell(rep)} | "
-                     f"{_cell(rep, 3, ['fsdp', 'fsdp2'])} | {_cell(rep, 4, names)} | {_logprob_cell(rep)} | {ckpt} | "
-                     f"{cond} |")
+        load = (
+            f"**check failed** ({', '.join(check.failure.rules)})"
+            if check is not None and check.status == FAIL and check.failure is not None
+            else _cell(rep, 1)
+        )
+        lines.append(
+            f"| {r.asset} | {r.source} | {load} | {_patches_cell(rep)} | "
+            f"{_cell(rep, 3, ['fsdp', 'fsdp2'])} | {_cell(rep, 4, names)} | {_logprob_cell(rep)} | {ckpt} | "
+            f"{cond} |"
+        )
     lines += ["", "## Details", ""]
     for r in rows:
         rep = r.report
         if rep is None:
             continue
         loaded = next((x for x in rep.results if x.stage == 1), None)
-        lines.append(f"- **{r.asset}** ({rep.seconds:.0f} s): "
-                     + (loaded.detail + "." if loaded is not None and loaded.status == PASS else "")
-                     + (f" Stopped at {_stopped(rep)}" if rep.failure else " All stages passed."))
+        lines.append(
+            f"- **{r.asset}** ({rep.seconds:.0f} s): "
+            + (loaded.detail + "." if loaded is not None and loaded.status == PASS else "")
+            + (f" Stopped at {_stopped(rep)}" if rep.failure else " All stages passed.")
+        )
     from fsdpcfg.doctor.claims import render_claims
 
     by_asset = {r.asset: r for r in rows}
@@ -204,9 +238,12 @@ def render_markdown(rows: list[ModelRow], *, seconds: float, versions: dict[str,
         return ("all stages passed" + cond) if r.report.ok else f"stopped at {_stopped(r.report)[:160]}"
 
     lines += [""] + render_claims(outcome)
-    lines += ["Regenerate: `fsdpcfg doctor --matrix` (writes this file; about "
-              f"{seconds / 60:.0f} min on 2 CPU cores). One model: `fsdpcfg doctor --matrix --models tiny-qwen2 "
-              "--output /tmp/one.md`.", ""]
+    lines += [
+        "Regenerate: `fsdpcfg doctor --matrix` (writes this file; about "
+        f"{seconds / 60:.0f} min on 2 CPU cores). One model: `fsdpcfg doctor --matrix --models tiny-qwen2 "
+        "--output /tmp/one.md`.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -239,8 +276,13 @@ def versions() -> dict[str, str]:
     return out
 
 
-def run_matrix(*, models: list[str] | None = None, output: Path | None = None, timeout: float = 900.0,
-               echo: Callable[[str], None] = print) -> int:
+def run_matrix(
+    *,
+    models: list[str] | None = None,
+    output: Path | None = None,
+    timeout: float = 900.0,
+    echo: Callable[[str], None] = print,
+) -> int:
     """Run every model, write the Markdown report to ``output`` (default ``docs/compatibility.md`` of the
     checkout), and return 0 (the report records failures; they are findings, not errors of the command).
 
@@ -261,10 +303,8 @@ def run_matrix(*, models: list[str] | None = None, output: Path | None = None, t
         rows.append(run_model(n, timeout=timeout, echo=echo))
         rep = rows[-1].report
         verdict = "not run" if rep is None else "ok" if rep.ok else "stopped: " + _stopped(rep)
-        echo(f"{n}: {verdict} "
-             f"({time.perf_counter() - t:.0f}s)")
-    text = render_markdown(rows, seconds=time.perf_counter() - t0, versions=versions(),
-                           date=time.strftime("%Y-%m-%d"))
+        echo(f"{n}: {verdict} ({time.perf_counter() - t:.0f}s)")
+    text = render_markdown(rows, seconds=time.perf_counter() - t0, versions=versions(), date=time.strftime("%Y-%m-%d"))
     output.parent.mkdir(parents=True, exist_ok=True)
     write_private(output, text)
     echo(f"wrote {output}")

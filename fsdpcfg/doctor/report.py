@@ -53,16 +53,29 @@ class StageResult:
 
     def to_json(self) -> dict:
         """The machine form."""
-        return {"stage": self.stage, "name": self.name, "variant": self.variant, "status": self.status,
-                "seconds": round(self.seconds, 2), "detail": self.detail,
-                "failure": self.failure.to_json() if self.failure else None, "data": self.data}
+        return {
+            "stage": self.stage,
+            "name": self.name,
+            "variant": self.variant,
+            "status": self.status,
+            "seconds": round(self.seconds, 2),
+            "detail": self.detail,
+            "failure": self.failure.to_json() if self.failure else None,
+            "data": self.data,
+        }
 
     @classmethod
-    def from_json(cls, d: dict) -> "StageResult":
+    def from_json(cls, d: dict) -> StageResult:
         """Inverse of :meth:`to_json`."""
-        return cls(stage=int(d["stage"]), variant=d["variant"], status=d["status"], seconds=float(d["seconds"]),
-                   detail=d.get("detail", ""), failure=Failure.from_json(d["failure"]) if d.get("failure") else None,
-                   data=d.get("data") or {})
+        return cls(
+            stage=int(d["stage"]),
+            variant=d["variant"],
+            status=d["status"],
+            seconds=float(d["seconds"]),
+            detail=d.get("detail", ""),
+            failure=Failure.from_json(d["failure"]) if d.get("failure") else None,
+            data=d.get("data") or {},
+        )
 
 
 @dataclass
@@ -106,12 +119,20 @@ class Report:
     def to_json(self) -> dict:
         """The machine form (``--format json``)."""
         f = self.failure
-        return {"model": self.model, "recipe": self.recipe, "overrides": list(self.overrides), "ok": self.ok,
-                "stopped_at": None if f is None else {"stage": f.stage, "name": f.name, "variant": f.variant,
-                                                      **(f.failure.to_json() if f.failure else {})},
-                "conditions": list(self.conditions), "sft_path": self.sft_path, "seconds": round(self.seconds, 2),
-                "stages": [r.to_json() for r in self.results],
-                "not_run": [STAGES[s][0] for s in STAGES if self.status_of(s) == NOT_RUN]}
+        return {
+            "model": self.model,
+            "recipe": self.recipe,
+            "overrides": list(self.overrides),
+            "ok": self.ok,
+            "stopped_at": None
+            if f is None
+            else {"stage": f.stage, "name": f.name, "variant": f.variant, **(f.failure.to_json() if f.failure else {})},
+            "conditions": list(self.conditions),
+            "sft_path": self.sft_path,
+            "seconds": round(self.seconds, 2),
+            "stages": [r.to_json() for r in self.results],
+            "not_run": [STAGES[s][0] for s in STAGES if self.status_of(s) == NOT_RUN],
+        }
 
 
 def render_table(report: Report) -> str:
@@ -139,8 +160,11 @@ def render_table(report: Report) -> str:
     else:
         why = f.failure
         assert why is not None  # a FAIL result always carries its Failure (StageResult's contract)
-        lines.append(f"FAILED at stage {f.stage} {f.name}" + (f" [{f.variant}]" if f.variant else "")
-                     + f"; boundary: {why.boundary}")
+        lines.append(
+            f"FAILED at stage {f.stage} {f.name}"
+            + (f" [{f.variant}]" if f.variant else "")
+            + f"; boundary: {why.boundary}"
+        )
         lines.append(f"  {why.error_type + ': ' if why.error_type else ''}{why.message}")
         lines.append(f"  -> {why.fix}")
     return "\n".join(lines)

@@ -15,8 +15,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from fsdpcfg.doctor.boundaries import CONFIG, ROLLOUT, STATE, Failure, failure_from_exception
 from fsdpcfg.doctor.report import FAIL, Report, StageResult
@@ -29,14 +29,23 @@ ENGINES = ("fsdp", "fsdp2")
 
 
 def _config_failure(e: ConfigError, stage: int, variant: str = "") -> StageResult:
-    return StageResult(stage, variant, FAIL, 0.0, "the config cannot be composed or planned",
-                       failure=failure_from_exception(e, CONFIG))
+    return StageResult(
+        stage, variant, FAIL, 0.0, "the config cannot be composed or planned", failure=failure_from_exception(e, CONFIG)
+    )
 
 
-def run_doctor(overrides: list[str], *, variants: list[Variant] | None = None, sft_engines: tuple[str, ...] = ENGINES,
-               patch_names: list[str] | None = None, timeout: float = 900.0, work_dir: Path | None = None,
-               keep: bool = False, echo: Callable[[str], None] | None = None,
-               conditions: list[str] | None = None) -> Report:
+def run_doctor(
+    overrides: list[str],
+    *,
+    variants: list[Variant] | None = None,
+    sft_engines: tuple[str, ...] = ENGINES,
+    patch_names: list[str] | None = None,
+    timeout: float = 900.0,
+    work_dir: Path | None = None,
+    keep: bool = False,
+    echo: Callable[[str], None] | None = None,
+    conditions: list[str] | None = None,
+) -> Report:
     """Run stages 0-5 on the config ``overrides`` compose (``+recipe=NAME``, ``actor_rollout_ref.model.path=...``).
 
     Args:
@@ -80,9 +89,11 @@ def run_doctor(overrides: list[str], *, variants: list[Variant] | None = None, s
         add(_config_failure(e, 0))
         return done()
     if composed.kind != "ppo":
-        raise UsageError(f"the doctor takes a GRPO (ppo-kind) recipe, not the {composed.kind} recipe {recipe}",
-                         fix="run `fsdpcfg doctor +recipe=qwen_grpo actor_rollout_ref.model.path=PATH`; its stage 3 "
-                             "runs the SFT path with the same model settings")
+        raise UsageError(
+            f"the doctor takes a GRPO (ppo-kind) recipe, not the {composed.kind} recipe {recipe}",
+            fix="run `fsdpcfg doctor +recipe=qwen_grpo actor_rollout_ref.model.path=PATH`; its stage 3 "
+            "runs the SFT path with the same model settings",
+        )
     try:
         cfg = composed.to_container(resolve=True)
         report.model = str(cfg["actor_rollout_ref"]["model"]["path"])
@@ -107,8 +118,14 @@ def run_doctor(overrides: list[str], *, variants: list[Variant] | None = None, s
         except ConfigError as err:
             add(_config_failure(err, 3))
             return done()
-        spec = {"device": cfg["trainer"]["device"], "backend": "nccl" if cfg["trainer"]["device"] == "cuda" else "gloo",
-                "out": str(work), "world": world, "sft": [], "grpo": []}
+        spec = {
+            "device": cfg["trainer"]["device"],
+            "backend": "nccl" if cfg["trainer"]["device"] == "cuda" else "gloo",
+            "out": str(work),
+            "world": world,
+            "sft": [],
+            "grpo": [],
+        }
         for engine in sft_engines:
             try:
                 spec["sft"].append({"variant": engine, "cfg": sft_config(cfg, engine, work, world)})
@@ -141,18 +158,35 @@ def _launch(spec: dict, work: Path, timeout: float, say: Callable[[str], None]) 
         f.unlink()
     out_file = work / "torchrun.log"
     world = int(spec["world"])
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(world),
-           "-m", "fsdpcfg.doctor.worker", str(spec_file)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        str(world),
+        "-m",
+        "fsdpcfg.doctor.worker",
+        str(spec_file),
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), "TOKENIZERS_PARALLELISM": "false"}
-    say(f"  stages 3-5: torchrun with {world} rank(s) ({', '.join(i['variant'] for i in spec['sft'])} SFT; "
-        f"{', '.join(i['variant'] for i in spec['grpo'])} GRPO)")
+    say(
+        f"  stages 3-5: torchrun with {world} rank(s) ({', '.join(i['variant'] for i in spec['sft'])} SFT; "
+        f"{', '.join(i['variant'] for i in spec['grpo'])} GRPO)"
+    )
     timed_out = False
     with out_file.open("w") as log:
         from fsdpcfg.launch._signals import child_setup
 
         # torchrun dies with the doctor (PR_SET_PDEATHSIG), its ranks with torchrun (fsdpcfg.doctor.worker)
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                                preexec_fn=child_setup(os.getpid()))
+        proc = subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=child_setup(os.getpid()),
+        )
         try:
             proc.wait(timeout=timeout)
         except BaseException as e:  # Ctrl-C reaches only the doctor (torchrun has a session of its own)
@@ -168,16 +202,22 @@ def _launch(spec: dict, work: Path, timeout: float, say: Callable[[str], None]) 
                 os.killpg(proc.pid, 9)
                 proc.wait()
     tail = "\n".join(out_file.read_text(errors="replace").strip().splitlines()[-15:])
-    return merge_rank_events([_read_events(f) for f in sorted(work.glob("rank*.jsonl"))],
-                             returncode=proc.returncode, timed_out=timed_out, timeout=timeout, tail=tail)
+    return merge_rank_events(
+        [_read_events(f) for f in sorted(work.glob("rank*.jsonl"))],
+        returncode=proc.returncode,
+        timed_out=timed_out,
+        timeout=timeout,
+        tail=tail,
+    )
 
 
 def _read_events(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def merge_rank_events(ranks: list[list[dict]], *, returncode: int | None, timed_out: bool = False,
-                      timeout: float = 0.0, tail: str = "") -> list[StageResult]:
+def merge_rank_events(
+    ranks: list[list[dict]], *, returncode: int | None, timed_out: bool = False, timeout: float = 0.0, tail: str = ""
+) -> list[StageResult]:
     """Merge the worker's per-rank event lists into one result per started (stage, variant), in start order.
 
     A stage fails when any rank reported a failure (the lowest such rank's failure is kept); a stage started on
@@ -203,16 +243,43 @@ def merge_rank_events(ranks: list[list[dict]], *, returncode: int | None, timed_
         elif got and len(got) == len(ranks):
             merged.append(StageResult.from_json(got[0]))
         else:
-            why = (f"did not finish within the doctor's timeout of {timeout:.0f}s" if timed_out else
-                   f"was interrupted (torchrun exit code {returncode}): {last_line}")
-            merged.append(StageResult(key[0], key[1], FAIL, 0.0, "", failure=Failure(
-                _DEFAULT_BOUNDARY[key[0]], f"stage {key[0]} {why}", "rerun with --keep and read torchrun.log in the "
-                "work folder; raise --timeout for a large model", error_type="Timeout" if timed_out else "Crash")))
+            why = (
+                f"did not finish within the doctor's timeout of {timeout:.0f}s"
+                if timed_out
+                else f"was interrupted (torchrun exit code {returncode}): {last_line}"
+            )
+            merged.append(
+                StageResult(
+                    key[0],
+                    key[1],
+                    FAIL,
+                    0.0,
+                    "",
+                    failure=Failure(
+                        _DEFAULT_BOUNDARY[key[0]],
+                        f"stage {key[0]} {why}",
+                        "rerun with --keep and read torchrun.log in the work folder; raise --timeout for a large model",
+                        error_type="Timeout" if timed_out else "Crash",
+                    ),
+                )
+            )
         if merged[-1].status == FAIL:
             return merged
     if not order and returncode != 0:
-        merged.append(StageResult(3, "", FAIL, 0.0, "", failure=Failure(
-            CONFIG, f"torchrun did not start the doctor's worker (exit code {returncode}): {last_line}",
-            "check that torch.distributed works here (python -m torch.distributed.run --help) "
-            "and that no other process holds the rendezvous port", error_type="LaunchError")))
+        merged.append(
+            StageResult(
+                3,
+                "",
+                FAIL,
+                0.0,
+                "",
+                failure=Failure(
+                    CONFIG,
+                    f"torchrun did not start the doctor's worker (exit code {returncode}): {last_line}",
+                    "check that torch.distributed works here (python -m torch.distributed.run --help) "
+                    "and that no other process holds the rendezvous port",
+                    error_type="LaunchError",
+                ),
+            )
+        )
     return merged

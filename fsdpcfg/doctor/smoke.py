@@ -27,24 +27,43 @@ WORLD = 2
 STEPS = 2
 #: GRPO sizes (sequences): 2 prompts x n=2 = 4 sequences per step, 2 per rank, one micro-batch each.
 GRPO_SIZES: dict[str, Any] = {
-    "data.train_batch_size": 2, "data.max_response_length": 8, "data.train_max_samples": 8,
-    "data.val_files": None, "actor_rollout_ref.rollout.n": 2,
-    "actor_rollout_ref.actor.ppo_mini_batch_size": 2, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 2,
-    "actor_rollout_ref.actor.ppo_epochs": 1, "actor_rollout_ref.actor.use_dynamic_bsz": False,
+    "data.train_batch_size": 2,
+    "data.max_response_length": 8,
+    "data.train_max_samples": 8,
+    "data.val_files": None,
+    "actor_rollout_ref.rollout.n": 2,
+    "actor_rollout_ref.actor.ppo_mini_batch_size": 2,
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 2,
+    "actor_rollout_ref.actor.ppo_epochs": 1,
+    "actor_rollout_ref.actor.use_dynamic_bsz": False,
     "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": 2,
     "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz": False,
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": 2,
     "actor_rollout_ref.ref.log_prob_use_dynamic_bsz": False,
-    "trainer.total_training_steps": STEPS, "trainer.save_freq": -1, "trainer.resume_mode": "disable",
-    "trainer.nnodes": 1, "trainer.val_before_train": False,
-    "trainer.test_freq": -1, "trainer.max_actor_ckpt_to_keep": None,
+    "trainer.total_training_steps": STEPS,
+    "trainer.save_freq": -1,
+    "trainer.resume_mode": "disable",
+    "trainer.nnodes": 1,
+    "trainer.val_before_train": False,
+    "trainer.test_freq": -1,
+    "trainer.max_actor_ckpt_to_keep": None,
     "reward.custom_reward_function.path": str(Path(__file__).with_name("smoke_reward.py")),
     "reward.custom_reward_function.name": "compute_score",
 }
 #: model keys copied from ``actor_rollout_ref.model`` into the SFT tree's ``model``.
-_SFT_MODEL_KEYS = ("path", "tokenizer_path", "trust_remote_code", "custom_chat_template", "external_lib",
-                   "override_config", "enable_gradient_checkpointing", "lora_rank", "lora_alpha", "target_modules",
-                   "exclude_modules")
+_SFT_MODEL_KEYS = (
+    "path",
+    "tokenizer_path",
+    "trust_remote_code",
+    "custom_chat_template",
+    "external_lib",
+    "override_config",
+    "enable_gradient_checkpointing",
+    "lora_rank",
+    "lora_alpha",
+    "target_modules",
+    "exclude_modules",
+)
 _SFT_ENGINE_KEYS = ("dtype", "model_dtype", "reshard_after_forward", "fsdp_size", "wrap_policy")
 LORA_RANK = 8
 
@@ -62,7 +81,7 @@ class Variant:
         return self.engine + ("+lora" if self.lora else "")
 
     @classmethod
-    def parse(cls, text: str) -> "Variant":
+    def parse(cls, text: str) -> Variant:
         """``fsdp2`` or ``fsdp2+lora`` -> Variant.
 
         Raises:
@@ -92,8 +111,12 @@ def world_for(device: str) -> int:
     if n < 1:
         from fsdpcfg.errors import ConfigError
 
-        raise ConfigError("trainer.device = cuda, but torch sees no CUDA device here", key="trainer.device",
-                          value=device, fix="run the doctor on a GPU machine, or with trainer=cpu")
+        raise ConfigError(
+            "trainer.device = cuda, but torch sees no CUDA device here",
+            key="trainer.device",
+            value=device,
+            fix="run the doctor on a GPU machine, or with trainer=cpu",
+        )
     return min(WORLD, n)
 
 
@@ -141,12 +164,19 @@ def sft_config(ppo_cfg: dict[str, Any], engine: str, work: Path, world: int = WO
     for k in _SFT_ENGINE_KEYS:
         cfg["engine"][k] = copy.deepcopy(fsdp[k])
     cfg["engine"]["strategy"] = engine
-    cfg["data"].update(train_batch_size=world, micro_batch_size_per_gpu=1, train_max_samples=4 * world,
-                       use_dynamic_bsz=False)
+    cfg["data"].update(
+        train_batch_size=world, micro_batch_size_per_gpu=1, train_max_samples=4 * world, use_dynamic_bsz=False
+    )
     folder = work / f"sft-{engine}"
-    cfg["trainer"].update(total_training_steps=STEPS, save_freq=-1, nnodes=1, n_gpus_per_node=world,
-                          device=ppo_cfg["trainer"]["device"], default_local_dir=str(folder / "ckpt"),
-                          resume_mode="disable")
+    cfg["trainer"].update(
+        total_training_steps=STEPS,
+        save_freq=-1,
+        nnodes=1,
+        n_gpus_per_node=world,
+        device=ppo_cfg["trainer"]["device"],
+        default_local_dir=str(folder / "ckpt"),
+        resume_mode="disable",
+    )
     cfg["fsdpcfg"]["run_dir"] = str(folder)
     make_sft_plan(cfg)
     return cfg

@@ -35,7 +35,12 @@ def run_check(composed) -> tuple[StageResult, list]:
     first = errors[boundaries.index(boundary)]
     ordered = [first] + [f for f in errors if f is not first]
     message = " | ".join(f"[{f.rule}] {' '.join(f.message.split())}" for f in ordered)
-    failure = Failure(boundary=boundary, message=message[:1200], fix=" | ".join(f.fix for f in ordered),
-                      key=first.keys[0] if first.keys else None, rules=tuple(f.rule for f in ordered))
+    failure = Failure(
+        boundary=boundary,
+        message=message[:1200],
+        fix=" | ".join(f.fix for f in ordered),
+        key=first.keys[0] if first.keys else None,
+        rules=tuple(f.rule for f in ordered),
+    )
     detail = f"{len(errors)} error(s): {', '.join(f.rule for f in ordered)}"
     return StageResult(0, "", FAIL, seconds, detail, failure=failure, data=data), findings

@@ -47,28 +47,57 @@ def run_grpo(cfg: dict, variant: str, steps: int = 2):
         with mock.patch.object(trainer, "sync_weights", fingerprinted_sync):  # restored on the way out
             for step in range(1, steps + 1):
                 m = trainer.step(step)
-                data["steps"].append({k: m[k] for k in ("critic/score/mean", "actor/pg_loss", "actor/grad_norm",
-                                                        "response_length/mean") if k in m})
+                data["steps"].append(
+                    {
+                        k: m[k]
+                        for k in ("critic/score/mean", "actor/pg_loss", "actor/grad_norm", "response_length/mean")
+                        if k in m
+                    }
+                )
     except Exception as e:
-        return StageResult(4, variant, FAIL, time.perf_counter() - t, "",
-                           failure=failure_from_exception(e, STATE), data=data), None
+        return StageResult(
+            4, variant, FAIL, time.perf_counter() - t, "", failure=failure_from_exception(e, STATE), data=data
+        ), None
     seconds = time.perf_counter() - t
     fps = data["replica_fingerprints"]
     data["replica_moved"] = len(fps) > 1 and fps[-1] != fps[0]
     norms = [s.get("actor/grad_norm", 0.0) for s in data["steps"]]
-    detail = (f"{steps} optimizer steps, {len(fps)} syncs ({data['tensors_per_sync'][-1]} tensors), score "
-              f"{', '.join(format(s.get('critic/score/mean', 0.0), '.2f') for s in data['steps'])}, grad norm "
-              f"{', '.join(f'{g:.3g}' for g in norms)}, replica "
-              + ("changed between syncs" if data["replica_moved"] else "unchanged between syncs"))
+    detail = (
+        f"{steps} optimizer steps, {len(fps)} syncs ({data['tensors_per_sync'][-1]} tensors), score "
+        f"{', '.join(format(s.get('critic/score/mean', 0.0), '.2f') for s in data['steps'])}, grad norm "
+        f"{', '.join(f'{g:.3g}' for g in norms)}, replica "
+        + ("changed between syncs" if data["replica_moved"] else "unchanged between syncs")
+    )
     if not all(math.isfinite(g) for g in norms) or not any(g > 0 for g in norms):
-        return StageResult(4, variant, FAIL, seconds, detail, data=data, failure=Failure(
-            STATE, f"the GRPO steps gave {'no' if all(math.isfinite(g) for g in norms) else 'a non-finite'} "
-                   f"gradient: {detail}", "check actor_rollout_ref.actor.fsdp_config dtypes, the learning rate and "
-                                         "that the trainable parameters are the sharded ones")), None
+        return StageResult(
+            4,
+            variant,
+            FAIL,
+            seconds,
+            detail,
+            data=data,
+            failure=Failure(
+                STATE,
+                f"the GRPO steps gave {'no' if all(math.isfinite(g) for g in norms) else 'a non-finite'} "
+                f"gradient: {detail}",
+                "check actor_rollout_ref.actor.fsdp_config dtypes, the learning rate and "
+                "that the trainable parameters are the sharded ones",
+            ),
+        ), None
     if norms[0] > 0 and not data["replica_moved"]:
-        return StageResult(4, variant, FAIL, seconds, detail, data=data, failure=Failure(
-            TRANSFER, "the second synchronisation left the rollout replica unchanged although the actor took an "
-                      "optimizer step with a non-zero gradient",
-            "the replica must reload weights after its post-processing: check that update_weights copies into the "
-            "tensors generate() reads (not into stale copies)")), None
+        return StageResult(
+            4,
+            variant,
+            FAIL,
+            seconds,
+            detail,
+            data=data,
+            failure=Failure(
+                TRANSFER,
+                "the second synchronisation left the rollout replica unchanged although the actor took an "
+                "optimizer step with a non-zero gradient",
+                "the replica must reload weights after its post-processing: check that update_weights copies into the "
+                "tensors generate() reads (not into stale copies)",
+            ),
+        ), None
     return StageResult(4, variant, PASS, seconds, detail, data=data), trainer

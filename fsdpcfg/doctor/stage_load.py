@@ -50,8 +50,9 @@ def run_load(cfg: dict) -> StageResult:
         data["architectures"] = list(getattr(config, "architectures", None) or [])
         tok = load_tokenizer(mcfg)
         data["tokenizer"] = type(tok).__name__
-        data["chat_template"] = ("custom_chat_template" if mcfg["custom_chat_template"]
-                                 else "tokenizer" if tok.chat_template else None)
+        data["chat_template"] = (
+            "custom_chat_template" if mcfg["custom_chat_template"] else "tokenizer" if tok.chat_template else None
+        )
         proc = _processor(mcfg.get("tokenizer_path") or mcfg["path"], trust)
         data["processor"] = type(proc).__name__ if proc is not None else None
         dcfg = dict(cfg["data"], train_max_samples=1, filter_overlong_prompts=False, truncation="left")
@@ -68,10 +69,14 @@ def run_load(cfg: dict) -> StageResult:
     except Exception as e:
         failure = failure_from_exception(e, MODEL)
         if "does not appear to have a file named" in failure.message:  # remote code whose .py files are absent
-            failure.fix = ("the checkpoint's remote code (the *.py files its config.json auto_map names) is not in "
-                           "the folder: copy the repository's .py files next to config.json, or use a checkpoint "
-                           "the installed transformers implements natively")
+            failure.fix = (
+                "the checkpoint's remote code (the *.py files its config.json auto_map names) is not in "
+                "the folder: copy the repository's .py files next to config.json, or use a checkpoint "
+                "the installed transformers implements natively"
+            )
         return StageResult(1, "", FAIL, time.perf_counter() - t, "", failure=failure, data=data)
-    detail = (f"{data['model_class']} ({data['parameters'] / 1e6:.2f}M params), {data['tokenizer']}, chat template: "
-              f"{data['chat_template'] or 'none'}, processor: {data['processor'] or 'none'}")
+    detail = (
+        f"{data['model_class']} ({data['parameters'] / 1e6:.2f}M params), {data['tokenizer']}, chat template: "
+        f"{data['chat_template'] or 'none'}, processor: {data['processor'] or 'none'}"
+    )
     return StageResult(1, "", PASS, time.perf_counter() - t, detail, data=data)

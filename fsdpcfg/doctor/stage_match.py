@@ -46,8 +46,9 @@ def _reload(folder: Path, model_cfg: dict, dtype):
 
     trust = bool(model_cfg["trust_remote_code"])
     config = load_hf_config(str(folder), trust)
-    model, info = auto_class_for(config).from_pretrained(str(folder), config=config, trust_remote_code=trust,
-                                                          dtype=dtype, output_loading_info=True)
+    model, info = auto_class_for(config).from_pretrained(
+        str(folder), config=config, trust_remote_code=trust, dtype=dtype, output_loading_info=True
+    )
     model.config.use_cache = False
     return model.eval(), info
 
@@ -84,13 +85,22 @@ def run_match(trainer, cfg: dict, variant: str, step: int = 2) -> StageResult:
         diff = _all_max(max_masked_diff(actor_lp, rollout_lp.cpu(), out.response_mask))
         data.update(rollout_max_abs_diff=diff, tolerance=tol, response_tokens=int(out.response_mask.sum()))
         if diff > tol:
-            return StageResult(5, variant, FAIL, time.perf_counter() - t, f"actor vs rollout log-prob diff {diff:.2e}",
-                               data=data, failure=Failure(
-                                   ROLLOUT, f"after synchronisation the rollout's token log-probs differ from the "
-                                            f"actor's by {diff:.3g} nats (tolerance {tol:.0e}) on the same tokens",
-                                   "the weights arrived but the replica computes differently: check its "
-                                   "post-processing (tied embeddings, rotary buffers), actor_rollout_ref.rollout.dtype "
-                                   "and the patches (the replica runs unpatched)"))
+            return StageResult(
+                5,
+                variant,
+                FAIL,
+                time.perf_counter() - t,
+                f"actor vs rollout log-prob diff {diff:.2e}",
+                data=data,
+                failure=Failure(
+                    ROLLOUT,
+                    f"after synchronisation the rollout's token log-probs differ from the "
+                    f"actor's by {diff:.3g} nats (tolerance {tol:.0e}) on the same tokens",
+                    "the weights arrived but the replica computes differently: check its "
+                    "post-processing (tied embeddings, rotary buffers), actor_rollout_ref.rollout.dtype "
+                    "and the patches (the replica runs unpatched)",
+                ),
+            )
         phase = STATE
         opt_before = _optimizer_sums(trainer.optimizer)
         trainer.save(step)
@@ -107,21 +117,45 @@ def run_match(trainer, cfg: dict, variant: str, step: int = 2) -> StageResult:
         opt_after = _optimizer_sums(trainer.optimizer)
         opt_same = len(opt_before) == len(opt_after) and all(a == b for a, b in zip(opt_before, opt_after, strict=True))
         opt_same = _all_max(0.0 if opt_same else 1.0) == 0.0
-        data.update(checkpoint=str(folder), checkpoint_max_abs_diff=ck_diff, checkpoint_tolerance=ck_tol,
-                    bad_keys=bad_keys, optimizer_state_restored=opt_same, world=world)
+        data.update(
+            checkpoint=str(folder),
+            checkpoint_max_abs_diff=ck_diff,
+            checkpoint_tolerance=ck_tol,
+            bad_keys=bad_keys,
+            optimizer_state_restored=opt_same,
+            world=world,
+        )
     except Exception as e:
-        return StageResult(5, variant, FAIL, time.perf_counter() - t, "", failure=failure_from_exception(e, phase),
-                           data=data)
+        return StageResult(
+            5, variant, FAIL, time.perf_counter() - t, "", failure=failure_from_exception(e, phase), data=data
+        )
     seconds = time.perf_counter() - t
-    detail = (f"actor vs rollout {data['rollout_max_abs_diff']:.1e} (tol {data['tolerance']:.0e}); checkpoint "
-              f"reload {ck_diff:.1e}, keys {'ok' if not bad_keys else bad_keys}, optimizer state "
-              f"{'restored' if opt_same else 'differs'}")
+    detail = (
+        f"actor vs rollout {data['rollout_max_abs_diff']:.1e} (tol {data['tolerance']:.0e}); checkpoint "
+        f"reload {ck_diff:.1e}, keys {'ok' if not bad_keys else bad_keys}, optimizer state "
+        f"{'restored' if opt_same else 'differs'}"
+    )
     if bad_keys or ck_diff > ck_tol or not opt_same:
-        what = (f"the checkpoint's weights do not match the model's names: {bad_keys}" if bad_keys else
-                f"the reloaded checkpoint's log-probs differ from the actor's by {ck_diff:.3g}" if ck_diff > ck_tol
-                else "the optimizer state read back from the checkpoint differs from the one saved")
-        return StageResult(5, variant, FAIL, seconds, detail, data=data, failure=Failure(
-            STATE, what, "compare the checkpoint's model.safetensors keys with a fresh model's state_dict(); "
-                         "wrapper prefixes (_fsdp_wrapped_module., base_model.model.) and tied weights are the usual "
-                         "suspects"))
+        what = (
+            f"the checkpoint's weights do not match the model's names: {bad_keys}"
+            if bad_keys
+            else f"the reloaded checkpoint's log-probs differ from the actor's by {ck_diff:.3g}"
+            if ck_diff > ck_tol
+            else "the optimizer state read back from the checkpoint differs from the one saved"
+        )
+        return StageResult(
+            5,
+            variant,
+            FAIL,
+            seconds,
+            detail,
+            data=data,
+            failure=Failure(
+                STATE,
+                what,
+                "compare the checkpoint's model.safetensors keys with a fresh model's state_dict(); "
+                "wrapper prefixes (_fsdp_wrapped_module., base_model.model.) and tied weights are the usual "
+                "suspects",
+            ),
+        )
     return StageResult(5, variant, PASS, seconds, detail, data=data)

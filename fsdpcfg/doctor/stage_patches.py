@@ -40,16 +40,24 @@ def run_patches(cfg: dict, names: list[str] | None = None) -> StageResult:
             patched = load_model(mcfg, torch.float32)
             patches.apply_patches(patched, sel, device="cpu" if device == "cpu" else device)
             cmp = compare_patched(plain, patched, ids, mask, resp)
-            data[label] = {"max_logp_diff": cmp.max_logp_diff, "max_rel_grad_diff": cmp.max_rel_grad_diff,
-                           "missing_grads": cmp.missing_grads, "ok": cmp.ok}
+            data[label] = {
+                "max_logp_diff": cmp.max_logp_diff,
+                "max_rel_grad_diff": cmp.max_rel_grad_diff,
+                "missing_grads": cmp.missing_grads,
+                "ok": cmp.ok,
+            }
             parts.append(f"{label}: {cmp.describe()}")
             if not cmp.ok:
-                failure = Failure(MODEL, f"patch {label} changes the model: {cmp.describe()}",
-                                  f"turn it off ({', '.join(patches.REGISTRY[n].config_key for n in sel)}=false) "
-                                  "and report the model_type; the plain model is unaffected")
+                failure = Failure(
+                    MODEL,
+                    f"patch {label} changes the model: {cmp.describe()}",
+                    f"turn it off ({', '.join(patches.REGISTRY[n].config_key for n in sel)}=false) "
+                    "and report the model_type; the plain model is unaffected",
+                )
                 return StageResult(2, "", FAIL, time.perf_counter() - t, "; ".join(parts), failure=failure, data=data)
             del patched
     except Exception as e:
-        return StageResult(2, "", FAIL, time.perf_counter() - t, "; ".join(parts),
-                           failure=failure_from_exception(e, MODEL), data=data)
+        return StageResult(
+            2, "", FAIL, time.perf_counter() - t, "; ".join(parts), failure=failure_from_exception(e, MODEL), data=data
+        )
     return StageResult(2, "", PASS, time.perf_counter() - t, "; ".join(parts), data=data)

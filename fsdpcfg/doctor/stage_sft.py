@@ -23,8 +23,9 @@ def _local_norm(module) -> float:
     from torch.distributed.tensor import DTensor
 
     with torch.no_grad():
-        return float(sum((p.to_local() if isinstance(p, DTensor) else p).double().abs().sum()
-                         for p in module.parameters()))
+        return float(
+            sum((p.to_local() if isinstance(p, DTensor) else p).double().abs().sum() for p in module.parameters())
+        )
 
 
 def run_sft(cfg: dict, variant: str, steps: int = 2) -> StageResult:
@@ -49,23 +50,42 @@ def run_sft(cfg: dict, variant: str, steps: int = 2) -> StageResult:
             m = trainer.step(step)
             data["losses"].append(m["train/loss"])
             data["grad_norms"].append(m["train/grad_norm"])
-        moved = torch.tensor([abs(_local_norm(trainer.model) - before)], dtype=torch.float64,
-                             device=collective_device())
+        moved = torch.tensor(
+            [abs(_local_norm(trainer.model) - before)], dtype=torch.float64, device=collective_device()
+        )
         dist.all_reduce(moved)
         data["param_change"] = float(moved)
         del trainer
     except Exception as e:
-        return StageResult(3, variant, FAIL, time.perf_counter() - t, "", failure=failure_from_exception(e, STATE),
-                           data=data)
+        return StageResult(
+            3, variant, FAIL, time.perf_counter() - t, "", failure=failure_from_exception(e, STATE), data=data
+        )
     seconds = time.perf_counter() - t
-    detail = (f"{steps} steps, loss {' -> '.join(f'{x:.3f}' for x in data['losses'])}, grad norm "
-              f"{' -> '.join(f'{x:.3g}' for x in data['grad_norms'])}")
+    detail = (
+        f"{steps} steps, loss {' -> '.join(f'{x:.3f}' for x in data['losses'])}, grad norm "
+        f"{' -> '.join(f'{x:.3g}' for x in data['grad_norms'])}"
+    )
     bad = [x for x in data["losses"] + data["grad_norms"] if not math.isfinite(x)]
     if bad or not any(g > 0 for g in data["grad_norms"]) or data["param_change"] == 0.0:
-        why = ("non-finite loss or gradient norm" if bad else "zero gradient" if not any(data["grad_norms"])
-               else "the parameters did not change")
-        return StageResult(3, variant, FAIL, seconds, detail, data=data, failure=Failure(
-            STATE, f"SFT steps ran but {why}: {detail}",
-            "check the model's dtype settings (engine dtype/model_dtype) and that the trainable parameters are "
-            "the sharded ones (LoRA target_modules)"))
+        why = (
+            "non-finite loss or gradient norm"
+            if bad
+            else "zero gradient"
+            if not any(data["grad_norms"])
+            else "the parameters did not change"
+        )
+        return StageResult(
+            3,
+            variant,
+            FAIL,
+            seconds,
+            detail,
+            data=data,
+            failure=Failure(
+                STATE,
+                f"SFT steps ran but {why}: {detail}",
+                "check the model's dtype settings (engine dtype/model_dtype) and that the trainable parameters are "
+                "the sharded ones (LoRA target_modules)",
+            ),
+        )
     return StageResult(3, variant, PASS, seconds, detail, data=data)

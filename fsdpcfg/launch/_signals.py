@@ -27,8 +27,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from fsdpcfg.errors import Interrupted
 
@@ -87,8 +87,14 @@ def die_with_parent() -> None:
         os._exit(143)
 
 
-def run_forwarding(cmd: list[str], env: dict[str, str], *, grace_s: float = GRACE_S,
-                   say: Callable[[str], None] | None = None, pass_fds: tuple[int, ...] = ()) -> int:
+def run_forwarding(
+    cmd: list[str],
+    env: dict[str, str],
+    *,
+    grace_s: float = GRACE_S,
+    say: Callable[[str], None] | None = None,
+    pass_fds: tuple[int, ...] = (),
+) -> int:
     """Run ``cmd`` (torchrun) with ``env`` and return its exit code, forwarding :data:`FORWARDED` signals to it.
     ``pass_fds``: file descriptors the child inherits (the run-folder locks, which it then holds too).
 
@@ -103,8 +109,13 @@ def run_forwarding(cmd: list[str], env: dict[str, str], *, grace_s: float = GRAC
     # preexec_fn): pass duplicates, which share the open file description and so the lock, and close ours after
     dups = tuple(os.dup(fd) for fd in pass_fds)
     try:
-        proc = subprocess.Popen(cmd, env=env, start_new_session=own_session, pass_fds=dups,
-                                preexec_fn=child_setup(os.getpid()) if own_session else None)
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            start_new_session=own_session,
+            pass_fds=dups,
+            preexec_fn=child_setup(os.getpid()) if own_session else None,
+        )
     finally:
         for fd in dups:
             os.close(fd)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import contextlib
 import json
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from fsdpcfg.runinfo.faults import require_writable
 from fsdpcfg.runinfo.lock import LOCK_FILE, RunLock, probe, run_folders
@@ -66,8 +67,9 @@ def dry_run_folder(run_dir: str | Path, echo: Callable[[str], None] = print) -> 
 
 
 @contextlib.contextmanager
-def hold_folders(cfg: dict[str, Any], echo: Callable[[str], None] = print,
-                 folders: list[tuple[str, Path]] | None = None) -> Iterator[RunLock]:
+def hold_folders(
+    cfg: dict[str, Any], echo: Callable[[str], None] = print, folders: list[tuple[str, Path]] | None = None
+) -> Iterator[RunLock]:
     """Lock the run folder and the checkpoint folder (``folders``: default :func:`fsdpcfg.runinfo.lock.
     run_folders`) and write to each once, for the body; yield the lock (its :meth:`RunLock.env` is the
     environment torchrun's ranks need, its :meth:`RunLock.pass_fds` the descriptors torchrun should share).

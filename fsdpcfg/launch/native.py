@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -51,10 +52,12 @@ def ensure_assets(cfg: dict[str, Any], echo: Callable[[str], None] = print) -> l
             if p.name not in assets.SPECS:
                 if p.is_dir():
                     continue
-                raise ConfigError(f"{p} does not exist and is not an asset fsdpcfg can build "
-                                  f"(known: {', '.join(assets.SPECS)})",
-                                  key=f"{'' if sft else 'actor_rollout_ref.'}model.{key}",
-                                  value=str(value), fix="choose model=tiny_qwen2 or point it at a model folder")
+                raise ConfigError(
+                    f"{p} does not exist and is not an asset fsdpcfg can build (known: {', '.join(assets.SPECS)})",
+                    key=f"{'' if sft else 'actor_rollout_ref.'}model.{key}",
+                    value=str(value),
+                    fix="choose model=tiny_qwen2 or point it at a model folder",
+                )
             built.append(assets.ensure(p.name))
     return built
 
@@ -118,14 +121,24 @@ def require_data(cfg: dict[str, Any]) -> None:
 
     missing = missing_files(cfg["data"]["train_files"])
     if missing:
-        raise ConfigError(f"no such file: {', '.join(missing)}", key="data.train_files", value=missing[0],
-                          fix="point data.train_files at a jsonl or parquet file in verl's format, or choose a "
-                              "shipped set (data=gsm8k, data=arith)")
+        raise ConfigError(
+            f"no such file: {', '.join(missing)}",
+            key="data.train_files",
+            value=missing[0],
+            fix="point data.train_files at a jsonl or parquet file in verl's format, or choose a "
+            "shipped set (data=gsm8k, data=arith)",
+        )
 
 
-def launch_native(cfg: dict[str, Any], *, plan: Plan | SftPlan | None = None, dry_run: bool = False,
-                  echo: Callable[[str], None] = print, composed: Any = None,
-                  run_info: dict[str, Any] | None = None) -> int:
+def launch_native(
+    cfg: dict[str, Any],
+    *,
+    plan: Plan | SftPlan | None = None,
+    dry_run: bool = False,
+    echo: Callable[[str], None] = print,
+    composed: Any = None,
+    run_info: dict[str, Any] | None = None,
+) -> int:
     """Start the native loop on the resolved config ``cfg`` and return torchrun's exit code (0 for a dry run).
 
     The run folder and the checkpoint folder are locked (:func:`fsdpcfg.launch.folders.hold_folders`) before
@@ -174,15 +187,18 @@ def launch_native(cfg: dict[str, Any], *, plan: Plan | SftPlan | None = None, dr
 
         # SIGINT/SIGTERM/SIGHUP are forwarded and waited for; torchrun and the ranks die with this process.
         # torchrun shares the locks: they stay held while it lives, even if this process is killed first
-        rc = run_forwarding(cmd, {**os.environ, **lock.env(), "FSDPCFG_ERROR_FILE": str(err)}, say=echo,
-                            pass_fds=tuple(lock.pass_fds()))
+        rc = run_forwarding(
+            cmd, {**os.environ, **lock.env(), "FSDPCFG_ERROR_FILE": str(err)}, say=echo, pass_fds=tuple(lock.pass_fds())
+        )
         if err.is_file():
             text = err.read_text().strip()
             raise ConfigError(text)
     return rc
 
 
-def _show_command(cfg: dict[str, Any], plan: Plan | SftPlan, config_path: Path, echo: Callable[[str], None]) -> list[str]:
+def _show_command(
+    cfg: dict[str, Any], plan: Plan | SftPlan, config_path: Path, echo: Callable[[str], None]
+) -> list[str]:
     """Print the run folder and the torchrun command on ``config_path``; return the command."""
     cmd = torchrun_command(plan, str(config_path))
     if cfg["fsdpcfg"].get("kind") == "sft":  # the native SFT trainer's entry instead of the GRPO loop's

@@ -32,9 +32,10 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -109,8 +110,12 @@ def verl_config_name(kind: str) -> str:
     try:
         return KIND_TO_VERL_CONFIG[kind]
     except KeyError:
-        raise ConfigError(f"config kind `{kind}` has no verl entry point", key="fsdpcfg.kind", value=kind,
-                          fix=f"use one of: {', '.join(KIND_TO_VERL_CONFIG)}") from None
+        raise ConfigError(
+            f"config kind `{kind}` has no verl entry point",
+            key="fsdpcfg.kind",
+            value=kind,
+            fix=f"use one of: {', '.join(KIND_TO_VERL_CONFIG)}",
+        ) from None
 
 
 def _keep_interpolation(text: str, known: frozenset[str]) -> bool:
@@ -132,8 +137,9 @@ def _keep_interpolation(text: str, known: frozenset[str]) -> bool:
 
 def _merge_raw(raw: Any, resolved: Any, known: frozenset[str]) -> Any:
     if isinstance(raw, dict):
-        return {k: _merge_raw(v, resolved.get(k) if isinstance(resolved, dict) else None, known)
-                for k, v in raw.items()}
+        return {
+            k: _merge_raw(v, resolved.get(k) if isinstance(resolved, dict) else None, known) for k, v in raw.items()
+        }
     if isinstance(raw, list):
         res = resolved if isinstance(resolved, list) and len(resolved) == len(raw) else [None] * len(raw)
         return [_merge_raw(a, b, known) for a, b in zip(raw, res, strict=True)]
@@ -231,8 +237,11 @@ def verl_tree(composed: Any, *, strict: bool = True) -> dict[str, Any]:
     tree = _drop_unlisted_nulls(tree, verlref.keys(config), "")
     missing = [k for k, v in verlref.flatten(tree).items() if v == "???"]
     if missing and strict:
-        raise ConfigError(f"required value not set (verl would stop on it): {', '.join(missing)}", key=missing[0],
-                          fix=f"set it, e.g. {missing[0]}=VALUE")
+        raise ConfigError(
+            f"required value not set (verl would stop on it): {', '.join(missing)}",
+            key=missing[0],
+            fix=f"set it, e.g. {missing[0]}=VALUE",
+        )
     return tree
 
 
@@ -245,22 +254,32 @@ def env_of(composed: Any) -> dict[str, str]:
     cfg = composed.to_container(resolve=True)
     env = (cfg.get("fsdpcfg") or {}).get("env") or {}
     if not isinstance(env, dict):
-        raise ConfigError("must be a mapping of environment variable names to values", key="fsdpcfg.env",
-                          value=env, fix="write it as fsdpcfg.env: {NCCL_DEBUG: WARN} or +fsdpcfg.env.NAME=VALUE")
+        raise ConfigError(
+            "must be a mapping of environment variable names to values",
+            key="fsdpcfg.env",
+            value=env,
+            fix="write it as fsdpcfg.env: {NCCL_DEBUG: WARN} or +fsdpcfg.env.NAME=VALUE",
+        )
     out = {}
     for k, v in env.items():
         if isinstance(v, (dict, list)) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k)):
-            raise ConfigError("an environment variable needs a NAME and a scalar value", key=f"fsdpcfg.env.{k}",
-                              value=v, fix="use a shell-style name (letters, digits, _) and a string or number")
+            raise ConfigError(
+                "an environment variable needs a NAME and a scalar value",
+                key=f"fsdpcfg.env.{k}",
+                value=v,
+                fix="use a shell-style name (letters, digits, _) and a string or number",
+            )
         out[str(k)] = "" if v is None else (str(v).lower() if isinstance(v, bool) else str(v))
     return out
 
 
 def _header(config: str, entry: str, composed: Any, notes: list[str]) -> str:
-    lines = [f"verl {verlref.VERL_VERSION} config written by fsdpcfg (launcher=verl): {entry} reads verl's own",
-             f"`{config}` config first, then the keys below on top (this file's defaults list).",
-             f"Run: {'python -m' if config != 'sft_trainer_engine' else 'torchrun --nproc_per_node=GPUS -m'} {entry} "
-             f"--config-path=<this folder> --config-name={Path(CONFIG_FILE).stem} [key=value ...]"]
+    lines = [
+        f"verl {verlref.VERL_VERSION} config written by fsdpcfg (launcher=verl): {entry} reads verl's own",
+        f"`{config}` config first, then the keys below on top (this file's defaults list).",
+        f"Run: {'python -m' if config != 'sft_trainer_engine' else 'torchrun --nproc_per_node=GPUS -m'} {entry} "
+        f"--config-path=<this folder> --config-name={Path(CONFIG_FILE).stem} [key=value ...]",
+    ]
     choices = getattr(composed, "choices", {}) or {}
     if choices:
         lines.append("Composed from: " + " ".join(f"{k}={v}" for k, v in choices.items()))
@@ -277,19 +296,23 @@ def _notes(tree: dict[str, Any], config: str) -> list[str]:
         files = flat.get(key)
         for f in files if isinstance(files, list) else [files]:
             if isinstance(f, str) and f.endswith((".jsonl", ".json")):
-                notes.append(f"{key} is JSON lines; verl {verlref.VERL_VERSION}'s datasets read .jsonl/.json as "
-                             "well as .parquet, so it is passed as it is")
+                notes.append(
+                    f"{key} is JSON lines; verl {verlref.VERL_VERSION}'s datasets read .jsonl/.json as "
+                    "well as .parquet, so it is passed as it is"
+                )
                 break
     home = str(paths.home_dir())
     for key, v in flat.items():
         if isinstance(v, str) and (v.startswith(home) or v.startswith(str(paths.PACKAGE_DIR))):
-            notes.append(f"{key} is a path on this machine ({v}); on a cluster every node needs it there, "
-                         f"or override it")
+            notes.append(
+                f"{key} is a path on this machine ({v}); on a cluster every node needs it there, or override it"
+            )
     return notes
 
 
-def build_verl_invocation(composed: Any, config_dir: str | Path | None = None, *,
-                          python: str | None = None) -> VerlInvocation:
+def build_verl_invocation(
+    composed: Any, config_dir: str | Path | None = None, *, python: str | None = None
+) -> VerlInvocation:
     """Build verl's invocation for a validated composed config (``fsdpcfg.compose.Composed``).
 
     Args:
@@ -325,8 +348,10 @@ def build_verl_invocation(composed: Any, config_dir: str | Path | None = None, *
     tree = scrub(tree)  # a secret verl reads (runtime_env.env_vars) becomes ${oc.env:NAME}: verl resolves it
     notes = _notes(tree, config)
     doc = {"defaults": verl_defaults_list(config), "hydra": {"searchpath": [VERL_SEARCHPATH]}, **tree}
-    text = scrub_text(_header(config, entry, composed, notes) + yaml.safe_dump(doc, sort_keys=False,
-                                                                               default_flow_style=False, width=120))
+    text = scrub_text(
+        _header(config, entry, composed, notes)
+        + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=120)
+    )
     cfg_args = [f"--config-path={config_dir}", f"--config-name={Path(CONFIG_FILE).stem}"]
     py = python or "python3"
     if kind == "ppo":
@@ -339,14 +364,27 @@ def build_verl_invocation(composed: Any, config_dir: str | Path | None = None, *
         if nnodes > 1:
             addr = env.get("MASTER_ADDR") or os.environ.get("MASTER_ADDR")
             if not addr:
-                raise ConfigError(f"multi-node SFT ({nnodes} nodes) needs a rendezvous address", key="trainer.nnodes",
-                                  value=nnodes, fix="set MASTER_ADDR (and MASTER_PORT) in the environment or in "
-                                  "fsdpcfg.env, and start the same command on every node")
+                raise ConfigError(
+                    f"multi-node SFT ({nnodes} nodes) needs a rendezvous address",
+                    key="trainer.nnodes",
+                    value=nnodes,
+                    fix="set MASTER_ADDR (and MASTER_PORT) in the environment or in "
+                    "fsdpcfg.env, and start the same command on every node",
+                )
             port = env.get("MASTER_PORT") or os.environ.get("MASTER_PORT") or "29500"
             argv += ["--rdzv_backend=c10d", f"--rdzv_endpoint={addr}:{port}"]
         argv += ["-m", entry, *cfg_args]
-    return VerlInvocation(argv=argv, env=env, yaml_text=text, config_dir=config_dir, kind=kind, verl_config=config,
-                          entry_point=entry, tree=tree, notes=notes)
+    return VerlInvocation(
+        argv=argv,
+        env=env,
+        yaml_text=text,
+        config_dir=config_dir,
+        kind=kind,
+        verl_config=config,
+        entry_point=entry,
+        tree=tree,
+        notes=notes,
+    )
 
 
 def require_valid(composed: Any) -> list[Any]:
@@ -367,8 +405,11 @@ def require_valid(composed: Any) -> list[Any]:
         if errors:
             f = errors[0]
             more = f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else ""
-            raise ConfigError(f"[{f.rule}] {f.message}{more}", key=f.keys[0] if f.keys else None,
-                              fix=f"{f.fix}; `fsdpcfg check` lists every finding")
+            raise ConfigError(
+                f"[{f.rule}] {f.message}{more}",
+                key=f.keys[0] if f.keys else None,
+                fix=f"{f.fix}; `fsdpcfg check` lists every finding",
+            )
         return [f for f in findings if f.severity != "error"]
     from fsdpcfg.schema.validate import validate_tree
 
@@ -377,13 +418,22 @@ def require_valid(composed: Any) -> list[Any]:
         i = report.issues[0]
         raise ConfigError(i.message, key=i.key, value=i.value, fix=i.fix)
     if report.legacy:
-        raise ConfigError("is under a section verl 0.9 no longer reads; it would be ignored", key=report.legacy[0],
-                          fix="move it under reward.custom_reward_function.* / reward.reward_model.*")
+        raise ConfigError(
+            "is under a section verl 0.9 no longer reads; it would be ignored",
+            key=report.legacy[0],
+            fix="move it under reward.custom_reward_function.* / reward.reward_model.*",
+        )
     return []
 
 
-def launch_verl(composed: Any, *, dry_run: bool = False, config_dir: str | Path | None = None,
-                echo: Callable[[str], None] = print, check_machine: bool = True) -> int:
+def launch_verl(
+    composed: Any,
+    *,
+    dry_run: bool = False,
+    config_dir: str | Path | None = None,
+    echo: Callable[[str], None] = print,
+    check_machine: bool = True,
+) -> int:
     """Start verl on ``composed`` and return its exit code (0 for a dry run).
 
     Writes the YAML, then (unless ``dry_run``) runs the command with ``fsdpcfg.env`` added to the current
@@ -404,8 +454,11 @@ def launch_verl(composed: Any, *, dry_run: bool = False, config_dir: str | Path 
     if errors and not dry_run:
         f = errors[0]
         more = "".join(f"\n  [{g.rule}] {g.message}\n    -> {g.fix}" for g in errors[1:])
-        raise ConfigError(f"[{f.rule}] this machine cannot start verl (nothing was started): {f.message}{more}",
-                          key=f.keys[0] if f.keys else None, fix=f.fix)
+        raise ConfigError(
+            f"[{f.rule}] this machine cannot start verl (nothing was started): {f.message}{more}",
+            key=f.keys[0] if f.keys else None,
+            fix=f.fix,
+        )
     path = inv.write()
     echo(f"verl config: {path}")
     for n in inv.notes:

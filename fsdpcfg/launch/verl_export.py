@@ -103,17 +103,21 @@ def _script(inv: VerlInvocation, overrides: list[str], header: list[str]) -> str
     lines = ["#!/usr/bin/env bash"] + [f"# {h}" if h else "#" for h in header]
     lines += ["set -euo pipefail", 'HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"']
     lines += [f"export {k}={shell_value(k, v)}" for k, v in inv.env.items()]  # a secret: "${VAR}", read at run time
-    cfg = [f'--config-path="$HERE"', f"--config-name={Path(CONFIG_FILE).stem}"]
+    cfg = ['--config-path="$HERE"', f"--config-name={Path(CONFIG_FILE).stem}"]
     if inv.kind == "ppo":
         cmd = [f"python3 -m {inv.entry_point}", *cfg]
     else:
         t = inv.tree.get("trainer", {})
         d = verlref.defaults(inv.verl_config)
         nnodes = int(t.get("nnodes", d["trainer.nnodes"]))
-        cmd = [f"torchrun --nnodes={nnodes} --nproc_per_node={int(t.get('n_gpus_per_node', d['trainer.n_gpus_per_node']))}"]
+        cmd = [
+            f"torchrun --nnodes={nnodes} --nproc_per_node={int(t.get('n_gpus_per_node', d['trainer.n_gpus_per_node']))}"
+        ]
         if nnodes > 1:
-            cmd += ["--rdzv_backend=c10d",
-                    '--rdzv_endpoint="${MASTER_ADDR:?set MASTER_ADDR to the first node}:${MASTER_PORT:-29500}"']
+            cmd += [
+                "--rdzv_backend=c10d",
+                '--rdzv_endpoint="${MASTER_ADDR:?set MASTER_ADDR to the first node}:${MASTER_PORT:-29500}"',
+            ]
         cmd += [f"-m {inv.entry_point}", *cfg]
     body = cmd + overrides + ['"$@"']
     lines.append("exec " + " \\\n  ".join(body))
@@ -142,37 +146,57 @@ def export_verl(composed: Any, out_dir: str | Path, *, force: bool = False) -> E
         raise ConfigError(f"-o {out} is a file, not a folder", fix="give a folder to write the export into")
     taken = [p.name for p in (out / SCRIPT_FILE, out / CONFIG_FILE, out / FILES_DIR) if p.exists()]
     if taken and not force:
-        raise ConfigError(f"{out} already holds {', '.join(taken)}; the export would overwrite it", key=None,
-                          fix="choose another -o folder, or pass --force to overwrite it")
+        raise ConfigError(
+            f"{out} already holds {', '.join(taken)}; the export would overwrite it",
+            key=None,
+            fix="choose another -o folder, or pass --force to overwrite it",
+        )
     inv = build_verl_invocation(composed, out)
     copied = _copy_package_files(inv.tree, out / FILES_DIR)
     copied_names = {n for v in copied.values() for n in (v if isinstance(v, list) else [v])}
     script_overrides = [_override(k, v, copied_names) for k, v in copied.items()]
     choices = getattr(composed, "choices", {}) or {}
-    header = [f"Runs verl {verlref.VERL_VERSION} ({inv.entry_point}) on the config in {CONFIG_FILE} next to this "
-              "script; written by `fsdpcfg export --launcher verl`.",
-              "Composed from: " + " ".join(f"{k}={v}" for k, v in choices.items()),
-              "Needs: verl[verl-core]==0.9.1" + (" plus the rollout engine (verl's vllm or sglang extra)"
-                                                   if inv.kind == "ppo" else "") + ", CUDA GPUs "
-              f"(trainer.nnodes={inv.tree.get('trainer', {}).get('nnodes', 1)}, "
-              f"trainer.n_gpus_per_node={inv.tree.get('trainer', {}).get('n_gpus_per_node', '?')}).",
-              "",
-              f"  bash {SCRIPT_FILE}                                  # start (a local Ray cluster)" if inv.kind == "ppo"
-              else f"  bash {SCRIPT_FILE}                                  # start (run it on every node)",
-              f"  bash {SCRIPT_FILE} +ray_kwargs.ray_init.address=auto   # attach to a running Ray cluster"
-              if inv.kind == "ppo" else "  multi-node: set MASTER_ADDR/MASTER_PORT on every node first",
-              f"  bash {SCRIPT_FILE} trainer.total_epochs=2             # any verl override, appended last"]
+    header = [
+        f"Runs verl {verlref.VERL_VERSION} ({inv.entry_point}) on the config in {CONFIG_FILE} next to this "
+        "script; written by `fsdpcfg export --launcher verl`.",
+        "Composed from: " + " ".join(f"{k}={v}" for k, v in choices.items()),
+        "Needs: verl[verl-core]==0.9.1"
+        + (" plus the rollout engine (verl's vllm or sglang extra)" if inv.kind == "ppo" else "")
+        + ", CUDA GPUs "
+        f"(trainer.nnodes={inv.tree.get('trainer', {}).get('nnodes', 1)}, "
+        f"trainer.n_gpus_per_node={inv.tree.get('trainer', {}).get('n_gpus_per_node', '?')}).",
+        "",
+        f"  bash {SCRIPT_FILE}                                  # start (a local Ray cluster)"
+        if inv.kind == "ppo"
+        else f"  bash {SCRIPT_FILE}                                  # start (run it on every node)",
+        f"  bash {SCRIPT_FILE} +ray_kwargs.ray_init.address=auto   # attach to a running Ray cluster"
+        if inv.kind == "ppo"
+        else "  multi-node: set MASTER_ADDR/MASTER_PORT on every node first",
+        f"  bash {SCRIPT_FILE} trainer.total_epochs=2             # any verl override, appended last",
+    ]
     if copied:
-        header += ["", f"Files the config names inside fsdpcfg's package are copied to {FILES_DIR}/ and passed "
-                   "as overrides below."]
-    header += [f"Note: {n}" for n in inv.notes if "path on this machine" not in n or
-               not any(n.startswith(k + " ") for k in copied)]
+        header += [
+            "",
+            f"Files the config names inside fsdpcfg's package are copied to {FILES_DIR}/ and passed "
+            "as overrides below.",
+        ]
+    header += [
+        f"Note: {n}"
+        for n in inv.notes
+        if "path on this machine" not in n or not any(n.startswith(k + " ") for k in copied)
+    ]
     out.mkdir(parents=True, exist_ok=True)
     config = inv.write()
     script = write_private(out / SCRIPT_FILE, _script(inv, script_overrides, header), mode=0o755)
     here = str(out)
-    return ExportResult(out_dir=out, script=script, config=config,
-                        copied={k: ([_in(out, n, copied_names) for n in v] if isinstance(v, list)
-                                    else _in(out, v, copied_names)) for k, v in copied.items()},
-                        overrides=[o.replace("$HERE", here).replace('"', "") for o in script_overrides],
-                        invocation=inv)
+    return ExportResult(
+        out_dir=out,
+        script=script,
+        config=config,
+        copied={
+            k: ([_in(out, n, copied_names) for n in v] if isinstance(v, list) else _in(out, v, copied_names))
+            for k, v in copied.items()
+        },
+        overrides=[o.replace("$HERE", here).replace('"', "") for o in script_overrides],
+        invocation=inv,
+    )

@@ -131,12 +131,19 @@ def _per_gpu(cfg: dict, per_gpu_key: str, global_key: str, world: int) -> int:
         return _pos_int(cfg, per_gpu_key)
     glob = _get(cfg, global_key)
     if glob is None:
-        raise ConfigError("is not set (nor the deprecated global form)", key=per_gpu_key,
-                          fix=f"set {per_gpu_key}=<sequences per forward on one rank>")
+        raise ConfigError(
+            "is not set (nor the deprecated global form)",
+            key=per_gpu_key,
+            fix=f"set {per_gpu_key}=<sequences per forward on one rank>",
+        )
     glob = _pos_int(cfg, global_key)
     if glob % world:
-        raise ConfigError(f"{glob} sequences do not split over {world} ranks", key=global_key, value=glob,
-                          fix=f"set {per_gpu_key} instead (verl deprecates {global_key})")
+        raise ConfigError(
+            f"{glob} sequences do not split over {world} ranks",
+            key=global_key,
+            value=glob,
+            fix=f"set {per_gpu_key} instead (verl deprecates {global_key})",
+        )
     return glob // world
 
 
@@ -152,18 +159,29 @@ def make_plan(cfg: dict) -> Plan:
     world = nnodes * nproc
     device = _get(cfg, "trainer.device")
     if device not in ("cpu", "cuda"):
-        raise ConfigError(f"unknown device {device!r}; allowed: cpu, cuda", key="trainer.device", value=device,
-                          fix="set trainer.device=cpu (gloo) or trainer.device=cuda (NCCL)")
+        raise ConfigError(
+            f"unknown device {device!r}; allowed: cpu, cuda",
+            key="trainer.device",
+            value=device,
+            fix="set trainer.device=cpu (gloo) or trainer.device=cuda (NCCL)",
+        )
     backend = "gloo" if device == "cpu" else "nccl"
     strategy = _get(cfg, "actor_rollout_ref.actor.strategy")
     if _get(cfg, "actor_rollout_ref.actor.use_dynamic_bsz"):
-        raise ConfigError("dynamic batch sizes are not implemented by the native launcher",
-                          key="actor_rollout_ref.actor.use_dynamic_bsz", value=True,
-                          fix="set actor_rollout_ref.actor.use_dynamic_bsz=false, or launcher=verl")
+        raise ConfigError(
+            "dynamic batch sizes are not implemented by the native launcher",
+            key="actor_rollout_ref.actor.use_dynamic_bsz",
+            value=True,
+            fix="set actor_rollout_ref.actor.use_dynamic_bsz=false, or launcher=verl",
+        )
     if _get(cfg, "algorithm.use_kl_in_reward") and _get(cfg, "algorithm.kl_ctrl.type") != "fixed":
-        raise ConfigError(f"the native launcher applies the in-reward KL with a fixed coefficient only, got "
-                          f"{_get(cfg, 'algorithm.kl_ctrl.type')!r}", key="algorithm.kl_ctrl.type",
-                          value=_get(cfg, "algorithm.kl_ctrl.type"), fix="set algorithm.kl_ctrl.type=fixed, or launcher=verl")
+        raise ConfigError(
+            f"the native launcher applies the in-reward KL with a fixed coefficient only, got "
+            f"{_get(cfg, 'algorithm.kl_ctrl.type')!r}",
+            key="algorithm.kl_ctrl.type",
+            value=_get(cfg, "algorithm.kl_ctrl.type"),
+            fix="set algorithm.kl_ctrl.type=fixed, or launcher=verl",
+        )
     tbs = _pos_int(cfg, "data.train_batch_size")
     n = _pos_int(cfg, "actor_rollout_ref.rollout.n")
     mini = _pos_int(cfg, "actor_rollout_ref.actor.ppo_mini_batch_size")
@@ -175,43 +193,86 @@ def make_plan(cfg: dict) -> Plan:
         "sequences_per_step": f"{seqs} = data.train_batch_size {tbs} x rollout.n {n}",
     }
     if seqs % world:
-        raise ConfigError(f"{d['sequences_per_step']} sequences do not split over world size {world}",
-                          key="data.train_batch_size", value=tbs,
-                          fix=f"make train_batch_size x n a multiple of {world}")
+        raise ConfigError(
+            f"{d['sequences_per_step']} sequences do not split over world size {world}",
+            key="data.train_batch_size",
+            value=tbs,
+            fix=f"make train_batch_size x n a multiple of {world}",
+        )
     if tbs % mini:
-        raise ConfigError(f"data.train_batch_size {tbs} is not a multiple of ppo_mini_batch_size {mini} (prompts)",
-                          key="actor_rollout_ref.actor.ppo_mini_batch_size", value=mini,
-                          fix=f"choose a divisor of {tbs}")
+        raise ConfigError(
+            f"data.train_batch_size {tbs} is not a multiple of ppo_mini_batch_size {mini} (prompts)",
+            key="actor_rollout_ref.actor.ppo_mini_batch_size",
+            value=mini,
+            fix=f"choose a divisor of {tbs}",
+        )
     if (mini * n) % world:
-        raise ConfigError(f"one mini-batch of {mini} prompts x n {n} = {mini * n} sequences does not split over "
-                          f"{world} ranks", key="actor_rollout_ref.actor.ppo_mini_batch_size", value=mini,
-                          fix=f"make ppo_mini_batch_size x rollout.n a multiple of {world}")
+        raise ConfigError(
+            f"one mini-batch of {mini} prompts x n {n} = {mini * n} sequences does not split over {world} ranks",
+            key="actor_rollout_ref.actor.ppo_mini_batch_size",
+            value=mini,
+            fix=f"make ppo_mini_batch_size x rollout.n a multiple of {world}",
+        )
     mini_rank = mini * n // world
-    micro = _per_gpu(cfg, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
-                     "actor_rollout_ref.actor.ppo_micro_batch_size", world)
-    d["mini_batch_per_rank"] = (f"{mini_rank} = ppo_mini_batch_size {mini} x n {n} / world {world} "
-                                "(sequences)")
+    micro = _per_gpu(
+        cfg,
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+        "actor_rollout_ref.actor.ppo_micro_batch_size",
+        world,
+    )
+    d["mini_batch_per_rank"] = f"{mini_rank} = ppo_mini_batch_size {mini} x n {n} / world {world} (sequences)"
     if mini_rank % micro:
-        raise ConfigError(f"{d['mini_batch_per_rank']} is not a multiple of ppo_micro_batch_size_per_gpu {micro}",
-                          key="actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", value=micro,
-                          fix=f"choose a divisor of {mini_rank}")
+        raise ConfigError(
+            f"{d['mini_batch_per_rank']} is not a multiple of ppo_micro_batch_size_per_gpu {micro}",
+            key="actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+            value=micro,
+            fix=f"choose a divisor of {mini_rank}",
+        )
     accum = mini_rank // micro
     d["grad_accum"] = f"{accum} = mini_batch_per_rank {mini_rank} / ppo_micro_batch_size_per_gpu {micro}"
     opt_steps = tbs // mini * epochs
-    d["optimizer_steps_per_step"] = (f"{opt_steps} = train_batch_size {tbs} / ppo_mini_batch_size {mini} "
-                                     f"x ppo_epochs {epochs}")
-    lp = _per_gpu(cfg, "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
-                  "actor_rollout_ref.rollout.log_prob_micro_batch_size", world)
-    use_ref = bool(_get(cfg, "actor_rollout_ref.actor.use_kl_loss")) or bool(
-        _get(cfg, "algorithm.use_kl_in_reward"))
-    ref_lp = (_per_gpu(cfg, "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
-                       "actor_rollout_ref.ref.log_prob_micro_batch_size", world) if use_ref else lp)
-    return Plan(nnodes=nnodes, nproc_per_node=nproc, world_size=world, device=device, backend=backend,
-                strategy=strategy, train_batch_prompts=tbs, n=n, sequences_per_step=seqs,
-                sequences_per_rank=seqs // world, mini_batch_prompts=mini, mini_batch_per_rank=mini_rank,
-                micro_batch_per_rank=micro, grad_accum=accum, ppo_epochs=epochs, optimizer_steps_per_step=opt_steps,
-                log_prob_micro_batch_per_rank=lp, ref_log_prob_micro_batch_per_rank=ref_lp, use_reference=use_ref,
-                derivations=d)
+    d["optimizer_steps_per_step"] = (
+        f"{opt_steps} = train_batch_size {tbs} / ppo_mini_batch_size {mini} x ppo_epochs {epochs}"
+    )
+    lp = _per_gpu(
+        cfg,
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size",
+        world,
+    )
+    use_ref = bool(_get(cfg, "actor_rollout_ref.actor.use_kl_loss")) or bool(_get(cfg, "algorithm.use_kl_in_reward"))
+    ref_lp = (
+        _per_gpu(
+            cfg,
+            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+            "actor_rollout_ref.ref.log_prob_micro_batch_size",
+            world,
+        )
+        if use_ref
+        else lp
+    )
+    return Plan(
+        nnodes=nnodes,
+        nproc_per_node=nproc,
+        world_size=world,
+        device=device,
+        backend=backend,
+        strategy=strategy,
+        train_batch_prompts=tbs,
+        n=n,
+        sequences_per_step=seqs,
+        sequences_per_rank=seqs // world,
+        mini_batch_prompts=mini,
+        mini_batch_per_rank=mini_rank,
+        micro_batch_per_rank=micro,
+        grad_accum=accum,
+        ppo_epochs=epochs,
+        optimizer_steps_per_step=opt_steps,
+        log_prob_micro_batch_per_rank=lp,
+        ref_log_prob_micro_batch_per_rank=ref_lp,
+        use_reference=use_ref,
+        derivations=d,
+    )
 
 
 def total_training_steps(cfg: dict, num_train_prompts: int) -> int:
@@ -227,13 +288,18 @@ def total_training_steps(cfg: dict, num_train_prompts: int) -> int:
     tbs = _pos_int(cfg, "data.train_batch_size")
     per_epoch = num_train_prompts // tbs
     if per_epoch == 0:
-        raise ConfigError(f"the training set has {num_train_prompts} prompts, fewer than one batch of {tbs}",
-                          key="data.train_batch_size", value=tbs, fix="lower data.train_batch_size or add data")
+        raise ConfigError(
+            f"the training set has {num_train_prompts} prompts, fewer than one batch of {tbs}",
+            key="data.train_batch_size",
+            value=tbs,
+            fix="lower data.train_batch_size or add data",
+        )
     return _pos_int(cfg, "trainer.total_epochs") * per_epoch
 
 
-def torchrun_command(plan: Layout, config_path: str, *, python: str | None = None,
-                     rdzv_endpoint: str | None = None) -> list[str]:
+def torchrun_command(
+    plan: Layout, config_path: str, *, python: str | None = None, rdzv_endpoint: str | None = None
+) -> list[str]:
     """Return the torchrun command line that runs ``python -m fsdpcfg.train <config_path>`` on every rank.
 
     Single node: ``--standalone`` (torchrun picks a free port). Several nodes: torchrun's c10d rendezvous at
@@ -243,8 +309,15 @@ def torchrun_command(plan: Layout, config_path: str, *, python: str | None = Non
     Raises:
         ConfigError: several nodes and no rendezvous endpoint.
     """
-    cmd = [python or sys.executable, "-m", "torch.distributed.run", "--nnodes", str(plan.nnodes),
-           "--nproc_per_node", str(plan.nproc_per_node)]
+    cmd = [
+        python or sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nnodes",
+        str(plan.nnodes),
+        "--nproc_per_node",
+        str(plan.nproc_per_node),
+    ]
     if plan.nnodes == 1:
         cmd.append("--standalone")
     else:
@@ -252,8 +325,12 @@ def torchrun_command(plan: Layout, config_path: str, *, python: str | None = Non
         if not ep and os.environ.get("MASTER_ADDR"):
             ep = f"{os.environ['MASTER_ADDR']}:{os.environ.get('MASTER_PORT', '29500')}"
         if not ep:
-            raise ConfigError(f"trainer.nnodes={plan.nnodes} needs a rendezvous endpoint", key="trainer.nnodes",
-                              value=plan.nnodes, fix="export FSDPCFG_RDZV_ENDPOINT=host:port (the same on every node)")
+            raise ConfigError(
+                f"trainer.nnodes={plan.nnodes} needs a rendezvous endpoint",
+                key="trainer.nnodes",
+                value=plan.nnodes,
+                fix="export FSDPCFG_RDZV_ENDPOINT=host:port (the same on every node)",
+            )
         cmd += ["--rdzv_backend", "c10d", "--rdzv_endpoint", ep]
     cmd += ["-m", "fsdpcfg.train", str(config_path)]
     return cmd

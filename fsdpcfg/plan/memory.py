@@ -46,15 +46,44 @@ from fsdpcfg.plan.param_count import ParamCounts, UnsupportedArchitecture, count
 
 GIB = 2**30
 MIB = 2**20
-_BYTES = {"fp32": 4, "float32": 4, "float": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
-          "fp64": 8, "float64": 8}
+_BYTES = {
+    "fp32": 4,
+    "float32": 4,
+    "float": 4,
+    "bf16": 2,
+    "bfloat16": 2,
+    "fp16": 2,
+    "float16": 2,
+    "half": 2,
+    "fp64": 8,
+    "float64": 8,
+}
 #: usable memory of common accelerators (GiB, as the CUDA runtime reports their total), by a lower-case
 #: substring of the name ``nvidia-smi`` shows; the first match wins, so longer names come first.
 KNOWN_GPUS: tuple[tuple[str, float], ...] = (
-    ("h200", 139.8), ("b200", 178.4), ("h100 nvl", 93.1), ("h100", 79.1), ("h800", 79.1), ("a100-sxm4-80gb", 79.2),
-    ("a100 80gb", 79.2), ("a100-pcie-80gb", 79.2), ("a100", 39.4), ("a800", 79.2), ("l40s", 44.5), ("l40", 44.5),
-    ("a6000", 47.5), ("a10g", 22.0), ("a10", 22.0), ("l4", 22.0), ("rtx 4090", 23.6), ("rtx 3090", 23.7),
-    ("v100-sxm2-32gb", 31.7), ("v100 32gb", 31.7), ("v100", 15.8), ("t4", 14.6), ("mi300x", 191.5),
+    ("h200", 139.8),
+    ("b200", 178.4),
+    ("h100 nvl", 93.1),
+    ("h100", 79.1),
+    ("h800", 79.1),
+    ("a100-sxm4-80gb", 79.2),
+    ("a100 80gb", 79.2),
+    ("a100-pcie-80gb", 79.2),
+    ("a100", 39.4),
+    ("a800", 79.2),
+    ("l40s", 44.5),
+    ("l40", 44.5),
+    ("a6000", 47.5),
+    ("a10g", 22.0),
+    ("a10", 22.0),
+    ("l4", 22.0),
+    ("rtx 4090", 23.6),
+    ("rtx 3090", 23.7),
+    ("v100-sxm2-32gb", 31.7),
+    ("v100 32gb", 31.7),
+    ("v100", 15.8),
+    ("t4", 14.6),
+    ("mi300x", 191.5),
 )
 
 
@@ -108,19 +137,27 @@ class MemoryEstimate:
     def describe(self) -> str:
         """Lines for the DERIVED NUMBERS section of ``fsdpcfg check`` (GiB, per rank)."""
         p = self.params
-        lines = [f"memory (per rank, estimate): peak {_g(self.peak_bytes)} in phase {self.peak_phase}"
-                 + (f" of {_g(self.device_bytes)} ({self.device_source}): "
-                    f"{self.peak_bytes / self.device_bytes:.0%}" if self.device_bytes else
-                    " (device memory unknown: set fsdpcfg.device_memory_gb)")]
-        lines.append(f"  parameters: {p.total / 1e6:,.1f}M ({p.model_type}, from config.json; embedding "
-                     f"{p.embedding / 1e6:,.1f}M{', tied' if not p.lm_head else ''}, {len(p.layers)} layers)")
+        lines = [
+            f"memory (per rank, estimate): peak {_g(self.peak_bytes)} in phase {self.peak_phase}"
+            + (
+                f" of {_g(self.device_bytes)} ({self.device_source}): {self.peak_bytes / self.device_bytes:.0%}"
+                if self.device_bytes
+                else " (device memory unknown: set fsdpcfg.device_memory_gb)"
+            )
+        ]
+        lines.append(
+            f"  parameters: {p.total / 1e6:,.1f}M ({p.model_type}, from config.json; embedding "
+            f"{p.embedding / 1e6:,.1f}M{', tied' if not p.lm_head else ''}, {len(p.layers)} layers)"
+        )
         lines.append("  components: " + ", ".join(f"{k} {_g(v)}" for k, v in self.components.items() if v))
         lines.append("  phases: " + ", ".join(f"{k} {_g(v)}" for k, v in self.phases.items()))
         if self.kv:
             fits = self.kv["capacity_tokens"] >= self.kv["demand_tokens"]
-            lines.append(f"  kv cache: room for {self.kv['capacity_tokens']:,} tokens per rollout replica, "
-                         f"{self.kv['demand_tokens']:,} wanted ({self.kv['sequences']} sequences x "
-                         f"{self.kv['seq_len']} tokens){'' if fits else ': generation runs in waves'}")
+            lines.append(
+                f"  kv cache: room for {self.kv['capacity_tokens']:,} tokens per rollout replica, "
+                f"{self.kv['demand_tokens']:,} wanted ({self.kv['sequences']} sequences x "
+                f"{self.kv['seq_len']} tokens){'' if fits else ': generation runs in waves'}"
+            )
         if self.device_bytes and self.peak_bytes > self.device_bytes:
             lines.append(f"  does not fit: {_g(self.peak_bytes - self.device_bytes)} over")
         for s, saved in self.suggestions[:3]:
@@ -165,8 +202,11 @@ def device_memory(cfg: dict) -> tuple[int | None, str]:
         return int(float(declared) * GIB), "fsdpcfg.device_memory_gb"
     if _get(cfg, "trainer.device", "cuda") == "cpu":
         try:
-            kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-                       if line.startswith("MemTotal:"))
+            kib = next(
+                int(line.split()[1])
+                for line in Path("/proc/meminfo").read_text().splitlines()
+                if line.startswith("MemTotal:")
+            )
         except (OSError, StopIteration, ValueError):
             return None, "RAM unknown"
         nproc = int(_get(cfg, "trainer.n_gpus_per_node", 1))
@@ -237,13 +277,16 @@ def _estimate(cfg: dict, pc: ParamCounts, mc: dict) -> MemoryEstimate:
     prompt, resp = int(_get(cfg, "data.max_prompt_length", 512)), int(_get(cfg, "data.max_response_length", 512))
     seq = prompt + resp
     micro = int(_get(cfg, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", 1) or 1)
-    tokens = (int(_get(cfg, "actor_rollout_ref.actor.ppo_max_token_len_per_gpu", seq))
-              if _get(cfg, "actor_rollout_ref.actor.use_dynamic_bsz", False) else micro * seq)
+    tokens = (
+        int(_get(cfg, "actor_rollout_ref.actor.ppo_max_token_len_per_gpu", seq))
+        if _get(cfg, "actor_rollout_ref.actor.use_dynamic_bsz", False)
+        else micro * seq
+    )
     lp_micro = int(_get(cfg, "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", micro) or micro)
     ckpt = bool(_get(cfg, "actor_rollout_ref.model.enable_gradient_checkpointing", False))
     n = int(_get(cfg, "actor_rollout_ref.rollout.n", 1))
     seqs_rank = int(_get(cfg, "data.train_batch_size", 1)) * n // max(world, 1)
-    root = (pc.embedding + pc.lm_head + pc.final_norm)
+    root = pc.embedding + pc.lm_head + pc.final_norm
     # -- resident state
     c: dict[str, int] = {}
     c["actor params"] = 0 if policy else P * pm // S
@@ -261,16 +304,21 @@ def _estimate(cfg: dict, pc: ParamCounts, mc: dict) -> MemoryEstimate:
     c["activations"] = act_ckpt if ckpt else act_full
     # logits: the compute-dtype output, its fp32 copy (when the compute dtype is narrower), the fp32 log-softmax
     # and, in backward, the fp32 gradients of the log-softmax output and input
-    logit_pos = (micro * (resp + 1) if native else tokens)
-    lp_pos = (lp_micro * (resp + 1) if native else lp_micro * seq)
-    fwd_b = pcb + (4 if pcb != 4 else 0) + 4 + (4 if float(_get(cfg, "actor_rollout_ref.rollout.temperature", 1.0))
-                                                != 1.0 else 0)
+    logit_pos = micro * (resp + 1) if native else tokens
+    lp_pos = lp_micro * (resp + 1) if native else lp_micro * seq
+    fwd_b = (
+        pcb
+        + (4 if pcb != 4 else 0)
+        + 4
+        + (4 if float(_get(cfg, "actor_rollout_ref.rollout.temperature", 1.0)) != 1.0 else 0)
+    )
     ent = float(_get(cfg, "actor_rollout_ref.actor.entropy_coeff", 0) or 0) != 0
     c["logits"] = logit_pos * V * (fwd_b + 8 + (8 if ent else 0))
     logits_nograd = lp_pos * V * fwd_b
     act_nograd = lp_micro * seq * (H * 2 + max(pc.activation_widths, default=0)) * pcb
     use_ref = bool(_get(cfg, "actor_rollout_ref.actor.use_kl_loss", False)) or bool(
-        _get(cfg, "algorithm.use_kl_in_reward", False))
+        _get(cfg, "algorithm.use_kl_in_reward", False)
+    )
     r = "actor_rollout_ref.ref.fsdp_config."
     ref_b = _bytes(_get(cfg, r + "model_dtype", "fp32"))
     ref_S = _shard(int(_get(cfg, r + "fsdp_size", -1)), world)
@@ -306,26 +354,47 @@ def _estimate(cfg: dict, pc: ParamCounts, mc: dict) -> MemoryEstimate:
             replicas = max(1, world // tp)
             want = math.ceil(int(_get(cfg, "data.train_batch_size", 1)) * n / replicas)
             want = min(want, int(_get(cfg, "actor_rollout_ref.rollout.max_num_seqs", want)))
-            kv_info = {"capacity_tokens": room // max(1, kv_tok // split), "demand_tokens": want * seq,
-                       "sequences": want, "seq_len": seq}
+            kv_info = {
+                "capacity_tokens": room // max(1, kv_tok // split),
+                "demand_tokens": want * seq,
+                "sequences": want,
+                "seq_len": seq,
+            }
     # -- phases
     state = (0 if p_off else c["actor params"]) + (0 if o_off else c["optimizer"])
     ref_res = 0 if ref_off else c["reference"]
     replica = c.get("rollout replica", 0)
     ph: dict[str, int] = {}
     if native:  # the native engine loads each model whole before sharding it
-        ph["build"] = max(P * pm, c["actor params"] + P * ref_b * use_ref,
-                          c["actor params"] + c["reference"] + replica)
+        ph["build"] = max(P * pm, c["actor params"] + P * ref_b * use_ref, c["actor params"] + c["reference"] + replica)
     ph["rollout"] = state + ref_res + rollout_mem
     if native:
         bucket = int(float(_get(cfg, "fsdpcfg.update_weights_bucket_megabytes", 512)) * MIB)
-        ph["weight sync"] = (state + ref_res + replica
-                             + min(P * pm, bucket + pc.largest_tensor * pm) + pc.largest_tensor * pm)
-    ph["log-prob"] = (c["actor params"] + (0 if o_off else c["optimizer"]) + replica + c["reference"]
-                      + c["fsdp working set"] + ref_ws + logits_nograd + act_nograd)
-    ph["update"] = (c["actor params"] + c["gradients"] + (0 if o_off else c["optimizer"]) + ref_res + replica
-                    + (0 if ref_off else ref_root)
-                    + c["fsdp working set"] + c["unsharded grads"] + c["activations"] + c["logits"])
+        ph["weight sync"] = (
+            state + ref_res + replica + min(P * pm, bucket + pc.largest_tensor * pm) + pc.largest_tensor * pm
+        )
+    ph["log-prob"] = (
+        c["actor params"]
+        + (0 if o_off else c["optimizer"])
+        + replica
+        + c["reference"]
+        + c["fsdp working set"]
+        + ref_ws
+        + logits_nograd
+        + act_nograd
+    )
+    ph["update"] = (
+        c["actor params"]
+        + c["gradients"]
+        + (0 if o_off else c["optimizer"])
+        + ref_res
+        + replica
+        + (0 if ref_off else ref_root)
+        + c["fsdp working set"]
+        + c["unsharded grads"]
+        + c["activations"]
+        + c["logits"]
+    )
     notes = []
     if lora:
         notes.append("LoRA: gradients and optimizer state of the adapters are not counted (small)")
@@ -359,8 +428,12 @@ def _candidates(cfg: dict) -> list[tuple[str, dict[str, Any]]]:
             if not _get(cfg, f"{a}fsdp_config.{k}", False):
                 out.append((f"{a}fsdp_config.{k}=true", {f"{a}fsdp_config.{k}": True}))
         if not _get(cfg, "actor_rollout_ref.ref.fsdp_config.param_offload", False):
-            out.append(("actor_rollout_ref.ref.fsdp_config.param_offload=true",
-                        {"actor_rollout_ref.ref.fsdp_config.param_offload": True}))
+            out.append(
+                (
+                    "actor_rollout_ref.ref.fsdp_config.param_offload=true",
+                    {"actor_rollout_ref.ref.fsdp_config.param_offload": True},
+                )
+            )
     if not cpu and _get(cfg, a + "strategy") == "fsdp2" and not _get(cfg, a + "fsdp_config.offload_policy", False):
         out.append((f"{a}fsdp_config.offload_policy=true", {a + "fsdp_config.offload_policy": True}))
     gmu = _get(cfg, "actor_rollout_ref.rollout.gpu_memory_utilization")
@@ -372,8 +445,12 @@ def _candidates(cfg: dict) -> list[tuple[str, dict[str, Any]]]:
         if mb > 64:
             out.append(("fsdpcfg.update_weights_bucket_megabytes=64", {"fsdpcfg.update_weights_bucket_megabytes": 64}))
     if _bytes(_get(cfg, "actor_rollout_ref.ref.fsdp_config.model_dtype", "fp32")) == 4 and not cpu:
-        out.append(("actor_rollout_ref.ref.fsdp_config.model_dtype=bf16",
-                    {"actor_rollout_ref.ref.fsdp_config.model_dtype": "bf16"}))
+        out.append(
+            (
+                "actor_rollout_ref.ref.fsdp_config.model_dtype=bf16",
+                {"actor_rollout_ref.ref.fsdp_config.model_dtype": "bf16"},
+            )
+        )
     return out
 
 
@@ -401,5 +478,11 @@ def describe_for_check(cfg: dict) -> str:
         return f"memory: not estimated ({e})"
 
 
-__all__ = ["MemoryEstimate", "estimate_memory", "device_memory", "describe_for_check", "read_model_config",
-           "KNOWN_GPUS"]
+__all__ = [
+    "MemoryEstimate",
+    "estimate_memory",
+    "device_memory",
+    "describe_for_check",
+    "read_model_config",
+    "KNOWN_GPUS",
+]

@@ -19,8 +19,19 @@ from typing import Any
 #: ``tie_word_embeddings`` of each config class when config.json leaves it out (transformers 5.10).
 _TIE_DEFAULT = {"gemma": True, "gemma2": True}
 #: model types :func:`count_parameters` knows.
-SUPPORTED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "phi3",
-             "deepseek_v2", "deepseek_v3")
+SUPPORTED = (
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_moe",
+    "gemma",
+    "phi3",
+    "deepseek_v2",
+    "deepseek_v3",
+)
 
 
 class UnsupportedArchitecture(ValueError):
@@ -88,8 +99,12 @@ def _attention(c: dict, mt: str) -> tuple[int, int, int, list[int]]:
             tensors = [H * qr + (qr if bias else 0), qr, qr * nh * qk]
         else:
             tensors = [H * nh * qk]
-        tensors += [H * (kvr + rope) + ((kvr + rope) if bias else 0), kvr, kvr * nh * (nope + vd),
-                    nh * vd * H + (H if bias else 0)]
+        tensors += [
+            H * (kvr + rope) + ((kvr + rope) if bias else 0),
+            kvr,
+            kvr * nh * (nope + vd),
+            nh * vd * H + (H if bias else 0),
+        ]
         act = H + (qr or 0) + nh * qk + (kvr + rope) + kvr + nh * (nope + vd) + nh * qk + nh * vd * 2
         return sum(tensors), kvr + rope, act, tensors
     hd = int(_g(c, "head_dim", H // nh))
@@ -100,8 +115,12 @@ def _attention(c: dict, mt: str) -> tuple[int, int, int, list[int]]:
     if mt == "phi3":
         tensors = [H * (q + 2 * kv), q * H]
     else:
-        tensors = [H * q + (q if qkv_bias else 0), H * kv + (kv if qkv_bias else 0),
-                   H * kv + (kv if qkv_bias else 0), q * H + (H if o_bias else 0)]
+        tensors = [
+            H * q + (q if qkv_bias else 0),
+            H * kv + (kv if qkv_bias else 0),
+            H * kv + (kv if qkv_bias else 0),
+            q * H + (H if o_bias else 0),
+        ]
     if mt in ("qwen3", "qwen3_moe"):
         tensors += [hd, hd]  # q_norm, k_norm
     # saved per token: q, k, v (after RoPE), k and v repeated to all heads (GQA), the attention output
@@ -118,11 +137,17 @@ def _is_moe_layer(c: dict, mt: str, i: int) -> bool:
     if mt == "mixtral":
         return True
     if mt in ("qwen2_moe", "qwen3_moe"):
-        return (int(_g(c, "num_experts", 0)) > 0 and i not in (c.get("mlp_only_layers") or [])
-                and (i + 1) % int(_g(c, "decoder_sparse_step", 1)) == 0)
+        return (
+            int(_g(c, "num_experts", 0)) > 0
+            and i not in (c.get("mlp_only_layers") or [])
+            and (i + 1) % int(_g(c, "decoder_sparse_step", 1)) == 0
+        )
     if mt in ("deepseek_v2", "deepseek_v3"):
-        return (c.get("n_routed_experts") is not None and i >= int(_g(c, "first_k_dense_replace", 0))
-                and i % int(_g(c, "moe_layer_freq", 1)) == 0)
+        return (
+            c.get("n_routed_experts") is not None
+            and i >= int(_g(c, "first_k_dense_replace", 0))
+            and i % int(_g(c, "moe_layer_freq", 1)) == 0
+        )
     return False
 
 
@@ -177,6 +202,16 @@ def count_parameters(config: dict[str, Any]) -> ParamCounts:
         widths.append(_layer_activation_width(H, a_act, m_act))
         largest = max(largest, *a_t, *m_t)
         kv_total += kv
-    return ParamCounts(model_type=mt, total=V * H + (0 if tie else V * H) + sum(layers) + H, embedding=V * H,
-                       lm_head=0 if tie else V * H, final_norm=H, layers=layers, largest_tensor=largest,
-                       kv_elements_per_token=kv_total, activation_widths=widths, hidden_size=H, vocab_size=V)
+    return ParamCounts(
+        model_type=mt,
+        total=V * H + (0 if tie else V * H) + sum(layers) + H,
+        embedding=V * H,
+        lm_head=0 if tie else V * H,
+        final_norm=H,
+        layers=layers,
+        largest_tensor=largest,
+        kv_elements_per_token=kv_total,
+        activation_widths=widths,
+        hidden_size=H,
+        vocab_size=V,
+    )

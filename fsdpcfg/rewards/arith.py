@@ -12,8 +12,9 @@ import re
 _INTEGER = re.compile(r"-?\d+")
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None,
-                  **kwargs) -> float:
+def compute_score(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None, **kwargs
+) -> float:
     """Return 1.0 when the first integer in ``solution_str`` equals ``int(ground_truth)``, else 0.0.
 
     ``data_source``, ``extra_info`` and extra keyword arguments (verl's ``reward_kwargs``) are accepted for

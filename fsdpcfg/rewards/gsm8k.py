@@ -38,8 +38,9 @@ def extract_answer(response: str, method: str = "strict") -> str | None:
     return found[0] if found else None
 
 
-def compute_score(solution_str: str, ground_truth: str, method: str = "strict", format_score: float = 0.0,
-                  score: float = 1.0) -> float:
+def compute_score(
+    solution_str: str, ground_truth: str, method: str = "strict", format_score: float = 0.0, score: float = 1.0
+) -> float:
     """Return ``score`` when the extracted answer equals ``ground_truth``, ``format_score`` when an answer
     was extracted but differs, and 0.0 when none was found."""
     answer = extract_answer(solution_str, method)

@@ -23,7 +23,7 @@ ENGINE_ROLLOUTS = ("vllm", "sglang", "trtllm")
 _INTERP = re.compile(r"^\$\{(?:oc\.select:)?([^,}]+)(?:,([^}]*))?\}$")
 
 
-def val(ctx: "Context", key: str) -> Any:
+def val(ctx: Context, key: str) -> Any:
     """Return the effective value of ``key``; a verl default written as ``${other.key}`` or
     ``${oc.select:other.key,default}`` (``critic.ppo_mini_batch_size``, ``actor_rollout_ref.ref.*``) is
     resolved against *this* config, as verl resolves it when the config is handed over."""
@@ -79,7 +79,7 @@ def flag(x: Any) -> bool:
     return bool(x)
 
 
-def need_critic(ctx: "Context") -> bool:
+def need_critic(ctx: Context) -> bool:
     """verl/trainer/ppo/utils.py ``need_critic``: ``critic.enable`` if set, else ``adv_estimator == gae``."""
     enable = ctx.get("critic.enable")
     if enable is not None:
@@ -87,7 +87,7 @@ def need_critic(ctx: "Context") -> bool:
     return str(ctx.get("algorithm.adv_estimator")) == "gae"
 
 
-def need_ref(ctx: "Context") -> bool:
+def need_ref(ctx: Context) -> bool:
     """verl/trainer/ppo/utils.py ``need_reference_policy``: KL in the reward or KL as a loss."""
     return flag(ctx.get("algorithm.use_kl_in_reward")) or flag(ctx.get(f"{A}.actor.use_kl_loss"))
 
@@ -97,7 +97,7 @@ def need_ref(ctx: "Context") -> bool:
 FSDP_STRATEGIES = ("fsdp", "fsdp2")
 
 
-def model_roles(ctx: "Context") -> list[tuple[str, str, str]]:
+def model_roles(ctx: Context) -> list[tuple[str, str, str]]:
     """``(role, engine config section, strategy key)`` of every model role the run builds, whatever its
     engine: the actor always, the reference when :func:`need_ref`, the critic when :func:`need_critic`
     (verl/trainer/ppo/utils.py, verl's own role derivation). The section is the FSDP one (``fsdp_config``,
@@ -110,14 +110,14 @@ def model_roles(ctx: "Context") -> list[tuple[str, str, str]]:
     return out
 
 
-def fsdp_sections(ctx: "Context") -> list[tuple[str, str]]:
+def fsdp_sections(ctx: Context) -> list[tuple[str, str]]:
     """``(fsdp config section, strategy key)`` of every FSDP role the run builds (:func:`model_roles` whose
     strategy is fsdp or fsdp2): the list every FSDP-only rule reads, so a Megatron, veomni or torchtitan role
     gets none of them (rule FC111 says so)."""
     return [(sec, skey) for _, sec, skey in model_roles(ctx) if str(val(ctx, skey)) in FSDP_STRATEGIES]
 
 
-def non_fsdp_roles(ctx: "Context") -> list[tuple[str, str, str]]:
+def non_fsdp_roles(ctx: Context) -> list[tuple[str, str, str]]:
     """``(role, strategy key, strategy)`` of the roles whose engine is not FSDP (``megatron``, ...)."""
     out = []
     for role, _, skey in model_roles(ctx):
@@ -127,16 +127,16 @@ def non_fsdp_roles(ctx: "Context") -> list[tuple[str, str, str]]:
     return out
 
 
-def rollout_name(ctx: "Context") -> str:
+def rollout_name(ctx: Context) -> str:
     return str(ctx.get(f"{A}.rollout.name"))
 
 
-def engine_rollout(ctx: "Context") -> bool:
+def engine_rollout(ctx: Context) -> bool:
     """True when the rollout is a separate inference engine (vLLM, SGLang, TensorRT-LLM)."""
     return rollout_name(ctx) in ENGINE_ROLLOUTS
 
 
-def actor_sp(ctx: "Context") -> int:
+def actor_sp(ctx: Context) -> int:
     """The actor's Ulysses size: ``actor.ulysses_sequence_parallel_size`` when > 1 (FSDPActorConfig copies
     it into the engine config), else ``actor.fsdp_config.ulysses_sequence_parallel_size``."""
     top = num(val(ctx, f"{A}.actor.ulysses_sequence_parallel_size")) or 1
@@ -163,37 +163,73 @@ class Role:
     sp: int
 
 
-def roles(ctx: "Context") -> list[Role]:
+def roles(ctx: Context) -> list[Role]:
     """The roles a PPO/GRPO step runs, as verl 0.9.1 builds them (verl/workers/engine_workers.py
     ``ActorRolloutRefWorker.init_model``; the critic from ``need_critic``): the actor update, the old
     log-prob pass (run by the actor engine with the rollout's log-prob keys), the reference log-prob pass
     when KL is used, and the critic's update and value pass when a critic is used."""
     asp = actor_sp(ctx)
     out = [
-        Role("actor update", f"{A}.actor.ppo_mini_batch_size", f"{A}.actor.ppo_micro_batch_size",
-             f"{A}.actor.ppo_micro_batch_size_per_gpu", f"{A}.actor.use_dynamic_bsz",
-             f"{A}.actor.ppo_max_token_len_per_gpu", asp),
-        Role("old log-prob (actor engine)", None, f"{A}.rollout.log_prob_micro_batch_size",
-             f"{A}.rollout.log_prob_micro_batch_size_per_gpu", f"{A}.rollout.log_prob_use_dynamic_bsz",
-             f"{A}.rollout.log_prob_max_token_len_per_gpu", asp),
+        Role(
+            "actor update",
+            f"{A}.actor.ppo_mini_batch_size",
+            f"{A}.actor.ppo_micro_batch_size",
+            f"{A}.actor.ppo_micro_batch_size_per_gpu",
+            f"{A}.actor.use_dynamic_bsz",
+            f"{A}.actor.ppo_max_token_len_per_gpu",
+            asp,
+        ),
+        Role(
+            "old log-prob (actor engine)",
+            None,
+            f"{A}.rollout.log_prob_micro_batch_size",
+            f"{A}.rollout.log_prob_micro_batch_size_per_gpu",
+            f"{A}.rollout.log_prob_use_dynamic_bsz",
+            f"{A}.rollout.log_prob_max_token_len_per_gpu",
+            asp,
+        ),
     ]
     if need_ref(ctx):
         rsp = num(val(ctx, f"{A}.ref.ulysses_sequence_parallel_size")) or 1
-        out.append(Role("reference log-prob", None, f"{A}.ref.log_prob_micro_batch_size",
-                        f"{A}.ref.log_prob_micro_batch_size_per_gpu", f"{A}.ref.log_prob_use_dynamic_bsz",
-                        f"{A}.ref.log_prob_max_token_len_per_gpu", rsp))
+        out.append(
+            Role(
+                "reference log-prob",
+                None,
+                f"{A}.ref.log_prob_micro_batch_size",
+                f"{A}.ref.log_prob_micro_batch_size_per_gpu",
+                f"{A}.ref.log_prob_use_dynamic_bsz",
+                f"{A}.ref.log_prob_max_token_len_per_gpu",
+                rsp,
+            )
+        )
     if need_critic(ctx):
         csp = num(val(ctx, "critic.ulysses_sequence_parallel_size")) or 1
-        out.append(Role("critic update", "critic.ppo_mini_batch_size", "critic.ppo_micro_batch_size",
-                        "critic.ppo_micro_batch_size_per_gpu", "critic.use_dynamic_bsz",
-                        "critic.ppo_max_token_len_per_gpu", csp))
-        out.append(Role("critic values", None, "critic.forward_micro_batch_size",
-                        "critic.forward_micro_batch_size_per_gpu", "critic.use_dynamic_bsz",
-                        "critic.forward_max_token_len_per_gpu", csp))
+        out.append(
+            Role(
+                "critic update",
+                "critic.ppo_mini_batch_size",
+                "critic.ppo_micro_batch_size",
+                "critic.ppo_micro_batch_size_per_gpu",
+                "critic.use_dynamic_bsz",
+                "critic.ppo_max_token_len_per_gpu",
+                csp,
+            )
+        )
+        out.append(
+            Role(
+                "critic values",
+                None,
+                "critic.forward_micro_batch_size",
+                "critic.forward_micro_batch_size_per_gpu",
+                "critic.use_dynamic_bsz",
+                "critic.forward_max_token_len_per_gpu",
+                csp,
+            )
+        )
     return out
 
 
-def world(ctx: "Context") -> int | None:
+def world(ctx: Context) -> int | None:
     """Trainer ranks (``trainer.nnodes x trainer.n_gpus_per_node``), ``None`` when either is not a positive
     whole number (the schema reports that)."""
     nn, g = num(ctx.get("trainer.nnodes")), num(ctx.get("trainer.n_gpus_per_node"))
@@ -202,7 +238,7 @@ def world(ctx: "Context") -> int | None:
     return nn * g
 
 
-def world_derivation(ctx: "Context") -> str:
+def world_derivation(ctx: Context) -> str:
     """``16 ranks = 2 nodes x 8 GPUs``."""
     nn, g = ctx.get("trainer.nnodes"), ctx.get("trainer.n_gpus_per_node")
     unit = "GPUs" if str(ctx.get("trainer.device")) != "cpu" else "processes"
@@ -247,6 +283,6 @@ def largest_divisor_at_most(n: int, cap: int) -> int:
     return best
 
 
-def src(ctx: "Context", key: str) -> str:
+def src(ctx: Context, key: str) -> str:
     """``(from verl 0.9.1 default)`` / ``(from recipes/x.yaml:3)`` for messages."""
     return f"(from {ctx.source(key)})"

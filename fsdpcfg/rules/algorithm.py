@@ -7,7 +7,7 @@ estimators), ``verl/workers/config/actor.py`` ``ActorConfig.__post_init__`` (los
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from fsdpcfg.rules._common import A, flag, num, val
 from fsdpcfg.rules.context import Context
@@ -17,19 +17,47 @@ from fsdpcfg.rules.registry import rule
 ADV, N = "algorithm.adv_estimator", f"{A}.rollout.n"
 
 #: Every estimator verl 0.9.1 registers (verl/trainer/ppo/core_algos.py ``AdvantageEstimator``).
-ESTIMATORS = ("gae", "grpo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "rloo", "opo",
-              "grpo_passk", "gpg", "rloo_vectorized", "grpo_vectorized", "optimal_token_baseline",
-              "tir_optimal_token_baseline", "gdpo")
+ESTIMATORS = (
+    "gae",
+    "grpo",
+    "reinforce_plus_plus",
+    "reinforce_plus_plus_baseline",
+    "remax",
+    "rloo",
+    "opo",
+    "grpo_passk",
+    "gpg",
+    "rloo_vectorized",
+    "grpo_vectorized",
+    "optimal_token_baseline",
+    "tir_optimal_token_baseline",
+    "gdpo",
+)
 #: Estimators whose baseline is computed over the ``n`` samples of one prompt (the ``index``/uid groups in
 #: core_algos.py): with one sample there is no group.
-GROUP_ESTIMATORS = ("grpo", "grpo_vectorized", "gdpo", "grpo_passk", "rloo", "rloo_vectorized", "opo", "gpg",
-                    "reinforce_plus_plus_baseline", "optimal_token_baseline", "tir_optimal_token_baseline")
+GROUP_ESTIMATORS = (
+    "grpo",
+    "grpo_vectorized",
+    "gdpo",
+    "grpo_passk",
+    "rloo",
+    "rloo_vectorized",
+    "opo",
+    "gpg",
+    "reinforce_plus_plus_baseline",
+    "optimal_token_baseline",
+    "tir_optimal_token_baseline",
+)
 #: verl/workers/config/actor.py ``ActorConfig.__post_init__``.
 LOSS_AGG_MODES = ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 
 
-@rule("FC601", "group-relative advantage estimators need rollout.n >= 2", keys=[N, ADV],
-      example=["algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=1"])
+@rule(
+    "FC601",
+    "group-relative advantage estimators need rollout.n >= 2",
+    keys=[N, ADV],
+    example=["algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=1"],
+)
 def group_needs_samples(ctx: Context) -> Iterable[Finding]:
     """GRPO, RLOO, OPO, GPG, pass@k GRPO, REINFORCE++-baseline and the token-baseline estimators compare the
     ``n`` samples of each prompt. With ``n = 1`` there is no group: GRPO falls back to the raw score (mean 0,
@@ -47,14 +75,20 @@ def group_needs_samples(ctx: Context) -> Iterable[Finding]:
     if ctx.get("distillation.enabled") is True and ctx.get("distillation.distillation_loss.use_task_rewards") is False:
         return
     if est in GROUP_ESTIMATORS and n is not None and n < 2:
-        yield ctx.finding("FC601", [N, ADV],
-                          f"{ADV} = {est} is group-relative but {N} = {n}: one sample per prompt has no group baseline",
-                          f"set {N} to 2 or more (4-16 is usual), or use {ADV}=reinforce_plus_plus or gae for one "
-                          "sample per prompt")
+        yield ctx.finding(
+            "FC601",
+            [N, ADV],
+            f"{ADV} = {est} is group-relative but {N} = {n}: one sample per prompt has no group baseline",
+            f"set {N} to 2 or more (4-16 is usual), or use {ADV}=reinforce_plus_plus or gae for one sample per prompt",
+        )
 
 
-@rule("FC602", "advantage estimator and loss aggregation must be ones verl implements",
-      keys=[ADV, f"{A}.actor.loss_agg_mode", "critic.loss_agg_mode"], example=["algorithm.adv_estimator=grpoo"])
+@rule(
+    "FC602",
+    "advantage estimator and loss aggregation must be ones verl implements",
+    keys=[ADV, f"{A}.actor.loss_agg_mode", "critic.loss_agg_mode"],
+    example=["algorithm.adv_estimator=grpoo"],
+)
 def known_names(ctx: Context) -> Iterable[Finding]:
     """``algorithm.adv_estimator`` must be registered (verl/trainer/ppo/core_algos.py
     ``get_adv_estimator_fn`` raises otherwise, after rollout); ``loss_agg_mode`` must be one of verl's modes
@@ -62,17 +96,29 @@ def known_names(ctx: Context) -> Iterable[Finding]:
     """
     est = ctx.get(ADV)
     if isinstance(est, str) and est not in ESTIMATORS:
-        yield ctx.finding("FC602", [ADV], f"{ADV} = {est} is not an estimator verl 0.9.1 registers",
-                          f"use one of: {', '.join(ESTIMATORS)} (or register a custom one via an external_lib)")
+        yield ctx.finding(
+            "FC602",
+            [ADV],
+            f"{ADV} = {est} is not an estimator verl 0.9.1 registers",
+            f"use one of: {', '.join(ESTIMATORS)} (or register a custom one via an external_lib)",
+        )
     for key in (f"{A}.actor.loss_agg_mode", "critic.loss_agg_mode"):
         mode = val(ctx, key)
         if isinstance(mode, str) and mode not in LOSS_AGG_MODES:
-            yield ctx.finding("FC602", [key], f"{key} = {mode} is not a loss aggregation mode of verl 0.9.1",
-                              f"use one of: {', '.join(LOSS_AGG_MODES)}")
+            yield ctx.finding(
+                "FC602",
+                [key],
+                f"{key} = {mode} is not a loss aggregation mode of verl 0.9.1",
+                f"use one of: {', '.join(LOSS_AGG_MODES)}",
+            )
 
 
-@rule("FC603", "KL in the reward and KL as a loss are both on", severity="info",
-      keys=["algorithm.use_kl_in_reward", f"{A}.actor.use_kl_loss"])
+@rule(
+    "FC603",
+    "KL in the reward and KL as a loss are both on",
+    severity="info",
+    keys=["algorithm.use_kl_in_reward", f"{A}.actor.use_kl_loss"],
+)
 def double_kl(ctx: Context) -> Iterable[Finding]:
     """verl prints a notice when both KL penalties are enabled; the policy is then pulled to the reference
     twice.
@@ -80,6 +126,10 @@ def double_kl(ctx: Context) -> Iterable[Finding]:
     Source: verl/utils/config.py ``validate_config`` ("You have both enabled in-reward kl and kl loss").
     """
     if flag(ctx.get("algorithm.use_kl_in_reward")) and flag(ctx.get(f"{A}.actor.use_kl_loss")):
-        yield ctx.finding("FC603", ["algorithm.use_kl_in_reward", f"{A}.actor.use_kl_loss"],
-                          "both algorithm.use_kl_in_reward and actor.use_kl_loss are true: KL is applied twice",
-                          "keep one (GRPO usually uses the KL loss)", severity="info")
+        yield ctx.finding(
+            "FC603",
+            ["algorithm.use_kl_in_reward", f"{A}.actor.use_kl_loss"],
+            "both algorithm.use_kl_in_reward and actor.use_kl_loss are true: KL is applied twice",
+            "keep one (GRPO usually uses the KL loss)",
+            severity="info",
+        )

@@ -8,13 +8,12 @@ FC471: attention logit soft-capping (Gemma 2) with an attention implementation t
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from fsdpcfg.rules._common import A
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
-from fsdpcfg.rules.model_files import (class_defined_anywhere, layer_classes, sdpa_applies_softcap,
-                                       transformers_version)
+from fsdpcfg.rules.model_files import class_defined_anywhere, layer_classes, sdpa_applies_softcap, transformers_version
 from fsdpcfg.rules.model_rules import P, _model
 from fsdpcfg.rules.registry import rule
 
@@ -29,8 +28,11 @@ DEFAULT_ATTN = {"native": "sdpa", "verl": "flash_attention_2"}
 SOFTCAP_ATTN = ("eager", "flash_attention_2", "flash_attention_3")
 
 
-@rule("FC470", "config.json's architectures must name a class the installed transformers defines",
-      keys=[P, f"{A}.model.trust_remote_code"])
+@rule(
+    "FC470",
+    "config.json's architectures must name a class the installed transformers defines",
+    keys=[P, f"{A}.model.trust_remote_code"],
+)
 def unknown_architecture(ctx: Context) -> Iterable[Finding]:
     """``architectures`` records the class that wrote the checkpoint. When no module of the installed
     transformers defines it (a newer release's class, a custom subclass without ``auto_map``), transformers'
@@ -60,18 +62,24 @@ def unknown_architecture(ctx: Context) -> Iterable[Finding]:
             continue
         built = next((c for c in sorted(defined) if c.endswith("ForCausalLM")), f"the {m.model_type} class")
         yield ctx.finding(
-            "FC470", [P],
+            "FC470",
+            [P],
             f"{m.path}: config.json names architecture {arch!r}, which transformers {transformers_version()} does "
             f"not define; from_pretrained would build {built} from model_type '{m.model_type}' and ignore the name "
             "(weights of modules it lacks are dropped), and vLLM/SGLang rollouts (launcher=verl) refuse an unknown "
             "architecture",
             f"use a transformers version that defines {arch}, or the checkpoint's own modeling code (auto_map + "
             f"{A}.model.trust_remote_code=true); if the checkpoint really is a plain {built}, correct config.json's "
-            f"architectures to [\"{built}\"]")
+            f'architectures to ["{built}"]',
+        )
 
 
-@rule("FC471", "attention logit soft-capping needs an attention implementation that applies it",
-      severity="warning", keys=[ATTN, P])
+@rule(
+    "FC471",
+    "attention logit soft-capping needs an attention implementation that applies it",
+    severity="warning",
+    keys=[ATTN, P],
+)
 def softcap_attention(ctx: Context) -> Iterable[Finding]:
     """Gemma 2 caps its attention scores (``attn_logit_softcapping``, 50.0: ``tanh(s / 50) * 50``). In transformers
     5.10 the eager path and flash-attention apply it; ``sdpa`` (``integrations/sdpa_attention.py``) takes no soft-cap
@@ -99,9 +107,11 @@ def softcap_attention(ctx: Context) -> Iterable[Finding]:
     device = str(ctx.get("trainer.device") or "cuda")
     better = "eager" if device == "cpu" or ctx.launcher == "native" else "flash_attention_2"
     yield ctx.finding(
-        "FC471", [ATTN, P],
+        "FC471",
+        [ATTN, P],
         f"{m.path}: {m.model_type} caps attention scores (attn_logit_softcapping = {cap}), but {why}, which skips "
         f"the cap in transformers {transformers_version()}: actor, reference and hf-rollout log-probs use an "
         "uncapped attention",
-        f"set +{ATTN}={better}" + ("" if better == "eager" else " (or eager)"), severity="warning")
-
+        f"set +{ATTN}={better}" + ("" if better == "eager" else " (or eager)"),
+        severity="warning",
+    )

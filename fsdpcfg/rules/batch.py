@@ -21,10 +21,21 @@ What verl 0.9.1 does with the batch sizes, and where it checks them (all re-deri
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
-from fsdpcfg.rules._common import (A, Role, flag, largest_divisor_at_most, num, roles, smallest_multiple, src, val, world,
-                                   world_derivation)
+from fsdpcfg.rules._common import (
+    A,
+    Role,
+    flag,
+    largest_divisor_at_most,
+    num,
+    roles,
+    smallest_multiple,
+    src,
+    val,
+    world,
+    world_derivation,
+)
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
@@ -39,9 +50,18 @@ def _train_n(ctx: Context) -> tuple[int, int] | None:
     return t, n
 
 
-@rule("FC201", "train_batch_size x rollout.n must split evenly over the ranks", keys=[TBS, N],
-      example=["launcher=verl", "trainer.nnodes=2", "trainer.n_gpus_per_node=8", "data.train_batch_size=4",
-               "actor_rollout_ref.rollout.n=2"])
+@rule(
+    "FC201",
+    "train_batch_size x rollout.n must split evenly over the ranks",
+    keys=[TBS, N],
+    example=[
+        "launcher=verl",
+        "trainer.nnodes=2",
+        "trainer.n_gpus_per_node=8",
+        "data.train_batch_size=4",
+        "actor_rollout_ref.rollout.n=2",
+    ],
+)
 def train_batch_divisible(ctx: Context) -> Iterable[Finding]:
     """Every step's ``train_batch_size x n`` sequences are dispatched evenly over the data-parallel ranks.
 
@@ -55,20 +75,25 @@ def train_batch_divisible(ctx: Context) -> Iterable[Finding]:
     if (t * n) % w:
         good = smallest_multiple(n, w)
         yield ctx.finding(
-            "FC201", [TBS, N, "trainer.n_gpus_per_node", "trainer.nnodes"],
+            "FC201",
+            [TBS, N, "trainer.n_gpus_per_node", "trainer.nnodes"],
             f"{TBS} x {N} = {t} x {n} = {t * n} sequences cannot be split evenly over {w} ranks",
             f"make {TBS} a multiple of {good} (then {good} x {n} sequences divide by {w} ranks), "
             f"or change {N} or the number of GPUs",
-            derivation=f"{t * n} sequences = {t} prompts x n={n}; {world_derivation(ctx)}")
+            derivation=f"{t * n} sequences = {t} prompts x n={n}; {world_derivation(ctx)}",
+        )
 
 
 def _update_roles(ctx: Context) -> list[Role]:
     return [r for r in roles(ctx) if r.mini is not None]
 
 
-@rule("FC202", "mini batch must not exceed, and must divide, the train batch",
-      keys=[TBS, f"{A}.actor.ppo_mini_batch_size", "critic.ppo_mini_batch_size"],
-      example=["data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=512"])
+@rule(
+    "FC202",
+    "mini batch must not exceed, and must divide, the train batch",
+    keys=[TBS, f"{A}.actor.ppo_mini_batch_size", "critic.ppo_mini_batch_size"],
+    example=["data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=512"],
+)
 def mini_vs_train(ctx: Context) -> Iterable[Finding]:
     """``ppo_mini_batch_size`` counts prompts like ``train_batch_size``; it must be <= and divide it.
 
@@ -86,30 +111,43 @@ def mini_vs_train(ctx: Context) -> Iterable[Finding]:
         m = num(val(ctx, r.mini))
         if m is None or m < 1:
             if m is not None:
-                yield ctx.finding("FC202", [r.mini], f"{r.mini} = {m} must be a positive number of prompts",
-                                  f"set {r.mini} to a divisor of {TBS} = {t}")
+                yield ctx.finding(
+                    "FC202",
+                    [r.mini],
+                    f"{r.mini} = {m} must be a positive number of prompts",
+                    f"set {r.mini} to a divisor of {TBS} = {t}",
+                )
             continue
         if m > t:
             hint = f" ({m} / {n} = {m // n} if you multiplied by n)" if n > 1 and m % n == 0 else ""
             yield ctx.finding(
-                "FC202", [r.mini, TBS],
+                "FC202",
+                [r.mini, TBS],
                 f"{r.name}: {r.mini} = {m} is larger than {TBS} = {t}; "
                 f"both count prompts, verl multiplies each by {N} = {n} itself",
                 f"set {r.mini} <= {t}{hint}, a divisor of {t}",
-                derivation=f"mini batch = {m} prompts x n={n} = {m * n} sequences > train batch = {t * n} sequences")
+                derivation=f"mini batch = {m} prompts x n={n} = {m * n} sequences > train batch = {t * n} sequences",
+            )
         elif t % m:
             yield ctx.finding(
-                "FC202", [r.mini, TBS],
+                "FC202",
+                [r.mini, TBS],
                 f"{r.name}: {TBS} = {t} is not a multiple of {r.mini} = {m}; the per-rank batch cannot be cut "
                 f"into whole mini batches",
                 f"set {r.mini} to a divisor of {t} (e.g. {largest_divisor_at_most(t, m)})",
-                derivation=f"{t} prompts / {m} prompts per mini batch = {t / m:.2f} mini batches")
+                derivation=f"{t} prompts / {m} prompts per mini batch = {t / m:.2f} mini batches",
+            )
 
 
-@rule("FC203", "exactly one micro-batch form per role (the *_per_gpu one)",
-      keys=[f"{A}.actor.ppo_micro_batch_size", f"{A}.actor.ppo_micro_batch_size_per_gpu"],
-      example=["actor_rollout_ref.actor.ppo_micro_batch_size=16",
-               "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"])
+@rule(
+    "FC203",
+    "exactly one micro-batch form per role (the *_per_gpu one)",
+    keys=[f"{A}.actor.ppo_micro_batch_size", f"{A}.actor.ppo_micro_batch_size_per_gpu"],
+    example=[
+        "actor_rollout_ref.actor.ppo_micro_batch_size=16",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+    ],
+)
 def micro_batch_forms(ctx: Context) -> Iterable[Finding]:
     """Each role takes its micro batch either in the deprecated global form or per GPU, never both; without
     dynamic batch size one of them is required, and verl 0.9.1's engine workers read only the per-GPU key.
@@ -127,29 +165,39 @@ def micro_batch_forms(ctx: Context) -> Iterable[Finding]:
         dyn = flag(val(ctx, r.dyn))
         if g is not None and pg is not None:
             yield ctx.finding(
-                "FC203", [r.micro, r.micro_gpu],
+                "FC203",
+                [r.micro, r.micro_gpu],
                 f"{r.name}: both {r.micro} = {g} and {r.micro_gpu} = {pg} are set; they are mutually exclusive "
                 f"(the global form is deprecated)",
-                f"remove {r.micro} and keep {r.micro_gpu}")
+                f"remove {r.micro} and keep {r.micro_gpu}",
+            )
         elif g is None and pg is None and not dyn:
             yield ctx.finding(
-                "FC203", [r.micro_gpu, r.dyn],
+                "FC203",
+                [r.micro_gpu, r.dyn],
                 f"{r.name}: neither {r.micro_gpu} nor {r.micro} is set and {r.dyn} is false",
-                f"set {r.micro_gpu} (sequences per GPU per forward pass), or enable {r.dyn}")
+                f"set {r.micro_gpu} (sequences per GPU per forward pass), or enable {r.dyn}",
+            )
         elif g is not None and pg is None and not dyn:
             gi = num(g)
             per = f"{gi // w}" if gi and w and gi % w == 0 else "N"
             if ctx.launcher == "verl":
                 yield ctx.finding(
-                    "FC203", [r.micro, r.micro_gpu],
+                    "FC203",
+                    [r.micro, r.micro_gpu],
                     f"{r.name}: only the deprecated global {r.micro} = {g} is set; verl 0.9.1's engine workers "
                     f"read only {r.micro_gpu} and fail when it is None",
                     f"replace it with {r.micro_gpu}={per}",
-                    derivation=f"{g} / {w} ranks = {per}" if per != "N" else None)
+                    derivation=f"{g} / {w} ranks = {per}" if per != "N" else None,
+                )
             else:
                 yield ctx.finding(
-                    "FC203", [r.micro, r.micro_gpu], f"{r.name}: {r.micro} = {g} is the deprecated global form",
-                    f"use {r.micro_gpu}={per} instead", severity="warning")
+                    "FC203",
+                    [r.micro, r.micro_gpu],
+                    f"{r.name}: {r.micro} = {g} is the deprecated global form",
+                    f"use {r.micro_gpu}={per} instead",
+                    severity="warning",
+                )
 
 
 def _dp(ctx: Context, r: Role) -> int | None:
@@ -159,10 +207,18 @@ def _dp(ctx: Context, r: Role) -> int | None:
     return w // r.sp
 
 
-@rule("FC204", "normalised mini batch (mini x n / data-parallel ranks) must be a positive whole number",
-      keys=[f"{A}.actor.ppo_mini_batch_size", N, "critic.ppo_mini_batch_size"],
-      example=["launcher=verl", "trainer.n_gpus_per_node=8", "data.train_batch_size=8",
-               "actor_rollout_ref.actor.ppo_mini_batch_size=2", "actor_rollout_ref.rollout.n=1"])
+@rule(
+    "FC204",
+    "normalised mini batch (mini x n / data-parallel ranks) must be a positive whole number",
+    keys=[f"{A}.actor.ppo_mini_batch_size", N, "critic.ppo_mini_batch_size"],
+    example=[
+        "launcher=verl",
+        "trainer.n_gpus_per_node=8",
+        "data.train_batch_size=8",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+        "actor_rollout_ref.rollout.n=1",
+    ],
+)
 def normalised_mini(ctx: Context) -> Iterable[Finding]:
     """The mini batch in sequences, ``ppo_mini_batch_size x n``, is split over ``world // ulysses_sp``
     data-parallel ranks; it must divide evenly and give each rank at least one micro batch.
@@ -188,21 +244,35 @@ def normalised_mini(ctx: Context) -> Iterable[Finding]:
         step = smallest_multiple(n, dp * micro)
         best = step  # the smallest mini batch with m x n divisible by dp x micro (step divides t or nothing does)
         yield ctx.finding(
-            "FC204", [r.mini, N],
+            "FC204",
+            [r.mini, N],
             f"{r.name}: mini batch {seqs} sequences ({r.mini} = {m} x n = {n}) over {dp} data-parallel ranks is "
             f"{seqs / dp:g} per rank, not a whole number" + (" (rounds down to 0)" if seqs < dp else ""),
             f"set {r.mini}={best}: the smallest mini batch that gives every rank whole micro batches of "
             f"{micro} ({best} x {n} / {dp} = {best * n // dp} per rank)",
             derivation=f"{seqs} = {m} x n={n}; {dp} data-parallel ranks = {world(ctx)} ranks / ulysses_sp={r.sp}; "
-                       f"{world_derivation(ctx)}")
+            f"{world_derivation(ctx)}",
+        )
 
 
-@rule("FC205", "the per-rank batch of each role must be a whole number of micro batches",
-      keys=[f"{A}.actor.ppo_micro_batch_size_per_gpu", f"{A}.rollout.log_prob_micro_batch_size_per_gpu",
-            f"{A}.ref.log_prob_micro_batch_size_per_gpu", "critic.ppo_micro_batch_size_per_gpu"],
-      example=["launcher=verl", "trainer.n_gpus_per_node=8", "data.train_batch_size=16",
-               "actor_rollout_ref.rollout.n=1", "actor_rollout_ref.actor.ppo_mini_batch_size=16",
-               "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"])
+@rule(
+    "FC205",
+    "the per-rank batch of each role must be a whole number of micro batches",
+    keys=[
+        f"{A}.actor.ppo_micro_batch_size_per_gpu",
+        f"{A}.rollout.log_prob_micro_batch_size_per_gpu",
+        f"{A}.ref.log_prob_micro_batch_size_per_gpu",
+        "critic.ppo_micro_batch_size_per_gpu",
+    ],
+    example=[
+        "launcher=verl",
+        "trainer.n_gpus_per_node=8",
+        "data.train_batch_size=16",
+        "actor_rollout_ref.rollout.n=1",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=16",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+    ],
+)
 def per_rank_micro(ctx: Context) -> Iterable[Finding]:
     """Per rank, the update roles cut their mini batch (``mini x n / dp``) and the forward-only roles the whole
     batch (``train x n / dp``) into micro batches of ``*_micro_batch_size_per_gpu``: it must be at least one
@@ -229,9 +299,12 @@ def per_rank_micro(ctx: Context) -> Iterable[Finding]:
             if micro is None and g is not None and g > 0:
                 if m % g or g * r.sp < w:
                     yield ctx.finding(
-                        "FC205", [r.micro, r.mini],
+                        "FC205",
+                        [r.micro, r.mini],
                         f"{r.name}: global {r.micro} = {g} must divide {r.mini} = {m} and x ulysses_sp {r.sp} "
-                        f"be >= {w} ranks", f"use {r.micro_gpu} instead (e.g. {r.micro_gpu}=1)")
+                        f"be >= {w} ranks",
+                        f"use {r.micro_gpu} instead (e.g. {r.micro_gpu}=1)",
+                    )
                 continue
         else:
             if (t * n) % dp:
@@ -239,23 +312,36 @@ def per_rank_micro(ctx: Context) -> Iterable[Finding]:
             per, what, bkey = t * n // dp, f"batch ({TBS} = {t} x n = {n} / {dp} ranks)", TBS
         if micro is None or micro < 1:
             if micro is not None:
-                yield ctx.finding("FC205", [r.micro_gpu], f"{r.micro_gpu} = {micro} must be >= 1",
-                                  f"set {r.micro_gpu}=1 or more")
+                yield ctx.finding(
+                    "FC205", [r.micro_gpu], f"{r.micro_gpu} = {micro} must be >= 1", f"set {r.micro_gpu}=1 or more"
+                )
             continue
         if per % micro:
             acc = per / micro
             yield ctx.finding(
-                "FC205", [r.micro_gpu, bkey],
+                "FC205",
+                [r.micro_gpu, bkey],
                 f"{r.name}: per-rank {what} = {per} sequences is "
-                + (f"smaller than {r.micro_gpu} = {micro}" if per < micro else f"not a multiple of {r.micro_gpu} = {micro}")
+                + (
+                    f"smaller than {r.micro_gpu} = {micro}"
+                    if per < micro
+                    else f"not a multiple of {r.micro_gpu} = {micro}"
+                )
                 + f" ({acc:g} micro batches)",
                 f"set {r.micro_gpu}={largest_divisor_at_most(per, micro)} (divides {per}), or raise {bkey}",
-                derivation=f"{per} = {what}; {world_derivation(ctx)}")
+                derivation=f"{per} = {what}; {world_derivation(ctx)}",
+            )
 
 
-@rule("FC206", "actor and rollout log-prob must agree on dynamic batch size",
-      keys=[f"{A}.actor.use_dynamic_bsz", f"{A}.rollout.log_prob_use_dynamic_bsz"],
-      example=["actor_rollout_ref.actor.use_dynamic_bsz=true", "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=false"])
+@rule(
+    "FC206",
+    "actor and rollout log-prob must agree on dynamic batch size",
+    keys=[f"{A}.actor.use_dynamic_bsz", f"{A}.rollout.log_prob_use_dynamic_bsz"],
+    example=[
+        "actor_rollout_ref.actor.use_dynamic_bsz=true",
+        "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=false",
+    ],
+)
 def dynamic_bsz_agreement(ctx: Context) -> Iterable[Finding]:
     """The actor engine runs both the update and the old log-prob pass; verl asserts the two flags are equal.
 
@@ -265,17 +351,32 @@ def dynamic_bsz_agreement(ctx: Context) -> Iterable[Finding]:
     a, r = f"{A}.actor.use_dynamic_bsz", f"{A}.rollout.log_prob_use_dynamic_bsz"
     av, rv = flag(val(ctx, a)), flag(val(ctx, r))
     if av != rv:
-        yield ctx.finding("FC206", [a, r],
-                          f"{a} = {av} {src(ctx, a)} but {r} = {rv} {src(ctx, r)}; verl asserts they are equal",
-                          f"set {r}={str(av).lower()} (or leave it unset: it follows {a})")
+        yield ctx.finding(
+            "FC206",
+            [a, r],
+            f"{a} = {av} {src(ctx, a)} but {r} = {rv} {src(ctx, r)}; verl asserts they are equal",
+            f"set {r}={str(av).lower()} (or leave it unset: it follows {a})",
+        )
 
 
-@rule("FC207", "dynamic-batch token budgets must hold one full sequence",
-      keys=[f"{A}.actor.ppo_max_token_len_per_gpu", f"{A}.rollout.log_prob_max_token_len_per_gpu",
-            f"{A}.ref.log_prob_max_token_len_per_gpu", "critic.ppo_max_token_len_per_gpu",
-            "data.max_prompt_length", "data.max_response_length"],
-      example=["actor_rollout_ref.actor.use_dynamic_bsz=true", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=1024",
-               "data.max_prompt_length=1024", "data.max_response_length=2048"])
+@rule(
+    "FC207",
+    "dynamic-batch token budgets must hold one full sequence",
+    keys=[
+        f"{A}.actor.ppo_max_token_len_per_gpu",
+        f"{A}.rollout.log_prob_max_token_len_per_gpu",
+        f"{A}.ref.log_prob_max_token_len_per_gpu",
+        "critic.ppo_max_token_len_per_gpu",
+        "data.max_prompt_length",
+        "data.max_response_length",
+    ],
+    example=[
+        "actor_rollout_ref.actor.use_dynamic_bsz=true",
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=1024",
+        "data.max_prompt_length=1024",
+        "data.max_response_length=2048",
+    ],
+)
 def token_budget(ctx: Context) -> Iterable[Finding]:
     """With dynamic batch size each micro batch packs up to ``max_token_len_per_gpu x ulysses_sp`` tokens;
     the longest sequence, ``max_prompt_length + max_response_length``, must fit.
@@ -297,8 +398,10 @@ def token_budget(ctx: Context) -> Iterable[Finding]:
         if b * r.sp < seq:
             need = -(-seq // r.sp)
             yield ctx.finding(
-                "FC207", [r.tokens, "data.max_prompt_length", "data.max_response_length"],
+                "FC207",
+                [r.tokens, "data.max_prompt_length", "data.max_response_length"],
                 f"{r.name}: token budget {r.tokens} = {b} x ulysses_sp {r.sp} = {b * r.sp} tokens {src(ctx, r.tokens)} "
                 f"is smaller than one full sequence of {seq} tokens",
                 f"set {r.tokens}={need} or more (a few sequences' worth, e.g. {need * 2}, packs better)",
-                derivation=f"{seq} = data.max_prompt_length {p} + data.max_response_length {q}")
+                derivation=f"{seq} = data.max_prompt_length {p} + data.max_response_length {q}",
+            )

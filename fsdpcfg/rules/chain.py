@@ -18,8 +18,12 @@ if TYPE_CHECKING:
 
 #: The model-path keys of each config kind that ``${fsdpcfg_latest:...}`` may fill.
 MODEL_PATH_KEYS = {
-    "ppo": ("actor_rollout_ref.model.path", "actor_rollout_ref.model.tokenizer_path", "critic.model.path",
-            "critic.model.tokenizer_path"),
+    "ppo": (
+        "actor_rollout_ref.model.path",
+        "actor_rollout_ref.model.tokenizer_path",
+        "critic.model.path",
+        "critic.model.tokenizer_path",
+    ),
     "sft": ("model.path", "model.tokenizer_path"),
 }
 
@@ -43,10 +47,17 @@ def first_command(root: Path) -> str:
     return f"the run whose trainer.default_local_dir is {root}"
 
 
-@rule("FC690", "the model path is the newest checkpoint of a run that has not written one yet", severity="warning",
-      keys=MODEL_PATH_KEYS["ppo"], kinds=("ppo", "sft"),
-      example=["+recipe=arith_grpo_sft",
-               "actor_rollout_ref.model.path=${fsdpcfg_latest:/nonexistent/checkpoints/fsdpcfg/arith_sft}"])
+@rule(
+    "FC690",
+    "the model path is the newest checkpoint of a run that has not written one yet",
+    severity="warning",
+    keys=MODEL_PATH_KEYS["ppo"],
+    kinds=("ppo", "sft"),
+    example=[
+        "+recipe=arith_grpo_sft",
+        "actor_rollout_ref.model.path=${fsdpcfg_latest:/nonexistent/checkpoints/fsdpcfg/arith_sft}",
+    ],
+)
 def checkpoint_not_written_yet(ctx: Context) -> Iterator[Finding]:
     """``${fsdpcfg_latest:ROOT}`` (fsdpcfg/compose/resolvers.py) names the newest complete ``global_step_N``
     under ROOT, the way a verl user points ``actor_rollout_ref.model.path`` at an SFT run's checkpoint before
@@ -61,10 +72,14 @@ def checkpoint_not_written_yet(ctx: Context) -> Iterator[Finding]:
         root = pending_checkpoint_root(ctx.get(key))
         if root is None:
             continue
-        yield ctx.finding("FC690", [key], f"{key} = ${{fsdpcfg_latest:{root}}} but {root} holds no complete "
-                          "global_step_N checkpoint yet (a folder with MANIFEST.json)",
-                          f"run {first_command(root)} first; then this config starts from its last checkpoint",
-                          severity="warning")
+        yield ctx.finding(
+            "FC690",
+            [key],
+            f"{key} = ${{fsdpcfg_latest:{root}}} but {root} holds no complete "
+            "global_step_N checkpoint yet (a folder with MANIFEST.json)",
+            f"run {first_command(root)} first; then this config starts from its last checkpoint",
+            severity="warning",
+        )
 
 
 def refuse_pending_checkpoint(cfg: dict, kind: str) -> None:
@@ -80,6 +95,9 @@ def refuse_pending_checkpoint(cfg: dict, kind: str) -> None:
         value = get_dotted(cfg, key, None)
         root = pending_checkpoint_root(value)
         if root is not None:
-            raise ConfigError(f"[FC690] {root} holds no complete global_step_N checkpoint yet, so there is no model "
-                              "to start from", key=key, value=value,
-                              fix=f"run {first_command(root)} first (it saves there), then run this again")
+            raise ConfigError(
+                f"[FC690] {root} holds no complete global_step_N checkpoint yet, so there is no model to start from",
+                key=key,
+                value=value,
+                fix=f"run {first_command(root)} first (it saves there), then run this again",
+            )

@@ -56,7 +56,7 @@ class Context:
     launcher's schema defaults are the same values.
     """
 
-    def __init__(self, composed: "Composed", cfg: dict[str, Any]) -> None:
+    def __init__(self, composed: Composed, cfg: dict[str, Any]) -> None:
         self.composed = composed
         self.cfg = cfg
         #: dotted key -> why its interpolation failed; those keys are left out of ``cfg`` (set by ``check_config``)
@@ -112,11 +112,26 @@ class Context:
         src = self.composed.provenance.source_of(key)
         return str(src) if src is not None else "unknown"
 
-    def finding(self, rule: str, keys: list[str], message: str, fix: str, *, severity: Severity = "error",
-                derivation: str | None = None) -> Finding:
+    def finding(
+        self,
+        rule: str,
+        keys: list[str],
+        message: str,
+        fix: str,
+        *,
+        severity: Severity = "error",
+        derivation: str | None = None,
+    ) -> Finding:
         """Build a :class:`Finding` whose provenance covers ``keys``."""
-        return Finding(rule=rule, severity=severity, keys=list(keys), message=message, fix=fix,
-                       derivation=derivation, provenance={k: self.source(k) for k in keys})
+        return Finding(
+            rule=rule,
+            severity=severity,
+            keys=list(keys),
+            message=message,
+            fix=fix,
+            derivation=derivation,
+            provenance={k: self.source(k) for k in keys},
+        )
 
     # -- model files (read as JSON, never executed) ---------------------------------------------------
     @cached_property
@@ -125,4 +140,6 @@ class Context:
         ``actor_rollout_ref.model.path``, or ``None`` when the path cannot be inspected here."""
         from fsdpcfg.rules.model_files import inspect_model
 
-        return inspect_model(self.get("actor_rollout_ref.model.path"), self.get("actor_rollout_ref.model.tokenizer_path"))
+        return inspect_model(
+            self.get("actor_rollout_ref.model.path"), self.get("actor_rollout_ref.model.tokenizer_path")
+        )

@@ -8,9 +8,10 @@ dataset 15-25 s into torchrun (minutes into a Ray job) with a raw pyarrow or ``K
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from fsdpcfg import datafiles
 from fsdpcfg.rules._common import flag, num
@@ -31,8 +32,14 @@ def missing_files(value: Any) -> list[str]:
     return [f for f in datafiles.file_list(value) if not Path(f).expanduser().is_file()]
 
 
-@rule("FC408", "training data files exist on this machine", severity="info", keys=[KEY],
-      example=["data.train_files=/no/such/train.parquet"], kinds=BOTH)
+@rule(
+    "FC408",
+    "training data files exist on this machine",
+    severity="info",
+    keys=[KEY],
+    example=["data.train_files=/no/such/train.parquet"],
+    kinds=BOTH,
+)
 def train_files_present(ctx: Context) -> Iterable[Finding]:
     """A data file that does not exist here cannot be checked; on a laptop checking a cluster config that is
     normal (info), and ``python -m fsdpcfg`` refuses to launch without it, before torchrun starts.
@@ -42,9 +49,14 @@ def train_files_present(ctx: Context) -> Iterable[Finding]:
     """
     missing = missing_files(ctx.get(KEY))
     if missing:
-        yield ctx.finding("FC408", [KEY], f"{KEY}: {', '.join(missing)} does not exist on this machine, so the data "
-                          "was not checked; a native run here stops before starting",
-                          "fix the path, or check where the data is", severity="info")
+        yield ctx.finding(
+            "FC408",
+            [KEY],
+            f"{KEY}: {', '.join(missing)} does not exist on this machine, so the data "
+            "was not checked; a native run here stops before starting",
+            "fix the path, or check where the data is",
+            severity="info",
+        )
 
 
 # -- reading ----------------------------------------------------------------------------------------------
@@ -98,8 +110,13 @@ def _sft(ctx: Context) -> bool:
     return str(ctx.get("fsdpcfg.kind", "ppo")) == "sft"
 
 
-@rule("FC410", "data files can be read as verl's dataset reads them (not empty, not corrupt, a known format)",
-      keys=[KEY, VAL], example=["data.train_files=${fsdpcfg_data:datasets/gsm8k/SOURCES.md}"], kinds=BOTH)
+@rule(
+    "FC410",
+    "data files can be read as verl's dataset reads them (not empty, not corrupt, a known format)",
+    keys=[KEY, VAL],
+    example=["data.train_files=${fsdpcfg_data:datasets/gsm8k/SOURCES.md}"],
+    kinds=BOTH,
+)
 def files_readable(ctx: Context) -> Iterable[Finding]:
     """Each train and val file opens as parquet (metadata and first row group) or JSON Lines / a JSON array
     (first lines), holds at least one row, and every row read is an object. verl's SFT dataset reads parquet
@@ -114,24 +131,38 @@ def files_readable(ctx: Context) -> Iterable[Finding]:
         got = peek(f, key)
         if got is None:
             if key == VAL:
-                yield ctx.finding("FC410", [key], f"{key}: {f} does not exist on this machine, so it was not checked",
-                                  "fix the path, or check where the data is", severity="info")
+                yield ctx.finding(
+                    "FC410",
+                    [key],
+                    f"{key}: {f} does not exist on this machine, so it was not checked",
+                    "fix the path, or check where the data is",
+                    severity="info",
+                )
             continue
         if isinstance(got, datafiles.DataFileError):
             yield ctx.finding("FC410", [key], f"{key}: {got.message}", got.fix or "regenerate the file")
         elif _sft(ctx) and ctx.launcher == "verl" and got.fmt != "parquet":
-            yield ctx.finding("FC410", [key], f"{key}: {f} is {got.fmt}, but verl's SFT trainer reads every data file "
-                              "with pandas.read_parquet (MultiTurnSFTDataset)",
-                              "convert it to parquet (pandas.read_json(f, lines=True).to_parquet(...)), or run it "
-                              "with launcher=native, which reads JSON Lines")
+            yield ctx.finding(
+                "FC410",
+                [key],
+                f"{key}: {f} is {got.fmt}, but verl's SFT trainer reads every data file "
+                "with pandas.read_parquet (MultiTurnSFTDataset)",
+                "convert it to parquet (pandas.read_json(f, lines=True).to_parquet(...)), or run it "
+                "with launcher=native, which reads JSON Lines",
+            )
 
 
 def _column_key(ctx: Context) -> str:
     return "data.messages_key" if _sft(ctx) else "data.prompt_key"
 
 
-@rule("FC411", "data rows hold the prompt column (data.prompt_key; SFT: data.messages_key)",
-      keys=["data.prompt_key", "data.messages_key", KEY, VAL], example=["data.prompt_key=question"], kinds=BOTH)
+@rule(
+    "FC411",
+    "data rows hold the prompt column (data.prompt_key; SFT: data.messages_key)",
+    keys=["data.prompt_key", "data.messages_key", KEY, VAL],
+    example=["data.prompt_key=question"],
+    kinds=BOTH,
+)
 def prompt_column(ctx: Context) -> Iterable[Finding]:
     """Every row verl's dataset builds a prompt from must have the column ``data.prompt_key`` (RL) or
     ``data.messages_key`` (SFT); a missing column is a ``KeyError`` inside the dataset after start-up.
@@ -146,9 +177,12 @@ def prompt_column(ctx: Context) -> Iterable[Finding]:
         return
     for key, head in _heads(ctx):
         if head.columns and col not in head.columns:
-            yield ctx.finding("FC411", [ck, key], f"{key}: {head.path} has no column {col!r} ({ck}); its columns: "
-                              f"{', '.join(head.columns)}",
-                              f"set {ck} to the column holding the chat messages, or regenerate the file")
+            yield ctx.finding(
+                "FC411",
+                [ck, key],
+                f"{key}: {head.path} has no column {col!r} ({ck}); its columns: {', '.join(head.columns)}",
+                f"set {ck} to the column holding the chat messages, or regenerate the file",
+            )
 
 
 def _message_problem(value: Any) -> str | None:
@@ -163,9 +197,13 @@ def _message_problem(value: Any) -> str | None:
     return None
 
 
-@rule("FC412", "prompts are chat messages (a list of {role, content})",
-      keys=["data.prompt_key", "data.messages_key", KEY, VAL], example=["launcher=verl", "data.prompt_key=data_source"],
-      kinds=BOTH)
+@rule(
+    "FC412",
+    "prompts are chat messages (a list of {role, content})",
+    keys=["data.prompt_key", "data.messages_key", KEY, VAL],
+    example=["launcher=verl", "data.prompt_key=data_source"],
+    kinds=BOTH,
+)
 def chat_rows(ctx: Context) -> Iterable[Finding]:
     """verl passes the prompt column to ``tokenizer.apply_chat_template``: it must be a list of
     ``{"role", "content"}`` messages. A plain-string prompt is an error under ``launcher=verl``; the native
@@ -188,16 +226,27 @@ def chat_rows(ctx: Context) -> Iterable[Finding]:
             if why is not None:
                 plain = isinstance(row[col], str)
                 sev: Severity = "warning" if plain and ctx.launcher == "native" and not _sft(ctx) else "error"
-                yield ctx.finding("FC412", [ck, key], f"{key}: row {i} of {head.path}: {col!r} is {why}"
-                                  + (" (the native loader wraps it as one user message; verl fails on it)"
-                                     if sev == "warning" else ""),
-                                  f"write {col!r} as [{{\"role\": \"user\", \"content\": ...}}], or point {ck} at the "
-                                  "chat column", severity=sev)
+                yield ctx.finding(
+                    "FC412",
+                    [ck, key],
+                    f"{key}: row {i} of {head.path}: {col!r} is {why}"
+                    + (
+                        " (the native loader wraps it as one user message; verl fails on it)"
+                        if sev == "warning"
+                        else ""
+                    ),
+                    f'write {col!r} as [{{"role": "user", "content": ...}}], or point {ck} at the chat column',
+                    severity=sev,
+                )
                 break
             if _sft(ctx) and not any(isinstance(m, dict) and m.get("role") == "assistant" for m in row[col]):
-                yield ctx.finding("FC412", [ck, key], f"{key}: row {i} of {head.path} has no assistant message, so "
-                                  "no token of it is trained on", "add the assistant answer to each conversation",
-                                  severity="warning")
+                yield ctx.finding(
+                    "FC412",
+                    [ck, key],
+                    f"{key}: row {i} of {head.path} has no assistant message, so no token of it is trained on",
+                    "add the assistant answer to each conversation",
+                    severity="warning",
+                )
                 break
 
 
@@ -205,8 +254,12 @@ def _reward_model_on(ctx: Context) -> bool:
     return flag(ctx.get("reward.reward_model.enable", False)) or flag(ctx.get("reward_model.enable", False))
 
 
-@rule("FC413", "data rows hold what the rule reward reads (data.reward_fn_key, reward_model.ground_truth)",
-      keys=["data.reward_fn_key", KEY, VAL], example=["data.reward_fn_key=source"])
+@rule(
+    "FC413",
+    "data rows hold what the rule reward reads (data.reward_fn_key, reward_model.ground_truth)",
+    keys=["data.reward_fn_key", KEY, VAL],
+    example=["data.reward_fn_key=source"],
+)
 def reward_fields(ctx: Context) -> Iterable[Finding]:
     """The rule-based reward managers read ``row[data.reward_fn_key]``, ``row["data_source"]`` and
     ``row["reward_model"]["ground_truth"]`` of every sample; a row without them is a ``KeyError`` at the first
@@ -222,17 +275,24 @@ def reward_fields(ctx: Context) -> Iterable[Finding]:
     rk = ctx.get("data.reward_fn_key") or "data_source"
     for key, head in _heads(ctx):
         for i, row in enumerate(head.rows):
-            missing = [f"{k!r}" + (" (data.reward_fn_key)" if k == rk else "") for k in dict.fromkeys((rk, "data_source"))
-                       if k not in row]
+            missing = [
+                f"{k!r}" + (" (data.reward_fn_key)" if k == rk else "")
+                for k in dict.fromkeys((rk, "data_source"))
+                if k not in row
+            ]
             rm = row.get("reward_model")
             if not isinstance(rm, dict) or "ground_truth" not in rm:
                 missing.append("'reward_model': {'ground_truth': ...}")
             if missing:
-                yield ctx.finding("FC413", ["data.reward_fn_key", key], f"{key}: row {i} of {head.path} has no "
-                                  f"{' and no '.join(missing)}; the reward manager reads them for every sample",
-                                  "add the fields to the rows (verl's data preprocessing writes data_source and "
-                                  "reward_model.ground_truth), or set data.reward_fn_key to the column naming the "
-                                  "data source")
+                yield ctx.finding(
+                    "FC413",
+                    ["data.reward_fn_key", key],
+                    f"{key}: row {i} of {head.path} has no "
+                    f"{' and no '.join(missing)}; the reward manager reads them for every sample",
+                    "add the fields to the rows (verl's data preprocessing writes data_source and "
+                    "reward_model.ground_truth), or set data.reward_fn_key to the column naming the "
+                    "data source",
+                )
                 break
 
 
@@ -253,9 +313,19 @@ def _rows(ctx: Context, key: str) -> tuple[int, bool] | None:
     return total, exact
 
 
-@rule("FC414", "the training files hold at least one batch, and enough for the steps asked",
-      keys=[KEY, "data.train_batch_size", "data.train_max_samples", "trainer.total_training_steps",
-            "trainer.total_epochs"], example=["data.train_batch_size=512"], kinds=BOTH)
+@rule(
+    "FC414",
+    "the training files hold at least one batch, and enough for the steps asked",
+    keys=[
+        KEY,
+        "data.train_batch_size",
+        "data.train_max_samples",
+        "trainer.total_training_steps",
+        "trainer.total_epochs",
+    ],
+    example=["data.train_batch_size=512"],
+    kinds=BOTH,
+)
 def rows_for_steps(ctx: Context) -> Iterable[Finding]:
     """The train dataloader drops the last partial batch, so fewer rows than ``data.train_batch_size`` give
     no step at all (verl: ``assert len(self.train_dataloader) >= 1``). Under ``launcher=verl`` the loop runs at
@@ -274,9 +344,13 @@ def rows_for_steps(ctx: Context) -> Iterable[Finding]:
     keys = [KEY, "data.train_batch_size"]
     if rows < tbs:
         if exact:
-            yield ctx.finding("FC414", keys, f"{KEY} holds {rows} rows (after data.train_max_samples), fewer than "
-                              f"one batch of data.train_batch_size={tbs}: the dataloader (drop_last) yields no step",
-                              f"lower data.train_batch_size to at most {rows}, or add data")
+            yield ctx.finding(
+                "FC414",
+                keys,
+                f"{KEY} holds {rows} rows (after data.train_max_samples), fewer than "
+                f"one batch of data.train_batch_size={tbs}: the dataloader (drop_last) yields no step",
+                f"lower data.train_batch_size to at most {rows}, or add data",
+            )
         return
     steps = num(ctx.get("trainer.total_training_steps"))
     epochs = num(ctx.get("trainer.total_epochs"))
@@ -284,8 +358,12 @@ def rows_for_steps(ctx: Context) -> Iterable[Finding]:
         return
     batches = rows // tbs
     if steps > batches * epochs:
-        yield ctx.finding("FC414", keys + ["trainer.total_training_steps", "trainer.total_epochs"],
-                          f"trainer.total_training_steps={steps}, but {rows} rows // {tbs} = {batches} batches per "
-                          f"epoch x trainer.total_epochs={epochs} = {batches * epochs} steps: verl stops after the "
-                          "last epoch", f"set trainer.total_epochs to at least {-(-steps // batches)}",
-                          severity="warning")
+        yield ctx.finding(
+            "FC414",
+            keys + ["trainer.total_training_steps", "trainer.total_epochs"],
+            f"trainer.total_training_steps={steps}, but {rows} rows // {tbs} = {batches} batches per "
+            f"epoch x trainer.total_epochs={epochs} = {batches * epochs} steps: verl stops after the "
+            "last epoch",
+            f"set trainer.total_epochs to at least {-(-steps // batches)}",
+            severity="warning",
+        )

@@ -9,7 +9,8 @@ passed ``check`` and then failed with a ``KeyError`` in ``--dry-run``. Source: i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
@@ -20,9 +21,13 @@ if TYPE_CHECKING:
     from fsdpcfg.rules.context import Context
 
 
-@rule("FC140", "a key or section the run reads is not deleted with ~key",
-      keys=(), example=("+recipe=qwen_grpo", "~trainer.default_local_dir"))
-def deleted_schema_key(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC140",
+    "a key or section the run reads is not deleted with ~key",
+    keys=(),
+    example=("+recipe=qwen_grpo", "~trainer.default_local_dir"),
+)
+def deleted_schema_key(ctx: Context) -> Iterator[Finding]:
     """A ``~key`` whose key (or section) fsdpcfg's schema models: the launcher, the plan and the trainer read
     it from the composed tree, so deleting it is refused here instead of failing in the run. Deleting a
     verl-only key stays allowed (verl fills in its own default). A required key deleted is FC104's."""
@@ -30,8 +35,12 @@ def deleted_schema_key(ctx: "Context") -> Iterator[Finding]:
     for key in getattr(ctx.composed, "deleted", None) or []:
         if key in required or K.classify(key) != "schema":
             continue
-        yield ctx.finding("FC140", [key], f"~{key} deletes a {'section' if key in K.schema_prefixes() else 'key'} "
-                          "that the run reads from the composed config (its default lives in the config tree, "
-                          "not at the call site), so the run would fail without it",
-                          f"set it to the value you want ({key}=VALUE; `fsdpcfg explain {key}` gives its meaning) "
-                          "instead of deleting it")
+        yield ctx.finding(
+            "FC140",
+            [key],
+            f"~{key} deletes a {'section' if key in K.schema_prefixes() else 'key'} "
+            "that the run reads from the composed config (its default lives in the config tree, "
+            "not at the call site), so the run would fail without it",
+            f"set it to the value you want ({key}=VALUE; `fsdpcfg explain {key}` gives its meaning) "
+            "instead of deleting it",
+        )

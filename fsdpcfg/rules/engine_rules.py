@@ -9,7 +9,7 @@ fsdpcfg checks the FSDP engines in depth. A role whose ``strategy`` is another e
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from fsdpcfg import verlref
 from fsdpcfg.compose import verl_base
@@ -20,9 +20,13 @@ from fsdpcfg.rules.registry import rule
 from fsdpcfg.schema import keys as K
 
 
-@rule("FC111", "a Megatron, veomni or torchtitan engine is checked by the engine-independent rules only",
-      severity="info", keys=["actor_rollout_ref.actor.strategy", "critic.strategy"],
-      example=["launcher=verl", "engine=megatron"])
+@rule(
+    "FC111",
+    "a Megatron, veomni or torchtitan engine is checked by the engine-independent rules only",
+    severity="info",
+    keys=["actor_rollout_ref.actor.strategy", "critic.strategy"],
+    example=["launcher=verl", "engine=megatron"],
+)
 def non_fsdp_engine(ctx: Context) -> Iterable[Finding]:
     """One info for the run when any role it builds (actor, reference when KL is used, critic when GAE is
     used) trains on an engine other than FSDP/FSDP2: fsdpcfg checks FSDP engines; the engine-independent rules
@@ -37,16 +41,24 @@ def non_fsdp_engine(ctx: Context) -> Iterable[Finding]:
         return
     engines = sorted({s for _, _, s in roles})
     keys = [k for _, k, _ in roles]
-    yield ctx.finding("FC111", keys,
-                      f"fsdpcfg checks FSDP engines; engine-independent rules ran ({', '.join(f'{r}: {s}' for r, _, s in roles)}"
-                      f"): the FSDP rules were skipped and the {'/'.join(engines)} settings are passed to verl "
-                      "as they are", f"check the {'/'.join(engines)} settings with verl itself (`fsdpcfg check "
-                      "--verl` composes and validates them with the installed verl)", severity="info")
+    yield ctx.finding(
+        "FC111",
+        keys,
+        f"fsdpcfg checks FSDP engines; engine-independent rules ran ({', '.join(f'{r}: {s}' for r, _, s in roles)}"
+        f"): the FSDP rules were skipped and the {'/'.join(engines)} settings are passed to verl "
+        "as they are",
+        f"check the {'/'.join(engines)} settings with verl itself (`fsdpcfg check "
+        "--verl` composes and validates them with the installed verl)",
+        severity="info",
+    )
 
 
-@rule("FC113", "a key the chosen engine's verl config does not have",
-      keys=["actor_rollout_ref.actor.strategy"],
-      example=["launcher=verl", "engine=megatron", "actor_rollout_ref.actor.fsdp_config.param_offload=true"])
+@rule(
+    "FC113",
+    "a key the chosen engine's verl config does not have",
+    keys=["actor_rollout_ref.actor.strategy"],
+    example=["launcher=verl", "engine=megatron", "actor_rollout_ref.actor.fsdp_config.param_offload=true"],
+)
 def foreign_engine_key(ctx: Context) -> Iterable[Finding]:
     """A key set by the recipe or the command line that belongs to another engine's sections: with
     ``engine=megatron`` (verl's ``ppo_megatron_trainer``), ``actor_rollout_ref.actor.fsdp_config.*`` does not
@@ -73,8 +85,11 @@ def foreign_engine_key(ctx: Context) -> Iterable[Finding]:
 
         other = next((c for c in verlref.PPO_COMPOSITIONS if key in verlref.keys(c)), None)
         where = f" (it is a key of verl's {other})" if other else ""
-        yield ctx.finding("FC113", [key, "model_engine"],
-                          f"{key} is not a key of verl's {comp} (model_engine={engine}){where}: verl rejects it "
-                          "as an override and ignores it in a config file",
-                          f"remove it, or set the engine's own key (`fsdpcfg explain {key.rsplit('.', 1)[-1]}`), or "
-                          "choose the engine it belongs to (engine=fsdp2)")
+        yield ctx.finding(
+            "FC113",
+            [key, "model_engine"],
+            f"{key} is not a key of verl's {comp} (model_engine={engine}){where}: verl rejects it "
+            "as an override and ignores it in a config file",
+            f"remove it, or set the engine's own key (`fsdpcfg explain {key.rsplit('.', 1)[-1]}`), or "
+            "choose the engine it belongs to (engine=fsdp2)",
+        )

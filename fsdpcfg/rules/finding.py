@@ -35,5 +35,10 @@ class Finding:
 
     def to_json(self) -> dict:
         """Return the machine form: exactly ``rule``, ``severity``, ``keys``, ``message``, ``fix``."""
-        return {"rule": self.rule, "severity": self.severity, "keys": list(self.keys), "message": self.message,
-                "fix": self.fix}
+        return {
+            "rule": self.rule,
+            "severity": self.severity,
+            "keys": list(self.keys),
+            "message": self.message,
+            "fix": self.fix,
+        }

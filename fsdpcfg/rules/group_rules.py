@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import yaml
 
@@ -41,8 +42,13 @@ def _command_line(ctx: Context) -> tuple[dict[str, str], list[str]]:
     return groups, keys
 
 
-@rule("FC110", "a group option chosen on the command line is overridden there by a key", severity="warning",
-      example=["engine=fsdp2", "actor_rollout_ref.actor.strategy=fsdp"], kinds=("ppo", "sft"))
+@rule(
+    "FC110",
+    "a group option chosen on the command line is overridden there by a key",
+    severity="warning",
+    example=["engine=fsdp2", "actor_rollout_ref.actor.strategy=fsdp"],
+    kinds=("ppo", "sft"),
+)
 def group_contradicted(ctx: Context) -> Iterable[Finding]:
     """``engine=fsdp2 actor_rollout_ref.actor.strategy=fsdp`` asks for FSDP2 and silently gets FSDP1: the key
     override wins over the group option (Hydra applies key overrides last), so the chosen option does nothing
@@ -57,7 +63,12 @@ def group_contradicted(ctx: Context) -> Iterable[Finding]:
                 continue
             got = get_dotted(ctx.cfg, key, None)
             if got != wanted:
-                yield ctx.finding("FC110", [key], f"`{group}={option}` sets {key}={wanted}, but {key}={got} on the "
-                                  f"same command line overrides it, so the {group} option does not take effect "
-                                  "for this key", f"drop one of the two: keep `{group}={option}`, or choose the "
-                                  f"{group} option that sets {key}={got}", severity="warning")
+                yield ctx.finding(
+                    "FC110",
+                    [key],
+                    f"`{group}={option}` sets {key}={wanted}, but {key}={got} on the "
+                    f"same command line overrides it, so the {group} option does not take effect "
+                    "for this key",
+                    f"drop one of the two: keep `{group}={option}`, or choose the {group} option that sets {key}={got}",
+                    severity="warning",
+                )

@@ -9,7 +9,8 @@ reference page. Source: issue 12 item 5 (pre-commit hooks failed on unrelated fi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
@@ -18,9 +19,10 @@ if TYPE_CHECKING:
     from fsdpcfg.rules.context import Context
 
 
-@rule("FC130", "a YAML input is a fsdpcfg or verl config (other YAML is skipped)", severity="info",
-      kinds=("ppo", "sft"))
-def unrelated_yaml(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC130", "a YAML input is a fsdpcfg or verl config (other YAML is skipped)", severity="info", kinds=("ppo", "sft")
+)
+def unrelated_yaml(ctx: Context) -> Iterator[Finding]:
     """A YAML file with none of verl's or fsdpcfg's top-level sections (``actor_rollout_ref``, ``data``,
     ``trainer``, ``model``, ``fsdpcfg``, ``defaults`` ...; :func:`fsdpcfg.compose.config_file.classify`), one
     whose only known sections are generic names (a Kubernetes ConfigMap's ``data:``) beside keys verl does not
@@ -31,9 +33,13 @@ def unrelated_yaml(ctx: "Context") -> Iterator[Finding]:
     return iter(())
 
 
-@rule("FC131", "a shell script given by a hook runs verl (other scripts are skipped)", severity="info",
-      kinds=("ppo", "sft"))
-def unrelated_script(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC131",
+    "a shell script given by a hook runs verl (other scripts are skipped)",
+    severity="info",
+    kinds=("ppo", "sft"),
+)
+def unrelated_script(ctx: Context) -> Iterator[Finding]:
     """With ``--skip-unrelated`` (what the ``fsdpcfg-check-scripts`` pre-commit hook passes), a shell script
     that runs no verl trainer is skipped with this info; without the flag it stays a usage error (exit 2), as
     a script named on the command line is meant to be one. Made per input by :mod:`fsdpcfg.cli.check` through
@@ -48,11 +54,21 @@ def not_a_config(rule_id: str, path: str, why: str) -> Finding:
         ValueError: ``rule_id`` is not one of the two.
     """
     if rule_id == "FC130":
-        return Finding("FC130", "info", [], f"{path}: skipped, not a fsdpcfg or verl config: {why}",
-                       "nothing to do; narrow the hook's `files:` pattern to skip it without a message",
-                       location=(path, None))
+        return Finding(
+            "FC130",
+            "info",
+            [],
+            f"{path}: skipped, not a fsdpcfg or verl config: {why}",
+            "nothing to do; narrow the hook's `files:` pattern to skip it without a message",
+            location=(path, None),
+        )
     if rule_id == "FC131":
-        return Finding("FC131", "info", [], f"{path}: skipped, not a verl run script: {why}",
-                       "nothing to do; narrow the hook's `files:` pattern to skip it without a message",
-                       location=(path, None))
+        return Finding(
+            "FC131",
+            "info",
+            [],
+            f"{path}: skipped, not a verl run script: {why}",
+            "nothing to do; narrow the hook's `files:` pattern to skip it without a message",
+            location=(path, None),
+        )
     raise ValueError(f"not an input rule: {rule_id}")

@@ -8,7 +8,8 @@ and names the launcher that does (no silent no-ops)"; issue 2.3 (rollout backend
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from fsdpcfg import verlref
 from fsdpcfg.rules.registry import rule
@@ -24,9 +25,13 @@ NAME = "actor_rollout_ref.rollout.name"
 LAUNCHER = "fsdpcfg.launcher"
 
 
-@rule("FC801", "the rollout backend is one the chosen launcher runs", keys=(NAME, LAUNCHER),
-      example=("+recipe=qwen_grpo", "rollout=vllm"))
-def backend_launcher(ctx: "Context") -> Iterator["Finding"]:
+@rule(
+    "FC801",
+    "the rollout backend is one the chosen launcher runs",
+    keys=(NAME, LAUNCHER),
+    example=("+recipe=qwen_grpo", "rollout=vllm"),
+)
+def backend_launcher(ctx: Context) -> Iterator[Finding]:
     """hf rollout runs only in the native loop; vllm, sglang and trtllm only under verl. Source: issue 2.3;
     verl 0.9.1 ``verl/workers/rollout/base.py`` (its rollout registry has no hf backend)."""
     name, launcher = ctx.get(NAME), ctx.launcher
@@ -35,26 +40,38 @@ def backend_launcher(ctx: "Context") -> Iterator["Finding"]:
         return
     other = can[0]
     alt = "rollout=hf" if launcher == "native" else "rollout=vllm (or sglang)"
-    yield ctx.finding("FC801", [NAME, LAUNCHER], f"{NAME}: the {name!r} rollout is not run by the {launcher} "
-                      f"launcher; it runs under launcher={other}",
-                      f"choose launcher={other}, or keep launcher={launcher} with {alt}")
+    yield ctx.finding(
+        "FC801",
+        [NAME, LAUNCHER],
+        f"{NAME}: the {name!r} rollout is not run by the {launcher} launcher; it runs under launcher={other}",
+        f"choose launcher={other}, or keep launcher={launcher} with {alt}",
+    )
 
 
-def _default(ctx: "Context", key: str) -> Any:
-    return ctx.verl_defaults().get(key, K.schema_default(key) if K.field_info(key) is not None
-                                   and not K.field_info(key).is_required() else None)
+def _default(ctx: Context, key: str) -> Any:
+    return ctx.verl_defaults().get(
+        key, K.schema_default(key) if K.field_info(key) is not None and not K.field_info(key).is_required() else None
+    )
 
 
 def _differs(value: Any, default: Any) -> bool:
-    if isinstance(value, (int, float)) and isinstance(default, (int, float)) and not isinstance(value, bool) \
-            and not isinstance(default, bool):
+    if (
+        isinstance(value, (int, float))
+        and isinstance(default, (int, float))
+        and not isinstance(value, bool)
+        and not isinstance(default, bool)
+    ):
         return float(value) != float(default)
     return value != default
 
 
-@rule("FC802", "every key set away from verl's default is implemented by the native launcher",
-      keys=tuple(K.NATIVE_UNSUPPORTED), example=("+recipe=qwen_grpo", "actor_rollout_ref.rollout.gpu_memory_utilization=0.6"))
-def native_unsupported_key(ctx: "Context") -> Iterator["Finding"]:
+@rule(
+    "FC802",
+    "every key set away from verl's default is implemented by the native launcher",
+    keys=tuple(K.NATIVE_UNSUPPORTED),
+    example=("+recipe=qwen_grpo", "actor_rollout_ref.rollout.gpu_memory_utilization=0.6"),
+)
+def native_unsupported_key(ctx: Context) -> Iterator[Finding]:
     """Under ``fsdpcfg.launcher=native``: a key the native loop does not implement (``NATIVE_UNSUPPORTED``)
     or a key only verl reads (not in fsdpcfg's schema), with a value other than verl 0.9.1's default, would
     be a silent no-op. Keys at verl's default are fine. Keys whose value copies another key
@@ -67,9 +84,13 @@ def native_unsupported_key(ctx: "Context") -> Iterator["Finding"]:
             continue
         value, default = ctx.get(key), _default(ctx, key)
         if _differs(value, default):
-            yield ctx.finding("FC802", [key, LAUNCHER], f"{key}={value!r} is not implemented by the native "
-                              f"launcher ({why}); only verl's default {default!r} is", f"use launcher=verl to "
-                              f"run it, or set {key}={_text(default)}")
+            yield ctx.finding(
+                "FC802",
+                [key, LAUNCHER],
+                f"{key}={value!r} is not implemented by the native "
+                f"launcher ({why}); only verl's default {default!r} is",
+                f"use launcher=verl to run it, or set {key}={_text(default)}",
+            )
     raw_defaults = ctx.verl_defaults(resolved=False)
     for key, value in schema_report(ctx).verl_only.items():
         if key in derived or key.endswith("._target_"):
@@ -79,14 +100,22 @@ def native_unsupported_key(ctx: "Context") -> Iterator["Finding"]:
             continue  # verl copies it from another key (a saved config holds the copy resolved): reported there
         default = ctx.verl_defaults().get(key)
         if _differs(value, default):
-            yield ctx.finding("FC802", [key, LAUNCHER], f"{key}={value!r} is read by verl only; the native "
-                              f"launcher does not implement it (verl's default is {default!r})",
-                              f"use launcher=verl to run it, or remove {key}")
+            yield ctx.finding(
+                "FC802",
+                [key, LAUNCHER],
+                f"{key}={value!r} is read by verl only; the native "
+                f"launcher does not implement it (verl's default is {default!r})",
+                f"use launcher=verl to run it, or remove {key}",
+            )
 
 
-@rule("FC803", "values the native launcher implements", keys=tuple(K.NATIVE_VALUES),
-      example=("+recipe=qwen_grpo", "algorithm.adv_estimator=rloo"))
-def native_unsupported_value(ctx: "Context") -> Iterator["Finding"]:
+@rule(
+    "FC803",
+    "values the native launcher implements",
+    keys=tuple(K.NATIVE_VALUES),
+    example=("+recipe=qwen_grpo", "algorithm.adv_estimator=rloo"),
+)
+def native_unsupported_value(ctx: Context) -> Iterator[Finding]:
     """Under ``fsdpcfg.launcher=native``: keys whose values the native loop implements only in part
     (``NATIVE_VALUES``: GRPO advantages, the vanilla PPO-clip loss, AdamW, no validation before training).
     The rollout backend is FC801's. Source: fsdpcfg/train (algorithm/grpo.py, engine/optim.py, loop.py)."""
@@ -98,17 +127,26 @@ def native_unsupported_value(ctx: "Context") -> Iterator["Finding"]:
         value = ctx.get(key)
         known = value in K.allowed_values(key) or isinstance(value, bool) or key.endswith("optimizer")
         if value not in allowed and known:
-            yield ctx.finding("FC803", [key, LAUNCHER], f"{key}={_text(value)} is not implemented by the native "
-                              f"launcher (it implements {', '.join(map(_text, allowed))})",
-                              f"use launcher=verl to run {key}={_text(value)}, or set {key}={_text(allowed[0])}")
+            yield ctx.finding(
+                "FC803",
+                [key, LAUNCHER],
+                f"{key}={_text(value)} is not implemented by the native "
+                f"launcher (it implements {', '.join(map(_text, allowed))})",
+                f"use launcher=verl to run {key}={_text(value)}, or set {key}={_text(allowed[0])}",
+            )
 
 
 LOGGER = "trainer.logger"
 
 
-@rule("FC804", "every trainer.logger sink is one the launcher writes", keys=(LOGGER, LAUNCHER),
-      example=("+recipe=qwen_grpo", "trainer.logger=[console,swanlab]"), kinds=("ppo", "sft"))
-def logger_sinks(ctx: "Context") -> Iterator["Finding"]:
+@rule(
+    "FC804",
+    "every trainer.logger sink is one the launcher writes",
+    keys=(LOGGER, LAUNCHER),
+    example=("+recipe=qwen_grpo", "trainer.logger=[console,swanlab]"),
+    kinds=("ppo", "sft"),
+)
+def logger_sinks(ctx: Context) -> Iterator[Finding]:
     """Under ``fsdpcfg.launcher=native``: the native loop writes ``console``, ``tensorboard``, ``file``,
     ``wandb`` and ``mlflow`` (``fsdpcfg/train/trackers.py``, declared as ``NATIVE_SINKS``); any other sink verl
     supports (``swanlab``, ``vemlp_wandb``, ``clearml``, ``trackio``, ``rl_insight``) would silently write
@@ -121,9 +159,12 @@ def logger_sinks(ctx: "Context") -> Iterator["Finding"]:
     loggers = value if isinstance(value, list) else [value]
     other = [x for x in loggers if isinstance(x, str) and x not in NATIVE_SINKS]
     if other:
-        yield ctx.finding("FC804", [LOGGER, LAUNCHER], f"{LOGGER}: {', '.join(other)} is not written by the native "
-                          f"loop (it writes {', '.join(NATIVE_SINKS)})",
-                          f"use launcher=verl for {', '.join(other)}, or choose from {', '.join(NATIVE_SINKS)}")
+        yield ctx.finding(
+            "FC804",
+            [LOGGER, LAUNCHER],
+            f"{LOGGER}: {', '.join(other)} is not written by the native loop (it writes {', '.join(NATIVE_SINKS)})",
+            f"use launcher=verl for {', '.join(other)}, or choose from {', '.join(NATIVE_SINKS)}",
+        )
 
 
 def _text(v: Any) -> str:
@@ -132,9 +173,14 @@ def _text(v: Any) -> str:
     return "null" if v is None else str(v)
 
 
-@rule("FC114", "SFT: every verl key set away from verl's default is implemented by the native SFT trainer",
-      keys=(LAUNCHER,), example=("+recipe=qwen_sft", "engine.qat.enable=true"), kinds=("sft",))
-def native_sft_verl_only_key(ctx: "Context") -> Iterator["Finding"]:
+@rule(
+    "FC114",
+    "SFT: every verl key set away from verl's default is implemented by the native SFT trainer",
+    keys=(LAUNCHER,),
+    example=("+recipe=qwen_sft", "engine.qat.enable=true"),
+    kinds=("sft",),
+)
+def native_sft_verl_only_key(ctx: Context) -> Iterator[Finding]:
     """Under ``fsdpcfg.launcher=native``, SFT: a key of verl's ``sft_trainer_engine`` composition that the SFT
     schema does not model (``engine.qat.*``, ``profiler.*``, ``model.lora.*`` ...) with a value other than
     verl 0.9.1's default would be a silent no-op: fsdpcfg/train/sft reads only the schema's keys. Keys that
@@ -146,7 +192,7 @@ def native_sft_verl_only_key(ctx: "Context") -> Iterator["Finding"]:
 
     schema = _schema_defaults()
     raw = verlref.defaults("sft_trainer_engine", resolved=False)
-    derived = getattr(ctx, "derived", frozenset())
+    derived: frozenset[str] = getattr(ctx, "derived", frozenset())
     for key, value in verlref.flatten(ctx.cfg).items():
         if key in schema or key not in raw or key in derived or key.endswith("._target_"):
             continue
@@ -154,6 +200,10 @@ def native_sft_verl_only_key(ctx: "Context") -> Iterator["Finding"]:
             continue
         default = verlref.defaults("sft_trainer_engine")[key]
         if _differs(value, default):
-            yield ctx.finding("FC114", [key, LAUNCHER], f"{key}={value!r} is read by verl only; the native SFT "
-                              f"trainer does not implement it (verl's default is {default!r})",
-                              f"use launcher=verl to run it, or set {key}={_text(default)}")
+            yield ctx.finding(
+                "FC114",
+                [key, LAUNCHER],
+                f"{key}={value!r} is read by verl only; the native SFT "
+                f"trainer does not implement it (verl's default is {default!r})",
+                f"use launcher=verl to run it, or set {key}={_text(default)}",
+            )

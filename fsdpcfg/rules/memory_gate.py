@@ -8,7 +8,8 @@ memory it is an error; from :data:`WARN_FRACTION` of the device up a warning.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
@@ -26,9 +27,13 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:,.2f} GiB"
 
 
-@rule("FC450", "the per-rank memory estimate fits the device memory", keys=_KEYS,
-      example=("+recipe=qwen_grpo", "fsdpcfg.device_memory_gb=0.01"))
-def memory_fits(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC450",
+    "the per-rank memory estimate fits the device memory",
+    keys=_KEYS,
+    example=("+recipe=qwen_grpo", "fsdpcfg.device_memory_gb=0.01"),
+)
+def memory_fits(ctx: Context) -> Iterator[Finding]:
     """The peak of :func:`fsdpcfg.plan.memory.estimate_memory` (per rank, all phases) against the memory one
     rank may use (``fsdpcfg.device_memory_gb``, else the detected GPU, else on the CPU the RAM divided by the
     ranks per node). Past ``(1 + fsdpcfg.memory_margin) x device`` it is an error (``memory_margin=null``:
@@ -52,9 +57,11 @@ def memory_fits(ctx: "Context") -> Iterator[Finding]:
         return
     over = limit is not None and peak > limit
     ratio = f"{peak / dev:.0%}" if peak / dev < 1e6 else f"{peak / dev:.1e} times"
-    msg = (f"the memory estimate is {_gib(peak)} per rank at its peak (phase {est.peak_phase}), {ratio} of the "
-           f"{_gib(dev)} one rank may use ({est.device_source})")
-    if over:
+    msg = (
+        f"the memory estimate is {_gib(peak)} per rank at its peak (phase {est.peak_phase}), {ratio} of the "
+        f"{_gib(dev)} one rank may use ({est.device_source})"
+    )
+    if over and limit is not None:
         msg += f"; past the margin of fsdpcfg.memory_margin={margin} ({_gib(limit)})"
     elif peak > dev:
         msg += "; over the device but within fsdpcfg.memory_margin" if limit else "; fsdpcfg.memory_margin=null"
@@ -65,9 +72,16 @@ def memory_fits(ctx: "Context") -> Iterator[Finding]:
         helps = [s for s, _ in estimate_memory(ctx.cfg).suggestions[:3]]
     except (ValueError, KeyError, TypeError, ArithmeticError, UnsupportedArchitecture):
         pass
-    fix = (f"lower the peak ({'; '.join(helps)}), " if helps else "lower the batch, lengths or model size, ") + \
-        "use more ranks or larger devices, or correct fsdpcfg.device_memory_gb"
+    fix = (
+        f"lower the peak ({'; '.join(helps)}), " if helps else "lower the batch, lengths or model size, "
+    ) + "use more ranks or larger devices, or correct fsdpcfg.device_memory_gb"
     if over:
         fix += "; to run anyway, raise fsdpcfg.memory_margin (null: warn only)"
-    yield ctx.finding("FC450", list(_KEYS), msg, fix, severity="error" if over else "warning",
-                      derivation=f"peak {peak:,} B vs device {dev:,} B x (1 + margin {margin})")
+    yield ctx.finding(
+        "FC450",
+        list(_KEYS),
+        msg,
+        fix,
+        severity="error" if over else "warning",
+        derivation=f"peak {peak:,} B vs device {dev:,} B x (1 + margin {margin})",
+    )

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from fsdpcfg.rules._common import A
 from fsdpcfg.rules.context import Context
@@ -26,6 +26,9 @@ def one_architecture(ctx: Context) -> Iterable[Finding]:
         return
     arch = m.config.get("architectures")
     if not (isinstance(arch, list) and len(arch) == 1):
-        yield ctx.finding("FC416", [P], f"{m.folder}/config.json has architectures = {arch!r}; verl expects exactly "
-                          "one (HFModelConfig asserts it)", "set \"architectures\": [\"<ModelClass>ForCausalLM\"] "
-                          "in config.json (the class the checkpoint was saved from)")
+        yield ctx.finding(
+            "FC416",
+            [P],
+            f"{m.folder}/config.json has architectures = {arch!r}; verl expects exactly one (HFModelConfig asserts it)",
+            'set "architectures": ["<ModelClass>ForCausalLM"] in config.json (the class the checkpoint was saved from)',
+        )

@@ -130,9 +130,11 @@ def _hub_snapshot(repo_id: str) -> Path | None:
     """A local snapshot of hub id ``org/name`` in the Hugging Face cache (no network), if any."""
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo_id):
         return None
-    roots = [os.environ.get("HF_HUB_CACHE"),
-             os.path.join(os.environ["HF_HOME"], "hub") if os.environ.get("HF_HOME") else None,
-             os.path.join(Path.home(), ".cache", "huggingface", "hub")]
+    roots = [
+        os.environ.get("HF_HUB_CACHE"),
+        os.path.join(os.environ["HF_HOME"], "hub") if os.environ.get("HF_HOME") else None,
+        os.path.join(Path.home(), ".cache", "huggingface", "hub"),
+    ]
     for root in filter(None, roots):
         snaps = Path(root) / f"models--{repo_id.replace('/', '--')}" / "snapshots"
         if snaps.is_dir():
@@ -196,14 +198,30 @@ def inspect_model(path: Any, tokenizer_path: Any = None) -> ModelInfo | None:
 #: finite number above ``minimum``, ``bool``: true/false. A field that is absent or null is not checked (the
 #: architectures differ in which they have); one that is present with a wrong type or range is an error (FC451).
 CONFIG_FIELDS: dict[str, tuple[str, float]] = {
-    "hidden_size": ("int", 1), "num_hidden_layers": ("int", 1), "num_attention_heads": ("int", 1),
-    "num_key_value_heads": ("int", 1), "intermediate_size": ("int", 1), "vocab_size": ("int", 1),
-    "max_position_embeddings": ("int", 1), "head_dim": ("int", 1), "sliding_window": ("int", 1),
-    "num_experts": ("int", 0), "num_local_experts": ("int", 0), "n_routed_experts": ("int", 0),
-    "n_shared_experts": ("int", 0), "num_experts_per_tok": ("int", 1), "moe_intermediate_size": ("int", 1),
-    "shared_expert_intermediate_size": ("int", 0), "first_k_dense_replace": ("int", 0), "kv_lora_rank": ("int", 1),
-    "q_lora_rank": ("int", 1), "qk_rope_head_dim": ("int", 1), "qk_nope_head_dim": ("int", 1),
-    "v_head_dim": ("int", 1), "rope_theta": ("float", 0), "rms_norm_eps": ("float", 0),
+    "hidden_size": ("int", 1),
+    "num_hidden_layers": ("int", 1),
+    "num_attention_heads": ("int", 1),
+    "num_key_value_heads": ("int", 1),
+    "intermediate_size": ("int", 1),
+    "vocab_size": ("int", 1),
+    "max_position_embeddings": ("int", 1),
+    "head_dim": ("int", 1),
+    "sliding_window": ("int", 1),
+    "num_experts": ("int", 0),
+    "num_local_experts": ("int", 0),
+    "n_routed_experts": ("int", 0),
+    "n_shared_experts": ("int", 0),
+    "num_experts_per_tok": ("int", 1),
+    "moe_intermediate_size": ("int", 1),
+    "shared_expert_intermediate_size": ("int", 0),
+    "first_k_dense_replace": ("int", 0),
+    "kv_lora_rank": ("int", 1),
+    "q_lora_rank": ("int", 1),
+    "qk_rope_head_dim": ("int", 1),
+    "qk_nope_head_dim": ("int", 1),
+    "v_head_dim": ("int", 1),
+    "rope_theta": ("float", 0),
+    "rms_norm_eps": ("float", 0),
     "tie_word_embeddings": ("bool", 0),
 }
 _INT_MAX = 2**31 - 1
@@ -239,11 +257,19 @@ def config_field_problems(config: dict) -> list[str]:
                 out.append(f"{shown}: must be a finite number above {low:g}")
         heads, kv, hidden = (c.get(k) for k in ("num_attention_heads", "num_key_value_heads", "hidden_size"))
         ints = [x for x in (heads, kv, hidden) if isinstance(x, int) and not isinstance(x, bool) and x > 0]
-        if len(ints) == 3 and heads % kv:
+        if len(ints) == 3 and isinstance(heads, int) and isinstance(kv, int) and isinstance(hidden, int) and heads % kv:
             out.append(f"{prefix}num_attention_heads = {heads} is not a multiple of num_key_value_heads = {kv}")
-        if len(ints) == 3 and c.get("head_dim") is None and hidden % heads:
-            out.append(f"{prefix}hidden_size = {hidden} is not a multiple of num_attention_heads = {heads} "
-                       "(and no head_dim is given)")
+        if (
+            len(ints) == 3
+            and isinstance(heads, int)
+            and isinstance(hidden, int)
+            and c.get("head_dim") is None
+            and hidden % heads
+        ):
+            out.append(
+                f"{prefix}hidden_size = {hidden} is not a multiple of num_attention_heads = {heads} "
+                "(and no head_dim is given)"
+            )
     return out
 
 
@@ -287,8 +313,9 @@ def template_syntax_error(source: str) -> tuple[int, str] | None:
     import jinja2.ext
     import jinja2.sandbox
 
-    env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                                       extensions=[jinja2.ext.loopcontrols])
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols]
+    )
     try:
         env.parse(source)
     except jinja2.TemplateSyntaxError as e:

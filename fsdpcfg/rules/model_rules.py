@@ -8,14 +8,14 @@ A hub id without a local snapshot, or a path absent on this machine, cannot be i
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from functools import lru_cache
-from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from fsdpcfg import paths
 from fsdpcfg.rules._common import A, flag, fsdp_sections, rollout_name, val
-from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.chain import pending_checkpoint_root
+from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.model_files import ModelInfo, layer_classes, native_model_types, transformers_version
 from fsdpcfg.rules.registry import rule
@@ -39,14 +39,22 @@ def model_not_local(ctx: Context) -> Iterable[Finding]:
     """
     m = ctx.model
     if m is not None and m.status == "not_local" and pending_checkpoint_root(m.path) is None:  # else FC690
-        yield ctx.finding("FC400", [P], f"{P} = {m.path} is not available on this machine (no folder and no "
-                          "local Hugging Face snapshot); the model-file rules (FC304, FC4xx, FC501) were skipped",
-                          "run the check where the model is, or download it first to check those rules too",
-                          severity="info")
+        yield ctx.finding(
+            "FC400",
+            [P],
+            f"{P} = {m.path} is not available on this machine (no folder and no "
+            "local Hugging Face snapshot); the model-file rules (FC304, FC4xx, FC501) were skipped",
+            "run the check where the model is, or download it first to check those rules too",
+            severity="info",
+        )
 
 
-@rule("FC401", "a model folder must hold config.json and the tokenizer files", keys=[P, TP],
-      example=["actor_rollout_ref.model.path=<Qwen/Qwen3-8B folder>"])
+@rule(
+    "FC401",
+    "a model folder must hold config.json and the tokenizer files",
+    keys=[P, TP],
+    example=["actor_rollout_ref.model.path=<Qwen/Qwen3-8B folder>"],
+)
 def model_folder_incomplete(ctx: Context) -> Iterable[Finding]:
     """A folder that exists but lacks ``config.json`` (or has an unreadable one), or whose tokenizer folder
     lacks ``tokenizer_config.json``, fails on every rank at start-up.
@@ -61,30 +69,53 @@ def model_folder_incomplete(ctx: Context) -> Iterable[Finding]:
         return  # FC451 names each field
     if m.status in ("no_config", "bad_config"):
         what = "has no config.json" if m.status == "no_config" else "has a config.json that is not a JSON object"
-        yield ctx.finding("FC401", [P], f"{P} = {m.path} {what}",
-                          "point it at a Hugging Face model folder (config.json, weights, tokenizer files)")
+        yield ctx.finding(
+            "FC401",
+            [P],
+            f"{P} = {m.path} {what}",
+            "point it at a Hugging Face model folder (config.json, weights, tokenizer files)",
+        )
         return
     tok_key = TP if ctx.get(TP) else P
     if m.tokenizer_folder is None:
-        yield ctx.finding("FC401", [TP], f"{TP} = {ctx.get(TP)} does not exist on this machine",
-                          f"fix {TP} or leave it unset to use {P}", severity="warning")
+        yield ctx.finding(
+            "FC401",
+            [TP],
+            f"{TP} = {ctx.get(TP)} does not exist on this machine",
+            f"fix {TP} or leave it unset to use {P}",
+            severity="warning",
+        )
     elif m.tokenizer_config is None:
-        yield ctx.finding("FC401", [tok_key], f"{m.tokenizer_folder} has no tokenizer_config.json; the tokenizer "
-                          "cannot be loaded", f"copy the tokenizer files there or set {TP} to a folder that has them")
+        yield ctx.finding(
+            "FC401",
+            [tok_key],
+            f"{m.tokenizer_folder} has no tokenizer_config.json; the tokenizer cannot be loaded",
+            f"copy the tokenizer files there or set {TP} to a folder that has them",
+        )
 
 
 def _stray_trust_keys(ctx: Context) -> list[str]:
     """Keys named ``*trust_remote_code`` that verl does not read for the model (e.g. ``+model.trust_remote_code``
     on a PPO config)."""
-    out = [k for k in ctx.composed.added if k.endswith("trust_remote_code") and k not in (TRC, "data.trust_remote_code")]
-    if isinstance(ctx.cfg.get("model"), dict) and "trust_remote_code" in ctx.cfg["model"] and "model.trust_remote_code" not in out \
-            and "actor_rollout_ref" in ctx.cfg:
+    out = [
+        k for k in ctx.composed.added if k.endswith("trust_remote_code") and k not in (TRC, "data.trust_remote_code")
+    ]
+    if (
+        isinstance(ctx.cfg.get("model"), dict)
+        and "trust_remote_code" in ctx.cfg["model"]
+        and "model.trust_remote_code" not in out
+        and "actor_rollout_ref" in ctx.cfg
+    ):
         out.append("model.trust_remote_code")
     return out
 
 
-@rule("FC402", "remote-code checkpoints need actor_rollout_ref.model.trust_remote_code",
-      keys=[TRC, f"{A}.model.external_lib"], example=["actor_rollout_ref.model.path=<Qwen/Qwen-7B folder>"])
+@rule(
+    "FC402",
+    "remote-code checkpoints need actor_rollout_ref.model.trust_remote_code",
+    keys=[TRC, f"{A}.model.external_lib"],
+    example=["actor_rollout_ref.model.path=<Qwen/Qwen-7B folder>"],
+)
 def remote_code(ctx: Context) -> Iterable[Finding]:
     """config.json's ``auto_map`` points at code shipped with the checkpoint. When the installed transformers
     does not implement its ``model_type`` natively, loading needs ``trust_remote_code=true`` (model and
@@ -106,21 +137,25 @@ def remote_code(ctx: Context) -> Iterable[Finding]:
     trusted = flag(ctx.get(TRC))
     if m.model_type in native:
         return
-    note = (f"; {', '.join(stray)} was set, but nothing reads it — the key verl reads is {TRC}" if stray else "")
+    note = f"; {', '.join(stray)} was set, but nothing reads it — the key verl reads is {TRC}" if stray else ""
     if m.auto_map and not trusted:
         yield ctx.finding(
-            "FC402", [TRC, *stray],
+            "FC402",
+            [TRC, *stray],
             f"{m.path}: model_type '{m.model_type}' is not implemented by the installed transformers {tv}, and "
             f"config.json's auto_map ({', '.join(sorted(m.auto_map))}) needs remote code, but {TRC} = false{note}",
-            f"set {TRC}=true (it covers the tokenizer too) if you trust this checkpoint's code")
+            f"set {TRC}=true (it covers the tokenizer too) if you trust this checkpoint's code",
+        )
     elif not m.auto_map:
         ext = ctx.get(f"{A}.model.external_lib")
         yield ctx.finding(
-            "FC402", [P, f"{A}.model.external_lib"],
+            "FC402",
+            [P, f"{A}.model.external_lib"],
             f"{m.path}: model_type '{m.model_type}' is not implemented by transformers {tv} and config.json has no "
             f"auto_map" + (f"; {A}.model.external_lib = {ext} may register it" if ext else ""),
             "upgrade transformers, or set actor_rollout_ref.model.external_lib to a package that registers it",
-            severity="warning" if ext else "error")
+            severity="warning" if ext else "error",
+        )
 
 
 def _data_is_chat(ctx: Context) -> bool:
@@ -137,8 +172,12 @@ def _data_is_chat(ctx: Context) -> bool:
     return True
 
 
-@rule("FC403", "chat-message data needs a chat template",
-      keys=[f"{A}.model.custom_chat_template", P], example=["actor_rollout_ref.model.path=<Llama-2-7b-hf folder>"])
+@rule(
+    "FC403",
+    "chat-message data needs a chat template",
+    keys=[f"{A}.model.custom_chat_template", P],
+    example=["actor_rollout_ref.model.path=<Llama-2-7b-hf folder>"],
+)
 def chat_template(ctx: Context) -> Iterable[Finding]:
     """verl's RL dataset applies the tokenizer's chat template to the prompt messages; a base checkpoint
     without one (in tokenizer_config.json or a chat_template.jinja file) fails in the dataset after start-up.
@@ -152,10 +191,12 @@ def chat_template(ctx: Context) -> Iterable[Finding]:
         return
     where = m.tokenizer_folder or m.folder
     yield ctx.finding(
-        "FC403", [f"{A}.model.custom_chat_template", P],
+        "FC403",
+        [f"{A}.model.custom_chat_template", P],
         f"the prompts of data.train_files are chat messages, but the tokenizer at {where} has no chat template "
         f"(no chat_template in tokenizer_config.json, no chat_template.jinja)",
-        f"set {A}.model.custom_chat_template to a Jinja template, or use an instruct checkpoint")
+        f"set {A}.model.custom_chat_template to a Jinja template, or use an instruct checkpoint",
+    )
 
 
 def _ids(x: Any) -> list[int]:
@@ -168,8 +209,13 @@ def _ids(x: Any) -> list[int]:
     return []
 
 
-@rule("FC404", "pad token and stop ids: which ids training and rollout will use", severity="warning",
-      keys=[P, TP], example=["actor_rollout_ref.model.path=<Llama-3.2-3B-Instruct folder>"])
+@rule(
+    "FC404",
+    "pad token and stop ids: which ids training and rollout will use",
+    severity="warning",
+    keys=[P, TP],
+    example=["actor_rollout_ref.model.path=<Llama-3.2-3B-Instruct folder>"],
+)
 def pad_and_stop_ids(ctx: Context) -> Iterable[Finding]:
     """A tokenizer without a pad token is padded with eos (verl/utils/tokenizer/tokenizer.py
     ``set_pad_token_id``); the rollout engine stops on generation_config.json's ``eos_token_id`` while the
@@ -187,29 +233,40 @@ def pad_and_stop_ids(ctx: Context) -> Iterable[Finding]:
     if eos_id is None and len(cfg_ids) == 1:
         eos_id = cfg_ids[0]  # sentencepiece tokenizers keep eos in tokenizer.model; config.json names its id
     keys = [P, TP]
-    ids = (f"stop ids: config.json {cfg_ids or 'none'}, generation_config.json {gen_ids or 'none'}, "
-           f"tokenizer eos {eos_tok!r} = {eos_id if eos_id is not None else 'unknown id'}")
+    ids = (
+        f"stop ids: config.json {cfg_ids or 'none'}, generation_config.json {gen_ids or 'none'}, "
+        f"tokenizer eos {eos_tok!r} = {eos_id if eos_id is not None else 'unknown id'}"
+    )
     if m.special_token("pad_token") is None:
         yield ctx.finding(
-            "FC404", keys,
+            "FC404",
+            keys,
             f"the tokenizer of {m.tokenizer_folder} defines no pad token; verl pads with eos {eos_tok!r} "
             f"(id {eos_id if eos_id is not None else 'unknown'}), so padding and end of answer share one id; {ids}",
             "fine for most runs; to pad with a distinct id, use a tokenizer folder whose tokenizer_config.json "
-            f"sets pad_token ({TP})", severity="warning")
+            f"sets pad_token ({TP})",
+            severity="warning",
+        )
     elif eos_id is not None and stop and eos_id not in stop:
         yield ctx.finding(
-            "FC404", keys,
+            "FC404",
+            keys,
             f"the tokenizer's eos {eos_tok!r} (id {eos_id}) is not among the rollout engine's stop ids {stop}; {ids}",
-            "make generation_config.json's eos_token_id include the tokenizer's eos id", severity="warning")
+            "make generation_config.json's eos_token_id include the tokenizer's eos id",
+            severity="warning",
+        )
 
 
 def _wrap_keys(ctx: Context) -> list[str]:
     return [f"{sec}.wrap_policy.transformer_layer_cls_to_wrap" for sec, _ in fsdp_sections(ctx)]
 
 
-@rule("FC405", "FSDP wrap classes must be modules of the model's architecture",
-      keys=[f"{A}.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap"],
-      example=["+actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap=[Gemma3DecoderLayer]"])
+@rule(
+    "FC405",
+    "FSDP wrap classes must be modules of the model's architecture",
+    keys=[f"{A}.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap"],
+    example=["+actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap=[Gemma3DecoderLayer]"],
+)
 def wrap_classes(ctx: Context) -> Iterable[Finding]:
     """``transformer_layer_cls_to_wrap`` names classes to shard; a name the architecture does not define makes
     every rank fail while building the model. The expected names are transformers' ``_no_split_modules`` of
@@ -231,11 +288,13 @@ def wrap_classes(ctx: Context) -> Iterable[Finding]:
         if missing:
             arch = m.architectures[0] if m.architectures else m.model_type
             yield ctx.finding(
-                "FC405", [key],
+                "FC405",
+                [key],
                 f"{key} = {names}: {', '.join(missing)} is not a class of {arch} (transformers "
                 f"models/{m.model_type}/modeling_{m.model_type}.py)",
                 f"set {key}={list(expected) or '<the decoder layer class>'}, or remove it (verl then uses the "
-                "model's _no_split_modules)")
+                "model's _no_split_modules)",
+            )
 
 
 @lru_cache(maxsize=1)
@@ -244,8 +303,7 @@ def arch_table() -> dict:
     return json.loads((paths.data_dir() / "rollout_arch_support.json").read_text())
 
 
-@rule("FC406", "architecture support of the rollout backend", severity="warning",
-      keys=[P, f"{A}.rollout.name"])
+@rule("FC406", "architecture support of the rollout backend", severity="warning", keys=[P, f"{A}.rollout.name"])
 def rollout_architecture(ctx: Context) -> Iterable[Finding]:
     """vLLM and SGLang implement a fixed set of architectures natively (the versions verl 0.9.1 pins); for
     others they fall back to their Transformers backend (slower, some features missing) or fail.
@@ -260,15 +318,21 @@ def rollout_architecture(ctx: Context) -> Iterable[Finding]:
     arch = m.architectures[0]
     if arch not in backend["architectures"]:
         yield ctx.finding(
-            "FC406", [P, f"{A}.rollout.name"],
+            "FC406",
+            [P, f"{A}.rollout.name"],
             f"{arch} is not in {name} {backend['version']}'s native architectures (fsdpcfg table from "
             f"{backend['source'].split(';')[0]}); it may run on the engine's Transformers fallback or fail",
             "try another rollout backend, or check the engine's supported-models list for this version",
-            severity="warning")
+            severity="warning",
+        )
 
 
-@rule("FC451", "config.json fields have the types and ranges the checks and the model need", keys=[P],
-      example=["+recipe=qwen_grpo", "+actor_rollout_ref.model.override_config.hidden_size=sixty-four"])
+@rule(
+    "FC451",
+    "config.json fields have the types and ranges the checks and the model need",
+    keys=[P],
+    example=["+recipe=qwen_grpo", "+actor_rollout_ref.model.override_config.hidden_size=sixty-four"],
+)
 def config_json_fields(ctx: Context) -> Iterable[Finding]:
     """A ``config.json`` whose architecture numbers are of the wrong type or range (``hidden_size: "sixty-four"``,
     ``num_hidden_layers: -2``, ``num_attention_heads: 0``, ``NaN``), or whose heads do not divide: transformers
@@ -285,20 +349,32 @@ def config_json_fields(ctx: Context) -> Iterable[Finding]:
         return
     if m.config_problems:
         where = (m.folder / "config.json") if m.folder is not None else m.path
-        yield ctx.finding("FC451", [P], f"{where}: " + "; ".join(m.config_problems),
-                          "fix config.json (it is the checkpoint's own file: re-download or re-save it with "
-                          "transformers' save_pretrained), or point the model path at a valid checkpoint")
+        yield ctx.finding(
+            "FC451",
+            [P],
+            f"{where}: " + "; ".join(m.config_problems),
+            "fix config.json (it is the checkpoint's own file: re-download or re-save it with "
+            "transformers' save_pretrained), or point the model path at a valid checkpoint",
+        )
     ov_key = f"{A}.model.override_config"
     ov = ctx.get(ov_key)
     if isinstance(ov, dict) and ov:  # transformers applies it on top of config.json
         extra = [p for p in config_field_problems({**m.config, **ov}) if p not in m.config_problems]
         if extra:
-            yield ctx.finding("FC451", [ov_key], f"{ov_key} applied to config.json gives: " + "; ".join(extra),
-                              f"fix the values under {ov_key}")
+            yield ctx.finding(
+                "FC451",
+                [ov_key],
+                f"{ov_key} applied to config.json gives: " + "; ".join(extra),
+                f"fix the values under {ov_key}",
+            )
 
 
-@rule("FC452", "the chat templates of the tokenizer parse as Jinja", keys=[f"{A}.model.custom_chat_template", P],
-      example=["actor_rollout_ref.model.custom_chat_template='{% for m in messages %}{{ m.content }'"])
+@rule(
+    "FC452",
+    "the chat templates of the tokenizer parse as Jinja",
+    keys=[f"{A}.model.custom_chat_template", P],
+    example=["actor_rollout_ref.model.custom_chat_template='{% for m in messages %}{{ m.content }'"],
+)
 def chat_template_syntax(ctx: Context) -> Iterable[Finding]:
     """A chat template with a Jinja syntax error (``custom_chat_template``, tokenizer_config.json's
     ``chat_template``, ``chat_template.jinja``) fails at the first ``apply_chat_template``, in the dataset after
@@ -319,6 +395,9 @@ def chat_template_syntax(ctx: Context) -> Iterable[Finding]:
         err = template_syntax_error(text)
         if err is not None:
             line, msg = err
-            yield ctx.finding("FC452", keys, f"{where}: line {line} of the chat template: Jinja syntax error: {msg}",
-                              "fix the template (it is parsed by jinja2 as transformers does), or set "
-                              f"{key} to a working one")
+            yield ctx.finding(
+                "FC452",
+                keys,
+                f"{where}: line {line} of the chat template: Jinja syntax error: {msg}",
+                f"fix the template (it is parsed by jinja2 as transformers does), or set {key} to a working one",
+            )

@@ -9,9 +9,10 @@ start-up. FC403 covers the template that is missing; this rule the one that is b
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from fsdpcfg.rules._common import A
 from fsdpcfg.rules.context import Context
@@ -85,8 +86,12 @@ def syntax_error(text: str) -> str | None:
     return None
 
 
-@rule("FC417", "the chat template parses as Jinja", keys=[CUSTOM, P],
-      example=["actor_rollout_ref.model.custom_chat_template='{% for m in messages %}{{ m.content }}'"])
+@rule(
+    "FC417",
+    "the chat template parses as Jinja",
+    keys=[CUSTOM, P],
+    example=["actor_rollout_ref.model.custom_chat_template='{% for m in messages %}{{ m.content }}'"],
+)
 def chat_template_parses(ctx: Context) -> Iterable[Finding]:
     """The template verl applies to chat prompts (``custom_chat_template`` or the tokenizer's) must parse: a
     Jinja syntax error fails ``apply_chat_template`` on the first prompt, inside the workers.
@@ -102,6 +107,9 @@ def chat_template_parses(ctx: Context) -> Iterable[Finding]:
     err = syntax_error(text)
     if err is not None:
         keys = [CUSTOM] if where == CUSTOM else [P, CUSTOM]
-        yield ctx.finding("FC417", keys, f"the chat template ({where}) is not valid Jinja ({err}); "
-                          "apply_chat_template fails on the first prompt",
-                          f"fix the template, or set {CUSTOM} to a working one")
+        yield ctx.finding(
+            "FC417",
+            keys,
+            f"the chat template ({where}) is not valid Jinja ({err}); apply_chat_template fails on the first prompt",
+            f"fix the template, or set {CUSTOM} to a working one",
+        )

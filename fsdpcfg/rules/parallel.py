@@ -13,10 +13,24 @@ verl 0.9.1 sources:
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
-from fsdpcfg.rules._common import (A, actor_sp, divisors, fsdp_sections, engine_rollout, flag, need_critic, need_ref, num,
-                                   rollout_name, src, val, world, world_derivation)
+from fsdpcfg.rules._common import (
+    A,
+    actor_sp,
+    divisors,
+    engine_rollout,
+    flag,
+    fsdp_sections,
+    need_critic,
+    need_ref,
+    num,
+    rollout_name,
+    src,
+    val,
+    world,
+    world_derivation,
+)
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
@@ -24,8 +38,12 @@ from fsdpcfg.rules.registry import rule
 R = f"{A}.rollout"
 
 
-@rule("FC301", "fsdp_size must divide the world size", keys=[f"{A}.actor.fsdp_config.fsdp_size"],
-      example=["trainer.n_gpus_per_node=8", "actor_rollout_ref.actor.fsdp_config.fsdp_size=3"])
+@rule(
+    "FC301",
+    "fsdp_size must divide the world size",
+    keys=[f"{A}.actor.fsdp_config.fsdp_size"],
+    example=["trainer.n_gpus_per_node=8", "actor_rollout_ref.actor.fsdp_config.fsdp_size=3"],
+)
 def fsdp_size_divides(ctx: Context) -> Iterable[Finding]:
     """A ``fsdp_size`` between 1 and the world size builds a ``(world // fsdp_size, fsdp_size)`` HSDP mesh,
     which needs ``world % fsdp_size == 0``; 0 divides by zero. -1 (or >= world) shards over all ranks.
@@ -43,11 +61,13 @@ def fsdp_size_divides(ctx: Context) -> Iterable[Finding]:
         if fs == 0 or w % fs:
             ok = [d for d in divisors(w) if d < w]
             yield ctx.finding(
-                "FC301", [key, "trainer.n_gpus_per_node"],
+                "FC301",
+                [key, "trainer.n_gpus_per_node"],
                 f"{key} = {fs} does not divide the {w} ranks, so the (replicate, shard) mesh "
                 f"({w} // {fs}, {fs}) cannot be built",
                 f"set {key} to -1 (shard over all ranks) or one of {ok}",
-                derivation=world_derivation(ctx))
+                derivation=world_derivation(ctx),
+            )
 
 
 def _sp_roles(ctx: Context) -> list[tuple[str, str, int]]:
@@ -58,17 +78,30 @@ def _sp_roles(ctx: Context) -> list[tuple[str, str, int]]:
         akey = f"{A}.actor.fsdp_config.ulysses_sequence_parallel_size"
     out = [("actor", akey, a)]
     if need_ref(ctx):
-        out.append(("ref", f"{A}.ref.ulysses_sequence_parallel_size",
-                    num(val(ctx, f"{A}.ref.ulysses_sequence_parallel_size")) or 1))
+        out.append(
+            (
+                "ref",
+                f"{A}.ref.ulysses_sequence_parallel_size",
+                num(val(ctx, f"{A}.ref.ulysses_sequence_parallel_size")) or 1,
+            )
+        )
     if need_critic(ctx):
-        out.append(("critic", "critic.ulysses_sequence_parallel_size",
-                    num(val(ctx, "critic.ulysses_sequence_parallel_size")) or 1))
+        out.append(
+            (
+                "critic",
+                "critic.ulysses_sequence_parallel_size",
+                num(val(ctx, "critic.ulysses_sequence_parallel_size")) or 1,
+            )
+        )
     return out
 
 
-@rule("FC302", "Ulysses sequence-parallel size must divide the world size",
-      keys=[f"{A}.actor.ulysses_sequence_parallel_size"],
-      example=["trainer.n_gpus_per_node=8", "actor_rollout_ref.actor.ulysses_sequence_parallel_size=3"])
+@rule(
+    "FC302",
+    "Ulysses sequence-parallel size must divide the world size",
+    keys=[f"{A}.actor.ulysses_sequence_parallel_size"],
+    example=["trainer.n_gpus_per_node=8", "actor_rollout_ref.actor.ulysses_sequence_parallel_size=3"],
+)
 def ulysses_divides_world(ctx: Context) -> Iterable[Finding]:
     """Each role's engine builds a ``(world // sp, sp)`` device mesh for Ulysses; ``sp`` must divide the
     world, and data-parallel size is ``world // sp``.
@@ -82,15 +115,23 @@ def ulysses_divides_world(ctx: Context) -> Iterable[Finding]:
     for role, key, sp in _sp_roles(ctx):
         if sp < 1 or w % sp:
             yield ctx.finding(
-                "FC302", [key, "trainer.n_gpus_per_node"],
+                "FC302",
+                [key, "trainer.n_gpus_per_node"],
                 f"{role}: {key} = {sp} does not divide the {w} ranks; the (dp, sp) mesh cannot be built",
-                f"set {key} to one of {divisors(w)}", derivation=world_derivation(ctx))
+                f"set {key} to one of {divisors(w)}",
+                derivation=world_derivation(ctx),
+            )
 
 
-@rule("FC303", "sequence parallelism requires remove-padding",
-      keys=[f"{A}.model.use_remove_padding", f"{A}.actor.ulysses_sequence_parallel_size"],
-      example=["actor_rollout_ref.model.use_remove_padding=false",
-               "actor_rollout_ref.actor.ulysses_sequence_parallel_size=2"])
+@rule(
+    "FC303",
+    "sequence parallelism requires remove-padding",
+    keys=[f"{A}.model.use_remove_padding", f"{A}.actor.ulysses_sequence_parallel_size"],
+    example=[
+        "actor_rollout_ref.model.use_remove_padding=false",
+        "actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
+    ],
+)
 def sp_needs_rmpad(ctx: Context) -> Iterable[Finding]:
     """Ulysses is implemented on the packed (remove-padding) path only.
 
@@ -103,15 +144,24 @@ def sp_needs_rmpad(ctx: Context) -> Iterable[Finding]:
         rk = "critic.model.use_remove_padding" if role == "critic" else f"{A}.model.use_remove_padding"
         if not flag(val(ctx, rk)):
             yield ctx.finding(
-                "FC303", [rk, key],
+                "FC303",
+                [rk, key],
                 f"{role}: {key} = {sp} but {rk} = false {src(ctx, rk)}; sequence parallelism runs only on the "
                 f"remove-padding path",
-                f"set {rk}=true (patches=remove_padding), or {key}=1")
+                f"set {rk}=true (patches=remove_padding), or {key}=1",
+            )
 
 
-@rule("FC304", "Ulysses size must fit the model's attention and KV heads",
-      keys=[f"{A}.actor.ulysses_sequence_parallel_size"],
-      example=["trainer.nnodes=2", "trainer.n_gpus_per_node=8", "actor_rollout_ref.actor.ulysses_sequence_parallel_size=16"])
+@rule(
+    "FC304",
+    "Ulysses size must fit the model's attention and KV heads",
+    keys=[f"{A}.actor.ulysses_sequence_parallel_size"],
+    example=[
+        "trainer.nnodes=2",
+        "trainer.n_gpus_per_node=8",
+        "actor_rollout_ref.actor.ulysses_sequence_parallel_size=16",
+    ],
+)
 def ulysses_heads(ctx: Context) -> Iterable[Finding]:
     """Ulysses splits attention heads over the ``sp`` ranks: ``num_attention_heads % sp == 0``, and
     ``num_key_value_heads % sp == 0`` or ``sp % num_key_value_heads == 0`` (KV heads are then repeated).
@@ -139,16 +189,27 @@ def ulysses_heads(ctx: Context) -> Iterable[Finding]:
         if bad:
             valid = [d for d in divisors(heads) if w % d == 0 and (kv % d == 0 or d % kv == 0)]
             yield ctx.finding(
-                "FC304", [key],
-                f"{role}: {key} = {sp}: " + "; ".join(bad) + f" ({m.architectures[0] if m.architectures else m.model_type})",
+                "FC304",
+                [key],
+                f"{role}: {key} = {sp}: "
+                + "; ".join(bad)
+                + f" ({m.architectures[0] if m.architectures else m.model_type})",
                 f"set {key} to one of {valid}",
-                derivation=f"valid = divisors of {heads} heads that divide {w} ranks and fit {kv} KV heads")
+                derivation=f"valid = divisors of {heads} heads that divide {w} ranks and fit {kv} KV heads",
+            )
 
 
-@rule("FC305", "rollout TP x DP x PP must divide the world and fit the GPUs",
-      keys=[f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size", f"{R}.pipeline_model_parallel_size",
-            "trainer.n_gpus_per_node"],
-      example=["launcher=verl", "rollout=vllm", "trainer.n_gpus_per_node=1"])
+@rule(
+    "FC305",
+    "rollout TP x DP x PP must divide the world and fit the GPUs",
+    keys=[
+        f"{R}.tensor_model_parallel_size",
+        f"{R}.data_parallel_size",
+        f"{R}.pipeline_model_parallel_size",
+        "trainer.n_gpus_per_node",
+    ],
+    example=["launcher=verl", "rollout=vllm", "trainer.n_gpus_per_node=1"],
+)
 def rollout_layout(ctx: Context) -> Iterable[Finding]:
     """Each inference engine replica spans ``tp x dp x pp`` GPUs; the trainer world must be a whole number of
     replicas. A replica larger than one node spans the inter-node network (warning).
@@ -159,8 +220,10 @@ def rollout_layout(ctx: Context) -> Iterable[Finding]:
     if not engine_rollout(ctx):
         return
     w = world(ctx)
-    tp, dp, pp = (num(val(ctx, f"{R}.{k}")) for k in
-                  ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"))
+    tp, dp, pp = (
+        num(val(ctx, f"{R}.{k}"))
+        for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size")
+    )
     if w is None or not tp or not dp or not pp or min(tp, dp, pp) < 1:
         return
     size = tp * dp * pp
@@ -169,23 +232,32 @@ def rollout_layout(ctx: Context) -> Iterable[Finding]:
     if w % size:
         ok = [d for d in divisors(w) if d * dp * pp <= w and w % (d * dp * pp) == 0]
         yield ctx.finding(
-            "FC305", [tk, "trainer.n_gpus_per_node", f"{R}.data_parallel_size"],
+            "FC305",
+            [tk, "trainer.n_gpus_per_node", f"{R}.data_parallel_size"],
             f"rollout replica of {size} GPUs (tensor_model_parallel_size = {tp} {src(ctx, tk)}) does not fit "
             f"evenly into the {w} trainer ranks",
-            f"set {tk} to one of {ok}" + (" (1 on a single GPU)" if w == 1 else ""), derivation=deriv)
+            f"set {tk} to one of {ok}" + (" (1 on a single GPU)" if w == 1 else ""),
+            derivation=deriv,
+        )
         return
     g = num(ctx.get("trainer.n_gpus_per_node")) or w
     if size > g:
         yield ctx.finding(
-            "FC305", [tk, "trainer.n_gpus_per_node"],
+            "FC305",
+            [tk, "trainer.n_gpus_per_node"],
             f"rollout replica of {size} GPUs is larger than one node ({g} GPUs): its collectives cross nodes",
-            f"keep tp x dp x pp <= {g} unless the model does not fit one node", severity="warning",
-            derivation=deriv)
+            f"keep tp x dp x pp <= {g} unless the model does not fit one node",
+            severity="warning",
+            derivation=deriv,
+        )
 
 
-@rule("FC306", "rollout engines do not implement pipeline parallelism; expert parallel = TP x DP",
-      keys=[f"{R}.pipeline_model_parallel_size", f"{R}.expert_parallel_size"],
-      example=["launcher=verl", "rollout=vllm", "actor_rollout_ref.rollout.pipeline_model_parallel_size=2"])
+@rule(
+    "FC306",
+    "rollout engines do not implement pipeline parallelism; expert parallel = TP x DP",
+    keys=[f"{R}.pipeline_model_parallel_size", f"{R}.expert_parallel_size"],
+    example=["launcher=verl", "rollout=vllm", "actor_rollout_ref.rollout.pipeline_model_parallel_size=2"],
+)
 def rollout_pp_ep(ctx: Context) -> Iterable[Finding]:
     """``pipeline_model_parallel_size > 1`` raises NotImplementedError for vllm/sglang/trtllm, and
     ``expert_parallel_size > 1`` must equal ``tp x dp`` (except trtllm).
@@ -198,10 +270,17 @@ def rollout_pp_ep(ctx: Context) -> Iterable[Finding]:
     pk, ek = f"{R}.pipeline_model_parallel_size", f"{R}.expert_parallel_size"
     pp, ep = num(val(ctx, pk)), num(val(ctx, ek))
     if pp and pp > 1:
-        yield ctx.finding("FC306", [pk], f"{pk} = {pp}: verl 0.9.1's {name} rollout does not implement "
-                          "pipeline parallelism", f"set {pk}=1 and raise {R}.tensor_model_parallel_size instead")
+        yield ctx.finding(
+            "FC306",
+            [pk],
+            f"{pk} = {pp}: verl 0.9.1's {name} rollout does not implement pipeline parallelism",
+            f"set {pk}=1 and raise {R}.tensor_model_parallel_size instead",
+        )
     tp, dp = num(val(ctx, f"{R}.tensor_model_parallel_size")), num(val(ctx, f"{R}.data_parallel_size"))
     if name != "trtllm" and ep and ep > 1 and tp and dp and ep != tp * dp:
-        yield ctx.finding("FC306", [ek, f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size"],
-                          f"{ek} = {ep} must equal tensor_model_parallel_size x data_parallel_size = {tp} x {dp}",
-                          f"set {ek}={tp * dp}")
+        yield ctx.finding(
+            "FC306",
+            [ek, f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size"],
+            f"{ek} = {ep} must equal tensor_model_parallel_size x data_parallel_size = {tp} x {dp}",
+            f"set {ek}={tp * dp}",
+        )

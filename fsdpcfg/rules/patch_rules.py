@@ -13,7 +13,7 @@ engine still checks every selection (``PatchRegistry.problems``).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from fsdpcfg.rules._common import A, fsdp_sections, num, src, val, world
 from fsdpcfg.rules.context import Context
@@ -43,9 +43,12 @@ def _keys(problem: Problem, *more: str) -> list[str]:
     return [REGISTRY[problem.patch].config_key, *more] if problem.patch in REGISTRY else list(more)
 
 
-@rule("FC361", "each selected patch supports the model's model_type",
-      keys=[f"{A}.model.use_remove_padding", f"{A}.model.use_liger", f"{A}.model.path"],
-      example=["patches=remove_padding", "actor_rollout_ref.model.path=<Qwen/Qwen-7B folder>"])
+@rule(
+    "FC361",
+    "each selected patch supports the model's model_type",
+    keys=[f"{A}.model.use_remove_padding", f"{A}.model.use_liger", f"{A}.model.path"],
+    example=["patches=remove_padding", "actor_rollout_ref.model.path=<Qwen/Qwen-7B folder>"],
+)
 def patch_model_type(ctx: Context) -> Iterable[Finding]:
     """A patch is dispatched from config.json's ``model_type``; a type it does not declare would fail at launch
     (remove_padding: the packed forward is verified per architecture) or be skipped silently (verl's liger
@@ -58,13 +61,15 @@ def patch_model_type(ctx: Context) -> Iterable[Finding]:
     if mt is None:
         return
     for p in _problems(ctx, "model_type", model_type=mt):
-        yield ctx.finding("FC361", _keys(p, f"{A}.model.path"), f"{p.message} ({ctx.get(f'{A}.model.path')})",
-                          p.fix)
+        yield ctx.finding("FC361", _keys(p, f"{A}.model.path"), f"{p.message} ({ctx.get(f'{A}.model.path')})", p.fix)
 
 
-@rule("FC364", "FSDP1 hybrid sharding with fsdp_size=1 never syncs gradients",
-      keys=[f"{A}.actor.fsdp_config.fsdp_size", f"{A}.actor.strategy"],
-      example=["engine=fsdp", "actor_rollout_ref.actor.fsdp_config.fsdp_size=1"])
+@rule(
+    "FC364",
+    "FSDP1 hybrid sharding with fsdp_size=1 never syncs gradients",
+    keys=[f"{A}.actor.fsdp_config.fsdp_size", f"{A}.actor.strategy"],
+    example=["engine=fsdp", "actor_rollout_ref.actor.fsdp_config.fsdp_size=1"],
+)
 def fsdp1_hybrid_size_one(ctx: Context) -> Iterable[Finding]:
     """``fsdp_size=1`` below the world size builds a ``(world, 1)`` mesh; FSDP1's ``HYBRID_SHARD`` then sees a
     shard group of one rank, switches to ``NO_SHARD`` over that group, and gradients are never all-reduced
@@ -78,14 +83,18 @@ def fsdp1_hybrid_size_one(ctx: Context) -> Iterable[Finding]:
     for sec, skey in fsdp_sections(ctx):
         key = f"{sec}.fsdp_size"
         if num(val(ctx, key)) == 1 and w and w > 1 and str(val(ctx, skey)) == "fsdp":
-            yield ctx.finding("FC364", [key, skey],
-                              f"{key} = 1 {src(ctx, key)} with {skey} = fsdp on {w} ranks: FSDP1's HYBRID_SHARD "
-                              "over one-rank shard groups falls back to NO_SHARD and never all-reduces gradients",
-                              f"use engine=fsdp2, or set {key}=-1 (or a divisor of {w} above 1)")
+            yield ctx.finding(
+                "FC364",
+                [key, skey],
+                f"{key} = 1 {src(ctx, key)} with {skey} = fsdp on {w} ranks: FSDP1's HYBRID_SHARD "
+                "over one-rank shard groups falls back to NO_SHARD and never all-reduces gradients",
+                f"use engine=fsdp2, or set {key}=-1 (or a divisor of {w} above 1)",
+            )
 
 
-@rule("FC861", "GPU-only patches on a CPU run", keys=[f"{A}.model.use_liger", "trainer.device"],
-      example=["patches=liger"])
+@rule(
+    "FC861", "GPU-only patches on a CPU run", keys=[f"{A}.model.use_liger", "trainer.device"], example=["patches=liger"]
+)
 def patch_device(ctx: Context) -> Iterable[Finding]:
     """Liger's kernels are Triton kernels: they need a CUDA device, on any launcher. The other patches run on the
     CPU or a GPU in the native loop and on a GPU or an Ascend NPU under verl (``trainer.device=npu``: verl's

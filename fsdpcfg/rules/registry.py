@@ -18,8 +18,9 @@ ID ranges:
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from fsdpcfg.rules.context import Context
@@ -48,7 +49,7 @@ class Rule:
 
     id: str
     title: str
-    severity: "Severity"
+    severity: Severity
     fn: RuleFn
     keys: tuple[str, ...] = ()
     example: tuple[str, ...] = ()
@@ -64,9 +65,16 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(id: str, title: str, *, severity: "Severity" = "error", keys: Iterable[str] = (),
-         example: Iterable[str] = (), kinds: Iterable[str] = ("ppo",), stage: str = "check"
-         ) -> Callable[[RuleFn], RuleFn]:
+def rule(
+    id: str,
+    title: str,
+    *,
+    severity: Severity = "error",
+    keys: Iterable[str] = (),
+    example: Iterable[str] = (),
+    kinds: Iterable[str] = ("ppo",),
+    stage: str = "check",
+) -> Callable[[RuleFn], RuleFn]:
     """Register the decorated function as rule ``id``, applying to configs of ``kinds`` at ``stage``
     (``check`` or ``launch``, see :class:`Rule`).
 

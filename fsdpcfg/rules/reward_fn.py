@@ -9,10 +9,11 @@ minutes after start-up.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
@@ -49,7 +50,7 @@ def _signature(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Signature:
     a = fn.args
     pos = [*a.posonlyargs, *a.args]
     pos_defaults = len(a.defaults)
-    required = {p.arg for p in pos[:len(pos) - pos_defaults]}
+    required = {p.arg for p in pos[: len(pos) - pos_defaults]}
     required |= {p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is None}
     names = {p.arg for p in [*a.args, *a.kwonlyargs]}
     return Signature(frozenset(names), frozenset(required), a.kwarg is not None, tuple(p.arg for p in a.posonlyargs))
@@ -102,8 +103,9 @@ def _binds(node: ast.stmt, name: str) -> bool:
         body = [*getattr(node, "body", []), *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]
         for h in getattr(node, "handlers", []):
             body += h.body
-        return any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name or _binds(s, name)
-                   for s in body)
+        return any(
+            isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name or _binds(s, name) for s in body
+        )
     return any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t))
 
 
@@ -123,9 +125,12 @@ def _problems(sig: Signature, extra: list[str]) -> list[str]:
     return out
 
 
-@rule("FC415", "the custom reward function exists and takes the keywords verl passes",
-      keys=[PATH, NAME, KWARGS],
-      example=["reward=arith", "reward.custom_reward_function.name=score"])
+@rule(
+    "FC415",
+    "the custom reward function exists and takes the keywords verl passes",
+    keys=[PATH, NAME, KWARGS],
+    example=["reward=arith", "reward.custom_reward_function.name=score"],
+)
 def custom_reward_function(ctx: Context) -> Iterable[Finding]:
     """``reward.custom_reward_function.path`` is parsed (never imported): a syntax error, a missing
     ``reward.custom_reward_function.name``, or a function that cannot be called as
@@ -143,32 +148,51 @@ def custom_reward_function(ctx: Context) -> Iterable[Finding]:
     file = path.removeprefix(FILE)
     p = Path(file).expanduser()
     if not p.is_file():
-        yield ctx.finding("FC415", [PATH], f"{PATH}: {path} does not exist on this machine, so the reward function "
-                          "was not checked", "fix the path, or check where the file is", severity="info")
+        yield ctx.finding(
+            "FC415",
+            [PATH],
+            f"{PATH}: {path} does not exist on this machine, so the reward function was not checked",
+            "fix the path, or check where the file is",
+            severity="info",
+        )
         return
     if not isinstance(name, str) or not name:
-        yield ctx.finding("FC415", [NAME, PATH], f"{NAME} is {name!r}; verl needs the function's name "
-                          f"(get_custom_reward_fn: assert fn_name is not None)", f"set {NAME}=compute_score (or the "
-                          "function's name)")
+        yield ctx.finding(
+            "FC415",
+            [NAME, PATH],
+            f"{NAME} is {name!r}; verl needs the function's name (get_custom_reward_fn: assert fn_name is not None)",
+            f"set {NAME}=compute_score (or the function's name)",
+        )
         return
     st = p.stat()
     kind, got = inspect_file(str(p), name, (st.st_mtime_ns, st.st_size))
     if kind in ("syntax", "unreadable"):
         what = "has a syntax error" if kind == "syntax" else "cannot be read"
-        yield ctx.finding("FC415", [PATH], f"{PATH}: {path} {what} ({got}); verl fails importing it in the reward "
-                          "worker", "fix the file (python -m py_compile FILE shows the error)")
+        yield ctx.finding(
+            "FC415",
+            [PATH],
+            f"{PATH}: {path} {what} ({got}); verl fails importing it in the reward worker",
+            "fix the file (python -m py_compile FILE shows the error)",
+        )
     elif kind == "missing":
         have = f"; its functions: {', '.join(got)}" if got else "; it defines no function"
-        yield ctx.finding("FC415", [NAME, PATH], f"{path} defines no top-level {name!r}{have}",
-                          f"set {NAME} to one of them, or add def {name}(data_source, solution_str, ground_truth, "
-                          "extra_info=None, **kwargs)")
+        yield ctx.finding(
+            "FC415",
+            [NAME, PATH],
+            f"{path} defines no top-level {name!r}{have}",
+            f"set {NAME} to one of them, or add def {name}(data_source, solution_str, ground_truth, "
+            "extra_info=None, **kwargs)",
+        )
     elif kind == "function":
         kwargs = ctx.get(KWARGS) or {}
         extra = [str(k) for k in kwargs] if isinstance(kwargs, dict) else []
         problems = _problems(got, extra)
         if problems:
-            yield ctx.finding("FC415", [NAME, PATH, KWARGS], f"{path}: {name}() cannot be called as verl calls it "
-                              f"({name}(data_source=, solution_str=, ground_truth=, extra_info=, **reward_kwargs)): "
-                              + "; ".join(problems),
-                              f"define it as def {name}(data_source, solution_str, ground_truth, extra_info=None, "
-                              "**kwargs)")
+            yield ctx.finding(
+                "FC415",
+                [NAME, PATH, KWARGS],
+                f"{path}: {name}() cannot be called as verl calls it "
+                f"({name}(data_source=, solution_str=, ground_truth=, extra_info=, **reward_kwargs)): "
+                + "; ".join(problems),
+                f"define it as def {name}(data_source, solution_str, ground_truth, extra_info=None, **kwargs)",
+            )

@@ -9,7 +9,8 @@ verl 0.9.1 sources: ``verl/workers/rollout/vllm_rollout/vllm_async_server.py`` (
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from fsdpcfg.rules._common import A, engine_rollout, flag, num, rollout_name, src, val
 from fsdpcfg.rules.context import Context
@@ -53,9 +54,16 @@ def _seq(ctx: Context) -> tuple[int, int] | None:
     return (p, q) if p is not None and q is not None else None
 
 
-@rule("FC501", "prompt + response must fit the model's context (and rollout.max_model_len)",
-      keys=[PL, RL, f"{R}.max_model_len"], example=["actor_rollout_ref.model.path=<Llama-2-7b-hf folder>",
-                                                     "data.max_prompt_length=2048", "data.max_response_length=8192"])
+@rule(
+    "FC501",
+    "prompt + response must fit the model's context (and rollout.max_model_len)",
+    keys=[PL, RL, f"{R}.max_model_len"],
+    example=[
+        "actor_rollout_ref.model.path=<Llama-2-7b-hf folder>",
+        "data.max_prompt_length=2048",
+        "data.max_response_length=8192",
+    ],
+)
 def context_length(ctx: Context) -> Iterable[Finding]:
     """A sequence of ``max_prompt_length + max_response_length`` tokens must fit ``max_position_embeddings``
     (extended by rope scaling) and, when set, ``rollout.max_model_len``, which itself may not exceed the
@@ -75,27 +83,40 @@ def context_length(ctx: Context) -> Iterable[Finding]:
         limit, how = lim
         if p + q > limit:
             yield ctx.finding(
-                "FC501", [PL, RL],
+                "FC501",
+                [PL, RL],
                 f"{PL} + {RL} = {p} + {q} = {p + q} tokens exceed the model's context of {limit} "
                 f"({how}, {ctx.get(f'{A}.model.path')})",
                 f"lower them to a total <= {limit}, or extend the context with rope scaling via "
                 f"{A}.model.override_config (e.g. +{A}.model.override_config.rope_scaling={{rope_type: yarn, "
                 f"factor: {-(-(p + q) // limit)}, original_max_position_embeddings: {limit}}}) "
                 "if the model supports it",
-                derivation=f"{p + q} = {p} + {q}; limit = {how}")
+                derivation=f"{p + q} = {p} + {q}; limit = {how}",
+            )
         if mml and mml > limit and engine_rollout(ctx):
-            yield ctx.finding("FC501", [mk], f"{mk} = {mml} exceeds the model's {how}",
-                              f"set {mk} <= {limit} (or leave it unset)")
+            yield ctx.finding(
+                "FC501", [mk], f"{mk} = {mml} exceeds the model's {how}", f"set {mk} <= {limit} (or leave it unset)"
+            )
     if mml and engine_rollout(ctx) and p + q > mml:
-        yield ctx.finding("FC501", [mk, PL, RL],
-                          f"{mk} = {mml} is smaller than {PL} + {RL} = {p + q}; long answers are cut or rejected",
-                          f"set {mk}={p + q} or more")
+        yield ctx.finding(
+            "FC501",
+            [mk, PL, RL],
+            f"{mk} = {mml} is smaller than {PL} + {RL} = {p + q}; long answers are cut or rejected",
+            f"set {mk}={p + q} or more",
+        )
 
 
-@rule("FC502", "without chunked prefill, max_num_batched_tokens must hold max_model_len",
-      keys=[f"{R}.max_num_batched_tokens", f"{R}.enable_chunked_prefill"],
-      example=["launcher=verl", "rollout=vllm", "actor_rollout_ref.rollout.enable_chunked_prefill=false",
-               "actor_rollout_ref.rollout.max_num_batched_tokens=8192"])
+@rule(
+    "FC502",
+    "without chunked prefill, max_num_batched_tokens must hold max_model_len",
+    keys=[f"{R}.max_num_batched_tokens", f"{R}.enable_chunked_prefill"],
+    example=[
+        "launcher=verl",
+        "rollout=vllm",
+        "actor_rollout_ref.rollout.enable_chunked_prefill=false",
+        "actor_rollout_ref.rollout.max_num_batched_tokens=8192",
+    ],
+)
 def chunked_prefill(ctx: Context) -> Iterable[Finding]:
     """With ``enable_chunked_prefill=false`` every prefill must fit one scheduler step, so vLLM needs
     ``max_num_batched_tokens >= max_model_len``; verl 0.9.1 then silently raises the value to max_model_len
@@ -118,12 +139,14 @@ def chunked_prefill(ctx: Context) -> Iterable[Finding]:
     if b < need or b < s[0] + s[1]:
         need = max(need, s[0] + s[1])
         yield ctx.finding(
-            "FC502", [bk, f"{R}.enable_chunked_prefill", f"{R}.max_model_len"],
+            "FC502",
+            [bk, f"{R}.enable_chunked_prefill", f"{R}.max_model_len"],
             f"{R}.enable_chunked_prefill = false needs {bk} >= max_model_len = {need} ({how}), but {bk} = {b}; "
             f"verl would silently raise it to {need}",
             f"set {R}.enable_chunked_prefill=true, or {R}.max_model_len={s[0] + s[1]} ({PL} + {RL}) and "
             f"{bk}>={s[0] + s[1]}",
-            derivation=f"at least {s[0]} + {s[1]} = {s[0] + s[1]} tokens per prefill")
+            derivation=f"at least {s[0]} + {s[1]} = {s[0] + s[1]} tokens per prefill",
+        )
 
 
 def _lora_rank(ctx: Context) -> int:
@@ -135,8 +158,12 @@ def _lora_rank(ctx: Context) -> int:
     return r
 
 
-@rule("FC503", "LoRA rank must be one vLLM can serve", keys=[f"{A}.model.lora_rank"],
-      example=["launcher=verl", "rollout=vllm", "actor_rollout_ref.model.lora_rank=1024"])
+@rule(
+    "FC503",
+    "LoRA rank must be one vLLM can serve",
+    keys=[f"{A}.model.lora_rank"],
+    example=["launcher=verl", "rollout=vllm", "actor_rollout_ref.model.lora_rank=1024"],
+)
 def lora_rank_vllm(ctx: Context) -> Iterable[Finding]:
     """vLLM serves adapters up to its largest ``max_lora_rank`` (512 for the versions verl 0.9 pins).
 
@@ -149,14 +176,25 @@ def lora_rank_vllm(ctx: Context) -> Iterable[Finding]:
     mx = arch_table()["backends"]["vllm"]["max_lora_rank"]
     if r > mx:
         key = f"{A}.model.lora_rank" if not num(ctx.get(f"{A}.model.lora.rank")) else f"{A}.model.lora.rank"
-        yield ctx.finding("FC503", [key], f"{key} = {r} exceeds vLLM's largest max_lora_rank {mx}",
-                          f"set {key} <= {mx}, or set {A}.model.lora.merge=true to sync merged weights")
+        yield ctx.finding(
+            "FC503",
+            [key],
+            f"{key} = {r} exceeds vLLM's largest max_lora_rank {mx}",
+            f"set {key} <= {mx}, or set {A}.model.lora.merge=true to sync merged weights",
+        )
 
 
-@rule("FC504", "layered_summon needs the base weights preloaded in the engine",
-      keys=[f"{R}.layered_summon", f"{R}.load_format"],
-      example=["launcher=verl", "rollout=vllm", "actor_rollout_ref.model.lora_rank=16",
-               "actor_rollout_ref.rollout.layered_summon=true"])
+@rule(
+    "FC504",
+    "layered_summon needs the base weights preloaded in the engine",
+    keys=[f"{R}.layered_summon", f"{R}.load_format"],
+    example=[
+        "launcher=verl",
+        "rollout=vllm",
+        "actor_rollout_ref.model.lora_rank=16",
+        "actor_rollout_ref.rollout.layered_summon=true",
+    ],
+)
 def layered_summon(ctx: Context) -> Iterable[Finding]:
     """With LoRA, ``layered_summon`` syncs only adapter weights layer by layer, so the engine must already
     hold the base model: a ``dummy`` load_format leaves it random and verl raises at the first sync.
@@ -169,13 +207,21 @@ def layered_summon(ctx: Context) -> Iterable[Finding]:
         return
     lf = str(ctx.get(f"{R}.load_format"))
     if "dummy" in lf:
-        yield ctx.finding("FC504", [f"{R}.layered_summon", f"{R}.load_format"],
-                          f"{R}.layered_summon = true with LoRA needs the base model preloaded, but {R}.load_format "
-                          f"= {lf} {src(ctx, f'{R}.load_format')}", f"set {R}.load_format=safetensors (or auto)")
+        yield ctx.finding(
+            "FC504",
+            [f"{R}.layered_summon", f"{R}.load_format"],
+            f"{R}.layered_summon = true with LoRA needs the base model preloaded, but {R}.load_format "
+            f"= {lf} {src(ctx, f'{R}.load_format')}",
+            f"set {R}.load_format=safetensors (or auto)",
+        )
 
 
-@rule("FC505", "load_format must be one the rollout engine accepts", keys=[f"{R}.load_format"],
-      example=["launcher=verl", "rollout=sglang", "actor_rollout_ref.rollout.load_format=dummy_dtensor"])
+@rule(
+    "FC505",
+    "load_format must be one the rollout engine accepts",
+    keys=[f"{R}.load_format"],
+    example=["launcher=verl", "rollout=sglang", "actor_rollout_ref.rollout.load_format=dummy_dtensor"],
+)
 def load_format(ctx: Context) -> Iterable[Finding]:
     """verl 0.9.1 hands ``rollout.load_format`` to the engine verbatim; each engine accepts its own set
     (fsdpcfg/data/rollout_arch_support.json). verl's old names (``dummy_dtensor`` ...) no longer exist.
@@ -193,18 +239,28 @@ def load_format(ctx: Context) -> Iterable[Finding]:
     if not isinstance(lf, str) or lf.lower() in be["load_formats"]:
         return
     legacy = table["legacy_load_formats"].get(lf)
-    msg = f"{key} = {lf} {src(ctx, key)} is not a load format of {name} {be['version']} (accepted: " \
-          f"{', '.join(be['load_formats'])})"
+    msg = (
+        f"{key} = {lf} {src(ctx, key)} is not a load format of {name} {be['version']} (accepted: "
+        f"{', '.join(be['load_formats'])})"
+    )
     if legacy:
         msg += f"; '{lf}' is a pre-0.5 verl name"
     sev: Severity = "warning" if be.get("load_formats_extensible") and not legacy else "error"
-    yield ctx.finding("FC505", [key], msg + (" unless a vLLM plugin registers it" if sev == "warning" else ""),
-                      f"set {key}={legacy or 'dummy'} (dummy: random init, verl syncs the real weights before the "
-                      "first rollout)", severity=sev)
+    yield ctx.finding(
+        "FC505",
+        [key],
+        msg + (" unless a vLLM plugin registers it" if sev == "warning" else ""),
+        f"set {key}={legacy or 'dummy'} (dummy: random init, verl syncs the real weights before the first rollout)",
+        severity=sev,
+    )
 
 
-@rule("FC506", "rollout sampling settings verl rejects", keys=[f"{R}.val_kwargs.do_sample", f"{R}.temperature", f"{R}.mode"],
-      example=["actor_rollout_ref.rollout.temperature=0", "actor_rollout_ref.rollout.val_kwargs.do_sample=true"])
+@rule(
+    "FC506",
+    "rollout sampling settings verl rejects",
+    keys=[f"{R}.val_kwargs.do_sample", f"{R}.temperature", f"{R}.mode"],
+    example=["actor_rollout_ref.rollout.temperature=0", "actor_rollout_ref.rollout.val_kwargs.do_sample=true"],
+)
 def sampling(ctx: Context) -> Iterable[Finding]:
     """Validation sampling needs ``rollout.temperature > 0`` (verl checks the training temperature); rollout
     ``mode=sync`` was removed.
@@ -214,9 +270,13 @@ def sampling(ctx: Context) -> Iterable[Finding]:
     """
     t: Any = ctx.get(f"{R}.temperature")
     if flag(ctx.get(f"{R}.val_kwargs.do_sample")) and isinstance(t, (int, float)) and t <= 0:
-        yield ctx.finding("FC506", [f"{R}.val_kwargs.do_sample", f"{R}.temperature"],
-                          f"{R}.val_kwargs.do_sample = true needs {R}.temperature > 0 (it is {t})",
-                          f"set {R}.temperature > 0 or {R}.val_kwargs.do_sample=false")
+        yield ctx.finding(
+            "FC506",
+            [f"{R}.val_kwargs.do_sample", f"{R}.temperature"],
+            f"{R}.val_kwargs.do_sample = true needs {R}.temperature > 0 (it is {t})",
+            f"set {R}.temperature > 0 or {R}.val_kwargs.do_sample=false",
+        )
     if str(val(ctx, f"{R}.mode")) == "sync":
-        yield ctx.finding("FC506", [f"{R}.mode"], f"{R}.mode = sync was removed in verl 0.9",
-                          f"set {R}.mode=async or remove it")
+        yield ctx.finding(
+            "FC506", [f"{R}.mode"], f"{R}.mode = sync was removed in verl 0.9", f"set {R}.mode=async or remove it"
+        )

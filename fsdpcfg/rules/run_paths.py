@@ -9,7 +9,7 @@ deletes from) outside their roots. The writers check it again (:func:`fsdpcfg.pa
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from fsdpcfg.paths import component_problem
 from fsdpcfg.rules.context import Context
@@ -20,8 +20,13 @@ from fsdpcfg.rules.registry import rule
 NAME_KEYS = ("trainer.project_name", "trainer.experiment_name")
 
 
-@rule("FC730", "trainer.project_name / trainer.experiment_name is not one folder name", keys=NAME_KEYS,
-      example=["trainer.experiment_name=../../x"], kinds=("ppo", "sft"))
+@rule(
+    "FC730",
+    "trainer.project_name / trainer.experiment_name is not one folder name",
+    keys=NAME_KEYS,
+    example=["trainer.experiment_name=../../x"],
+    kinds=("ppo", "sft"),
+)
 def run_name_is_one_component(ctx: Context) -> Iterable[Finding]:
     """A project or experiment name is one path component: not empty, not ``.``/``..``, no ``/`` or NUL, no
     leading ``-``, at most 255 bytes. Otherwise the run folder and the checkpoint folder land outside
@@ -38,8 +43,12 @@ def run_name_is_one_component(ctx: Context) -> Iterable[Finding]:
         problem = component_problem(value) if isinstance(value, str) else None  # other types: the schema's FC103
         if problem is None:
             continue
-        yield ctx.finding("FC730", [key], f"{key}={value!r} {problem}: it is a folder name in fsdpcfg.run_dir and "
-                          "trainer.default_local_dir (runs/<project>/<experiment>), so the run would write outside "
-                          "its own folders",
-                          f"use one plain name, e.g. {key}=my_run (letters, digits, '_', '-', '.'); to put the run "
-                          "elsewhere set fsdpcfg.run_dir and trainer.default_local_dir to the folders you want")
+        yield ctx.finding(
+            "FC730",
+            [key],
+            f"{key}={value!r} {problem}: it is a folder name in fsdpcfg.run_dir and "
+            "trainer.default_local_dir (runs/<project>/<experiment>), so the run would write outside "
+            "its own folders",
+            f"use one plain name, e.g. {key}=my_run (letters, digits, '_', '-', '.'); to put the run "
+            "elsewhere set fsdpcfg.run_dir and trainer.default_local_dir to the folders you want",
+        )

@@ -6,7 +6,8 @@ bash reads them: a value the check cannot know is an info naming the key it feed
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
@@ -17,16 +18,15 @@ if TYPE_CHECKING:
 _KINDS = ("ppo", "sft")
 
 
-def script_notes(ctx: "Context", rule_id: str) -> Iterator[Finding]:
+def script_notes(ctx: Context, rule_id: str) -> Iterator[Finding]:
     """The findings of rule ``rule_id`` that reading the run script produced (none for other inputs)."""
     for f in getattr(ctx.composed, "script_notes", None) or []:
         if f.rule == rule_id:
             yield f
 
 
-@rule("FC120", "a run script's value taken from the environment the check runs in", severity="info",
-      kinds=_KINDS)
-def script_environment(ctx: "Context") -> Iterator[Finding]:
+@rule("FC120", "a run script's value taken from the environment the check runs in", severity="info", kinds=_KINDS)
+def script_environment(ctx: Context) -> Iterator[Finding]:
     """A variable the script reads but does not set (``$HOME``, ``${MODEL_PATH:-...}`` when ``MODEL_PATH`` is
     exported) was taken from the environment of ``fsdpcfg check``, as bash takes it from the environment the
     script runs in; on the cluster it may differ. Source: issue 12 item 1 (environment variables named in an
@@ -34,9 +34,8 @@ def script_environment(ctx: "Context") -> Iterator[Finding]:
     yield from script_notes(ctx, "FC120")
 
 
-@rule("FC121", "a verl command of the run script is not a trainer fsdpcfg checks", severity="info",
-      kinds=_KINDS)
-def script_other_entry(ctx: "Context") -> Iterator[Finding]:
+@rule("FC121", "a verl command of the run script is not a trainer fsdpcfg checks", severity="info", kinds=_KINDS)
+def script_other_entry(ctx: Context) -> Iterator[Finding]:
     """``verl.trainer.main_generation_server``, ``main_eval``, ``recipe.*`` and the other verl entry points read
     configs other than ``ppo_trainer`` and ``sft_trainer_engine``: fsdpcfg names them and does not check them.
     Source: verl 0.9.1 ``verl/trainer/*.py`` (``@hydra.main(config_name=...)``)."""
@@ -44,16 +43,20 @@ def script_other_entry(ctx: "Context") -> Iterator[Finding]:
 
 
 @rule("FC122", "overrides given after the run script apply on top of its own", severity="info", kinds=_KINDS)
-def script_extra_overrides(ctx: "Context") -> Iterator[Finding]:
+def script_extra_overrides(ctx: Context) -> Iterator[Finding]:
     """``fsdpcfg check run.sh key=value``: the overrides stand where the script writes ``"$@"``, as
     ``bash run.sh key=value`` would put them; a command without ``"$@"`` gets them at its end, and this info
     says so (bash would not pass them). Source: issue 12 item 1."""
     yield from script_notes(ctx, "FC122")
 
 
-@rule("FC123", "every part of the run script that sets values can be followed without running it",
-      severity="info", kinds=_KINDS)
-def script_not_followed(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC123",
+    "every part of the run script that sets values can be followed without running it",
+    severity="info",
+    kinds=_KINDS,
+)
+def script_not_followed(ctx: Context) -> Iterator[Finding]:
     """A condition the check cannot know (a file test, a command's status, an unknown value), a ``while``
     loop, ``source`` or ``eval``: every branch is read and a value the branches set differently is unknown
     (FC107 names the keys it feeds); a command inside such a branch is checked and labelled as maybe run.
@@ -61,9 +64,13 @@ def script_not_followed(ctx: "Context") -> Iterator[Finding]:
     yield from script_notes(ctx, "FC123")
 
 
-@rule("FC124", "the run script's Hydra options and launcher options are read as verl reads them",
-      severity="info", kinds=_KINDS)
-def script_config_options(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC124",
+    "the run script's Hydra options and launcher options are read as verl reads them",
+    severity="info",
+    kinds=_KINDS,
+)
+def script_config_options(ctx: Context) -> Iterator[Finding]:
     """``--config-path``/``--config-name`` (verl's own ``ppo_megatron_trainer``, or the script's own config
     file read on top of verl's defaults), torchrun's ``--nproc_per_node``/``--nnodes`` (the world size of an
     SFT run), and options the check does not interpret (``--multirun``). Source: verl 0.9.1
@@ -72,7 +79,7 @@ def script_config_options(ctx: "Context") -> Iterator[Finding]:
 
 
 @rule("FC125", "the run script's verl module exists in the pinned verl", severity="warning", kinds=_KINDS)
-def script_missing_module(ctx: "Context") -> Iterator[Finding]:
+def script_missing_module(ctx: Context) -> Iterator[Finding]:
     """``python3 -m verl.trainer.NAME`` where verl 0.9.1 has no such module under ``verl/trainer/``: the command
     fails at once with ``No module named``. Source: verl 0.9.1's ``verl/trainer/`` modules (``main_ppo``,
     ``main_ppo_v0``, ``main_eval``, ``main_generation_server``, ``sft_trainer``, ``sft_trainer_ray``)."""

@@ -7,8 +7,9 @@ the context). Sources: DESIGN.md "Unknown keys are never ignored"; verl 0.9.1's 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from fsdpcfg import paths
 from fsdpcfg.rules.chain import pending_checkpoint_root
@@ -22,17 +23,18 @@ if TYPE_CHECKING:
     from fsdpcfg.rules.context import Context
 
 
-def schema_report(ctx: "Context") -> SchemaReport:
+def schema_report(ctx: Context) -> SchemaReport:
     """Return the schema validation of ``ctx.cfg`` (computed once per context)."""
     rep = ctx.__dict__.get("_schema_report")
     if rep is None:
-        rep = validate_tree(ctx.cfg, skip=frozenset(getattr(ctx, "unresolved", {})),
-                            derived=frozenset(getattr(ctx, "derived", ())))
+        rep = validate_tree(
+            ctx.cfg, skip=frozenset(getattr(ctx, "unresolved", {})), derived=frozenset(getattr(ctx, "derived", ()))
+        )
         ctx.__dict__["_schema_report"] = rep
     return rep
 
 
-def _added(ctx: "Context") -> list[str]:
+def _added(ctx: Context) -> list[str]:
     return list(getattr(ctx.composed, "added", []) or [])
 
 
@@ -40,22 +42,35 @@ def _under(key: str, prefix: str) -> bool:
     return key == prefix or key.startswith(prefix + ".")
 
 
-@rule("FC100", "every value can be resolved (interpolations point at existing keys)",
-      keys=(), example=("+recipe=qwen_grpo", "data.max_prompt_length=${data.nope}"))
-def unresolved_interpolation(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC100",
+    "every value can be resolved (interpolations point at existing keys)",
+    keys=(),
+    example=("+recipe=qwen_grpo", "data.max_prompt_length=${data.nope}"),
+)
+def unresolved_interpolation(ctx: Context) -> Iterator[Finding]:
     """A ``${...}`` value whose target does not exist or cannot be resolved. Source: OmegaConf's
     interpolation errors, which otherwise surface as a traceback when the config is first read."""
     failed = getattr(ctx, "unresolved", {})
     for key in sorted(failed):
         src = ctx.composed.provenance.source_of(key)
-        yield Finding("FC100", "error", [key], f"{key}: {failed[key]}", f"set {key} to a literal value, or point "
-                      "the ${...} at an existing key (`fsdpcfg show` prints the tree)",
-                      provenance={key: str(src) if src else "unknown"})
+        yield Finding(
+            "FC100",
+            "error",
+            [key],
+            f"{key}: {failed[key]}",
+            f"set {key} to a literal value, or point the ${{...}} at an existing key (`fsdpcfg show` prints the tree)",
+            provenance={key: str(src) if src else "unknown"},
+        )
 
 
-@rule("FC101", "every key is one the schema or verl 0.9.1 knows", keys=(),
-      example=("+recipe=qwen_grpo", "trainer.nnode=2"))
-def unknown_key(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC101",
+    "every key is one the schema or verl 0.9.1 knows",
+    keys=(),
+    example=("+recipe=qwen_grpo", "trainer.nnode=2"),
+)
+def unknown_key(ctx: Context) -> Iterator[Finding]:
     """A key that neither fsdpcfg's schema nor verl 0.9.1's ``ppo_trainer`` config defines, from a config
     file (keys created on the command line with ``+`` are FC102). verl and Hydra ignore such keys silently
     when they sit in a file. Source: DESIGN.md "Unknown keys are never ignored"."""
@@ -66,9 +81,13 @@ def unknown_key(ctx: "Context") -> Iterator[Finding]:
         yield ctx.finding("FC101", [i.key] + i.suggestions[:1], f"{i.key} {i.message}", i.fix)
 
 
-@rule("FC102", "a key created with `+` is one something reads", keys=(),
-      example=("+recipe=qwen_grpo", "+actor_rollout_ref.actor.ppo_micro_batch_size_pergpu=4"))
-def unread_added_key(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC102",
+    "a key created with `+` is one something reads",
+    keys=(),
+    example=("+recipe=qwen_grpo", "+actor_rollout_ref.actor.ppo_micro_batch_size_pergpu=4"),
+)
+def unread_added_key(ctx: Context) -> Iterator[Finding]:
     """``+key=value`` creates a key even when nothing reads it, so a typo in a ``+`` override is silently
     accepted by Hydra and by verl. Source: ../shared/cases c09 (``+model.trust_remote_code``) and c20."""
     for key in _added(ctx):
@@ -76,23 +95,37 @@ def unread_added_key(ctx: "Context") -> Iterator[Finding]:
             continue
         sugg = K.suggest(key)
         real = sugg[0] if sugg else None
-        fix = (f"use the real key: {real}={_shown(ctx, key)}" + (" (drop the `+`: it already exists)"
-               if real in K.schema_keys() else "")) if real else "check the key name (`fsdpcfg show`)"
-        yield ctx.finding("FC102", [key] + ([real] if real else []),
-                          f"+{key} created a key that nothing reads (neither fsdpcfg nor verl 0.9.1 knows it)"
-                          + (f"; the closest real key is {real}" if real else ""), fix)
+        fix = (
+            (
+                f"use the real key: {real}={_shown(ctx, key)}"
+                + (" (drop the `+`: it already exists)" if real in K.schema_keys() else "")
+            )
+            if real
+            else "check the key name (`fsdpcfg show`)"
+        )
+        yield ctx.finding(
+            "FC102",
+            [key] + ([real] if real else []),
+            f"+{key} created a key that nothing reads (neither fsdpcfg nor verl 0.9.1 knows it)"
+            + (f"; the closest real key is {real}" if real else ""),
+            fix,
+        )
 
 
-def _shown(ctx: "Context", key: str) -> str:
+def _shown(ctx: Context, key: str) -> str:
     v = ctx.get(key)
     if isinstance(v, bool):
         return str(v).lower()
     return "VALUE" if isinstance(v, (dict, list)) or v is None else str(v)
 
 
-@rule("FC103", "values have the right type and are among the allowed values", keys=(),
-      example=("+recipe=qwen_grpo", "actor_rollout_ref.actor.strategy=fsdp3"))
-def invalid_value(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC103",
+    "values have the right type and are among the allowed values",
+    keys=(),
+    example=("+recipe=qwen_grpo", "actor_rollout_ref.actor.strategy=fsdp3"),
+)
+def invalid_value(ctx: Context) -> Iterator[Finding]:
     """Types, ranges and allowed values of the schema (Pydantic, ``fsdpcfg/schema/``), and values of
     verl-only keys whose type differs from verl's default. Source: verl 0.9.1 ``verl/workers/config/*.py``
     (``__post_init__`` checks), ``verl/trainer/ppo/core_algos.py`` (estimators, KL types, policy losses);
@@ -102,9 +135,13 @@ def invalid_value(ctx: "Context") -> Iterator[Finding]:
             yield ctx.finding("FC103", [i.key], f"{i.key}: {i.message}", i.fix)
 
 
-@rule("FC105", "a key missing from the tree is added with `+`", keys=(),
-      example=("+recipe=qwen_grpo", "launcher=verl", "ray_kwargs.ray_init.address=auto"))
-def needs_plus(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC105",
+    "a key missing from the tree is added with `+`",
+    keys=(),
+    example=("+recipe=qwen_grpo", "launcher=verl", "ray_kwargs.ray_init.address=auto"),
+)
+def needs_plus(ctx: Context) -> Iterator[Finding]:
     """``key=value`` for a key that no file of the config sets is rejected by Hydra ("Could not override
     ... use +"), by fsdpcfg and by verl alike. The tree starts from verl's own composition, so these are
     exactly the keys verl needs ``+`` for: below a free mapping (``override_config``, ``engine_kwargs``,
@@ -118,36 +155,51 @@ def needs_plus(ctx: "Context") -> Iterator[Finding]:
     for key, text in sorted((getattr(ctx.composed, "plus_needed", None) or {}).items()):
         if key in K.verl_keys() and key not in own:
             continue  # another engine's key: FC113
-        yield ctx.finding("FC105", [key], f"{key} is a key fsdpcfg/verl define, but no file of the config sets "
-                          "it, so `key=value` cannot override it (Hydra and verl both reject it)",
-                          f"add it with a plus: +{text}")
+        yield ctx.finding(
+            "FC105",
+            [key],
+            f"{key} is a key fsdpcfg/verl define, but no file of the config sets "
+            "it, so `key=value` cannot override it (Hydra and verl both reject it)",
+            f"add it with a plus: +{text}",
+        )
 
 
-@rule("FC112", "a key verl's tree already holds is set without `+`", keys=(),
-      example=("+recipe=qwen_grpo", "+critic.optim.lr=1e-5"))
-def plus_refused(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC112",
+    "a key verl's tree already holds is set without `+`",
+    keys=(),
+    example=("+recipe=qwen_grpo", "+critic.optim.lr=1e-5"),
+)
+def plus_refused(ctx: Context) -> Iterator[Finding]:
     """``+key=value`` for a key that verl's own composition defines (``critic.*``, ``ray_kwargs.*``, every
     engine section) fails in Hydra with "Could not append to config. An item is already at ..." -- in verl's
     ``main_ppo`` as here, whose tree starts from verl's (:mod:`fsdpcfg.compose.verl_base`). Recorded by
     :func:`fsdpcfg.check.compose_for_check` in ``composed.plus_refused`` (the other rules still run on the
     value). Source: Hydra's override grammar (``+`` appends, ``++`` forces); issue 12 (verl's key tree)."""
     for key, text in sorted((getattr(ctx.composed, "plus_refused", None) or {}).items()):
-        yield ctx.finding("FC112", [key], f"`{text}`: {key} is already a key of verl's config (default "
-                          f"{_shown_default(ctx, key)}), so `+` cannot add it (Hydra and verl both reject it)",
-                          f"drop the plus: {text[1:]}")
+        yield ctx.finding(
+            "FC112",
+            [key],
+            f"`{text}`: {key} is already a key of verl's config (default "
+            f"{_shown_default(ctx, key)}), so `+` cannot add it (Hydra and verl both reject it)",
+            f"drop the plus: {text[1:]}",
+        )
 
 
-def _shown_default(ctx: "Context", key: str) -> str:
+def _shown_default(ctx: Context, key: str) -> str:
     from fsdpcfg import verlref
 
     v = verlref.defaults("ppo", resolved=False).get(key)
     return "null" if v is None else str(v)
 
 
-@rule("FC104", "required values are set", keys=("actor_rollout_ref.model.path", "data.train_files",
-                                               "actor_rollout_ref.rollout.name"),
-      example=("actor_rollout_ref.model.path=???",))
-def missing_value(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC104",
+    "required values are set",
+    keys=("actor_rollout_ref.model.path", "data.train_files", "actor_rollout_ref.rollout.name"),
+    example=("actor_rollout_ref.model.path=???",),
+)
+def missing_value(ctx: Context) -> Iterator[Finding]:
     """A required value left as ``???`` or deleted with ``~``; verl fails on it only after start-up
     (``omegaconf.errors.MissingMandatoryValue``). Source: verl 0.9.1 ``ppo_trainer.yaml`` (``???`` keys)."""
     for i in schema_report(ctx).issues:
@@ -155,9 +207,15 @@ def missing_value(ctx: "Context") -> Iterator[Finding]:
             yield ctx.finding("FC104", [i.key], f"{i.key} {i.message}", i.fix)
 
 
-@rule("FC107", "every override of a run script can be read without running the shell", severity="info",
-      keys=(), example=(), kinds=("ppo", "sft"))
-def script_not_checkable(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC107",
+    "every override of a run script can be read without running the shell",
+    severity="info",
+    keys=(),
+    example=(),
+    kinds=("ppo", "sft"),
+)
+def script_not_checkable(ctx: Context) -> Iterator[Finding]:
     """A verl run script's override whose value the check cannot know: a command substitution ``$(...)``, a
     variable set by neither the script nor the environment, arithmetic on such a value, a positional argument
     not given (``-- ARGS``), a variable the script sets differently in branches it cannot decide. Only the shell
@@ -169,10 +227,13 @@ def script_not_checkable(ctx: "Context") -> Iterator[Finding]:
             yield f
 
 
-@rule("FC106", "the model path can be found (offline: a folder with config.json, or a cached hub id)",
-      keys=("actor_rollout_ref.model.path", "actor_rollout_ref.model.tokenizer_path", "critic.model.path"),
-      example=("+recipe=qwen_grpo", "actor_rollout_ref.model.path=/tmp"))
-def model_path(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC106",
+    "the model path can be found (offline: a folder with config.json, or a cached hub id)",
+    keys=("actor_rollout_ref.model.path", "actor_rollout_ref.model.tokenizer_path", "critic.model.path"),
+    example=("+recipe=qwen_grpo", "actor_rollout_ref.model.path=/tmp"),
+)
+def model_path(ctx: Context) -> Iterator[Finding]:
     """A folder without config.json is an error; a hub id that is not cached here or a path that does not
     exist on this machine (a cluster path checked on a laptop) cannot be inspected: info, and the rules that
     read config.json are skipped; it becomes an error at launch (:func:`fsdpcfg.schema.require_model_path`).
@@ -194,18 +255,31 @@ def model_path(ctx: "Context") -> Iterator[Finding]:
         if st.kind in ("folder", "hub_cached"):
             continue
         if st.kind == "incomplete":
-            yield ctx.finding("FC106", [key], f"{key}: {st.detail}",
-                              "point it at a Hugging Face model folder (config.json, tokenizer files, weights)")
+            yield ctx.finding(
+                "FC106",
+                [key],
+                f"{key}: {st.detail}",
+                "point it at a Hugging Face model folder (config.json, tokenizer files, weights)",
+            )
         elif st.kind == "invalid":
-            yield ctx.finding("FC106", [key], f"{key}: {st.detail}",
-                              "give a local folder with config.json or a hub id `org/name`")
+            yield ctx.finding(
+                "FC106", [key], f"{key}: {st.detail}", "give a local folder with config.json or a hub id `org/name`"
+            )
         else:
             built = _under_home(value)
-            fix = ("build it with `fsdpcfg assets build` (python -m fsdpcfg builds it when missing)" if built else
-                   f"download it or point the path at a local copy before launch; offline runs use {OFFLINE_OPTION}")
-            yield ctx.finding("FC106", [key], f"{key}: {st.detail}; it cannot be inspected here, so the checks "
-                              "that read config.json were skipped (launch fails if it is still unreachable)",
-                              fix, severity="info")
+            fix = (
+                "build it with `fsdpcfg assets build` (python -m fsdpcfg builds it when missing)"
+                if built
+                else f"download it or point the path at a local copy before launch; offline runs use {OFFLINE_OPTION}"
+            )
+            yield ctx.finding(
+                "FC106",
+                [key],
+                f"{key}: {st.detail}; it cannot be inspected here, so the checks "
+                "that read config.json were skipped (launch fails if it is still unreachable)",
+                fix,
+                severity="info",
+            )
 
 
 def _under_home(value: str) -> bool:

@@ -24,8 +24,8 @@ key ids); issue 14 item 1 (``WANDB_KEY``, ``GITHUB_PAT``, ``OPENAI_KEY`` and URL
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
-
+from collections.abc import Iterable
+from typing import Any
 
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
@@ -33,16 +33,24 @@ from fsdpcfg.rules.registry import rule
 from fsdpcfg.verlref import flatten
 
 #: leaf names (case-insensitive, ``_``/``-`` separated words) that hold a secret.
-_SECRET_LEAF = re.compile(r"(^|[_-])(api[_-]?key|apikey|access[_-]?key|private[_-]?key|secret([_-]?key)?|password|"
-                          r"passwd|credentials?|(auth|access|api|bearer|hub|hf)[_-]?token)($|[_-])|"
-                          r"(^|[_-])(token|pat)$", re.IGNORECASE)
+_SECRET_LEAF = re.compile(
+    r"(^|[_-])(api[_-]?key|apikey|access[_-]?key|private[_-]?key|secret([_-]?key)?|password|"
+    r"passwd|credentials?|(auth|access|api|bearer|hub|hf)[_-]?token)($|[_-])|"
+    r"(^|[_-])(token|pat)$",
+    re.IGNORECASE,
+)
 #: environment variable names that hold a secret (``WANDB_KEY``, ``GITHUB_PAT``, ``OPENAI_KEY``, ``HF_TOKEN``).
-ENV_SECRET_NAME = re.compile(r"^(KEY|TOKEN|SECRET|PAT)$|_(KEY|TOKEN|SECRET|PAT|PASS|PWD)$|PASSWORD|PASSWD|SECRET|"
-                             r"CREDENTIAL|API_?KEY|_TOKEN_", re.IGNORECASE)
+ENV_SECRET_NAME = re.compile(
+    r"^(KEY|TOKEN|SECRET|PAT)$|_(KEY|TOKEN|SECRET|PAT|PASS|PWD)$|PASSWORD|PASSWD|SECRET|"
+    r"CREDENTIAL|API_?KEY|_TOKEN_",
+    re.IGNORECASE,
+)
 #: environment variable names that look like secrets by the pattern above but hold none.
-_ENV_NOT_SECRET = re.compile(r"^(TOKENIZERS_PARALLELISM|PYTHONHASHSEED|SSH_AUTH_SOCK|.*_PUBLIC_KEY|.*_KEY_ID|"
-                             r".*_TOKEN_(PATH|FILE|LEN|LENGTH|ID)|.*_(PATH|FILE|DIR)|.*PASSWORD_(FILE|PATH))$",
-                             re.IGNORECASE)
+_ENV_NOT_SECRET = re.compile(
+    r"^(TOKENIZERS_PARALLELISM|PYTHONHASHSEED|SSH_AUTH_SOCK|.*_PUBLIC_KEY|.*_KEY_ID|"
+    r".*_TOKEN_(PATH|FILE|LEN|LENGTH|ID)|.*_(PATH|FILE|DIR)|.*PASSWORD_(FILE|PATH))$",
+    re.IGNORECASE,
+)
 #: where a dotted key's last part is an environment variable name.
 _ENV_MAPPINGS = ("fsdpcfg.env.", ".env_vars.")
 #: the shapes of issued tokens (each match is a secret wherever it appears). Random tokens mix cases (and digits):
@@ -50,14 +58,16 @@ _ENV_MAPPINGS = ("fsdpcfg.env.", ".env_vars.")
 TOKEN_SHAPES = re.compile(
     r"(?<![A-Za-z0-9_])(?:hf_(?=[a-z0-9]*[A-Z])[A-Za-z0-9]{30,}|"
     r"sk-(?:proj-|ant-|svcacct-)?(?=[A-Za-z_-]*[0-9])(?=[a-z0-9_-]*[A-Z])[A-Za-z0-9_-]{32,}|gh[pousr]_[A-Za-z0-9]{36,}|"
-    r"github_pat_[A-Za-z0-9_]{22,}|xox[abposr]-[A-Za-z0-9-]{10,}|(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Za-z0-9])")
+    r"github_pat_[A-Za-z0-9_]{22,}|xox[abposr]-[A-Za-z0-9-]{10,}|(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Za-z0-9])"
+)
 #: a URL with a password in its user part: group ``pw`` is the secret.
 URL_USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@'\"]+:)(?P<pw>[^/\s@'\"]+)(?P<at>@)")
 #: a Weights & Biases API key (40 lower-case hex digits): a secret when the key or variable names wandb.
 _WANDB_KEY = re.compile(r"^[0-9a-f]{40}$")
 #: token names that are vocabulary entries, not credentials (``eos_token``, ``pad_token_id``, ...).
-_VOCAB_TOKEN = re.compile(r"(^|[_-])(pad|eos|bos|unk|sep|cls|mask|image|video|audio|special|end|start)[_-]token",
-                          re.IGNORECASE)
+_VOCAB_TOKEN = re.compile(
+    r"(^|[_-])(pad|eos|bos|unk|sep|cls|mask|image|video|audio|special|end|start)[_-]token", re.IGNORECASE
+)
 #: an ``${oc.env:NAME,DEFAULT}`` whose default is a literal.
 _ENV_WITH_DEFAULT = re.compile(r"^\$\{oc\.env:[^,}]+,\s*(?!null\s*\}|''|\"\"|\s*\})")
 #: ``${oc.env:NAME}`` or ``${oc.env:NAME,}`` / ``${oc.env:NAME,null}`` / ``${oc.env:NAME,''}``.
@@ -124,8 +134,13 @@ def _mask(value: str) -> str:
     return f"{value[:2]}... ({len(value)} characters)" if len(value) > 6 else f"({len(value)} characters)"
 
 
-@rule("FC720", "a literal secret (tracker key, token, password, URL credentials) in the config", keys=["fsdpcfg.env"],
-      example=["+fsdpcfg.env.WANDB_API_KEY=0123456789abcdef"], kinds=("ppo", "sft"))
+@rule(
+    "FC720",
+    "a literal secret (tracker key, token, password, URL credentials) in the config",
+    keys=["fsdpcfg.env"],
+    example=["+fsdpcfg.env.WANDB_API_KEY=0123456789abcdef"],
+    kinds=("ppo", "sft"),
+)
 def literal_secret(ctx: Context) -> Iterable[Finding]:
     """A credential written as a literal lands in the recipe YAML, shell history and every saved config;
     tracker keys and tokens belong in the environment, referenced as ``${oc.env:NAME}``. Found by the key's
@@ -150,7 +165,11 @@ def literal_secret(ctx: Context) -> Iterable[Finding]:
             shaped = secret_shapes(value, key)
             what = f"a literal secret {_mask(value)}" + (" (the shape of an issued token)" if shaped else "")
             fix = f"export {name}=... in the environment and write {key}: ${{oc.env:{name}}}"
-        f = ctx.finding("FC720", [key], f"{key} holds {what}: it would be saved in the recipe, the shell history "
-                        "and the run folder", fix)
+        f = ctx.finding(
+            "FC720",
+            [key],
+            f"{key} holds {what}: it would be saved in the recipe, the shell history and the run folder",
+            fix,
+        )
         f.provenance = {key: where}
         yield f

@@ -9,7 +9,8 @@ FC251  the native SFT trainer runs fixed micro-batches (use_dynamic_bsz is verl'
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from fsdpcfg.rules._common import divisors
 from fsdpcfg.rules.finding import Finding
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 SFT = ("sft",)
 
 
-def _get(ctx: "Context", key: str, default: Any = None) -> Any:
+def _get(ctx: Context, key: str, default: Any = None) -> Any:
     """The SFT config's value of ``key``, else the SFT schema's default (verl's), else ``default``."""
     from fsdpcfg.rules.context import get_dotted
 
@@ -48,13 +49,19 @@ def _schema_defaults() -> dict[str, Any]:
                 out[f"{prefix}{name}"] = info.default_factory()
             else:
                 out[f"{prefix}{name}"] = info.default
+
     walk(SftRunConfig, "")
     return out
 
 
-@rule("FC150", "the SFT config matches the SFT schema (keys, types, allowed and required values)", keys=(),
-      example=("+recipe=qwen_sft", "+data.micro_batch_size_per_gpuu=2"), kinds=SFT)
-def sft_schema(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC150",
+    "the SFT config matches the SFT schema (keys, types, allowed and required values)",
+    keys=(),
+    example=("+recipe=qwen_sft", "+data.micro_batch_size_per_gpuu=2"),
+    kinds=SFT,
+)
+def sft_schema(ctx: Context) -> Iterator[Finding]:
     """Validate an SFT config with :class:`fsdpcfg.schema.sft.SftRunConfig` (Pydantic, ``extra="forbid"``,
     verl 0.9.1's ``sft_trainer_engine`` keys and defaults): an unknown key (with the closest real key), a value
     of the wrong type or outside the allowed set, a required value left as ``???``, an interpolation that
@@ -81,16 +88,22 @@ def sft_schema(ctx: "Context") -> Iterator[Finding]:
             if err["type"] == "extra_forbidden":
                 close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
                 hint = f"; did you mean {close[0]}?" if close else ""
-                yield ctx.finding("FC150", [key] + close, f"{key} is not a key of the SFT config (verl's "
-                                  f"sft_trainer_engine layout){hint}",
-                                  f"use {close[0]}" if close else "remove it (`fsdpcfg show +recipe=qwen_sft` "
-                                  "lists the keys)")
+                yield ctx.finding(
+                    "FC150",
+                    [key] + close,
+                    f"{key} is not a key of the SFT config (verl's sft_trainer_engine layout){hint}",
+                    f"use {close[0]}" if close else "remove it (`fsdpcfg show +recipe=qwen_sft` lists the keys)",
+                )
             elif err["type"] == "missing":
                 yield ctx.finding("FC150", [key], f"{key} is required and not set", f"set {key}=VALUE")
             else:
                 value = flat.get(key, err.get("input"))
-                yield ctx.finding("FC150", [key], f"{key}={value!r}: {err['msg']}",
-                                  f"set {key} to a valid value (default {_schema_defaults().get(key)!r})")
+                yield ctx.finding(
+                    "FC150",
+                    [key],
+                    f"{key}={value!r}: {err['msg']}",
+                    f"set {key} to a valid value (default {_schema_defaults().get(key)!r})",
+                )
 
 
 def _schema_part(tree: dict[str, Any], schema: frozenset[str], prefix: str = "") -> dict[str, Any]:
@@ -107,8 +120,7 @@ def _schema_part(tree: dict[str, Any], schema: frozenset[str], prefix: str = "")
         in_schema = key in schema or any(s.startswith(key + ".") for s in schema)
         if not in_schema and (key in vkeys or key in vpre):
             continue
-        out[k] = _schema_part(v, schema, key + ".") if isinstance(v, dict) and in_schema and key not in schema \
-            else v
+        out[k] = _schema_part(v, schema, key + ".") if isinstance(v, dict) and in_schema and key not in schema else v
     return out
 
 
@@ -126,11 +138,20 @@ def _pos_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v > 0
 
 
-@rule("FC250", "data.train_batch_size splits into data-parallel ranks x data.micro_batch_size_per_gpu",
-      keys=("data.train_batch_size", "data.micro_batch_size_per_gpu", "trainer.nnodes", "trainer.n_gpus_per_node",
-            "engine.ulysses_sequence_parallel_size"),
-      example=("+recipe=qwen_sft", "data.train_batch_size=6"), kinds=SFT)
-def sft_batch_split(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC250",
+    "data.train_batch_size splits into data-parallel ranks x data.micro_batch_size_per_gpu",
+    keys=(
+        "data.train_batch_size",
+        "data.micro_batch_size_per_gpu",
+        "trainer.nnodes",
+        "trainer.n_gpus_per_node",
+        "engine.ulysses_sequence_parallel_size",
+    ),
+    example=("+recipe=qwen_sft", "data.train_batch_size=6"),
+    kinds=SFT,
+)
+def sft_batch_split(ctx: Context) -> Iterator[Finding]:
     """verl's SFT trainer splits ``data.train_batch_size`` sequences over the data-parallel ranks
     (``world / ulysses_sequence_parallel_size``) and each rank's share into micro-batches of
     ``micro_batch_size_per_gpu`` (fixed sizes: gradient accumulation = share / micro). A remainder fails in
@@ -144,49 +165,73 @@ def sft_batch_split(ctx: "Context") -> Iterator[Finding]:
         return  # FC150 reports the types
     world = nodes * gpus
     if world % sp:
-        yield ctx.finding("FC250", ["engine.ulysses_sequence_parallel_size", "trainer.n_gpus_per_node"],
-                          f"the world size {world} is not a multiple of ulysses_sequence_parallel_size {sp}",
-                          f"choose a divisor of {world}", derivation=f"world {world} = {nodes} nodes x {gpus}")
+        yield ctx.finding(
+            "FC250",
+            ["engine.ulysses_sequence_parallel_size", "trainer.n_gpus_per_node"],
+            f"the world size {world} is not a multiple of ulysses_sequence_parallel_size {sp}",
+            f"choose a divisor of {world}",
+            derivation=f"world {world} = {nodes} nodes x {gpus}",
+        )
         return
     dp = world // sp
     derivation = f"dp = {nodes} nodes x {gpus} ranks / ulysses {sp} = {dp}"
     keys = ["data.train_batch_size", "data.micro_batch_size_per_gpu", "trainer.n_gpus_per_node"]
     if tbs % dp:
-        yield ctx.finding("FC250", keys, f"data.train_batch_size {tbs} does not split over {dp} data-parallel ranks",
-                          f"make data.train_batch_size a multiple of {dp} (e.g. {dp * max(1, round(tbs / dp))})",
-                          derivation=derivation)
+        yield ctx.finding(
+            "FC250",
+            keys,
+            f"data.train_batch_size {tbs} does not split over {dp} data-parallel ranks",
+            f"make data.train_batch_size a multiple of {dp} (e.g. {dp * max(1, round(tbs / dp))})",
+            derivation=derivation,
+        )
         return
     if _get(ctx, "data.use_dynamic_bsz") is True:
         return
     per_rank = tbs // dp
     if per_rank % micro:
         good = divisors(per_rank)[:12]
-        yield ctx.finding("FC250", keys, f"each rank's share of data.train_batch_size is {per_rank} sequences "
-                          f"({tbs} / {dp} ranks), not a multiple of data.micro_batch_size_per_gpu {micro}: "
-                          f"train_batch_size must be a multiple of dp {dp} x micro {micro} = {dp * micro}",
-                          f"set data.micro_batch_size_per_gpu to a divisor of {per_rank} ({good}) or "
-                          f"data.train_batch_size to a multiple of {dp * micro}", derivation=derivation)
+        yield ctx.finding(
+            "FC250",
+            keys,
+            f"each rank's share of data.train_batch_size is {per_rank} sequences "
+            f"({tbs} / {dp} ranks), not a multiple of data.micro_batch_size_per_gpu {micro}: "
+            f"train_batch_size must be a multiple of dp {dp} x micro {micro} = {dp * micro}",
+            f"set data.micro_batch_size_per_gpu to a divisor of {per_rank} ({good}) or "
+            f"data.train_batch_size to a multiple of {dp * micro}",
+            derivation=derivation,
+        )
 
 
-@rule("FC251", "the native SFT trainer runs fixed micro-batches (use_dynamic_bsz is verl's)",
-      keys=("data.use_dynamic_bsz", "fsdpcfg.launcher"),
-      example=("+recipe=qwen_sft", "data.use_dynamic_bsz=true"), kinds=SFT)
-def sft_dynamic_bsz_native(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC251",
+    "the native SFT trainer runs fixed micro-batches (use_dynamic_bsz is verl's)",
+    keys=("data.use_dynamic_bsz", "fsdpcfg.launcher"),
+    example=("+recipe=qwen_sft", "data.use_dynamic_bsz=true"),
+    kinds=SFT,
+)
+def sft_dynamic_bsz_native(ctx: Context) -> Iterator[Finding]:
     """``data.use_dynamic_bsz`` (verl's default: true) packs micro-batches by ``max_token_len_per_gpu``; the
     native trainer splits each rank's share into ``micro_batch_size_per_gpu`` sequences instead. Not a silent
     no-op: an error naming the launcher that implements it. Source: DESIGN.md "A key that verl knows but the
     chosen launcher does not implement is an error"."""
     if _get(ctx, "fsdpcfg.launcher") == "native" and _get(ctx, "data.use_dynamic_bsz") is True:
-        yield ctx.finding("FC251", ["data.use_dynamic_bsz"], "data.use_dynamic_bsz=true (token-budget micro-batches) "
-                          "is implemented by launcher=verl, not by the native SFT trainer",
-                          "set data.use_dynamic_bsz=false (micro-batches of data.micro_batch_size_per_gpu), or "
-                          "launcher=verl")
+        yield ctx.finding(
+            "FC251",
+            ["data.use_dynamic_bsz"],
+            "data.use_dynamic_bsz=true (token-budget micro-batches) "
+            "is implemented by launcher=verl, not by the native SFT trainer",
+            "set data.use_dynamic_bsz=false (micro-batches of data.micro_batch_size_per_gpu), or launcher=verl",
+        )
 
 
-@rule("FC253", "the native SFT trainer runs no validation (data.val_files, trainer.test_freq are verl's)",
-      keys=("data.val_files", "trainer.test_freq", "fsdpcfg.launcher"),
-      example=("+recipe=qwen_sft", "trainer.test_freq=2"), kinds=SFT)
-def sft_validation_native(ctx: "Context") -> Iterator[Finding]:
+@rule(
+    "FC253",
+    "the native SFT trainer runs no validation (data.val_files, trainer.test_freq are verl's)",
+    keys=("data.val_files", "trainer.test_freq", "fsdpcfg.launcher"),
+    example=("+recipe=qwen_sft", "trainer.test_freq=2"),
+    kinds=SFT,
+)
+def sft_validation_native(ctx: Context) -> Iterator[Finding]:
     """verl's SFT trainer evaluates ``data.val_files`` every ``trainer.test_freq`` steps; the native SFT trainer
     has no validation pass, so either key set would be accepted and do nothing. Source: DESIGN.md "A key that
     verl knows but the chosen launcher does not implement is an error"; verl/trainer/sft_trainer.py."""
@@ -200,6 +245,9 @@ def sft_validation_native(ctx: "Context") -> Iterator[Finding]:
         set_keys.append("trainer.test_freq")
     if set_keys:
         what = ", ".join(f"{k} = {_get(ctx, k)}" for k in set_keys)
-        yield ctx.finding("FC253", set_keys, f"{what}: the native SFT trainer runs no validation, so this would "
-                          "do nothing", "unset it (data.val_files=null trainer.test_freq=-1), or use launcher=verl, "
-                          "whose SFT trainer validates")
+        yield ctx.finding(
+            "FC253",
+            set_keys,
+            f"{what}: the native SFT trainer runs no validation, so this would do nothing",
+            "unset it (data.val_files=null trainer.test_freq=-1), or use launcher=verl, whose SFT trainer validates",
+        )

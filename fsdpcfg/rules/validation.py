@@ -7,7 +7,7 @@ validation set from ``data.val_files``.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
@@ -16,8 +16,12 @@ from fsdpcfg.rules.registry import rule
 VAL_FILES, BEFORE, FREQ = "data.val_files", "trainer.val_before_train", "trainer.test_freq"
 
 
-@rule("FC409", "validation is asked for and data.val_files names the data", keys=(VAL_FILES, BEFORE, FREQ),
-      example=("+recipe=qwen_grpo", "trainer.test_freq=2", "data.val_files=null"))
+@rule(
+    "FC409",
+    "validation is asked for and data.val_files names the data",
+    keys=(VAL_FILES, BEFORE, FREQ),
+    example=("+recipe=qwen_grpo", "trainer.test_freq=2", "data.val_files=null"),
+)
 def validation_has_data(ctx: Context) -> Iterable[Finding]:
     """``trainer.val_before_train=true`` or ``trainer.test_freq > 0`` with no ``data.val_files``: verl builds its
     validation dataset from ``data.val_files`` at start-up (``verl/trainer/main_ppo.py`` ``create_rl_dataset``
@@ -28,6 +32,9 @@ def validation_has_data(ctx: Context) -> Iterable[Finding]:
     asked = [k for k, on in ((BEFORE, before is True), (FREQ, isinstance(freq, int) and freq > 0)) if on]
     if asked and (files is None or files == [] or files == ""):
         what = " and ".join(f"{k}={ctx.get(k)!r}" for k in asked)
-        yield ctx.finding("FC409", [VAL_FILES, *asked], f"{what} asks for validation, but {VAL_FILES} is not set",
-                          f"set {VAL_FILES} to the validation file(s), or turn validation off "
-                          f"({BEFORE}=false {FREQ}=-1)")
+        yield ctx.finding(
+            "FC409",
+            [VAL_FILES, *asked],
+            f"{what} asks for validation, but {VAL_FILES} is not set",
+            f"set {VAL_FILES} to the validation file(s), or turn validation off ({BEFORE}=false {FREQ}=-1)",
+        )

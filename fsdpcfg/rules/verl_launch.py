@@ -88,8 +88,7 @@ def _installed(module: str) -> bool:
         return False
 
 
-def launch_findings(cfg: dict[str, Any], *, gpus: GpuInfo | None = None,
-                    installed: Any = None) -> list[Finding]:
+def launch_findings(cfg: dict[str, Any], *, gpus: GpuInfo | None = None, installed: Any = None) -> list[Finding]:
     """Check that this machine can start verl on the resolved config ``cfg`` (nested dicts).
 
     Args:
@@ -109,38 +108,64 @@ def launch_findings(cfg: dict[str, Any], *, gpus: GpuInfo | None = None,
     nnodes = int(get_dotted(cfg, "trainer.nnodes", 1) or 1)
     per_node = int(get_dotted(cfg, "trainer.n_gpus_per_node", 1) or 1)
     device = str(get_dotted(cfg, "trainer.device", "cuda"))
-    needs = ("verl 0.9.1 needs CUDA GPUs (it has no CPU device) and, for RL, a rollout engine such as vllm or "
-             "sglang installed beside it")
+    needs = (
+        "verl 0.9.1 needs CUDA GPUs (it has no CPU device) and, for RL, a rollout engine such as vllm or "
+        "sglang installed beside it"
+    )
     if not installed("verl"):
-        out.append(Finding("FC852", "error", ["fsdpcfg.launcher"], "launcher=verl, but verl is not installed in "
-                           f"this environment; {needs}", f"pip install 'verl[verl-core]==0.9.1' plus a rollout engine "
-                           f"(verl's vllm/sglang extras) on the GPU machine, or: {_NATIVE}"))
+        out.append(
+            Finding(
+                "FC852",
+                "error",
+                ["fsdpcfg.launcher"],
+                f"launcher=verl, but verl is not installed in this environment; {needs}",
+                f"pip install 'verl[verl-core]==0.9.1' plus a rollout engine "
+                f"(verl's vllm/sglang extras) on the GPU machine, or: {_NATIVE}",
+            )
+        )
     if kind == "ppo":
         name = str(get_dotted(cfg, "actor_rollout_ref.rollout.name", ""))
         pkg = ROLLOUT_PACKAGES.get(name)
         # a rollout that is not a verl engine (hf) is a config error, reported by fsdpcfg check (FC801)
         if pkg is not None and not installed(pkg):
-            out.append(Finding("FC853", "error", ["actor_rollout_ref.rollout.name"],
-                               f"rollout `{name}` needs the `{pkg}` package, which is not installed here; {needs}",
-                               f"install verl's `{name}` extra on the GPU machine (it pins its own CUDA torch), "
-                               f"or: {_NATIVE}"))
+            out.append(
+                Finding(
+                    "FC853",
+                    "error",
+                    ["actor_rollout_ref.rollout.name"],
+                    f"rollout `{name}` needs the `{pkg}` package, which is not installed here; {needs}",
+                    f"install verl's `{name}` extra on the GPU machine (it pins its own CUDA torch), or: {_NATIVE}",
+                )
+            )
     if address and kind == "ppo":
         return out
     if device == "npu":
         return out  # Ascend: verl detects it itself; no CUDA check applies
     g = gpus if gpus is not None else detect_gpus(env)
     if g.count == 0:
-        out.append(Finding("FC850", "error", ["fsdpcfg.launcher", "trainer.device"],
-                           f"no CUDA GPU on this machine ({g.source}); {needs}. Started here, verl rewrites "
-                           "trainer.device to cuda and then waits for GPUs Ray does not have",
-                           f"{_NATIVE}; or run on a GPU node, or attach to a GPU Ray cluster with "
-                           "+ray_kwargs.ray_init.address=HOST:PORT"))
+        out.append(
+            Finding(
+                "FC850",
+                "error",
+                ["fsdpcfg.launcher", "trainer.device"],
+                f"no CUDA GPU on this machine ({g.source}); {needs}. Started here, verl rewrites "
+                "trainer.device to cuda and then waits for GPUs Ray does not have",
+                f"{_NATIVE}; or run on a GPU node, or attach to a GPU Ray cluster with "
+                "+ray_kwargs.ray_init.address=HOST:PORT",
+            )
+        )
     elif nnodes == 1 and g.count < per_node:
-        out.append(Finding("FC851", "error", ["trainer.n_gpus_per_node"],
-                           f"trainer.n_gpus_per_node={per_node}, but this machine shows {g.count} GPU(s) "
-                           f"({g.source}); Ray would wait for GPUs that do not exist",
-                           f"set trainer.n_gpus_per_node={g.count} (and re-check the batch sizes), or run where "
-                           f"{per_node} GPUs are visible"))
+        out.append(
+            Finding(
+                "FC851",
+                "error",
+                ["trainer.n_gpus_per_node"],
+                f"trainer.n_gpus_per_node={per_node}, but this machine shows {g.count} GPU(s) "
+                f"({g.source}); Ray would wait for GPUs that do not exist",
+                f"set trainer.n_gpus_per_node={g.count} (and re-check the batch sizes), or run where "
+                f"{per_node} GPUs are visible",
+            )
+        )
     return out
 
 
@@ -155,8 +180,13 @@ def _only(ctx: Any, rule_id: str) -> list[Finding]:
     return [f for f in launch_findings(ctx.cfg) if f.rule == rule_id]
 
 
-@rule("FC850", "launcher=verl needs a CUDA GPU on the machine it starts on", keys=("fsdpcfg.launcher", "trainer.device"),
-      kinds=_BOTH, stage="launch")
+@rule(
+    "FC850",
+    "launcher=verl needs a CUDA GPU on the machine it starts on",
+    keys=("fsdpcfg.launcher", "trainer.device"),
+    kinds=_BOTH,
+    stage="launch",
+)
 def no_gpu(ctx: Any) -> list[Finding]:
     """verl 0.9.1 has no CPU device: started without a CUDA GPU it rewrites ``trainer.device`` to cuda and Ray
     waits for GPUs that do not exist. Not checked when attaching to a Ray cluster
@@ -164,8 +194,13 @@ def no_gpu(ctx: Any) -> list[Finding]:
     return _only(ctx, "FC850")
 
 
-@rule("FC851", "a one-node verl run needs trainer.n_gpus_per_node GPUs visible", keys=("trainer.n_gpus_per_node",),
-      kinds=_BOTH, stage="launch")
+@rule(
+    "FC851",
+    "a one-node verl run needs trainer.n_gpus_per_node GPUs visible",
+    keys=("trainer.n_gpus_per_node",),
+    kinds=_BOTH,
+    stage="launch",
+)
 def too_few_gpus(ctx: Any) -> list[Finding]:
     """On one node Ray schedules ``trainer.n_gpus_per_node`` GPU workers; with fewer visible it waits forever.
     Source: verl/single_controller/ray/base.py resource pools."""
@@ -179,8 +214,13 @@ def verl_missing(ctx: Any) -> list[Finding]:
     return _only(ctx, "FC852")
 
 
-@rule("FC853", "the rollout engine must be installed", keys=("actor_rollout_ref.rollout.name",), kinds=("ppo",),
-      stage="launch")
+@rule(
+    "FC853",
+    "the rollout engine must be installed",
+    keys=("actor_rollout_ref.rollout.name",),
+    kinds=("ppo",),
+    stage="launch",
+)
 def engine_missing(ctx: Any) -> list[Finding]:
     """verl imports the rollout engine (vllm, sglang, tensorrt_llm) in its rollout workers, after Ray and the
     models started. Source: verl/workers/rollout/ (one module per engine)."""

@@ -8,8 +8,9 @@ absent from the config is checked at verl's default.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from fsdpcfg.rules._common import A, actor_sp, flag, need_critic, num, val, world, world_derivation
 from fsdpcfg.rules.context import Context
@@ -70,42 +71,100 @@ def _profile_interval(v: Any) -> bool:
 
 #: The values of FC180, in verl's order of checking.
 LIMITS: tuple[Limit, ...] = (
-    *(Limit(f"{sec}.optim.warmup_style", _one_of(None, "constant", "cosine"), "null, constant or cosine",
-            "verl/workers/config/optimizer.py FSDPOptimizerConfig.__post_init__", role=role)
-      for sec, role in ((f"{A}.actor", None), ("critic", "critic"))),
-    Limit("critic.optim.lr_scheduler_type", _one_of("constant", "cosine"), "constant or cosine",
-          "verl/workers/config/optimizer.py FSDPOptimizerConfig.__post_init__; "
-          "verl/workers/engine/fsdp/transformer_impl.py FSDPEngine._build_lr_scheduler", role="critic"),
-    Limit(f"{R}.trace.max_samples_per_step_per_worker", lambda v: v is None or (_number(v) and v >= 0),
-          "null or a non-negative integer", "verl/workers/config/rollout.py TraceConfig.__post_init__"),
-    Limit(f"{HR}.switch_threshold_ratio", lambda v: _number(v) and 0.0 < v <= 1.0, "in (0, 1]",
-          "verl/trainer/config/config.py HybridRolloutSwitchConfig.__post_init__"),
-    Limit(f"{HR}.switch_cost_window_size", _positive, "a positive integer",
-          "verl/trainer/config/config.py HybridRolloutSwitchConfig.__post_init__"),
-    Limit("algorithm.kl_ctrl.type", _one_of("fixed", "adaptive"), "fixed or adaptive",
-          "verl/trainer/ppo/core_algos.py get_kl_controller (NotImplementedError)",
-          when=lambda ctx: flag(val(ctx, "algorithm.use_kl_in_reward"))),
-    Limit("algorithm.kl_ctrl.horizon", _positive, "> 0 with kl_ctrl.type=adaptive",
-          "verl/trainer/ppo/core_algos.py get_kl_controller",
-          when=lambda ctx: flag(val(ctx, "algorithm.use_kl_in_reward"))
-          and val(ctx, "algorithm.kl_ctrl.type") == "adaptive"),
-    Limit(f"{PL}.clip_cov_ratio", _positive, "> 0 with policy_loss.loss_mode=clip_cov",
-          "verl/trainer/ppo/core_algos.py compute_policy_loss_clip_cov",
-          when=lambda ctx: val(ctx, f"{PL}.loss_mode") == "clip_cov"),
-    Limit(f"{PL}.kl_cov_ratio", _positive, "> 0 with policy_loss.loss_mode=kl_cov",
-          "verl/trainer/ppo/core_algos.py compute_policy_loss_kl_cov",
-          when=lambda ctx: val(ctx, f"{PL}.loss_mode") == "kl_cov"),
-    Limit("algorithm.pf_ppo.reweight_method", _one_of("pow", "max_min", "max_random"), "pow, max_min or max_random",
-          "verl/trainer/ppo/core_algos.py compute_pf_ppo_reweight_data",
-          when=lambda ctx: flag(val(ctx, "algorithm.use_pf_ppo"))),
-    Limit("algorithm.rollout_correction.loss_type", _one_of("reinforce", "ppo_clip"), "reinforce or ppo_clip",
-          "verl/trainer/ppo/core_algos.py compute_policy_loss_bypass_mode",
-          when=lambda ctx: val(ctx, f"{PL}.loss_mode") == "bypass_mode"),
-    Limit(f"{R}.disaggregation.enabled", lambda v: not flag(v), "false unless rollout.name is sglang or vllm",
-          "verl/workers/config/rollout.py RolloutConfig.__post_init__",
-          when=lambda ctx: val(ctx, f"{R}.name") not in ("sglang", "vllm")),
-    Limit("trainer.profile_interval", _profile_interval, "[start, end] with end >= start ([-1, -1]: off)",
-          "verl/trainer/sft_trainer.py SFTTrainer._validate_profiler_interval", kind="sft"),
+    *(
+        Limit(
+            f"{sec}.optim.warmup_style",
+            _one_of(None, "constant", "cosine"),
+            "null, constant or cosine",
+            "verl/workers/config/optimizer.py FSDPOptimizerConfig.__post_init__",
+            role=role,
+        )
+        for sec, role in ((f"{A}.actor", None), ("critic", "critic"))
+    ),
+    Limit(
+        "critic.optim.lr_scheduler_type",
+        _one_of("constant", "cosine"),
+        "constant or cosine",
+        "verl/workers/config/optimizer.py FSDPOptimizerConfig.__post_init__; "
+        "verl/workers/engine/fsdp/transformer_impl.py FSDPEngine._build_lr_scheduler",
+        role="critic",
+    ),
+    Limit(
+        f"{R}.trace.max_samples_per_step_per_worker",
+        lambda v: v is None or (_number(v) and v >= 0),
+        "null or a non-negative integer",
+        "verl/workers/config/rollout.py TraceConfig.__post_init__",
+    ),
+    Limit(
+        f"{HR}.switch_threshold_ratio",
+        lambda v: _number(v) and 0.0 < v <= 1.0,
+        "in (0, 1]",
+        "verl/trainer/config/config.py HybridRolloutSwitchConfig.__post_init__",
+    ),
+    Limit(
+        f"{HR}.switch_cost_window_size",
+        _positive,
+        "a positive integer",
+        "verl/trainer/config/config.py HybridRolloutSwitchConfig.__post_init__",
+    ),
+    Limit(
+        "algorithm.kl_ctrl.type",
+        _one_of("fixed", "adaptive"),
+        "fixed or adaptive",
+        "verl/trainer/ppo/core_algos.py get_kl_controller (NotImplementedError)",
+        when=lambda ctx: flag(val(ctx, "algorithm.use_kl_in_reward")),
+    ),
+    Limit(
+        "algorithm.kl_ctrl.horizon",
+        _positive,
+        "> 0 with kl_ctrl.type=adaptive",
+        "verl/trainer/ppo/core_algos.py get_kl_controller",
+        when=lambda ctx: (
+            flag(val(ctx, "algorithm.use_kl_in_reward")) and val(ctx, "algorithm.kl_ctrl.type") == "adaptive"
+        ),
+    ),
+    Limit(
+        f"{PL}.clip_cov_ratio",
+        _positive,
+        "> 0 with policy_loss.loss_mode=clip_cov",
+        "verl/trainer/ppo/core_algos.py compute_policy_loss_clip_cov",
+        when=lambda ctx: val(ctx, f"{PL}.loss_mode") == "clip_cov",
+    ),
+    Limit(
+        f"{PL}.kl_cov_ratio",
+        _positive,
+        "> 0 with policy_loss.loss_mode=kl_cov",
+        "verl/trainer/ppo/core_algos.py compute_policy_loss_kl_cov",
+        when=lambda ctx: val(ctx, f"{PL}.loss_mode") == "kl_cov",
+    ),
+    Limit(
+        "algorithm.pf_ppo.reweight_method",
+        _one_of("pow", "max_min", "max_random"),
+        "pow, max_min or max_random",
+        "verl/trainer/ppo/core_algos.py compute_pf_ppo_reweight_data",
+        when=lambda ctx: flag(val(ctx, "algorithm.use_pf_ppo")),
+    ),
+    Limit(
+        "algorithm.rollout_correction.loss_type",
+        _one_of("reinforce", "ppo_clip"),
+        "reinforce or ppo_clip",
+        "verl/trainer/ppo/core_algos.py compute_policy_loss_bypass_mode",
+        when=lambda ctx: val(ctx, f"{PL}.loss_mode") == "bypass_mode",
+    ),
+    Limit(
+        f"{R}.disaggregation.enabled",
+        lambda v: not flag(v),
+        "false unless rollout.name is sglang or vllm",
+        "verl/workers/config/rollout.py RolloutConfig.__post_init__",
+        when=lambda ctx: val(ctx, f"{R}.name") not in ("sglang", "vllm"),
+    ),
+    Limit(
+        "trainer.profile_interval",
+        _profile_interval,
+        "[start, end] with end >= start ([-1, -1]: off)",
+        "verl/trainer/sft_trainer.py SFTTrainer._validate_profiler_interval",
+        kind="sft",
+    ),
 )
 
 
@@ -113,10 +172,13 @@ def _shown(v: Any) -> str:
     return "null" if v is None else repr(v) if isinstance(v, str) else str(v)
 
 
-@rule("FC180", "values verl's config classes and loss functions restrict (names and ranges)",
-      keys=[lim.key for lim in LIMITS],
-      example=["launcher=verl", "++trainer.v1.separate_async.hybrid_rollout.switch_threshold_ratio=1.5"],
-      kinds=("ppo", "sft"))
+@rule(
+    "FC180",
+    "values verl's config classes and loss functions restrict (names and ranges)",
+    keys=[lim.key for lim in LIMITS],
+    example=["launcher=verl", "++trainer.v1.separate_async.hybrid_rollout.switch_threshold_ratio=1.5"],
+    kinds=("ppo", "sft"),
+)
 def verl_limits(ctx: Context) -> Iterable[Finding]:
     """Each value of :data:`LIMITS` must pass verl's own test, where verl runs it: the optimizer's
     ``warmup_style``, the critic's ``lr_scheduler_type``, ``rollout.trace.max_samples_per_step_per_worker``, the
@@ -136,8 +198,12 @@ def verl_limits(ctx: Context) -> Iterable[Finding]:
             continue  # (the context's defaults are ppo_trainer's: an SFT key is checked when the config sets it)
         v = val(ctx, lim.key)
         if not lim.ok(v):
-            yield ctx.finding("FC180", [lim.key], f"{lim.key} = {_shown(v)}; verl requires {lim.need} "
-                              f"({lim.source} raises after start-up)", f"set {lim.key} to {lim.need}")
+            yield ctx.finding(
+                "FC180",
+                [lim.key],
+                f"{lim.key} = {_shown(v)}; verl requires {lim.need} ({lim.source} raises after start-up)",
+                f"set {lim.key} to {lim.need}",
+            )
 
 
 #: Reward managers verl 0.9.1 registers (verl/experimental/reward_loop/reward_manager/*.py ``@register``);
@@ -149,9 +215,12 @@ RM = "reward.reward_manager"
 AGENT = f"{R}.agent.default_agent_loop"
 
 
-@rule("FC181", "the reward manager and agent loop are ones verl registers",
-      keys=[f"{RM}.name", f"{RM}.source", f"{RM}.module.path", AGENT],
-      example=["reward.reward_manager.name=nave"])
+@rule(
+    "FC181",
+    "the reward manager and agent loop are ones verl registers",
+    keys=[f"{RM}.name", f"{RM}.source", f"{RM}.module.path", AGENT],
+    example=["reward.reward_manager.name=nave"],
+)
 def registered_names(ctx: Context) -> Iterable[Finding]:
     """``reward.reward_manager.name`` must be a registered manager when ``source=register``, and
     ``reward.reward_manager.module.path`` must be set when ``source=importlib``; the rollout's default agent loop
@@ -163,18 +232,28 @@ def registered_names(ctx: Context) -> Iterable[Finding]:
     """
     source, name = val(ctx, f"{RM}.source"), val(ctx, f"{RM}.name")
     if source == "register" and isinstance(name, str) and name not in REWARD_MANAGERS:
-        yield ctx.finding("FC181", [f"{RM}.name"], f"{RM}.name = {name!r} is not a reward manager verl registers",
-                          f"use one of: {', '.join(REWARD_MANAGERS)}, or {RM}.source=importlib with "
-                          f"{RM}.module.path pointing at your class's file")
+        yield ctx.finding(
+            "FC181",
+            [f"{RM}.name"],
+            f"{RM}.name = {name!r} is not a reward manager verl registers",
+            f"use one of: {', '.join(REWARD_MANAGERS)}, or {RM}.source=importlib with "
+            f"{RM}.module.path pointing at your class's file",
+        )
     if source == "importlib" and not val(ctx, f"{RM}.module.path"):
-        yield ctx.finding("FC181", [f"{RM}.module.path", f"{RM}.source"], f"{RM}.source = importlib but "
-                          f"{RM}.module.path is not set (RewardManagerConfig asserts it)",
-                          f"set {RM}.module.path to the file defining {RM}.name")
+        yield ctx.finding(
+            "FC181",
+            [f"{RM}.module.path", f"{RM}.source"],
+            f"{RM}.source = importlib but {RM}.module.path is not set (RewardManagerConfig asserts it)",
+            f"set {RM}.module.path to the file defining {RM}.name",
+        )
     loop = val(ctx, AGENT)
     if isinstance(loop, str) and loop not in AGENT_LOOPS and not val(ctx, f"{R}.agent.agent_loop_config_path"):
-        yield ctx.finding("FC181", [AGENT], f"{AGENT} = {loop!r} is not an agent loop verl registers",
-                          f"use one of: {', '.join(AGENT_LOOPS)}, or register yours through "
-                          f"{R}.agent.agent_loop_config_path")
+        yield ctx.finding(
+            "FC181",
+            [AGENT],
+            f"{AGENT} = {loop!r} is not an agent loop verl registers",
+            f"use one of: {', '.join(AGENT_LOOPS)}, or register yours through {R}.agent.agent_loop_config_path",
+        )
 
 
 MISSING = "???"
@@ -188,8 +267,12 @@ def _missing_leaves(tree: Any, prefix: str = "") -> Iterable[str]:
         yield prefix[:-1]
 
 
-@rule("FC183", "no required value (???) is left in a section verl builds", keys=["critic.rollout_n", "critic.optim.lr"],
-      example=["launcher=verl", "algorithm.adv_estimator=gae", "++critic.rollout_n=???"])
+@rule(
+    "FC183",
+    "no required value (???) is left in a section verl builds",
+    keys=["critic.rollout_n", "critic.optim.lr"],
+    example=["launcher=verl", "algorithm.adv_estimator=gae", "++critic.rollout_n=???"],
+)
 def missing_in_verl_sections(ctx: Context) -> Iterable[Finding]:
     """verl builds each role's section into a dataclass whose ``__post_init__`` asserts that no field is
     ``???`` (``strategy``, ``optim.lr``, ``rollout_n``); a ``???`` there fails when the workers start. FC104 reports
@@ -204,22 +287,33 @@ def missing_in_verl_sections(ctx: Context) -> Iterable[Finding]:
 
     known = {i.key for i in schema_report(ctx).issues if i.kind == "missing"}
     # sections verl builds only when they are switched on (reward.reward_model.rollout.name is ??? by default)
-    off = {"critic.": need_critic(ctx), "reward.reward_model.": flag(val(ctx, "reward.reward_model.enable")),
-           "reward_model.": flag(val(ctx, "reward_model.enable")), f"{D}.": flag(val(ctx, f"{D}.enabled"))}
+    off = {
+        "critic.": need_critic(ctx),
+        "reward.reward_model.": flag(val(ctx, "reward.reward_model.enable")),
+        "reward_model.": flag(val(ctx, "reward_model.enable")),
+        f"{D}.": flag(val(ctx, f"{D}.enabled")),
+    }
     skip = tuple(prefix for prefix, on in off.items() if not on)
     for key in _missing_leaves(ctx.cfg):
         if key in known or key.startswith(skip) or key.startswith("fsdpcfg."):
             continue
-        yield ctx.finding("FC183", [key], f"{key} is ??? (a required value left unset); verl asserts it is set when "
-                          "it builds the section", f"set {key}")
+        yield ctx.finding(
+            "FC183",
+            [key],
+            f"{key} is ??? (a required value left unset); verl asserts it is set when it builds the section",
+            f"set {key}",
+        )
 
 
 T = "trainer"
 
 
-@rule("FC182", "trainer start-up settings verl asserts (hybrid engine, resume path, HDFS resume)",
-      keys=[f"{A}.hybrid_engine", f"{T}.resume_mode", f"{T}.resume_from_path", f"{T}.default_hdfs_dir"],
-      example=["launcher=verl", "trainer.resume_mode=resume_path"])
+@rule(
+    "FC182",
+    "trainer start-up settings verl asserts (hybrid engine, resume path, HDFS resume)",
+    keys=[f"{A}.hybrid_engine", f"{T}.resume_mode", f"{T}.resume_from_path", f"{T}.default_hdfs_dir"],
+    example=["launcher=verl", "trainer.resume_mode=resume_path"],
+)
 def trainer_startup(ctx: Context) -> Iterable[Finding]:
     """verl's PPO trainer runs only the hybrid engine; ``resume_mode=resume_path`` needs ``resume_from_path``
     naming a ``global_step_N`` folder; any resume with ``default_hdfs_dir`` set raises "load from hdfs is not
@@ -231,24 +325,38 @@ def trainer_startup(ctx: Context) -> Iterable[Finding]:
     if ctx.launcher != "verl":
         return  # the native launcher has its own resume checks (fsdpcfg/train/ckpt_layout.py)
     if not flag(val(ctx, f"{A}.hybrid_engine")):
-        yield ctx.finding("FC182", [f"{A}.hybrid_engine"], f"{A}.hybrid_engine = false; verl 0.9.1's PPO trainer "
-                          "supports the hybrid engine only", f"set {A}.hybrid_engine=true")
+        yield ctx.finding(
+            "FC182",
+            [f"{A}.hybrid_engine"],
+            f"{A}.hybrid_engine = false; verl 0.9.1's PPO trainer supports the hybrid engine only",
+            f"set {A}.hybrid_engine=true",
+        )
     mode = val(ctx, f"{T}.resume_mode")
     path = val(ctx, f"{T}.resume_from_path")
     if mode == "resume_path" and not (isinstance(path, str) and "global_step_" in path):
-        yield ctx.finding("FC182", [f"{T}.resume_from_path", f"{T}.resume_mode"],
-                          f"{T}.resume_mode = resume_path but {T}.resume_from_path = {_shown(path)}: verl asserts a "
-                          "path naming the step folder", f"set {T}.resume_from_path=CKPT_DIR/global_step_N, or "
-                          f"{T}.resume_mode=auto")
+        yield ctx.finding(
+            "FC182",
+            [f"{T}.resume_from_path", f"{T}.resume_mode"],
+            f"{T}.resume_mode = resume_path but {T}.resume_from_path = {_shown(path)}: verl asserts a "
+            "path naming the step folder",
+            f"set {T}.resume_from_path=CKPT_DIR/global_step_N, or {T}.resume_mode=auto",
+        )
     if mode != "disable" and val(ctx, f"{T}.default_hdfs_dir") is not None:
-        yield ctx.finding("FC182", [f"{T}.default_hdfs_dir", f"{T}.resume_mode"],
-                          f"{T}.default_hdfs_dir is set and {T}.resume_mode = {mode}: verl raises 'load from hdfs is "
-                          "not implemented yet' when it looks for a checkpoint", f"set {T}.resume_mode=disable, or "
-                          f"unset {T}.default_hdfs_dir")
+        yield ctx.finding(
+            "FC182",
+            [f"{T}.default_hdfs_dir", f"{T}.resume_mode"],
+            f"{T}.default_hdfs_dir is set and {T}.resume_mode = {mode}: verl raises 'load from hdfs is "
+            "not implemented yet' when it looks for a checkpoint",
+            f"set {T}.resume_mode=disable, or unset {T}.default_hdfs_dir",
+        )
 
 
-@rule("FC680", "GDPO needs algorithm.gdpo_reward_keys", keys=["algorithm.adv_estimator", "algorithm.gdpo_reward_keys"],
-      example=["algorithm.adv_estimator=gdpo"])
+@rule(
+    "FC680",
+    "GDPO needs algorithm.gdpo_reward_keys",
+    keys=["algorithm.adv_estimator", "algorithm.gdpo_reward_keys"],
+    example=["algorithm.adv_estimator=gdpo"],
+)
 def gdpo_keys(ctx: Context) -> Iterable[Finding]:
     """The GDPO estimator normalises each reward component separately: it asserts a non-empty
     ``algorithm.gdpo_reward_keys`` (the keys the reward function returns) at the first advantage computation.
@@ -257,19 +365,25 @@ def gdpo_keys(ctx: Context) -> Iterable[Finding]:
     'algorithm.gdpo_reward_keys'").
     """
     if val(ctx, "algorithm.adv_estimator") == "gdpo" and not ctx.get("algorithm.gdpo_reward_keys"):
-        yield ctx.finding("FC680", ["algorithm.gdpo_reward_keys", "algorithm.adv_estimator"],
-                          "algorithm.adv_estimator = gdpo but algorithm.gdpo_reward_keys is not set",
-                          "add +algorithm.gdpo_reward_keys=[format_reward,accuracy_reward] (the keys your "
-                          "compute_score returns), or use algorithm.adv_estimator=grpo")
+        yield ctx.finding(
+            "FC680",
+            ["algorithm.gdpo_reward_keys", "algorithm.adv_estimator"],
+            "algorithm.adv_estimator = gdpo but algorithm.gdpo_reward_keys is not set",
+            "add +algorithm.gdpo_reward_keys=[format_reward,accuracy_reward] (the keys your "
+            "compute_score returns), or use algorithm.adv_estimator=grpo",
+        )
 
 
 OTB = ("optimal_token_baseline", "tir_optimal_token_baseline")
 PI2 = f"{A}.actor.calculate_sum_pi_squared"
 
 
-@rule("FC681", "optimal-token-baseline estimators need actor.calculate_sum_pi_squared, without fused kernels",
-      keys=["algorithm.adv_estimator", PI2, f"{A}.model.use_fused_kernels"],
-      example=["algorithm.adv_estimator=optimal_token_baseline"])
+@rule(
+    "FC681",
+    "optimal-token-baseline estimators need actor.calculate_sum_pi_squared, without fused kernels",
+    keys=["algorithm.adv_estimator", PI2, f"{A}.model.use_fused_kernels"],
+    example=["algorithm.adv_estimator=optimal_token_baseline"],
+)
 def optimal_token_baseline(ctx: Context) -> Iterable[Finding]:
     """The optimal-token-baseline estimators read ``sum_pi_squared`` from the actor's forward pass, which the
     actor computes only with ``actor.calculate_sum_pi_squared=true``; that output needs the full logits, so fused
@@ -283,18 +397,34 @@ def optimal_token_baseline(ctx: Context) -> Iterable[Finding]:
     on = flag(val(ctx, PI2))
     fused = flag(val(ctx, f"{A}.model.use_fused_kernels"))
     if est in OTB and not on:
-        yield ctx.finding("FC681", ["algorithm.adv_estimator", PI2], f"algorithm.adv_estimator = {est} needs "
-                          f"{PI2}=true (the estimator reads sum_pi_squared from the actor)", f"set {PI2}=true")
+        yield ctx.finding(
+            "FC681",
+            ["algorithm.adv_estimator", PI2],
+            f"algorithm.adv_estimator = {est} needs {PI2}=true (the estimator reads sum_pi_squared from the actor)",
+            f"set {PI2}=true",
+        )
     if on and fused:
-        yield ctx.finding("FC681", [PI2, f"{A}.model.use_fused_kernels"], f"{PI2}=true with "
-                          f"{A}.model.use_fused_kernels=true: fused kernels do not materialise the logits it needs",
-                          f"set {A}.model.use_fused_kernels=false")
+        yield ctx.finding(
+            "FC681",
+            [PI2, f"{A}.model.use_fused_kernels"],
+            f"{PI2}=true with {A}.model.use_fused_kernels=true: fused kernels do not materialise the logits it needs",
+            f"set {A}.model.use_fused_kernels=false",
+        )
 
 
-@rule("FC280", "PrefixGrouper with balance_batch: prompts per step divisible by the actor's data-parallel ranks",
-      keys=["data.train_batch_size", f"{A}.actor.use_prefix_grouper", "trainer.balance_batch"],
-      example=["launcher=verl", "rollout=vllm", "trainer=gpu_8x", "data.train_batch_size=12",
-               "actor_rollout_ref.actor.ppo_mini_batch_size=4", "actor_rollout_ref.actor.use_prefix_grouper=true"])
+@rule(
+    "FC280",
+    "PrefixGrouper with balance_batch: prompts per step divisible by the actor's data-parallel ranks",
+    keys=["data.train_batch_size", f"{A}.actor.use_prefix_grouper", "trainer.balance_batch"],
+    example=[
+        "launcher=verl",
+        "rollout=vllm",
+        "trainer=gpu_8x",
+        "data.train_batch_size=12",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+        "actor_rollout_ref.actor.use_prefix_grouper=true",
+    ],
+)
 def prefix_grouper_balance(ctx: Context) -> Iterable[Finding]:
     """With ``actor.use_prefix_grouper`` and ``trainer.balance_batch`` verl balances whole prompt groups (one per
     ``uid``, ``data.train_batch_size`` of them) over the actor's data-parallel ranks (world / Ulysses size) and
@@ -310,11 +440,13 @@ def prefix_grouper_balance(ctx: Context) -> Iterable[Finding]:
         return
     dp = max(1, w // max(1, actor_sp(ctx)))
     if tbs % dp:
-        yield ctx.finding("FC280", ["data.train_batch_size", f"{A}.actor.use_prefix_grouper"],
-                          f"data.train_batch_size = {tbs} prompt groups do not split over {dp} data-parallel ranks "
-                          f"({world_derivation(ctx)}, Ulysses {actor_sp(ctx)})",
-                          f"set data.train_batch_size to a multiple of {dp}, or trainer.balance_batch=false")
-
+        yield ctx.finding(
+            "FC280",
+            ["data.train_batch_size", f"{A}.actor.use_prefix_grouper"],
+            f"data.train_batch_size = {tbs} prompt groups do not split over {dp} data-parallel ranks "
+            f"({world_derivation(ctx)}, Ulysses {actor_sp(ctx)})",
+            f"set data.train_batch_size to a multiple of {dp}, or trainer.balance_batch=false",
+        )
 
 
 def _teachers(ctx: Context) -> list[str]:
@@ -337,10 +469,19 @@ def _replica(ctx: Context, name: str) -> int | None:
     return sizes[0] * sizes[1] * sizes[2]
 
 
-@rule("FC682", "on-policy distillation: loss settings, teacher entries and the teacher pool size",
-      keys=[f"{D}.enabled", f"{D}.distillation_loss.policy_loss_mode", f"{D}.distillation_loss.loss_mode",
-            f"{TM}.teacher_model.model_path", f"{D}.n_gpus_per_node", f"{D}.nnodes"],
-      example=["launcher=verl", "++distillation.enabled=true"])
+@rule(
+    "FC682",
+    "on-policy distillation: loss settings, teacher entries and the teacher pool size",
+    keys=[
+        f"{D}.enabled",
+        f"{D}.distillation_loss.policy_loss_mode",
+        f"{D}.distillation_loss.loss_mode",
+        f"{TM}.teacher_model.model_path",
+        f"{D}.n_gpus_per_node",
+        f"{D}.nnodes",
+    ],
+    example=["launcher=verl", "++distillation.enabled=true"],
+)
 def distillation(ctx: Context) -> Iterable[Finding]:
     """With ``distillation.enabled`` verl builds the teacher pool at start-up: the distillation loss must use the
     vanilla policy loss, ``k1`` needs ``use_policy_gradient``; one teacher (``teacher_model``) needs a
@@ -356,43 +497,71 @@ def distillation(ctx: Context) -> Iterable[Finding]:
         return
     L = f"{D}.distillation_loss"
     if val(ctx, f"{L}.policy_loss_mode") != "vanilla":
-        yield ctx.finding("FC682", [f"{L}.policy_loss_mode"], f"{L}.policy_loss_mode = "
-                          f"{_shown(val(ctx, f'{L}.policy_loss_mode'))}; verl 0.9.1 supports only vanilla",
-                          f"set {L}.policy_loss_mode=vanilla")
+        yield ctx.finding(
+            "FC682",
+            [f"{L}.policy_loss_mode"],
+            f"{L}.policy_loss_mode = {_shown(val(ctx, f'{L}.policy_loss_mode'))}; verl 0.9.1 supports only vanilla",
+            f"set {L}.policy_loss_mode=vanilla",
+        )
     if val(ctx, f"{L}.loss_mode") == "k1" and not flag(val(ctx, f"{L}.use_policy_gradient")):
-        yield ctx.finding("FC682", [f"{L}.loss_mode", f"{L}.use_policy_gradient"], f"{L}.loss_mode = k1 without "
-                          f"{L}.use_policy_gradient: the k1 loss's gradient does not depend on the teacher",
-                          f"set {L}.use_policy_gradient=true, or {L}.loss_mode=k3")
+        yield ctx.finding(
+            "FC682",
+            [f"{L}.loss_mode", f"{L}.use_policy_gradient"],
+            f"{L}.loss_mode = k1 without "
+            f"{L}.use_policy_gradient: the k1 loss's gradient does not depend on the teacher",
+            f"set {L}.use_policy_gradient=true, or {L}.loss_mode=k3",
+        )
     g, nn = num(val(ctx, f"{D}.n_gpus_per_node")), num(val(ctx, f"{D}.nnodes"))
     pool = g * nn if g is not None and nn is not None else None
     names = _teachers(ctx)
     teachers = names if len(names) == 1 else names[1:]  # verl drops the default entry when others are added
     for name in teachers:
         if val(ctx, f"{TM}.{name}.model_path") is None:
-            yield ctx.finding("FC682", [f"{TM}.{name}.model_path"], f"{TM}.{name}.model_path is not set",
-                              f"set {TM}.{name}.model_path to the teacher checkpoint")
+            yield ctx.finding(
+                "FC682",
+                [f"{TM}.{name}.model_path"],
+                f"{TM}.{name}.model_path is not set",
+                f"set {TM}.{name}.model_path to the teacher checkpoint",
+            )
     if len(names) == 1:
         per = _replica(ctx, "teacher_model")
         if pool is not None and per and (pool == 0 or pool % per):
-            yield ctx.finding("FC682", [f"{D}.n_gpus_per_node", f"{D}.nnodes"], f"the teacher pool has {pool} GPUs "
-                              f"({D}.n_gpus_per_node {g} x {D}.nnodes {nn}); one teacher replica needs {per} "
-                              "(inference TP x DP x PP), which must divide it",
-                              f"set {D}.nnodes / {D}.n_gpus_per_node to a non-zero multiple of {per}")
+            yield ctx.finding(
+                "FC682",
+                [f"{D}.n_gpus_per_node", f"{D}.nnodes"],
+                f"the teacher pool has {pool} GPUs "
+                f"({D}.n_gpus_per_node {g} x {D}.nnodes {nn}); one teacher replica needs {per} "
+                "(inference TP x DP x PP), which must divide it",
+                f"set {D}.nnodes / {D}.n_gpus_per_node to a non-zero multiple of {per}",
+            )
         return
     keys = [val(ctx, f"{TM}.{n}.key") for n in teachers]
     for n, k in zip(teachers, keys, strict=True):
         if k is None:
-            yield ctx.finding("FC682", [f"{TM}.{n}.key"], f"{TM}.{n}.key is not set (several teachers are routed "
-                              f"by {D}.teacher_key)", f"set {TM}.{n}.key to the data source it teaches")
+            yield ctx.finding(
+                "FC682",
+                [f"{TM}.{n}.key"],
+                f"{TM}.{n}.key is not set (several teachers are routed by {D}.teacher_key)",
+                f"set {TM}.{n}.key to the data source it teaches",
+            )
     dup = sorted({str(k) for k in keys if k is not None and keys.count(k) > 1})
     if dup:
-        yield ctx.finding("FC682", [f"{TM}.{teachers[0]}.key"], f"two teachers share the key {', '.join(dup)}",
-                          "give each teacher its own key")
+        yield ctx.finding(
+            "FC682",
+            [f"{TM}.{teachers[0]}.key"],
+            f"two teachers share the key {', '.join(dup)}",
+            "give each teacher its own key",
+        )
     sizes = [(num(val(ctx, f"{TM}.{n}.num_replicas")), _replica(ctx, n)) for n in teachers]
     known = [(r, p) for r, p in sizes if r is not None and p is not None]
     if pool is not None and len(known) == len(sizes):
         total = sum(r * p for r, p in known)
         if total != pool:
-            yield ctx.finding("FC682", [f"{D}.n_gpus_per_node", f"{D}.nnodes"], f"the teachers need {total} GPUs "
-                              f"(num_replicas x TP x DP x PP, summed), the pool has {pool} ({D}.n_gpus_per_node {g} "
-                              f"x {D}.nnodes {nn})", "make the pool and the teachers' replicas agree")
+            yield ctx.finding(
+                "FC682",
+                [f"{D}.n_gpus_per_node", f"{D}.nnodes"],
+                f"the teachers need {total} GPUs "
+                f"(num_replicas x TP x DP x PP, summed), the pool has {pool} ({D}.n_gpus_per_node {g} "
+                f"x {D}.nnodes {nn})",
+                "make the pool and the teachers' replicas agree",
+            )

@@ -30,9 +30,26 @@ from fsdpcfg.runinfo._collect import git_info, hardware, package_versions
 from fsdpcfg.runinfo.audit import AUDIT_FILE, audit_startup, check_audit_file, compare_audit, expected_audit
 from fsdpcfg.runinfo.redact import REDACTED, contains_secret, redact, scrub_text, write_private
 
-__all__ = ["AUDIT_FILE", "OVERRIDES_FILE", "REDACTED", "RUN_INFO_FILE", "audit_startup", "check_audit_file",
-           "compare_audit", "contains_secret", "expected_audit", "git_info", "hardware", "package_versions",
-           "redact", "redact_overrides", "run_config", "scrub_text", "write_private", "write_run_info"]
+__all__ = [
+    "AUDIT_FILE",
+    "OVERRIDES_FILE",
+    "REDACTED",
+    "RUN_INFO_FILE",
+    "audit_startup",
+    "check_audit_file",
+    "compare_audit",
+    "contains_secret",
+    "expected_audit",
+    "git_info",
+    "hardware",
+    "package_versions",
+    "redact",
+    "redact_overrides",
+    "run_config",
+    "scrub_text",
+    "write_private",
+    "write_run_info",
+]
 
 RUN_INFO_FILE = "run_info.json"
 OVERRIDES_FILE = "overrides.yaml"
@@ -68,8 +85,9 @@ def run_config(composed: Any) -> dict[str, Any]:
     return redact(composed.to_container(resolve=True), composed.to_container(resolve=False))
 
 
-def write_run_info(run_dir: str | Path, composed: Any, *, plan: Any = None,
-                   extra: dict[str, Any] | None = None) -> Path:
+def write_run_info(
+    run_dir: str | Path, composed: Any, *, plan: Any = None, extra: dict[str, Any] | None = None
+) -> Path:
     """Write ``overrides.yaml`` and ``run_info.json`` into ``run_dir`` (created); return the JSON's path.
 
     Raises:

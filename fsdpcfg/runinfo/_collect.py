@@ -17,9 +17,29 @@ from typing import Any
 from fsdpcfg import paths
 
 #: distributions whose versions a run folder records (``None`` when not installed).
-PACKAGES = ("fsdpcfg", "torch", "transformers", "safetensors", "peft", "accelerate", "tokenizers", "numpy",
-            "hydra-core", "omegaconf", "pydantic", "PyYAML", "hydra-joblib-launcher", "hydra-submitit-launcher",
-            "submitit", "joblib", "tensorboard", "verl", "vllm", "sglang", "ray")
+PACKAGES = (
+    "fsdpcfg",
+    "torch",
+    "transformers",
+    "safetensors",
+    "peft",
+    "accelerate",
+    "tokenizers",
+    "numpy",
+    "hydra-core",
+    "omegaconf",
+    "pydantic",
+    "PyYAML",
+    "hydra-joblib-launcher",
+    "hydra-submitit-launcher",
+    "submitit",
+    "joblib",
+    "tensorboard",
+    "verl",
+    "vllm",
+    "sglang",
+    "ray",
+)
 
 
 def package_versions() -> dict[str, str | None]:
@@ -50,15 +70,19 @@ def git_info() -> dict[str, Any]:
     commit = _run(["git", "rev-parse", "HEAD"], cwd=str(repo))
     status = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=str(repo))
     changed = [line[3:] for line in (status or "").splitlines() if line.strip()]
-    return {"commit": commit.strip() if commit else None, "dirty": bool(changed) if status is not None else None,
-            "changed_files": changed if status is not None else None, "repo": str(repo)}
+    return {
+        "commit": commit.strip() if commit else None,
+        "dirty": bool(changed) if status is not None else None,
+        "changed_files": changed if status is not None else None,
+        "repo": str(repo),
+    }
 
 
 def _mem_total_gib() -> float | None:
     try:
         for line in open("/proc/meminfo"):
             if line.startswith("MemTotal:"):
-                return round(int(line.split()[1]) / 1024 ** 2, 2)
+                return round(int(line.split()[1]) / 1024**2, 2)
     except OSError:
         pass
     return None
@@ -75,7 +99,14 @@ def hardware() -> dict[str, Any]:
             if len(parts) == 3:
                 gpus.append({"name": parts[0], "memory": parts[1], "driver": parts[2]})
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"host": platform.node(), "os": platform.platform(), "machine": platform.machine(),
-            "python": sys.version.split()[0], "cpu_count": os.cpu_count(), "cpus_usable": usable,
-            "memory_gib": _mem_total_gib(), "gpus": gpus,
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    return {
+        "host": platform.node(),
+        "os": platform.platform(),
+        "machine": platform.machine(),
+        "python": sys.version.split()[0],
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": usable,
+        "memory_gib": _mem_total_gib(),
+        "gpus": gpus,
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }

@@ -22,8 +22,16 @@ from fsdpcfg.errors import ConfigError
 #: file in the run folder written by rank 0 at start-up.
 AUDIT_FILE = "startup_audit.json"
 
-_DTYPE_NAMES = {"fp32": "float32", "float32": "float32", "float": "float32", "bf16": "bfloat16",
-                "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16", "half": "float16"}
+_DTYPE_NAMES = {
+    "fp32": "float32",
+    "float32": "float32",
+    "float": "float32",
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+    "fp16": "float16",
+    "float16": "float16",
+    "half": "float16",
+}
 
 
 def _dtype(name: Any) -> str:
@@ -79,8 +87,11 @@ def collect_audit(trainer: Any) -> dict[str, Any]:
     version = 2 if isinstance(actor, FSDPModule) else 1 if isinstance(actor, FSDP) else 0
     param = next(actor.parameters())
     mesh_obj = getattr(param, "device_mesh", None) if version == 2 else getattr(actor, "_device_mesh", None)
-    mesh = ({"shape": list(mesh_obj.shape), "dim_names": list(mesh_obj.mesh_dim_names or [])} if mesh_obj is not None
-            else None)
+    mesh = (
+        {"shape": list(mesh_obj.shape), "dim_names": list(mesh_obj.mesh_dim_names or [])}
+        if mesh_obj is not None
+        else None
+    )
     if version == 2:
         mp = actor._get_fsdp_state()._mp_policy  # the policy fully_shard stored (no public getter in torch 2.13)
         compute, reduce = mp.param_dtype or param.dtype, mp.reduce_dtype or mp.param_dtype or param.dtype
@@ -119,8 +130,10 @@ def check_audit_file(run_dir: str | Path) -> list[str]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise ConfigError(f"no readable start-up audit at {path} ({type(e).__name__})",
-                          fix="the run stopped before its start-up finished; read its log") from None
+        raise ConfigError(
+            f"no readable start-up audit at {path} ({type(e).__name__})",
+            fix="the run stopped before its start-up finished; read its log",
+        ) from None
     return compare_audit(data["asked"], data["built"])
 
 
@@ -135,9 +148,15 @@ def audit_startup(trainer: Any) -> None:
     asked, built = expected_audit(trainer.cfg), collect_audit(trainer)
     mismatches = compare_audit(asked, built)
     if trainer.rank == 0:
-        write_file_in(trainer.cfg["fsdpcfg"]["run_dir"], AUDIT_FILE,
-                      json.dumps({"ok": not mismatches, "asked": asked, "built": built, "mismatches": mismatches},
-                                 indent=2) + "\n", "fsdpcfg.run_dir")
+        write_file_in(
+            trainer.cfg["fsdpcfg"]["run_dir"],
+            AUDIT_FILE,
+            json.dumps({"ok": not mismatches, "asked": asked, "built": built, "mismatches": mismatches}, indent=2)
+            + "\n",
+            "fsdpcfg.run_dir",
+        )
     if mismatches:
-        raise ConfigError("the run built something other than the config asked for: " + "; ".join(mismatches),
-                          fix=f"see {AUDIT_FILE} in the run folder; report it if the config is valid")
+        raise ConfigError(
+            "the run built something other than the config asked for: " + "; ".join(mismatches),
+            fix=f"see {AUDIT_FILE} in the run folder; report it if the config is valid",
+        )

@@ -17,16 +17,21 @@ import contextlib
 import errno
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from fsdpcfg.errors import ConfigError
 
 #: errno values that are the machine's fault, not a bug of the code that wrote.
-FAULT_ERRNOS = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
-                errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
-                errno.EPERM: "the operation is not permitted", errno.EIO: "an I/O error from the device",
-                errno.EFBIG: "the file is too large for the file system"}
+FAULT_ERRNOS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "the operation is not permitted",
+    errno.EIO: "an I/O error from the device",
+    errno.EFBIG: "the file is too large for the file system",
+}
 #: how libraries that do not raise OSError spell the errno (safetensors: "... (os error 28)").
 _OS_ERROR_TEXT = re.compile(r"os error (\d+)|\[Errno (\d+)\]")
 #: below this many free bytes a failed write is put down to a full disk.
@@ -81,8 +86,14 @@ def write_fault(path: str | Path, key: str, code: int, exc: BaseException | None
         st = os.statvfs(where)
         free = f" ({st.f_bavail * st.f_frsize / 2**20:.1f} MiB free of {st.f_blocks * st.f_frsize / 2**20:.1f} MiB)"
     cause = FAULT_ERRNOS.get(code, os.strerror(code))
-    resume = ("; the checkpoint being written is left as global_step_N.tmp, never resumed from, and the next run "
-              "resumes from the last complete one (trainer.resume_mode=auto)") if "global_step_" in str(path) else ""
+    resume = (
+        (
+            "; the checkpoint being written is left as global_step_N.tmp, never resumed from, and the next run "
+            "resumes from the last complete one (trainer.resume_mode=auto)"
+        )
+        if "global_step_" in str(path)
+        else ""
+    )
     if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         fix = f"free space on that file system (df -h {where}) or point {key} at a larger one" + resume
         cause += free

@@ -22,9 +22,10 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.paths import within
@@ -44,15 +45,19 @@ class Holder:
     command: str
 
     @classmethod
-    def of_this_process(cls) -> "Holder":
+    def of_this_process(cls) -> Holder:
         """This process: its pid, host name, the current time and its command line."""
         from fsdpcfg.runinfo import redact_overrides
 
-        return cls(os.getpid(), socket.gethostname(), time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                   " ".join([Path(sys.executable).name, *redact_overrides(list(sys.argv))]))
+        return cls(
+            os.getpid(),
+            socket.gethostname(),
+            time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            " ".join([Path(sys.executable).name, *redact_overrides(list(sys.argv))]),
+        )
 
     @classmethod
-    def parse(cls, text: str) -> "Holder | None":
+    def parse(cls, text: str) -> Holder | None:
         """The holder written in a lock file's ``text``, or ``None`` when it is empty or not a holder record."""
         try:
             d = json.loads(text)
@@ -119,10 +124,14 @@ def busy_error(folder: Path, key: str, holder: Holder | None) -> FolderBusy:
     kill = f" (kill {holder.pid})" if holder is not None and holder.alive() else ""
     if holder is not None and holder.alive() is False:  # the launcher is gone, the torchrun it started is not
         who += f"; that process is gone but one it started still holds the lock (lsof {folder / LOCK_FILE})"
-    return FolderBusy(f"{folder} is in use by another run: {who}; two runs in one folder mix their metrics and "
-                      "checkpoints, so this one was not started", key=key, value=str(folder),
-                      fix=f"wait for that run to finish or stop it{kill}, or give this run folders of its own: "
-                          "another trainer.experiment_name (or fsdpcfg.run_dir and trainer.default_local_dir)")
+    return FolderBusy(
+        f"{folder} is in use by another run: {who}; two runs in one folder mix their metrics and "
+        "checkpoints, so this one was not started",
+        key=key,
+        value=str(folder),
+        fix=f"wait for that run to finish or stop it{kill}, or give this run folders of its own: "
+        "another trainer.experiment_name (or fsdpcfg.run_dir and trainer.default_local_dir)",
+    )
 
 
 class RunLock:
@@ -154,16 +163,18 @@ class RunLock:
             os.lseek(fd, 0, os.SEEK_SET)
             old = Holder.parse(os.read(fd, 65536).decode(errors="replace"))
             if old is not None and old.pid != self.holder.pid:
-                state = {False: "is not running", None: "ran on another host; its lock was free"}.get(old.alive(),
-                                                                                                     "no longer holds it")
+                state = {False: "is not running", None: "ran on another host; its lock was free"}.get(
+                    old.alive(), "no longer holds it"
+                )
                 self.echo(f"fsdpcfg: took over the stale lock of {folder}: {old.describe()} {state}")
             os.ftruncate(fd, 0)
             os.lseek(fd, 0, os.SEEK_SET)
             os.write(fd, (json.dumps(self.holder.__dict__) + "\n").encode())
             os.fsync(fd)
+
         return write_record
 
-    def acquire(self) -> "RunLock":
+    def acquire(self) -> RunLock:
         """Take every folder's lock (creating the folder), or none of them.
 
         Raises:
@@ -209,7 +220,7 @@ class RunLock:
         """The environment torchrun's ranks get, so rank 0 knows its launcher holds the folders."""
         return {HOLDER_ENV: str(self.holder.pid)}
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:
@@ -219,8 +230,10 @@ class RunLock:
 def run_folders(cfg: dict[str, Any]) -> list[tuple[str, Path]]:
     """The folders a run writes and locks: ``[("fsdpcfg.run_dir", ...), ("trainer.default_local_dir", ...)]``
     (absolute; the launcher made them so)."""
-    return [("fsdpcfg.run_dir", Path(cfg["fsdpcfg"]["run_dir"]).expanduser().absolute()),
-            ("trainer.default_local_dir", Path(cfg["trainer"]["default_local_dir"]).expanduser().absolute())]
+    return [
+        ("fsdpcfg.run_dir", Path(cfg["fsdpcfg"]["run_dir"]).expanduser().absolute()),
+        ("trainer.default_local_dir", Path(cfg["trainer"]["default_local_dir"]).expanduser().absolute()),
+    ]
 
 
 _RANK_LOCK: list[RunLock] = []  # held by rank 0 of a run started without the launcher, for the process's life

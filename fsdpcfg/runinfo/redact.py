@@ -19,12 +19,18 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
-from fsdpcfg.rules.secrets import (TOKEN_SHAPES, URL_USERINFO, env_reference, is_secret_key, is_secret_name,
-                                   secret_shapes)
+from fsdpcfg.rules.secrets import (
+    TOKEN_SHAPES,
+    URL_USERINFO,
+    env_reference,
+    is_secret_key,
+    is_secret_name,
+    secret_shapes,
+)
 from fsdpcfg.verlref import flatten
 
 #: what a secret that was not written as an environment reference is saved as.
@@ -73,8 +79,12 @@ def register_config(raw: dict[str, Any], environ: Mapping[str, str] | None = Non
             refs = _ENV_REF.findall(v)
             for name in refs:
                 env_value = env.get(name)
-                if env_value and (is_secret_key(key) or is_secret_name(name) or secret_shapes(env_value, key)
-                                  or URL_USERINFO.search(v)):
+                if env_value and (
+                    is_secret_key(key)
+                    or is_secret_name(name)
+                    or secret_shapes(env_value, key)
+                    or URL_USERINFO.search(v)
+                ):
                     register(env_value, name)
             for part in secret_shapes(v, key):
                 register(part)
@@ -97,8 +107,10 @@ def scrub_text(text: str) -> str:
         if value in text:
             text = text.replace(value, _reference(_KNOWN[value]))
     text = TOKEN_SHAPES.sub(REDACTED, text)
-    return URL_USERINFO.sub(lambda m: m.group(0) if m.group("pw").startswith(("$", "<")) else
-                            m.group("head") + REDACTED + m.group("at"), text)
+    return URL_USERINFO.sub(
+        lambda m: m.group(0) if m.group("pw").startswith(("$", "<")) else m.group("head") + REDACTED + m.group("at"),
+        text,
+    )
 
 
 def scrub(obj: Any) -> Any:
@@ -158,7 +170,7 @@ def redact(cfg: dict[str, Any], raw: dict[str, Any] | None = None) -> dict[str, 
             continue
         ref = raw_flat.get(key) if env_reference(raw_flat.get(key)) else None
         if ref is None and key.startswith("fsdpcfg.env."):
-            ref = "${oc.env:" + key[len("fsdpcfg.env."):] + "}"
+            ref = "${oc.env:" + key[len("fsdpcfg.env.") :] + "}"
         _set(out, key, ref or REDACTED)
         register(value, env_reference(ref) if ref else None)
     return scrub(out)
@@ -167,9 +179,11 @@ def redact(cfg: dict[str, Any], raw: dict[str, Any] | None = None) -> dict[str, 
 def contains_secret(text: str, cfg: dict[str, Any]) -> list[str]:
     """The secret-named keys of the resolved ``cfg`` whose value (of at least 6 characters) occurs in ``text``
     (a saved file's content): empty when ``text`` is clean."""
-    return [k for k, v in flatten(cfg).items()
-            if is_secret_key(k) and isinstance(v, str) and len(v) >= _MIN_SEARCH_LEN and not env_reference(v)
-            and v in text]
+    return [
+        k
+        for k, v in flatten(cfg).items()
+        if is_secret_key(k) and isinstance(v, str) and len(v) >= _MIN_SEARCH_LEN and not env_reference(v) and v in text
+    ]
 
 
 def write_private(path: str | Path, text: str, *, mode: int | None = None) -> Path:

@@ -81,14 +81,17 @@ def closing_summary(cfg: dict[str, Any], argv: list[str]) -> str:
         lines.append(f"  tensorboard  tensorboard --logdir {_shown(run_dir / 'tensorboard')}")
     key = next((k for k in PROGRESS_KEYS if train and k in train[0]), None)
     if key is not None:
-        lines.append(f"  {'reward' if key.startswith('critic') else 'loss':<12} {key} {train[0][key]:.4g} -> "
-                     f"{train[-1][key]:.4g} (step {train[0]['step']} -> {train[-1]['step']})")
+        lines.append(
+            f"  {'reward' if key.startswith('critic') else 'loss':<12} {key} {train[0][key]:.4g} -> "
+            f"{train[-1][key]:.4g} (step {train[0]['step']} -> {train[-1]['step']})"
+        )
     val = [r for r in rows if any(k.startswith("val-core/") for k in r)]
     for vkey in sorted({k for r in val for k in r if k.startswith("val-core/") and "/std" not in k}):
         have = [r for r in val if vkey in r]
         first, last = have[0], have[-1]
-        lines.append(f"  validation   {vkey} {first[vkey]:.4g} (step {first['step']}) -> {last[vkey]:.4g} "
-                     f"(step {last['step']})")
+        lines.append(
+            f"  validation   {vkey} {first[vkey]:.4g} (step {first['step']}) -> {last[vkey]:.4g} (step {last['step']})"
+        )
     if train:
         step_s = statistics.median(r["timing_s/step"] for r in train)
         speed = f"  speed        median {step_s:.3g} s/step"

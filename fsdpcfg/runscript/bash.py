@@ -28,12 +28,13 @@ every branch is read (the commands in each are returned, marked conditional), an
 variable the branches left with different values is unknown (a :class:`Note` says so). A path that ends in
 ``exit`` does not continue. ``while``/``until`` loops are read as "not run or run once" in the same way.
 """
+
 from __future__ import annotations
 
 import fnmatch
 import os
 import re
-from typing import Iterable, Mapping, Optional, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from fsdpcfg.runscript.expand import Expander, _concat
 from fsdpcfg.runscript.words import (
@@ -59,8 +60,14 @@ def _parser():
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
-def evaluate(text: str, *, args: Optional[list[str]] = None, extra: Iterable[str] = (),
-             environ: Optional[Mapping[str, str]] = None, script_path: str = "run.sh") -> Evaluation:
+def evaluate(
+    text: str,
+    *,
+    args: list[str] | None = None,
+    extra: Iterable[str] = (),
+    environ: Mapping[str, str] | None = None,
+    script_path: str = "run.sh",
+) -> Evaluation:
     """Evaluate the bash script ``text`` without running it.
 
     Args:
@@ -116,10 +123,28 @@ def _first_error(node) -> tuple[int, int]:
     return node.start_point[0] + 1, node.start_byte
 
 
-_STATEMENTS = frozenset({"command", "variable_assignment", "variable_assignments", "declaration_command",
-                         "redirected_statement", "pipeline", "list", "if_statement", "case_statement",
-                         "for_statement", "while_statement", "function_definition", "comment", "subshell",
-                         "compound_statement", "unset_command", "negated_command", "test_command"})
+_STATEMENTS = frozenset(
+    {
+        "command",
+        "variable_assignment",
+        "variable_assignments",
+        "declaration_command",
+        "redirected_statement",
+        "pipeline",
+        "list",
+        "if_statement",
+        "case_statement",
+        "for_statement",
+        "while_statement",
+        "function_definition",
+        "comment",
+        "subshell",
+        "compound_statement",
+        "unset_command",
+        "negated_command",
+        "test_command",
+    }
+)
 
 
 class _Evaluator(Expander):
@@ -133,13 +158,13 @@ class _Evaluator(Expander):
         self.env_used: dict[str, tuple[str, int]] = {}
         self.functions: dict[str, object] = {}
         self.conditional: list[str] = []  # stack of reasons the current branch may not run
-        self.locals: list[dict[str, tuple[Optional[list[Word]], bool]]] = []
+        self.locals: list[dict[str, tuple[list[Word] | None, bool]]] = []
         self.depth = 0
         self.uses_args = False
         self.in_test = False
 
     # ---- statements ------------------------------------------------------------------------------------
-    def statement(self, node, st: _State) -> Optional[bool]:
+    def statement(self, node, st: _State) -> bool | None:
         """Evaluate one statement; return its exit status (True: 0, False: non-zero, None: not known)."""
         if st.exited:
             return None
@@ -200,8 +225,9 @@ class _Evaluator(Expander):
             body = node.child_by_field_name("body")
             what = "a `for ((...))` loop" if t == "c_style_for_statement" else "a `while`/`until` loop"
             reason = f"line {self.line(node)}: inside {what} (it may run any number of times)"
-            self.note(node, "condition", f"{what} is read as run once or not at all; a value it changes is "
-                                         "not known after it")
+            self.note(
+                node, "condition", f"{what} is read as run once or not at all; a value it changes is not known after it"
+            )
             self.branches(node, st, [(body, reason)], include_none=True)
             return None
         if t == "function_definition":
@@ -211,22 +237,26 @@ class _Evaluator(Expander):
         self.note(node, "skipped", f"`{self.text(node).splitlines()[0][:60]}` ({t}) is not evaluated by the check")
         return None
 
-    def block(self, nodes, st: _State) -> Optional[bool]:
-        status: Optional[bool] = True
+    def block(self, nodes, st: _State) -> bool | None:
+        status: bool | None = True
         for c in nodes:
             if st.exited:
                 break
             status = self.statement(c, st)
         return status
 
-    def and_or(self, node, st: _State) -> Optional[bool]:
+    def and_or(self, node, st: _State) -> bool | None:
         kids = node.children
         left, op, right = kids[0], self.text(kids[1]), kids[-1]
         s = self.statement(left, st)
         if s is None:
-            reason = (f"line {self.line(node)}: after `{self.text(left)[:60]}`, whose result the check cannot know")
-            self.note(node, "condition", f"`{self.text(left)[:60]}` cannot be known without running the shell; "
-                                         f"`{self.text(right)[:60]}` is read as maybe run")
+            reason = f"line {self.line(node)}: after `{self.text(left)[:60]}`, whose result the check cannot know"
+            self.note(
+                node,
+                "condition",
+                f"`{self.text(left)[:60]}` cannot be known without running the shell; "
+                f"`{self.text(right)[:60]}` is read as maybe run",
+            )
             self.branches(node, st, [(right, reason)], include_none=True)
             return None
         if (op == "&&" and s) or (op == "||" and not s):
@@ -268,12 +298,18 @@ class _Evaluator(Expander):
                 if vals[0] is not None:
                     merged[name] = vals[0]
             elif name in arrays:
-                merged[name] = _merge_arrays([v or [] for v in vals], f"set only in some branches, or differently, "
-                                                                      f"of a construct the check cannot decide ({where})")
+                merged[name] = _merge_arrays(
+                    [v or [] for v in vals],
+                    f"set only in some branches, or differently, of a construct the check cannot decide ({where})",
+                )
             else:
-                merged[name] = [Word(f"${name}", self.line(node),
-                                     (f"`{name}` is set differently by branches the check cannot choose "
-                                      f"between ({where})",))]
+                merged[name] = [
+                    Word(
+                        f"${name}",
+                        self.line(node),
+                        (f"`{name}` is set differently by branches the check cannot choose between ({where})",),
+                    )
+                ]
         st.vars = merged
         st.arrays = arrays
         if any(o.args != going[0].args for o in going):
@@ -281,9 +317,9 @@ class _Evaluator(Expander):
         else:
             st.args = going[0].args
 
-    def if_statement(self, node, st: _State) -> Optional[bool]:
+    def if_statement(self, node, st: _State) -> bool | None:
         # clauses: (condition nodes, body nodes); else: (None, body nodes)
-        clauses: list[tuple[Optional[list], list]] = []
+        clauses: list[tuple[list | None, list]] = []
         cond: list = []
         body: list = []
         mode = "cond"
@@ -318,39 +354,56 @@ class _Evaluator(Expander):
         pending: list[tuple[object, str]] = []
         for maybe_cond, cbody in clauses:
             if maybe_cond is None:
-                status: Optional[bool] = True
+                status: bool | None = True
             else:
                 status = self.block(maybe_cond, st) if not pending else None
             if pending:
                 # an earlier condition could not be known: this clause is one more maybe-branch
                 what = "else" if maybe_cond is None else f"`{' '.join(self.text(x) for x in maybe_cond)[:60]}`"
-                pending.append((cbody, f"line {self.line(node)}: in the branch {what} of an `if` the check "
-                                       "cannot decide"))
+                pending.append(
+                    (cbody, f"line {self.line(node)}: in the branch {what} of an `if` the check cannot decide")
+                )
                 continue
             if status is True:
                 return self.block(cbody, st)
             if status is None:
                 assert maybe_cond is not None  # an `else` (no condition) has status True
                 text = " ".join(self.text(x) for x in maybe_cond)[:80]
-                self.note(node, "condition", f"the condition `{text}` cannot be known without running the shell; "
-                                             "every branch was read, and a value the branches set differently is "
-                                             "not known after the `if`")
-                pending.append((cbody, f"line {self.line(node)}: in a branch of an `if` on `{text}`, which the "
-                                       "check cannot decide"))
+                self.note(
+                    node,
+                    "condition",
+                    f"the condition `{text}` cannot be known without running the shell; "
+                    "every branch was read, and a value the branches set differently is "
+                    "not known after the `if`",
+                )
+                pending.append(
+                    (
+                        cbody,
+                        f"line {self.line(node)}: in a branch of an `if` on `{text}`, which the check cannot decide",
+                    )
+                )
         if pending:
             has_else = clauses[-1][0] is None
             self.branches(node, st, pending, include_none=not has_else)
             return None
         return True
 
-    def case_statement(self, node, st: _State) -> Optional[bool]:
+    def case_statement(self, node, st: _State) -> bool | None:
         value = self.scalar(node.child_by_field_name("value"), st)
         items = [c for c in node.named_children if c.type == "case_item"]
         if not value.known:
-            self.note(node, "condition", f"the `case` on `{value.text}` cannot be decided "
-                                         f"({value.unknown[0]}); every branch was read")
-            bodies = [(self._case_body(i), f"line {self.line(i)}: in a branch of a `case` on `{value.text}`, "
-                                           "which the check cannot decide") for i in items]
+            self.note(
+                node,
+                "condition",
+                f"the `case` on `{value.text}` cannot be decided ({value.unknown[0]}); every branch was read",
+            )
+            bodies = [
+                (
+                    self._case_body(i),
+                    f"line {self.line(i)}: in a branch of a `case` on `{value.text}`, which the check cannot decide",
+                )
+                for i in items
+            ]
             self.branches(node, st, bodies, include_none=True)
             return None
         falling = False
@@ -360,8 +413,9 @@ class _Evaluator(Expander):
             if not matched:
                 for p in pats:
                     if not p.known:
-                        self.note(item, "condition", f"the `case` pattern `{p.text}` is not known; its branch "
-                                                     "was not taken")
+                        self.note(
+                            item, "condition", f"the `case` pattern `{p.text}` is not known; its branch was not taken"
+                        )
                         continue
                     if fnmatch.fnmatchcase(value.text, p.text):
                         matched = True
@@ -392,7 +446,7 @@ class _Evaluator(Expander):
                 return c.type
         return ";;"
 
-    def for_statement(self, node, st: _State) -> Optional[bool]:
+    def for_statement(self, node, st: _State) -> bool | None:
         var = self.text(node.child_by_field_name("variable"))
         values = node.children_by_field_name("value")
         body = node.child_by_field_name("body")
@@ -403,8 +457,11 @@ class _Evaluator(Expander):
         else:
             words = self.all_args(st, node)
         if any(not w.known for w in words):
-            self.note(node, "condition", f"the `for {var}` loop's list is not known; its body was read once, with "
-                                         f"`{var}` unknown")
+            self.note(
+                node,
+                "condition",
+                f"the `for {var}` loop's list is not known; its body was read once, with `{var}` unknown",
+            )
             sub_reason = f"line {self.line(node)}: inside a `for` loop over a list the check cannot know"
             st.vars[var] = [Word(f"${var}", self.line(node), ("the loop variable of a list the check cannot know",))]
             self.branches(node, st, [(body, sub_reason)], include_none=True)
@@ -415,7 +472,7 @@ class _Evaluator(Expander):
             self.statement(body, st)
         return True
 
-    def declaration(self, node, st: _State) -> Optional[bool]:
+    def declaration(self, node, st: _State) -> bool | None:
         keyword = self.text(node.children[0])
         for c in node.named_children:
             if c.type == "variable_assignment":
@@ -435,7 +492,7 @@ class _Evaluator(Expander):
         if name not in frame:
             frame[name] = (st.vars.get(name), name in st.arrays)
 
-    def command(self, node, st: _State) -> Optional[bool]:
+    def command(self, node, st: _State) -> bool | None:
         name_node = node.child_by_field_name("name")
         prefix: dict[str, Word] = {}
         for c in node.named_children:
@@ -474,8 +531,12 @@ class _Evaluator(Expander):
                 st.args = rest[1:]
             return True
         if name in ("source", "."):
-            self.note(node, "skipped", f"`{self.text(node)[:60]}` is not followed (the check reads only this "
-                                       "script); a value that file sets is not known")
+            self.note(
+                node,
+                "skipped",
+                f"`{self.text(node)[:60]}` is not followed (the check reads only this "
+                "script); a value that file sets is not known",
+            )
             return None
         if name == "eval":
             self.note(node, "skipped", f"`{self.text(node)[:60]}` is not evaluated")
@@ -510,10 +571,11 @@ class _Evaluator(Expander):
         return None
 
     def _record(self, argv: list[Word], node, prefix: dict[str, Word], uses_args: bool) -> None:
-        self.commands.append(Command(argv, self.line(node), prefix, self.conditional[-1] if self.conditional else "",
-                                     uses_args))
+        self.commands.append(
+            Command(argv, self.line(node), prefix, self.conditional[-1] if self.conditional else "", uses_args)
+        )
 
-    def call(self, name: str, args: list[Word], node, st: _State) -> Optional[bool]:
+    def call(self, name: str, args: list[Word], node, st: _State) -> bool | None:
         if self.depth >= _MAX_DEPTH:
             self.note(node, "skipped", f"`{name}` calls itself too deeply; the call was not followed")
             return None
@@ -541,7 +603,7 @@ class _Evaluator(Expander):
             n = n.child_by_field_name("name")
         return self.text(n) if n is not None else self.text(node).split("=", 1)[0].rstrip("+")
 
-    def set_var(self, st: _State, name: str, value: Optional[list[Word]]) -> None:
+    def set_var(self, st: _State, name: str, value: list[Word] | None) -> None:
         if value is None:
             st.vars.pop(name, None)
             st.arrays.discard(name)
@@ -600,7 +662,8 @@ def _merge_arrays(values: list[list[Word]], reason: str) -> list[Word]:
     merge by key: a key every branch gives the same last value stays known, any other key is kept (its text
     from the first branch that has it) but marked unknown, so the key it feeds is still named. Other arrays
     keep the elements they share at the start; the rest are marked unknown."""
-    def key(w: Word) -> Optional[str]:
+
+    def key(w: Word) -> str | None:
         k = w.text.split("=", 1)[0].lstrip("+~") if "=" in w.text else None
         return k if k and re.fullmatch(r"[A-Za-z_][\w.\-/@]*", k) else None
 
@@ -614,12 +677,14 @@ def _merge_arrays(values: list[list[Word]], reason: str) -> list[Word]:
             ws = [f.get(k) for f in finals]
             first = next(w for w in ws if w is not None)
             same = all(w is not None and (w.text, w.unknown) == (first.text, first.unknown) for w in ws)
-            out.append(first if same else Word(first.text, first.line, _union(first.unknown, (reason,)), first.env,
-                                               first.cli))
+            out.append(
+                first if same else Word(first.text, first.line, _union(first.unknown, (reason,)), first.env, first.cli)
+            )
         return out
     n = 0
-    while all(len(v) > n for v in values) and all((v[n].text, v[n].unknown) == (values[0][n].text,
-                                                                                values[0][n].unknown) for v in values):
+    while all(len(v) > n for v in values) and all(
+        (v[n].text, v[n].unknown) == (values[0][n].text, values[0][n].unknown) for v in values
+    ):
         n += 1
     out = list(values[0][:n])
     seen: set[str] = set()
@@ -630,7 +695,6 @@ def _merge_arrays(values: list[list[Word]], reason: str) -> list[Word]:
             seen.add(w.text)
             out.append(Word(w.text, w.line, _union(w.unknown, (reason,)), w.env, w.cli))
     return out
-
 
 
 __all__ = ["Command", "Evaluation", "Note", "Word", "evaluate"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from typing import Optional
 
 from fsdpcfg.runscript.words import _F, Note, Word, _Exit, _join, _State, _union
 
@@ -28,7 +27,7 @@ class Expander:
 
     # ---- helpers ---------------------------------------------------------------------------------------
     def text(self, node) -> str:
-        return self.src[node.start_byte:node.end_byte].decode(errors="replace")
+        return self.src[node.start_byte : node.end_byte].decode(errors="replace")
 
     def note(self, node, kind: str, message: str) -> None:
         n = Note(node.start_point[0] + 1, kind, message)
@@ -57,8 +56,16 @@ class Expander:
 
     def fields(self, node, st: _State, quoted: bool, pattern: bool = False, assignment: bool = False) -> list[_F]:
         t = node.type
-        if t in ("word", "number", "extglob_pattern", "regex", "variable_name", "test_operator", "brace_expression",
-                 "special_variable_name"):
+        if t in (
+            "word",
+            "number",
+            "extglob_pattern",
+            "regex",
+            "variable_name",
+            "test_operator",
+            "brace_expression",
+            "special_variable_name",
+        ):
             raw = self.text(node)
             if t == "word" and not quoted and raw.startswith("~") and (raw == "~" or raw.startswith("~/")):
                 home = self.env("HOME", node)
@@ -82,7 +89,7 @@ class Expander:
             pos = node.start_byte
             for c in node.children:
                 if c.start_byte > pos:  # text between parts (not a node of its own)
-                    out = _join(out, [_F(self.src[pos:c.start_byte].decode())])
+                    out = _join(out, [_F(self.src[pos : c.start_byte].decode())])
                 out = _join(out, self.fields(c, st, quoted, pattern, assignment))
                 pos = c.end_byte
             return out
@@ -112,7 +119,7 @@ class Expander:
         end = node.end_byte - 1
         for c in node.named_children:
             if c.start_byte > pos:
-                out = _join(out, [_F(_unescape_dq(self.src[pos:c.start_byte].decode()))])
+                out = _join(out, [_F(_unescape_dq(self.src[pos : c.start_byte].decode()))])
             if c.type == "string_content":
                 out = _join(out, [_F(_unescape_dq(self.text(c)))])
             else:
@@ -153,8 +160,9 @@ class Expander:
             value = self.environ[name]
             self.env_used.setdefault(name, (value, self.line(node)))
             return Word(value, self.line(node), (), (f"{name}={value}",))
-        return Word(f"${name}", self.line(node),
-                    (f"`${name}` is not set by the script nor in the environment of the check",))
+        return Word(
+            f"${name}", self.line(node), (f"`${name}` is not set by the script nor in the environment of the check",)
+        )
 
     def all_args(self, st: _State, node) -> list[Word]:
         self.uses_args = True
@@ -176,7 +184,7 @@ class Expander:
             return [_F(f"${name}", (f"`${name}` is not set by the script nor in the environment of the check",))]
         return []
 
-    def lookup(self, name: str, st: _State, node, index: Optional[str] = None) -> Optional[list[Word]]:
+    def lookup(self, name: str, st: _State, node, index: str | None = None) -> list[Word] | None:
         """Return the value(s) of ``name`` (``index`` ``@``/``*``: every element; a number: that element;
         None: element 0 of an array), ``None`` when unset; an unknown value as a list of one unknown Word."""
         line = self.line(node)
@@ -184,16 +192,29 @@ class Expander:
             return self.all_args(st, node)
         if name == "#":
             if st.args is None:
-                return [Word("$#", line, ("`$#`: the script's arguments were not given (check it with "
-                                          "`fsdpcfg check SCRIPT -- ARGS`)",))]
+                return [
+                    Word(
+                        "$#",
+                        line,
+                        ("`$#`: the script's arguments were not given (check it with `fsdpcfg check SCRIPT -- ARGS`)",),
+                    )
+                ]
             return [Word(str(len(st.args)), line)]
         if name.isdigit():
             i = int(name)
             if i == 0:
                 return [Word(self.script_path, line)]
             if st.args is None:
-                return [Word(f"${name}", line, (f"`${name}`: the script's positional argument was not given "
-                                                "(check it with `fsdpcfg check SCRIPT -- ARGS`)",))]
+                return [
+                    Word(
+                        f"${name}",
+                        line,
+                        (
+                            f"`${name}`: the script's positional argument was not given "
+                            "(check it with `fsdpcfg check SCRIPT -- ARGS`)",
+                        ),
+                    )
+                ]
             return [st.args[i - 1]] if i <= len(st.args) else None
         if name in ("?", "$", "!", "-"):
             return [Word(f"${name}", line, (f"`${name}` is only known when the shell runs",))]
@@ -220,8 +241,9 @@ class Expander:
     def expansion(self, node, st: _State, quoted: bool) -> list[_F]:
         text = self.text(node)
         kids = [c for c in node.children if c.type not in ("${", "}")]
-        name_i = next((i for i, c in enumerate(kids) if c.type in ("variable_name", "special_variable_name",
-                                                                      "subscript")), None)
+        name_i = next(
+            (i for i, c in enumerate(kids) if c.type in ("variable_name", "special_variable_name", "subscript")), None
+        )
         if name_i is None:
             if re.fullmatch(r"\$\{[0-9]+\}", text):
                 return self.split(self.param(text[2:-1], st, node), quoted, False)
@@ -238,7 +260,7 @@ class Expander:
             name = self.text(name_node.child_by_field_name("name"))
         else:
             name = self.text(name_node)
-        rest = kids[name_i + 1:]
+        rest = kids[name_i + 1 :]
         all_elements = index in ("@", "*") or name in ("@", "*")
         if prefix == "!":
             return [_F(text, (f"`{text}` is an indirect expansion the check does not read",))]
@@ -317,7 +339,7 @@ class Expander:
         pos = nodes[0].start_byte
         for c in nodes:
             if c.start_byte > pos:
-                out = out + _F(self.src[pos:c.start_byte].decode())
+                out = out + _F(self.src[pos : c.start_byte].decode())
             for f in self.fields(c, st, quoted=True, pattern=pattern):
                 out = out + f
             pos = c.end_byte
@@ -395,13 +417,13 @@ class Expander:
         if name == "basename" and len(args) in (1, 2):
             base = os.path.basename(args[0].rstrip("/"))
             if len(args) == 2 and base.endswith(args[1]) and base != args[1]:
-                base = base[:-len(args[1])]
+                base = base[: -len(args[1])]
             return _F(base, (), env)
         if (name == "realpath" and len(args) == 1) or (name == "readlink" and args[:1] == ["-f"] and len(args) == 2):
             return _F(os.path.abspath(args[-1]), (), env)
         return unknown
 
-    def _simple_argv(self, node, st: _State) -> Optional[list[Word]]:
+    def _simple_argv(self, node, st: _State) -> list[Word] | None:
         if node.type != "command" or any(c.type == "variable_assignment" for c in node.named_children):
             return None
         name = node.child_by_field_name("name")
@@ -413,7 +435,7 @@ class Expander:
         return argv
 
     # ---- arithmetic and tests --------------------------------------------------------------------------
-    def arith_node(self, node, st: _State) -> Optional[int]:
+    def arith_node(self, node, st: _State) -> int | None:
         """Evaluate an arithmetic expression on known integers; ``None`` when any operand is unknown."""
         if node is None:
             return None
@@ -461,7 +483,7 @@ class Expander:
             return self.arith_node(kids[1] if c else kids[2], st)
         return None
 
-    def test(self, node, st: _State) -> Optional[bool]:
+    def test(self, node, st: _State) -> bool | None:
         """``[ EXPR ]`` / ``[[ EXPR ]]``: True/False when the operands are known, else None."""
         double = self.text(node).startswith("[[")
         exprs = node.named_children
@@ -473,7 +495,7 @@ class Expander:
         finally:
             self.in_test = False
 
-    def test_expr(self, node, st: _State, double: bool) -> Optional[bool]:
+    def test_expr(self, node, st: _State, double: bool) -> bool | None:
         t = node.type
         if t == "parenthesized_expression":
             return self.test_expr(node.named_children[0], st, double) if node.named_children else None
@@ -514,7 +536,7 @@ class Expander:
         w = self.scalar(node, st)
         return None if not w.known else w.text != ""
 
-    def _test_argv(self, args: list[Word]) -> Optional[bool]:
+    def _test_argv(self, args: list[Word]) -> bool | None:
         if any(not w.known for w in args):
             return None
         a = [w.text for w in args]
@@ -522,7 +544,7 @@ class Expander:
         if a and a[0] == "!":
             neg, a = True, a[1:]
         if len(a) == 1:
-            r: Optional[bool] = a[0] != ""
+            r: bool | None = a[0] != ""
         elif len(a) == 2 and a[0] in ("-z", "-n"):
             r = (a[1] == "") == (a[0] == "-z")
         elif len(a) == 3:
@@ -532,19 +554,30 @@ class Expander:
         return None if r is None else (r != neg)
 
 
+_ARITH = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: int(a / b),
+    "%": lambda a, b: a - b * int(a / b),
+    "**": lambda a, b: a**b,
+    "<": lambda a, b: int(a < b),
+    ">": lambda a, b: int(a > b),
+    "<=": lambda a, b: int(a <= b),
+    ">=": lambda a, b: int(a >= b),
+    "==": lambda a, b: int(a == b),
+    "!=": lambda a, b: int(a != b),
+    "&&": lambda a, b: int(bool(a and b)),
+    "||": lambda a, b: int(bool(a or b)),
+    "<<": lambda a, b: a << b,
+    ">>": lambda a, b: a >> b,
+    "&": lambda a, b: a & b,
+    "|": lambda a, b: a | b,
+    "^": lambda a, b: a ^ b,
+}
 
-_ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-          "/": lambda a, b: int(a / b), "%": lambda a, b: a - b * int(a / b), "**": lambda a, b: a ** b,
-          "<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b), "<=": lambda a, b: int(a <= b),
-          ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
-          "&&": lambda a, b: int(bool(a and b)), "||": lambda a, b: int(bool(a or b)),
-          "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
-          "^": lambda a, b: a ^ b}
 
-
-
-
-def _compare(a: str, op: str, b: str, pattern: bool) -> Optional[bool]:
+def _compare(a: str, op: str, b: str, pattern: bool) -> bool | None:
     if op in ("=", "=="):
         return fnmatch.fnmatchcase(a, b) if pattern else a == b
     if op == "!=":
@@ -556,8 +589,14 @@ def _compare(a: str, op: str, b: str, pattern: bool) -> Optional[bool]:
             return None
     if op in ("<", ">"):
         return a < b if op == "<" else a > b
-    ints = {"-eq": lambda x, y: x == y, "-ne": lambda x, y: x != y, "-lt": lambda x, y: x < y,
-            "-le": lambda x, y: x <= y, "-gt": lambda x, y: x > y, "-ge": lambda x, y: x >= y}
+    ints = {
+        "-eq": lambda x, y: x == y,
+        "-ne": lambda x, y: x != y,
+        "-lt": lambda x, y: x < y,
+        "-le": lambda x, y: x <= y,
+        "-gt": lambda x, y: x > y,
+        "-ge": lambda x, y: x >= y,
+    }
     if op in ints:
         try:
             return ints[op](int(a), int(b))
@@ -573,7 +612,7 @@ def _unredirected(node):
     return node
 
 
-def _int(w: Word) -> Optional[int]:
+def _int(w: Word) -> int | None:
     if not w.known:
         return None
     try:
@@ -616,7 +655,17 @@ def _unescape_dq(raw: str) -> str:
 
 
 def _ansi_c(raw: str) -> str:
-    table = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b", "e": "\x1b",
-             "f": "\f", "v": "\v"}
+    table = {
+        "n": "\n",
+        "t": "\t",
+        "r": "\r",
+        "\\": "\\",
+        "'": "'",
+        '"': '"',
+        "a": "\a",
+        "b": "\b",
+        "e": "\x1b",
+        "f": "\f",
+        "v": "\v",
+    }
     return re.sub(r"\\(.)", lambda m: table.get(m.group(1), "\\" + m.group(1)), raw)
-

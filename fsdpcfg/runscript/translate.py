@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from fsdpcfg import verlref
 from fsdpcfg.rules.finding import Finding
@@ -67,13 +67,24 @@ def key_of(override: str) -> str:
 def not_a_trainer(vc: VerlCommand, label: str) -> Finding:
     """FC121 (another verl entry point) or FC125 (a ``verl.trainer`` module verl 0.9.1 does not have)."""
     if vc.entry.startswith("verl.trainer.") and vc.entry not in OTHER_TRAINER_MODULES:
-        return Finding("FC125", "warning", [], f"{label}: `{vc.entry}` is not a module of verl "
-                       f"{verlref.VERL_VERSION} (its verl/trainer/ has main_ppo, main_ppo_v0, main_eval, "
-                       "main_generation_server, sft_trainer, sft_trainer_ray): the command fails with "
-                       "`No module named`", "run verl.trainer.main_ppo (or the module of your verl fork)")
-    return Finding("FC121", "info", [], f"{label}: `{vc.entry}` is not a trainer fsdpcfg checks (it checks "
-                   "verl.trainer.main_ppo and verl.trainer.sft_trainer); the command was not checked",
-                   "check the trainer's own command, or this entry point's config with verl")
+        return Finding(
+            "FC125",
+            "warning",
+            [],
+            f"{label}: `{vc.entry}` is not a module of verl "
+            f"{verlref.VERL_VERSION} (its verl/trainer/ has main_ppo, main_ppo_v0, main_eval, "
+            "main_generation_server, sft_trainer, sft_trainer_ray): the command fails with "
+            "`No module named`",
+            "run verl.trainer.main_ppo (or the module of your verl fork)",
+        )
+    return Finding(
+        "FC121",
+        "info",
+        [],
+        f"{label}: `{vc.entry}` is not a trainer fsdpcfg checks (it checks "
+        "verl.trainer.main_ppo and verl.trainer.sft_trainer); the command was not checked",
+        "check the trainer's own command, or this entry point's config with verl",
+    )
 
 
 def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Translation:
@@ -101,12 +112,28 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
         group, eq, option = w.text.partition("=")
         if eq and VERL_DEFAULT_GROUPS[kind].get(group) == option.strip("'\""):
             # verl's default option: verl's defaults (the resets below) already are what it selects
-            notes.append(Finding("FC124", "info", [], f"{label}: `{w.text}` (line {w.line}) is verl's default option of "
-                                 f"its `{group}` group: nothing to change", "nothing to do"))
+            notes.append(
+                Finding(
+                    "FC124",
+                    "info",
+                    [],
+                    f"{label}: `{w.text}` (line {w.line}) is verl's default option of "
+                    f"its `{group}` group: nothing to change",
+                    "nothing to do",
+                )
+            )
             continue
         if w.text.startswith(("hydra.", "+hydra.", "++hydra.")):
-            notes.append(Finding("FC124", "info", [], f"{label}: `{w.text}` (line {w.line}) is a setting of Hydra "
-                                 "itself, not of verl's config; not checked", "nothing to do"))
+            notes.append(
+                Finding(
+                    "FC124",
+                    "info",
+                    [],
+                    f"{label}: `{w.text}` (line {w.line}) is a setting of Hydra "
+                    "itself, not of verl's config; not checked",
+                    "nothing to do",
+                )
+            )
             continue
         user.append(w.text)
         lines[key_of(w.text)] = src
@@ -123,12 +150,15 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
                 lines.setdefault("engine", lines.get("model_engine", ""))
     kind_groups = set(groups(kind))
     user_groups = [t for t in user if "=" in t and not t.startswith(("+", "~")) and key_of(t) in kind_groups]
-    rollout = next((t.split("=", 1)[1].strip("'\"") for t in user
-                    if key_of(t) == "actor_rollout_ref.rollout.name" and "=" in t), None)
+    rollout = next(
+        (t.split("=", 1)[1].strip("'\"") for t in user if key_of(t) == "actor_rollout_ref.rollout.name" and "=" in t),
+        None,
+    )
     rollout_group = [f"rollout={rollout}"] if kind == "ppo" and rollout in available_options("rollout") else []
     # one option per group (Hydra refuses two): the script's choice over the config name's over ours
-    base = _one_per_group(list(SCRIPT_BASE if kind == "ppo" else SFT_BASE) + list(extra_groups) + rollout_group,
-                          user_groups)
+    base = _one_per_group(
+        list(SCRIPT_BASE if kind == "ppo" else SFT_BASE) + list(extra_groups) + rollout_group, user_groups
+    )
     raw, chosen_keys = _base_tree(tuple(base), tuple(user_groups))
     ref_defaults = verlref.defaults(config)
     ref_keys = verlref.keys(config)
@@ -150,18 +180,42 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
         out.append(tok)
     for w, key in unknown:
         reason = "; ".join(w.unknown)
-        notes.append(Finding("FC107", "info", [key] if "=" in w.text else [],
-                             f"{label}: `{w.text}` (line {w.line}): {reason}; "
-                             + (f"{key} was not checked (verl's default stands in)" if "=" in w.text else
-                                "these words were not checked"),
-                             f"set it in the script as a literal, or check with `fsdpcfg check {script} {key}=VALUE`"
-                             if "=" in w.text else "write the overrides in the script"))
+        notes.append(
+            Finding(
+                "FC107",
+                "info",
+                [key] if "=" in w.text else [],
+                f"{label}: `{w.text}` (line {w.line}): {reason}; "
+                + (
+                    f"{key} was not checked (verl's default stands in)"
+                    if "=" in w.text
+                    else "these words were not checked"
+                ),
+                f"set it in the script as a literal, or check with `fsdpcfg check {script} {key}=VALUE`"
+                if "=" in w.text
+                else "write the overrides in the script",
+            )
+        )
     for w in vc.ignored:
-        notes.append(Finding("FC124", "info", [], f"{label}: option `{w.text}` (line {w.line}) is not interpreted "
-                             "by the check", "nothing to do if it does not change the config"))
+        notes.append(
+            Finding(
+                "FC124",
+                "info",
+                [],
+                f"{label}: option `{w.text}` (line {w.line}) is not interpreted by the check",
+                "nothing to do if it does not change the config",
+            )
+        )
     if vc.conditional:
-        notes.append(Finding("FC123", "info", [], f"{label}: this command may not run: {vc.conditional}",
-                             "check the script with the arguments or variables that select its branch"))
+        notes.append(
+            Finding(
+                "FC123",
+                "info",
+                [],
+                f"{label}: this command may not run: {vc.conditional}",
+                "check the script with the arguments or variables that select its branch",
+            )
+        )
     return Translation(out, lines, notes, kind, config, user, [key_of(r) for r in resets])
 
 
@@ -219,14 +273,21 @@ def drop_guessed(findings: list[Finding]) -> list[Finding]:
 def _env_note(w: Word, key: str, label: str, notes: list[Finding]) -> None:
     for e in w.env:
         name, _, value = e.partition("=")
-        notes.append(Finding("FC120", "info", [key] if key else [],
-                             f"{label}: `${name}` (line {w.line}) is not set by the script; the check took it from "
-                             f"its own environment ({name}={value})" + (f", giving {key}" if key else ""),
-                             f"make sure {name} is the same where the script runs, or set {key} in the script"))
+        notes.append(
+            Finding(
+                "FC120",
+                "info",
+                [key] if key else [],
+                f"{label}: `${name}` (line {w.line}) is not set by the script; the check took it from "
+                f"its own environment ({name}={value})" + (f", giving {key}" if key else ""),
+                f"make sure {name} is the same where the script runs, or set {key} in the script",
+            )
+        )
 
 
-def _launcher_keys(vc: VerlCommand, kind: str, user: list[str], lines: dict[str, str], notes: list[Finding],
-                   label: str, script: Path) -> None:
+def _launcher_keys(
+    vc: VerlCommand, kind: str, user: list[str], lines: dict[str, str], notes: list[Finding], label: str, script: Path
+) -> None:
     """torchrun's ``--nproc_per_node``/``--nnodes`` give an SFT run's world size: carried as verl's
     ``trainer.n_gpus_per_node``/``trainer.nnodes`` unless the script sets those keys itself."""
     if kind != "sft" or vc.launcher != "torchrun":
@@ -237,18 +298,34 @@ def _launcher_keys(vc: VerlCommand, kind: str, user: list[str], lines: dict[str,
         if w is None or key in user_keys:
             continue
         if not w.known or not w.text.isdigit():
-            notes.append(Finding("FC107", "info", [key], f"{label}: torchrun --{opt}={w.text} (line {w.line}): "
-                                 f"{'; '.join(w.unknown) or 'not a number'}; {key} was not checked (verl's default "
-                                 "stands in)", f"check with `fsdpcfg check {script} -- ARGS` or {key}=N"))
+            notes.append(
+                Finding(
+                    "FC107",
+                    "info",
+                    [key],
+                    f"{label}: torchrun --{opt}={w.text} (line {w.line}): "
+                    f"{'; '.join(w.unknown) or 'not a number'}; {key} was not checked (verl's default "
+                    "stands in)",
+                    f"check with `fsdpcfg check {script} -- ARGS` or {key}=N",
+                )
+            )
             continue
         user.append(f"{key}={w.text}")
         lines[key] = f"{script}:{w.line} (torchrun --{opt})"
-        notes.append(Finding("FC124", "info", [key], f"{label}: torchrun --{opt}={w.text} (line {w.line}) is "
-                             f"checked as {key}={w.text}", "nothing to do"))
+        notes.append(
+            Finding(
+                "FC124",
+                "info",
+                [key],
+                f"{label}: torchrun --{opt}={w.text} (line {w.line}) is checked as {key}={w.text}",
+                "nothing to do",
+            )
+        )
 
 
-def _config_choice(vc: VerlCommand, script: Path, label: str,
-                   notes: list[Finding]) -> tuple[str, tuple[str, ...], list[tuple[Word, str]]]:
+def _config_choice(
+    vc: VerlCommand, script: Path, label: str, notes: list[Finding]
+) -> tuple[str, tuple[str, ...], list[tuple[Word, str]]]:
     """Return (verl config the defaults come from, fsdpcfg group options for it, the override words of the
     script's own config file with their ``file:line``)."""
     default = DEFAULT_CONFIG[vc.kind]
@@ -260,22 +337,44 @@ def _config_choice(vc: VerlCommand, script: Path, label: str,
     name = config_name_of(vc) if name_word is not None else default
     if name is None:
         assert name_word is not None  # config_name_of is None only for a given but unknown name
-        notes.append(Finding("FC124", "info", [], f"{label}: --config-name={name_word.text} (line {name_word.line}) "
-                             f"cannot be known ({'; '.join(name_word.unknown)}); the check uses verl's {default}",
-                             "write the config name in the script"))
+        notes.append(
+            Finding(
+                "FC124",
+                "info",
+                [],
+                f"{label}: --config-name={name_word.text} (line {name_word.line}) "
+                f"cannot be known ({'; '.join(name_word.unknown)}); the check uses verl's {default}",
+                "write the config name in the script",
+            )
+        )
         return default, (), []
     if path_word is None:
         assert name_word is not None  # both None returned above
         if name in CONFIG_NAMES:
             return _named(name, default, label, name_word, notes)
-        notes.append(Finding("FC124", "info", [], f"{label}: --config-name={name} (line {name_word.line}) is not one "
-                             f"of verl's configs ({', '.join(CONFIG_NAMES)}); the check uses verl's {default}",
-                             "give --config-path with the folder of that config"))
+        notes.append(
+            Finding(
+                "FC124",
+                "info",
+                [],
+                f"{label}: --config-name={name} (line {name_word.line}) is not one "
+                f"of verl's configs ({', '.join(CONFIG_NAMES)}); the check uses verl's {default}",
+                "give --config-path with the folder of that config",
+            )
+        )
         return default, (), []
     if not path_word.known:
-        notes.append(Finding("FC124", "info", [], f"{label}: --config-path={path_word.text} (line {path_word.line}) "
-                             f"cannot be known ({'; '.join(path_word.unknown)}); config {name} was not read, the check "
-                             f"uses verl's {default}", "write the folder in the script"))
+        notes.append(
+            Finding(
+                "FC124",
+                "info",
+                [],
+                f"{label}: --config-path={path_word.text} (line {path_word.line}) "
+                f"cannot be known ({'; '.join(path_word.unknown)}); config {name} was not read, the check "
+                f"uses verl's {default}",
+                "write the folder in the script",
+            )
+        )
         return default, (), []
     folder = Path(path_word.text).expanduser()
     if not folder.is_absolute():
@@ -283,27 +382,49 @@ def _config_choice(vc: VerlCommand, script: Path, label: str,
         # is verl's own config folder
         if os.path.normpath(path_word.text) == "config" and name in CONFIG_NAMES:
             return _named(name, default, label, name_word, notes)
-        notes.append(Finding("FC124", "info", [], f"{label}: --config-path={path_word.text} (line {path_word.line}) is "
-                             "relative to verl/trainer/ (Hydra reads a relative config path from the folder of the "
-                             f"trainer's file); config {name} was not read, the check uses verl's {default}",
-                             "give an absolute --config-path (e.g. \"$(pwd)/config\") to have it checked"))
+        notes.append(
+            Finding(
+                "FC124",
+                "info",
+                [],
+                f"{label}: --config-path={path_word.text} (line {path_word.line}) is "
+                "relative to verl/trainer/ (Hydra reads a relative config path from the folder of the "
+                f"trainer's file); config {name} was not read, the check uses verl's {default}",
+                'give an absolute --config-path (e.g. "$(pwd)/config") to have it checked',
+            )
+        )
         return default, (), []
     f = _find_config(folder, name)
     if f is None:
-        notes.append(Finding("FC124", "info", [], f"{label}: config {name}.yaml was not found in --config-path="
-                             f"{path_word.text} (line {path_word.line}); the check uses verl's {default}",
-                             "check the folder and the name"))
+        notes.append(
+            Finding(
+                "FC124",
+                "info",
+                [],
+                f"{label}: config {name}.yaml was not found in --config-path="
+                f"{path_word.text} (line {path_word.line}); the check uses verl's {default}",
+                "check the folder and the name",
+            )
+        )
         return default, (), []
     return _config_file(f, default, label, notes)
 
 
-def _named(name: str, default: str, label: str, word: Word | None,
-           notes: list[Finding]) -> tuple[str, tuple[str, ...], list]:
+def _named(
+    name: str, default: str, label: str, word: Word | None, notes: list[Finding]
+) -> tuple[str, tuple[str, ...], list]:
     _kind, groups = CONFIG_NAMES[name]
     if groups:
         where = f" (line {word.line})" if word is not None else ""
-        notes.append(Finding("FC124", "info", [], f"{label}: --config-name={name}{where} is checked as "
-                             f"{' '.join(groups)}", "nothing to do"))
+        notes.append(
+            Finding(
+                "FC124",
+                "info",
+                [],
+                f"{label}: --config-name={name}{where} is checked as {' '.join(groups)}",
+                "nothing to do",
+            )
+        )
     return (name if name in _reference_configs() else default), groups, []
 
 
@@ -313,7 +434,7 @@ def _reference_configs() -> frozenset[str]:
     return frozenset(_load()["configs"])
 
 
-def _find_config(folder: Path, name: str) -> Optional[Path]:
+def _find_config(folder: Path, name: str) -> Path | None:
     for suffix in (".yaml", ".yml"):
         f = folder / f"{name}{suffix}"
         if f.is_file():
@@ -331,8 +452,15 @@ def _config_file(f: Path, default: str, label: str, notes: list[Finding]) -> tup
     try:
         data = yaml.safe_load(f.read_text()) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        notes.append(Finding("FC124", "info", [], f"{label}: the script's config {f} cannot be read ({e}); the check "
-                             f"uses verl's {default}", "fix the file"))
+        notes.append(
+            Finding(
+                "FC124",
+                "info",
+                [],
+                f"{label}: the script's config {f} cannot be read ({e}); the check uses verl's {default}",
+                "fix the file",
+            )
+        )
         return default, (), []
     if not isinstance(data, dict):
         return default, (), []
@@ -347,17 +475,31 @@ def _config_file(f: Path, default: str, label: str, notes: list[Finding]) -> tup
         elif entry != "_self_":
             others.append(str(entry))
     if others:
-        notes.append(Finding("FC124", "info", [], f"{label}: the defaults entries {', '.join(others)} of {f} are not "
-                             "composed by the check; its keys are read on top of verl's " + config,
-                             "write those values as keys of the file"))
+        notes.append(
+            Finding(
+                "FC124",
+                "info",
+                [],
+                f"{label}: the defaults entries {', '.join(others)} of {f} are not "
+                "composed by the check; its keys are read on top of verl's " + config,
+                "write those values as keys of the file",
+            )
+        )
     leaf_lines = yaml_leaf_lines(f)
     items = []
     body = {k: v for k, v in data.items() if k not in ("defaults", "hydra")}
     for key, value in verlref.flatten(body).items():
         line = leaf_lines.get(key, 1)
         items.append((Word(f"{key}={hydra_value(value)}", line), f"{f}:{line}"))
-    notes.append(Finding("FC124", "info", [], f"{label}: the script's config {f} ({len(items)} keys) was read on top "
-                         f"of verl's {config}", "nothing to do"))
+    notes.append(
+        Finding(
+            "FC124",
+            "info",
+            [],
+            f"{label}: the script's config {f} ({len(items)} keys) was read on top of verl's {config}",
+            "nothing to do",
+        )
+    )
     return config, groups, items
 
 

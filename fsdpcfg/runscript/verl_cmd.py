@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 from fsdpcfg.runscript.words import Command, Evaluation, Word
 
@@ -26,8 +25,9 @@ TRAINERS: dict[str, str] = {
 }
 
 #: verl 0.9.1's other modules under ``verl/trainer/`` that can be run (not trainers fsdpcfg checks).
-OTHER_TRAINER_MODULES = frozenset({"verl.trainer.main_eval", "verl.trainer.main_generation_server",
-                                   "verl.trainer.main_ppo_v0"})
+OTHER_TRAINER_MODULES = frozenset(
+    {"verl.trainer.main_eval", "verl.trainer.main_generation_server", "verl.trainer.main_ppo_v0"}
+)
 
 #: ``--config-name`` of verl's own configs -> (kind, fsdpcfg group options that select the same tree). The one
 #: table for this mapping: ``engine=megatron`` is the group option of verl's Megatron tree (``ppo_megatron_trainer``).
@@ -37,8 +37,14 @@ CONFIG_NAMES: dict[str, tuple[str, tuple[str, ...]]] = {
     "sft_trainer_engine": ("sft", ()),
 }
 
-_HYDRA_OPTIONS = {"--config-path": "config_path", "-cp": "config_path", "--config-name": "config_name",
-                  "-cn": "config_name", "--config-dir": "config_dir", "-cd": "config_dir"}
+_HYDRA_OPTIONS = {
+    "--config-path": "config_path",
+    "-cp": "config_path",
+    "--config-name": "config_name",
+    "-cn": "config_name",
+    "--config-dir": "config_dir",
+    "-cd": "config_dir",
+}
 _LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
 #: torchrun options that take no value.
 _TORCHRUN_FLAGS = frozenset({"--standalone", "--no-python", "--no_python", "--module", "--run-path", "--run_path"})
@@ -74,7 +80,7 @@ class VerlCommand:
     uses_args: bool = False
 
 
-def module_of(word: Word, after_m: bool) -> Optional[str]:
+def module_of(word: Word, after_m: bool) -> str | None:
     """The verl module a word names (``verl.trainer.main_ppo`` after ``-m``; ``.../verl/trainer/main_ppo.py``
     as a file), else None."""
     if not word.known:
@@ -103,7 +109,7 @@ def find_verl_commands(ev: Evaluation) -> list[VerlCommand]:
     return out
 
 
-def parse_command(cmd: Command) -> Optional[VerlCommand]:
+def parse_command(cmd: Command) -> VerlCommand | None:
     """Return the :class:`VerlCommand` of one command, or None when it runs no verl entry point."""
     argv = cmd.argv
     if not argv or (argv[0].known and argv[0].text in ("echo", "printf")):
@@ -124,10 +130,10 @@ def parse_command(cmd: Command) -> Optional[VerlCommand]:
     launch_at = next((i for i, w in enumerate(before) if w.known and w.text.rsplit("/", 1)[-1] in _LAUNCHERS), None)
     if launch_at is not None:
         vc.launcher = "torchrun"
-        vc.launcher_options = _torchrun_options(before[launch_at + 1:])
+        vc.launcher_options = _torchrun_options(before[launch_at + 1 :])
     elif any(w.known and w.text == "ray" for w in before) and any(w.known and w.text == "submit" for w in before):
         vc.launcher = "ray job submit"
-    rest = argv[j + 1:]
+    rest = argv[j + 1 :]
     i = 0
     while i < len(rest):
         w = rest[i]
@@ -170,7 +176,7 @@ def _torchrun_options(words: list[Word]) -> dict[str, Word]:
     return out
 
 
-def config_name_of(vc: VerlCommand) -> Optional[str]:
+def config_name_of(vc: VerlCommand) -> str | None:
     """The ``--config-name`` value without a ``.yaml`` suffix (None when not given or unknown)."""
     w = vc.hydra.get("config_name")
     if w is None or not w.known:

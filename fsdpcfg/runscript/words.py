@@ -5,7 +5,6 @@ evaluator's private state."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -77,9 +76,14 @@ class _F:
     line: int = 0
     cli: bool = False
 
-    def __add__(self, o: "_F") -> "_F":
-        return _F(self.text + o.text, _union(self.unknown, o.unknown), _union(self.env, o.env), self.line or o.line,
-                  self.cli or o.cli)
+    def __add__(self, o: _F) -> _F:
+        return _F(
+            self.text + o.text,
+            _union(self.unknown, o.unknown),
+            _union(self.env, o.env),
+            self.line or o.line,
+            self.cli or o.cli,
+        )
 
 
 def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
@@ -106,9 +110,8 @@ class _Return(Exception):
 class _State:
     vars: dict[str, list[Word]]
     arrays: set[str]
-    args: Optional[list[Word]]
+    args: list[Word] | None
     exited: bool = False
 
-    def copy(self) -> "_State":
+    def copy(self) -> _State:
         return _State(dict(self.vars), set(self.arrays), None if self.args is None else list(self.args), self.exited)
-

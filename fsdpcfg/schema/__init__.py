@@ -13,5 +13,13 @@ from fsdpcfg.schema.model import ModelPathStatus, model_path_status, require_mod
 from fsdpcfg.schema.root import RunConfig
 from fsdpcfg.schema.validate import SchemaIssue, SchemaReport, parse_run_config, validate_tree
 
-__all__ = ["ModelPathStatus", "RunConfig", "SchemaIssue", "SchemaReport", "model_path_status", "parse_run_config",
-           "require_model_path", "validate_tree"]
+__all__ = [
+    "ModelPathStatus",
+    "RunConfig",
+    "SchemaIssue",
+    "SchemaReport",
+    "model_path_status",
+    "parse_run_config",
+    "require_model_path",
+    "validate_tree",
+]

@@ -11,8 +11,9 @@ Precision = Literal["fp32", "float32", "32", "bf16", "bfloat16", "fp16", "float1
 
 #: KL estimators of ``verl.trainer.ppo.core_algos.kl_penalty`` (a trailing ``+`` selects the straight-through
 #: k2 gradient); ``full`` raises ``NotImplementedError`` in verl 0.9.1 and is left out.
-KLType = Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3",
-                 "kl+", "k1+", "abs+", "mse+", "k2+", "low_var_kl+", "k3+"]
+KLType = Literal[
+    "kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "kl+", "k1+", "abs+", "mse+", "k2+", "low_var_kl+", "k3+"
+]
 
 FSDPStrategy = Literal["fsdp", "fsdp2"]
 #: Training engines a role's ``strategy`` may name: the backends registered with ``EngineRegistry.register`` in
@@ -44,8 +45,9 @@ class Section(BaseModel):
     (``"4"`` is not an integer, ``1`` is not a boolean), NaN and infinity are not numbers (no float key of verl
     can work with them), and fields named ``model*`` are allowed."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, protected_namespaces=(), validate_default=False,
-                              allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid", strict=True, protected_namespaces=(), validate_default=False, allow_inf_nan=False
+    )
 
 
 def F(default: Any = ..., description: str = "", **kw: Any) -> Any:

@@ -3,47 +3,73 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal
 
 from pydantic import field_validator
 
-from fsdpcfg.schema._base import (MAX_RANKS_PER_NODE, MAX_SEED, MAX_SIZE, MAX_TOKENS, F, FSDPStrategy, KLType,
-                                  Precision, Section, Strategy, Sub)
+from fsdpcfg.schema._base import (
+    MAX_RANKS_PER_NODE,
+    MAX_SEED,
+    MAX_SIZE,
+    MAX_TOKENS,
+    F,
+    FSDPStrategy,
+    KLType,
+    Precision,
+    Section,
+    Strategy,
+    Sub,
+)
 
 #: ``verl/workers/config/actor.py`` ``ActorConfig.__post_init__``.
 LossAggMode = Literal["token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
 #: policy losses registered with ``register_policy_loss`` in ``verl/trainer/ppo/core_algos.py`` (0.9.1).
-PolicyLossMode = Literal["vanilla", "dppo_tv", "dppo_kl", "gspo", "sapo", "gpg", "clip_cov", "kl_cov", "geo_mean",
-                         "dro", "cispo", "bypass_mode"]
+PolicyLossMode = Literal[
+    "vanilla",
+    "dppo_tv",
+    "dppo_kl",
+    "gspo",
+    "sapo",
+    "gpg",
+    "clip_cov",
+    "kl_cov",
+    "geo_mean",
+    "dro",
+    "cispo",
+    "bypass_mode",
+]
 CheckpointContent = Literal["model", "optimizer", "extra", "hf_model"]
 
 
 class WrapPolicy(Section):
     """Which modules become FSDP units."""
 
-    min_num_params: int = F(0, le=2**62, ge=0, description="wrap any module with at least this many parameters (0: by "
-                            "layer class only)")
-    transformer_layer_cls_to_wrap: Optional[Union[str, list[str]]] = F(
-        None, description="decoder-layer class names to wrap; null: the model's `_no_split_modules`")
+    min_num_params: int = F(
+        0, le=2**62, ge=0, description="wrap any module with at least this many parameters (0: by layer class only)"
+    )
+    transformer_layer_cls_to_wrap: str | list[str] | None = F(
+        None, description="decoder-layer class names to wrap; null: the model's `_no_split_modules`"
+    )
 
 
 class FSDPConfig(Section):
     """FSDP/FSDP2 engine settings of one role (verl's ``FSDPEngineConfig``)."""
 
-    strategy: FSDPStrategy = F("fsdp", description="fsdp (FullyShardedDataParallel) or fsdp2 (fully_shard); "
-                               "follows the role's strategy")
+    strategy: FSDPStrategy = F(
+        "fsdp", description="fsdp (FullyShardedDataParallel) or fsdp2 (fully_shard); follows the role's strategy"
+    )
     wrap_policy: WrapPolicy = Sub(WrapPolicy, "auto-wrap policy")
     param_offload: bool = F(False, description="FSDP1: keep parameters on the CPU between uses")
     optimizer_offload: bool = F(False, description="FSDP1: keep optimizer state on the CPU")
-    offload_policy: bool = F(False, description="FSDP2: CPUOffloadPolicy for parameters, gradients and "
-                             "optimizer state")
+    offload_policy: bool = F(False, description="FSDP2: CPUOffloadPolicy for parameters, gradients and optimizer state")
     reshard_after_forward: bool = F(True, description="free gathered parameters after forward (ZeRO-3 style)")
     fsdp_size: int = F(-1, ge=-1, le=MAX_SIZE, description="ranks per FSDP shard group (-1: all ranks; otherwise HSDP)")
     forward_prefetch: bool = F(False, description="FSDP1: prefetch the next all-gather during forward")
     model_dtype: Precision = F("fp32", description="dtype the parameters are kept in (master weights)")
     dtype: Precision = F("bfloat16", description="compute dtype of the mixed-precision policy")
-    mixed_precision: Optional[dict[str, Any]] = F(None, description="explicit mixed-precision policy "
-                                                  "(param_dtype, reduce_dtype, buffer_dtype); null: from dtype")
+    mixed_precision: dict[str, Any] | None = F(
+        None, description="explicit mixed-precision policy (param_dtype, reduce_dtype, buffer_dtype); null: from dtype"
+    )
     seed: int = F(42, ge=0, le=MAX_SEED, description="seed of the engine's random state")
 
     @field_validator("fsdp_size")
@@ -57,16 +83,21 @@ class FSDPConfig(Section):
 class Optim(Section):
     """The actor's optimizer and learning-rate schedule (verl's ``FSDPOptimizerConfig``)."""
 
-    optimizer: str = F("AdamW", description="optimizer class name in optimizer_impl (verl's key; the native "
-                       "launcher implements AdamW)")
+    optimizer: str = F(
+        "AdamW", description="optimizer class name in optimizer_impl (verl's key; the native launcher implements AdamW)"
+    )
     lr: float = F(1e-6, ge=0, description="peak learning rate")
-    lr_warmup_steps_ratio: float = F(0.0, ge=0, le=1, description="warmup length as a fraction of the total "
-                                     "steps (used when lr_warmup_steps < 0)")
+    lr_warmup_steps_ratio: float = F(
+        0.0, ge=0, le=1, description="warmup length as a fraction of the total steps (used when lr_warmup_steps < 0)"
+    )
     lr_warmup_steps: int = F(-1, le=MAX_SIZE, ge=-1, description="warmup steps; -1: from lr_warmup_steps_ratio")
-    total_training_steps: int = F(-1, ge=-1, le=MAX_SIZE, description="steps of the schedule; -1: filled in by the trainer")
+    total_training_steps: int = F(
+        -1, ge=-1, le=MAX_SIZE, description="steps of the schedule; -1: filled in by the trainer"
+    )
     weight_decay: float = F(0.01, ge=0, description="decoupled weight decay")
-    betas: list[float] = F(default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2,
-                           description="Adam betas [beta1, beta2]")
+    betas: list[float] = F(
+        default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2, description="Adam betas [beta1, beta2]"
+    )
     clip_grad: float = F(1.0, ge=0, description="gradient-norm clip (verl keeps it beside actor.grad_clip)")
     min_lr_ratio: float = F(0.0, ge=0, le=1, description="cosine schedule floor as a fraction of lr")
     num_cycles: float = F(0.5, ge=0, description="cosine cycles over the schedule")
@@ -82,26 +113,42 @@ class PolicyLoss(Section):
 class Checkpoint(Section):
     """What actor checkpoints contain."""
 
-    save_contents: list[CheckpointContent] = F(default_factory=lambda: ["model", "optimizer", "extra"],
-                                               description="parts written at each save")
-    load_contents: list[CheckpointContent] = F(default_factory=lambda: ["model", "optimizer", "extra"],
-                                               description="parts read on resume (default: save_contents)")
+    save_contents: list[CheckpointContent] = F(
+        default_factory=lambda: ["model", "optimizer", "extra"], description="parts written at each save"
+    )
+    load_contents: list[CheckpointContent] = F(
+        default_factory=lambda: ["model", "optimizer", "extra"],
+        description="parts read on resume (default: save_contents)",
+    )
 
 
 class ActorSection(Section):
     """The policy under training (verl's ``FSDPActorConfig``)."""
 
-    strategy: Strategy = F("fsdp", description="training engine: fsdp or fsdp2 (FSDP generations, checked in "
-                           "depth), or megatron, veomni, torchtitan ... (verl's other engines: engine=megatron ...)")
-    ppo_mini_batch_size: int = F(256, le=MAX_SIZE, gt=0, description="prompts per optimizer step (multiplied by rollout.n "
-                                 "into sequences)")
-    ppo_micro_batch_size: Optional[int] = F(None, le=MAX_SIZE, gt=0, description="deprecated global micro batch (sequences "
-                                            "over all ranks); use ppo_micro_batch_size_per_gpu")
-    ppo_micro_batch_size_per_gpu: Optional[int] = F(None, le=MAX_SIZE, gt=0, description="sequences per forward/backward "
-                                                    "on one rank")
+    strategy: Strategy = F(
+        "fsdp",
+        description="training engine: fsdp or fsdp2 (FSDP generations, checked in "
+        "depth), or megatron, veomni, torchtitan ... (verl's other engines: engine=megatron ...)",
+    )
+    ppo_mini_batch_size: int = F(
+        256, le=MAX_SIZE, gt=0, description="prompts per optimizer step (multiplied by rollout.n into sequences)"
+    )
+    ppo_micro_batch_size: int | None = F(
+        None,
+        le=MAX_SIZE,
+        gt=0,
+        description="deprecated global micro batch (sequences over all ranks); use ppo_micro_batch_size_per_gpu",
+    )
+    ppo_micro_batch_size_per_gpu: int | None = F(
+        None, le=MAX_SIZE, gt=0, description="sequences per forward/backward on one rank"
+    )
     use_dynamic_bsz: bool = F(False, description="pack micro-batches by token count instead of a fixed size")
-    ppo_max_token_len_per_gpu: int = F(16384, le=MAX_TOKENS, gt=0, description="token budget per rank and micro-batch when "
-                                       "use_dynamic_bsz (x ulysses size)")
+    ppo_max_token_len_per_gpu: int = F(
+        16384,
+        le=MAX_TOKENS,
+        gt=0,
+        description="token budget per rank and micro-batch when use_dynamic_bsz (x ulysses size)",
+    )
     clip_ratio: float = F(0.2, ge=0, description="PPO clip epsilon (both sides unless low/high are set)")
     clip_ratio_low: float = F(0.2, ge=0, description="lower clip epsilon")
     clip_ratio_high: float = F(0.2, ge=0, description="upper clip epsilon")
@@ -113,9 +160,11 @@ class ActorSection(Section):
     kl_loss_type: KLType = F("low_var_kl", description="KL estimator of the KL loss")
     ppo_epochs: int = F(1, le=MAX_SIZE, gt=0, description="passes over each training batch")
     shuffle: bool = F(False, description="shuffle mini-batches between epochs")
-    data_loader_seed: Optional[int] = F(42, ge=0, le=MAX_SEED, description="seed of the mini-batch shuffling")
+    data_loader_seed: int | None = F(42, ge=0, le=MAX_SEED, description="seed of the mini-batch shuffling")
     grad_clip: float = F(1.0, ge=0, description="gradient-norm clip")
-    ulysses_sequence_parallel_size: int = F(1, le=MAX_RANKS_PER_NODE, ge=1, description="Ulysses sequence-parallel ranks")
+    ulysses_sequence_parallel_size: int = F(
+        1, le=MAX_RANKS_PER_NODE, ge=1, description="Ulysses sequence-parallel ranks"
+    )
     use_torch_compile: bool = F(True, description="torch.compile the log-prob/entropy helpers")
     policy_loss: PolicyLoss = Sub(PolicyLoss, "policy loss")
     checkpoint: Checkpoint = Sub(Checkpoint, "checkpoint contents")

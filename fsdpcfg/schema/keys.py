@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import difflib
 import typing
-from functools import lru_cache
-from typing import Any, Iterable, Literal
+from collections.abc import Iterable
+from functools import cache
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -48,11 +49,27 @@ OPEN_MAPPINGS = ("ray_kwargs.ray_init",)
 #: library's, so it is ``free`` even where verl's YAML lists some defaults (``override_transformer_config`` lists
 #: the recompute settings only). Source: ``verl/workers/config/engine.py``, ``model.py``, ``rollout.py``,
 #: ``distillation.py``; ``tests/schema/test_open_mappings.py`` keeps every name a dict field of verl's dataclasses.
-VERL_DICT_FIELDS = frozenset({
-    "override_transformer_config", "override_ddp_config", "override_mcore_model_config", "override_optimizer_config",
-    "override_config", "engine_kwargs", "custom", "extra_context", "backend_config", "mbridge_config", "moe_config",
-    "fused_kernel_options", "turbo_config", "layer_name_map", "tiled_mlp", "qat", "teacher_models",
-})
+VERL_DICT_FIELDS = frozenset(
+    {
+        "override_transformer_config",
+        "override_ddp_config",
+        "override_mcore_model_config",
+        "override_optimizer_config",
+        "override_config",
+        "engine_kwargs",
+        "custom",
+        "extra_context",
+        "backend_config",
+        "mbridge_config",
+        "moe_config",
+        "fused_kernel_options",
+        "turbo_config",
+        "layer_name_map",
+        "tiled_mlp",
+        "qat",
+        "teacher_models",
+    }
+)
 
 #: Keys verl 0.9.1's config dataclasses define that its YAML compositions leave out, so a user adds them with
 #: ``+`` (verl's own example scripts do): key -> (file under ``verl/``, dataclass). They are ``verl`` keys here.
@@ -73,11 +90,25 @@ NATIVE_UNSUPPORTED: dict[str, str] = {
     "actor_rollout_ref.model.use_liger": "the native loop has no Liger kernels",
     "actor_rollout_ref.model.use_fused_kernels": "the native loop has no fused log-prob kernels",
     "algorithm.use_kl_in_reward": "the native loop applies KL as a loss term only (actor.use_kl_loss)",
-    **{f"actor_rollout_ref.rollout.{k}": "the hf rollout has no inference-engine settings" for k in (
-        "gpu_memory_utilization", "enforce_eager", "free_cache_engine", "tensor_model_parallel_size",
-        "data_parallel_size", "expert_parallel_size", "pipeline_model_parallel_size", "max_num_batched_tokens",
-        "max_model_len", "max_num_seqs", "enable_chunked_prefill", "enable_prefix_caching", "load_format",
-        "layered_summon")},
+    **{
+        f"actor_rollout_ref.rollout.{k}": "the hf rollout has no inference-engine settings"
+        for k in (
+            "gpu_memory_utilization",
+            "enforce_eager",
+            "free_cache_engine",
+            "tensor_model_parallel_size",
+            "data_parallel_size",
+            "expert_parallel_size",
+            "pipeline_model_parallel_size",
+            "max_num_batched_tokens",
+            "max_model_len",
+            "max_num_seqs",
+            "enable_chunked_prefill",
+            "enable_prefix_caching",
+            "load_format",
+            "layered_summon",
+        )
+    },
 }
 
 #: Keys whose values the native launcher implements only in part: key -> the values it runs (FC803).
@@ -109,7 +140,7 @@ def _is_mapping(annotation: Any) -> bool:
     return any(_is_mapping(a) for a in typing.get_args(annotation))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema_index() -> tuple[dict[str, Any], frozenset[str]]:
     """Return ({leaf key: FieldInfo}, {section prefixes})."""
     from fsdpcfg.schema.root import RunConfig
@@ -177,7 +208,7 @@ def allowed_values(key: str) -> list[Any]:
     return list(dict.fromkeys(out))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _verl_prefixes() -> frozenset[str]:
     return verlref.prefixes("ppo")
 
@@ -222,7 +253,7 @@ def known_parent(key: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def suggestion_pool() -> tuple[str, ...]:
     """Every real key and section (schema and verl), legacy sections excluded: the did-you-mean candidates."""
     pool = set(schema_keys()) | set(schema_prefixes()) | set(verl_keys()) | set(_verl_prefixes())
@@ -245,6 +276,7 @@ def suggest(key: str, n: int = 3, pool: Iterable[str] | None = None) -> list[str
             out.append(c)
     head = key.split(".", 1)[0]
     # a key in the same top-level section is a better guess than an equally similar one elsewhere
-    out[len(suffix):] = sorted(out[len(suffix):], key=lambda c: (c.split(".", 1)[0] != head,
-                                                                 -difflib.SequenceMatcher(None, key, c).ratio()))
+    out[len(suffix) :] = sorted(
+        out[len(suffix) :], key=lambda c: (c.split(".", 1)[0] != head, -difflib.SequenceMatcher(None, key, c).ratio())
+    )
     return out[:n]

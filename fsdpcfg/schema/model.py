@@ -10,12 +10,12 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal
 
 from pydantic import field_validator
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.schema._base import F, MAX_LORA_RANK, Section
+from fsdpcfg.schema._base import MAX_LORA_RANK, F, Section
 
 #: ``org/name`` as the Hugging Face Hub spells repository ids (or a bare legacy id such as ``gpt2``).
 HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -29,23 +29,28 @@ class ModelSection(Section):
     """The actor's (and reference's, and rollout's) Hugging Face model."""
 
     path: str = F(description="a local folder holding config.json, or a Hugging Face Hub id `org/name`")
-    tokenizer_path: Optional[str] = F(None, description="tokenizer folder or hub id; null: the model path")
-    trust_remote_code: bool = F(False, description="allow the checkpoint's own Python code (auto_map); false "
-                                "unless set")
-    custom_chat_template: Optional[str] = F(None, description="a Jinja chat template replacing the tokenizer's")
-    external_lib: Optional[Union[str, list[str]]] = F(
-        None, description="module(s) imported before the model is built (registers custom models); imported "
-        "only at launch, never while validating")
-    override_config: dict[str, Any] = F(default_factory=dict, description="entries merged into the model's "
-                                        "config.json at load time (e.g. rope_scaling)")
+    tokenizer_path: str | None = F(None, description="tokenizer folder or hub id; null: the model path")
+    trust_remote_code: bool = F(
+        False, description="allow the checkpoint's own Python code (auto_map); false unless set"
+    )
+    custom_chat_template: str | None = F(None, description="a Jinja chat template replacing the tokenizer's")
+    external_lib: str | list[str] | None = F(
+        None,
+        description="module(s) imported before the model is built (registers custom models); imported "
+        "only at launch, never while validating",
+    )
+    override_config: dict[str, Any] = F(
+        default_factory=dict, description="entries merged into the model's config.json at load time (e.g. rope_scaling)"
+    )
     enable_gradient_checkpointing: bool = F(True, description="activation checkpointing of every decoder layer")
     use_remove_padding: bool = F(True, description="packed sequences without pad tokens (varlen attention)")
     lora_rank: int = F(0, le=MAX_LORA_RANK, ge=0, description="LoRA rank; 0 disables LoRA")
-    lora_alpha: Union[int, float] = F(16, ge=0, description="LoRA scaling numerator (scale = alpha / rank)")
-    target_modules: Union[str, list[str]] = F("all-linear", description="modules LoRA adapts: `all-linear` or "
-                                              "a list of module names")
-    exclude_modules: Optional[Union[str, list[str]]] = F(None, description="modules LoRA must not adapt")
-    lora_adapter_path: Optional[str] = F(None, description="a trained PEFT adapter to start from")
+    lora_alpha: int | float = F(16, ge=0, description="LoRA scaling numerator (scale = alpha / rank)")
+    target_modules: str | list[str] = F(
+        "all-linear", description="modules LoRA adapts: `all-linear` or a list of module names"
+    )
+    exclude_modules: str | list[str] | None = F(None, description="modules LoRA must not adapt")
+    lora_adapter_path: str | None = F(None, description="a trained PEFT adapter to start from")
     use_liger: bool = F(False, description="Liger fused kernels (GPU only)")
     use_fused_kernels: bool = F(False, description="verl's fused log-prob/entropy kernels")
 
@@ -79,7 +84,7 @@ class ModelPathStatus:
     """
 
     kind: Literal["folder", "hub_cached", "hub_id", "missing", "incomplete", "invalid"]
-    local: Optional[Path]
+    local: Path | None
     detail: str
 
     @property
@@ -98,7 +103,7 @@ def _hf_cache_dirs() -> list[Path]:
     return dirs
 
 
-def hub_snapshot(hub_id: str) -> Optional[Path]:
+def hub_snapshot(hub_id: str) -> Path | None:
     """Return a local snapshot folder of ``hub_id`` holding config.json in the Hugging Face cache, if any
     (reads the cache layout ``models--org--name/snapshots/<rev>/``; no network, no huggingface_hub import)."""
     org_name = "models--" + hub_id.replace("/", "--")
@@ -120,8 +125,9 @@ def model_path_status(path: Any) -> ModelPathStatus:
         if (p / "config.json").is_file():
             return ModelPathStatus("folder", p, f"local folder {p}")
         present = sorted(x.name for x in p.iterdir())[:8]
-        return ModelPathStatus("incomplete", None, f"the folder {p} has no config.json (it holds: "
-                               f"{', '.join(present) or 'nothing'})")
+        return ModelPathStatus(
+            "incomplete", None, f"the folder {p} has no config.json (it holds: {', '.join(present) or 'nothing'})"
+        )
     if p.exists():
         return ModelPathStatus("incomplete", None, f"{p} is a file, not a model folder")
     looks_like_path = path.startswith(("/", "~", ".")) or path.count("/") > 1
@@ -150,7 +156,7 @@ def hub_reachable(timeout_s: float = 3.0) -> bool:
         return False
 
 
-def require_model_path(path: Any, *, offline: Optional[bool] = None) -> ModelPathStatus:
+def require_model_path(path: Any, *, offline: bool | None = None) -> ModelPathStatus:
     """For the launcher: return the status of a model path a run can load, or raise.
 
     A hub id that is not cached is accepted only when the hub may be used: not offline (``offline`` False; by
@@ -162,8 +168,9 @@ def require_model_path(path: Any, *, offline: Optional[bool] = None) -> ModelPat
             while offline (the message names the offline option).
     """
     if offline is None:
-        offline = any(os.environ.get(v, "").lower() in ("1", "true", "yes")
-                      for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+        offline = any(
+            os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+        )
     st = model_path_status(path)
     key = "actor_rollout_ref.model.path"
     if st.kind in ("folder", "hub_cached"):
@@ -173,8 +180,16 @@ def require_model_path(path: Any, *, offline: Optional[bool] = None) -> ModelPat
             return st
         st = ModelPathStatus("hub_id", None, f"{st.detail}, and the Hugging Face Hub cannot be reached from here")
     if st.kind == "incomplete":
-        raise ConfigError(f"{st.detail}", key=key, value=path,
-                          fix="point it at a Hugging Face model folder (config.json, tokenizer, weights)")
-    raise ConfigError(f"cannot load the model: {st.detail}", key=key, value=path,
-                      fix=f"download it (huggingface-cli download ...), point the path at a local copy, or run "
-                          f"offline with {OFFLINE_OPTION}")
+        raise ConfigError(
+            f"{st.detail}",
+            key=key,
+            value=path,
+            fix="point it at a Hugging Face model folder (config.json, tokenizer, weights)",
+        )
+    raise ConfigError(
+        f"cannot load the model: {st.detail}",
+        key=key,
+        value=path,
+        fix=f"download it (huggingface-cli download ...), point the path at a local copy, or run "
+        f"offline with {OFFLINE_OPTION}",
+    )

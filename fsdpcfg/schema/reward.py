@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
-from fsdpcfg.schema._base import F, MAX_WORKERS, Section, Sub
+from fsdpcfg.schema._base import MAX_WORKERS, F, Section, Sub
 
 
 class CustomRewardFunction(Section):
     """A Python file with a scoring function (read at launch, never imported by check)."""
 
-    path: Optional[str] = F(None, description="file defining the function; null: verl's default_compute_score "
-                            "by data_source")
+    path: str | None = F(
+        None, description="file defining the function; null: verl's default_compute_score by data_source"
+    )
     name: str = F("compute_score", description="function name in that file")
 
 
 class RewardManager(Section):
     """How scores are computed over a batch."""
 
-    source: Literal["register", "importlib"] = F("register", description="look the manager up by registered "
-                                                 "name or import it")
+    source: Literal["register", "importlib"] = F(
+        "register", description="look the manager up by registered name or import it"
+    )
     name: str = F("naive", description="reward manager name (naive, prime, dapo, ...)")
 
 

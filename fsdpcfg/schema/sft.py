@@ -7,7 +7,7 @@ Unknown keys are rejected (``extra="forbid"``); every field says what it does; d
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal
 
 from fsdpcfg.schema._base import F, FSDPStrategy, Precision, Section, Sub
 
@@ -16,22 +16,24 @@ class SftModel(Section):
     """``model``: the Hugging Face model to fine-tune (verl ``HFModelConfig``)."""
 
     path: str = F("~/models/deepseek-llm-7b-chat", description="local folder or hub id of the model to train")
-    tokenizer_path: Optional[str] = F(None, description="tokenizer folder; null: model.path")
-    hf_config_path: Optional[str] = F(None, description="config.json folder; null: model.path")
+    tokenizer_path: str | None = F(None, description="tokenizer folder; null: model.path")
+    hf_config_path: str | None = F(None, description="config.json folder; null: model.path")
     trust_remote_code: bool = F(False, description="allow the model's own Python code (auto_map)")
-    custom_chat_template: Optional[str] = F(None, description="a Jinja chat template replacing the tokenizer's")
-    external_lib: Optional[Union[str, list[str]]] = F(None, description="module(s) imported before loading the "
-                                                      "model (they may register model classes)")
+    custom_chat_template: str | None = F(None, description="a Jinja chat template replacing the tokenizer's")
+    external_lib: str | list[str] | None = F(
+        None, description="module(s) imported before loading the model (they may register model classes)"
+    )
     override_config: dict[str, Any] = F(default_factory=dict, description="entries set on the loaded config.json")
     enable_gradient_checkpointing: bool = F(True, description="recompute activations in the backward pass")
     enable_activation_offload: bool = F(False, description="offload activations to the CPU (verl only)")
     use_remove_padding: bool = F(True, description="packed sequences without pad tokens (patches=remove_padding)")
     lora_rank: int = F(0, ge=0, description="LoRA rank; 0 trains all weights")
-    lora_alpha: Union[int, float] = F(16, gt=0, description="LoRA alpha: the adapter update is scaled by "
-                                      "lora_alpha / lora_rank")
-    target_modules: Union[str, list[str]] = F("all-linear", description="modules LoRA adapts: all-linear or names")
-    exclude_modules: Optional[Union[str, list[str]]] = F(None, description="modules LoRA must not adapt")
-    lora_adapter_path: Optional[str] = F(None, description="a saved PEFT adapter folder to start from")
+    lora_alpha: int | float = F(
+        16, gt=0, description="LoRA alpha: the adapter update is scaled by lora_alpha / lora_rank"
+    )
+    target_modules: str | list[str] = F("all-linear", description="modules LoRA adapts: all-linear or names")
+    exclude_modules: str | list[str] | None = F(None, description="modules LoRA must not adapt")
+    lora_adapter_path: str | None = F(None, description="a saved PEFT adapter folder to start from")
     use_liger: bool = F(False, description="Liger kernels (GPU only)")
     use_fused_kernels: bool = F(False, description="verl's fused log-prob kernels (verl only)")
 
@@ -40,8 +42,9 @@ class SftWrapPolicy(Section):
     """``engine.wrap_policy``: which modules become FSDP units."""
 
     min_num_params: int = F(0, ge=0, description="size-based wrapping threshold (0: wrap by layer class)")
-    transformer_layer_cls_to_wrap: Optional[Union[str, list[str]]] = F(
-        None, description="decoder layer class name(s) to wrap; null: the model's _no_split_modules")
+    transformer_layer_cls_to_wrap: str | list[str] | None = F(
+        None, description="decoder layer class name(s) to wrap; null: the model's _no_split_modules"
+    )
 
 
 class SftEngine(Section):
@@ -72,8 +75,7 @@ class SftOptim(Section):
     lr_warmup_steps: int = F(-1, description="warmup steps; <= 0: use lr_warmup_steps_ratio")
     total_training_steps: int = F(-1, description="schedule length; -1: the trainer's step count")
     weight_decay: float = F(0.01, ge=0, description="AdamW weight decay")
-    betas: list[float] = F(default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2,
-                           description="AdamW betas")
+    betas: list[float] = F(default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2, description="AdamW betas")
     clip_grad: float = F(1.0, gt=0, description="gradient-norm clipping threshold")
     min_lr_ratio: float = F(0.0, ge=0, le=1, description="cosine schedule: final lr as a fraction of lr")
     num_cycles: float = F(0.5, description="cosine schedule: number of half-waves")
@@ -87,56 +89,65 @@ class SftData(Section):
     micro_batch_size_per_gpu: int = F(4, gt=0, description="sequences per forward/backward on one rank")
     max_token_len_per_gpu: int = F(8192, gt=0, description="token budget per micro-batch with use_dynamic_bsz")
     use_dynamic_bsz: bool = F(True, description="micro-batches by token budget (verl); false: fixed sizes")
-    train_files: Union[str, list[str]] = F("~/data/gsm8k/train.parquet", description="training files (.parquet, "
-                                           ".jsonl) with a messages column")
-    val_files: Optional[Union[str, list[str]]] = F(None, description="validation files")
+    train_files: str | list[str] = F(
+        "~/data/gsm8k/train.parquet", description="training files (.parquet, .jsonl) with a messages column"
+    )
+    val_files: str | list[str] | None = F(None, description="validation files")
     train_max_samples: int = F(-1, description="use only the first N training rows; -1: all")
     val_max_samples: int = F(-1, description="use only the first N validation rows; -1: all")
     messages_key: str = F("messages", description="column holding the chat messages")
     tools_key: str = F("tools", description="column holding tool schemas, if any")
     enable_thinking_key: str = F("enable_thinking", description="column switching the template's thinking mode")
-    enable_thinking_default: Optional[Union[bool, str]] = F("none", description="thinking mode where the column is "
-                                                            "absent; none: the template's default")
+    enable_thinking_default: bool | str | None = F(
+        "none", description="thinking mode where the column is absent; none: the template's default"
+    )
     pad_mode: Literal["no_padding", "right"] = F("no_padding", description="no_padding (packed, verl) or right")
     max_length: int = F(1024, gt=0, description="maximum tokens per conversation")
     truncation: Literal["error", "left", "right"] = F("error", description="what to do with longer conversations")
-    balance_dp_token: bool = F(False, description="balance tokens over data-parallel ranks (not implemented in "
-                                                  "verl 0.9.1)")
+    balance_dp_token: bool = F(
+        False, description="balance tokens over data-parallel ranks (not implemented in verl 0.9.1)"
+    )
     use_shm: bool = F(False, description="copy files through shared memory (verl)")
-    apply_chat_template_kwargs: dict[str, Any] = F(default_factory=dict, description="extra arguments of "
-                                                   "apply_chat_template")
+    apply_chat_template_kwargs: dict[str, Any] = F(
+        default_factory=dict, description="extra arguments of apply_chat_template"
+    )
     num_workers: int = F(8, ge=0, description="data loader worker processes (verl)")
-    ignore_input_ids_mismatch: bool = F(False, description="accept per-turn tokenisation differing from the "
-                                                           "whole-conversation tokenisation")
+    ignore_input_ids_mismatch: bool = F(
+        False, description="accept per-turn tokenisation differing from the whole-conversation tokenisation"
+    )
 
 
 class SftCheckpoint(Section):
     """``checkpoint``: what checkpoints hold."""
 
-    save_contents: list[str] = F(default_factory=lambda: ["model", "optimizer", "extra"],
-                                 description="parts saved: model, optimizer, extra (hf_model: a HF folder)")
-    load_contents: list[str] = F(default_factory=lambda: ["model", "optimizer", "extra"],
-                                 description="parts loaded on resume")
+    save_contents: list[str] = F(
+        default_factory=lambda: ["model", "optimizer", "extra"],
+        description="parts saved: model, optimizer, extra (hf_model: a HF folder)",
+    )
+    load_contents: list[str] = F(
+        default_factory=lambda: ["model", "optimizer", "extra"], description="parts loaded on resume"
+    )
 
 
 class SftTrainer(Section):
     """``trainer``: layout, length, logging and checkpoints."""
 
     default_local_dir: str = F("checkpoints/gsm8k-sft/test", description="checkpoint folder")
-    default_hdfs_dir: Optional[str] = F(None, description="HDFS copy of the checkpoints (verl)")
+    default_hdfs_dir: str | None = F(None, description="HDFS copy of the checkpoints (verl)")
     project_name: str = F("gsm8k-sft", description="project name (logging, folders)")
     experiment_name: str = F("test", description="experiment name (logging, folders)")
     total_epochs: int = F(4, gt=0, description="passes over the data when total_training_steps is null")
-    total_training_steps: Optional[int] = F(None, gt=0, description="optimizer steps; null: from total_epochs")
+    total_training_steps: int | None = F(None, gt=0, description="optimizer steps; null: from total_epochs")
     logger: list[str] = F(default_factory=lambda: ["console", "wandb"], description="metric sinks (verl names)")
     seed: int = F(1, description="data shuffling seed")
     save_freq: int = F(-1, description="checkpoint every N steps; -1: only at the end (native) / never (verl)")
     test_freq: int = F(-1, description="validate every N steps; -1: never")
-    max_ckpt_to_keep: Optional[int] = F(None, description="keep at most N checkpoints; null: all")
+    max_ckpt_to_keep: int | None = F(None, description="keep at most N checkpoints; null: all")
     balance_batch: bool = F(True, description="balance sequence lengths over ranks (verl)")
-    resume_mode: Literal["auto", "disable", "resume_path"] = F("auto", description="auto: the latest checkpoint; "
-                                                               "disable; resume_path: trainer.resume_from_path")
-    resume_from_path: Optional[str] = F(None, description="checkpoint to resume from (resume_mode=resume_path)")
+    resume_mode: Literal["auto", "disable", "resume_path"] = F(
+        "auto", description="auto: the latest checkpoint; disable; resume_path: trainer.resume_from_path"
+    )
+    resume_from_path: str | None = F(None, description="checkpoint to resume from (resume_mode=resume_path)")
     device: Literal["cpu", "cuda"] = F("cuda", description="cpu (gloo) or cuda (NCCL)")
     nnodes: int = F(1, gt=0, description="nodes")
     n_gpus_per_node: int = F(1, gt=0, description="ranks per node")
@@ -146,11 +157,13 @@ class SftFsdpcfg(Section):
     """``fsdpcfg``: fsdpcfg's own choices for an SFT run."""
 
     kind: Literal["sft"] = F("sft", description="config kind: sft (verl's sft_trainer_engine layout)")
-    launcher: Literal["native", "verl"] = F("native", description="who runs the trainer: native (torchrun, "
-                                            "built-in FSDP SFT trainer) or verl")
+    launcher: Literal["native", "verl"] = F(
+        "native", description="who runs the trainer: native (torchrun, built-in FSDP SFT trainer) or verl"
+    )
     run_dir: str = F("runs/fsdpcfg/run", description="run folder (metrics, resolved config)")
-    env: dict[str, Union[str, int, float, bool]] = F(default_factory=dict, description="environment variables "
-                                                     "for the launched run (NAME: value)")
+    env: dict[str, str | int | float | bool] = F(
+        default_factory=dict, description="environment variables for the launched run (NAME: value)"
+    )
 
 
 class SftRunConfig(Section):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -59,7 +59,7 @@ class SchemaReport:
         legacy: leaf keys under legacy sections (left to FC701).
     """
 
-    model: Optional[RunConfig]
+    model: RunConfig | None
     issues: list[SchemaIssue]
     verl_only: dict[str, Any] = field(default_factory=dict)
     legacy: list[str] = field(default_factory=list)
@@ -104,8 +104,9 @@ def _verl_type_ok(default: Any, v: Any) -> bool:
 SUGGEST_LIMIT = 50
 
 
-def validate_tree(cfg: dict[str, Any], *, skip: frozenset[str] = frozenset(),
-                  derived: frozenset[str] = frozenset()) -> SchemaReport:
+def validate_tree(
+    cfg: dict[str, Any], *, skip: frozenset[str] = frozenset(), derived: frozenset[str] = frozenset()
+) -> SchemaReport:
     """Validate the resolved config ``cfg`` (nested dicts). Never raises for any input mapping.
 
     Args:
@@ -142,19 +143,33 @@ def validate_tree(cfg: dict[str, Any], *, skip: frozenset[str] = frozenset(),
                 else:
                     verl_only[key] = v
                     default = verlref.defaults("ppo").get(key)
-                    if not (isinstance(raw_defaults.get(key), str) and "${" in raw_defaults[key]) \
-                            and not _verl_type_ok(default, v):
-                        issues.append(SchemaIssue(
-                            "verl_type", key, v, f"{v!r} is {_type_name(v)}; verl 0.9.1 expects "
-                            f"{_type_name(default)} (its default is {default!r})",
-                            f"set {key} to {_type_name(default)}"))
+                    if not (isinstance(raw_defaults.get(key), str) and "${" in raw_defaults[key]) and not _verl_type_ok(
+                        default, v
+                    ):
+                        issues.append(
+                            SchemaIssue(
+                                "verl_type",
+                                key,
+                                v,
+                                f"{v!r} is {_type_name(v)}; verl 0.9.1 expects "
+                                f"{_type_name(default)} (its default is {default!r})",
+                                f"set {key} to {_type_name(default)}",
+                            )
+                        )
             elif kind == "legacy":
                 legacy.append(key)
             elif kind == "conflict":
                 parent = K.known_parent(key) or key
-                issues.append(SchemaIssue("conflict", key, v, f"{parent} holds a single value, so it has no "
-                                          f"key `{key[len(parent) + 1:]}`",
-                                          f"set {parent}=VALUE instead", [parent]))
+                issues.append(
+                    SchemaIssue(
+                        "conflict",
+                        key,
+                        v,
+                        f"{parent} holds a single value, so it has no key `{key[len(parent) + 1 :]}`",
+                        f"set {parent}=VALUE instead",
+                        [parent],
+                    )
+                )
             elif kind == "free":
                 kept[k] = v
             else:
@@ -163,10 +178,13 @@ def validate_tree(cfg: dict[str, Any], *, skip: frozenset[str] = frozenset(),
                     sugg = K.suggest(str(key))
                     hint = f"did you mean {sugg[0]}?" if sugg else "`fsdpcfg show` prints the keys"
                 else:  # bounded work: ~2 ms of difflib per key would make 10,000 keys take 20 s
-                    sugg, hint = [], (f"check the key name (did-you-mean is given for the first {SUGGEST_LIMIT} "
-                                      "unknown keys only)")
-                issues.append(SchemaIssue("unknown", str(key), v, "is not a key fsdpcfg or verl 0.9.1 knows",
-                                          hint, sugg))
+                    sugg, hint = (
+                        [],
+                        (f"check the key name (did-you-mean is given for the first {SUGGEST_LIMIT} unknown keys only)"),
+                    )
+                issues.append(
+                    SchemaIssue("unknown", str(key), v, "is not a key fsdpcfg or verl 0.9.1 knows", hint, sugg)
+                )
         return kept
 
     tree = walk(cfg if isinstance(cfg, dict) else {}, "")
@@ -176,11 +194,15 @@ def validate_tree(cfg: dict[str, Any], *, skip: frozenset[str] = frozenset(),
     except ValidationError as e:
         issues.extend(_issues_from(e, cfg, missing))
     for key in sorted(missing):
-        issues.append(SchemaIssue("missing", key, None, "is required and has no value (`???`)",
-                                  f"set {key}=VALUE" + _describe(key)))
+        issues.append(
+            SchemaIssue(
+                "missing", key, None, "is required and has no value (`???`)", f"set {key}=VALUE" + _describe(key)
+            )
+        )
     reported = [(i.key, i.value) for i in issues if i.kind == "invalid" and i.key not in derived]
-    issues = [i for i in issues if not (i.kind == "invalid" and i.key in derived
-                                        and any(v == i.value for _, v in reported))]
+    issues = [
+        i for i in issues if not (i.kind == "invalid" and i.key in derived and any(v == i.value for _, v in reported))
+    ]
     order = {k: i for i, k in enumerate(verlref.flatten(cfg) if isinstance(cfg, dict) else {})}
     issues.sort(key=lambda i: order.get(i.key, len(order)))
     return SchemaReport(model, issues, verl_only, legacy)
@@ -192,7 +214,7 @@ def _describe(key: str) -> str:
 
 
 def _field_key(loc: tuple[Any, ...]) -> str:
-    model: Optional[type[BaseModel]] = RunConfig
+    model: type[BaseModel] | None = RunConfig
     parts: list[str] = []
     for el in loc:
         if model is None or not isinstance(el, str) or el not in model.model_fields:
@@ -231,8 +253,16 @@ def _issues_from(err: ValidationError, cfg: dict[str, Any], missing: set[str]) -
         if "extra_forbidden" in types:  # only reachable when classify() and the models disagree
             for e in errs:
                 k = ".".join(str(x) for x in e["loc"])
-                out.append(SchemaIssue("unknown", k, e.get("input"), "is not a key of the schema",
-                                       "check the key name (`fsdpcfg show`)", K.suggest(k)))
+                out.append(
+                    SchemaIssue(
+                        "unknown",
+                        k,
+                        e.get("input"),
+                        "is not a key of the schema",
+                        "check the key name (`fsdpcfg show`)",
+                        K.suggest(k),
+                    )
+                )
             continue
         allowed = K.allowed_values(key)
         if allowed and "literal_error" in types:
@@ -240,8 +270,16 @@ def _issues_from(err: ValidationError, cfg: dict[str, Any], missing: set[str]) -
             shown = bad[0] if len(bad) == 1 else value
             close = difflib.get_close_matches(str(shown), [str(a) for a in allowed], n=1, cutoff=0.5)
             hint = f"did you mean {key}={close[0]}? " if close else ""
-            out.append(SchemaIssue("invalid", key, value, f"{shown!r} is not one of {', '.join(map(str, allowed))}",
-                                   f"{hint}set {key} to one of: {', '.join(map(str, allowed))}", close))
+            out.append(
+                SchemaIssue(
+                    "invalid",
+                    key,
+                    value,
+                    f"{shown!r} is not one of {', '.join(map(str, allowed))}",
+                    f"{hint}set {key} to one of: {', '.join(map(str, allowed))}",
+                    close,
+                )
+            )
             continue
         msgs = list(dict.fromkeys(_msg(e) for e in errs))
         if len(errs) > 1 and all(len(e["loc"]) > len(key.split(".")) for e in errs):
@@ -266,7 +304,9 @@ def _annotation_text(a: Any) -> str:
         return "a mapping"
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
         return " or ".join(_annotation_text(x) for x in typing.get_args(a))
-    return {int: "an integer", float: "a number", str: "a string", bool: "a boolean"}.get(a, getattr(a, "__name__", str(a)))
+    return {int: "an integer", float: "a number", str: "a string", bool: "a boolean"}.get(
+        a, getattr(a, "__name__", str(a))
+    )
 
 
 def parse_run_config(cfg: Any) -> RunConfig:

@@ -13,7 +13,8 @@ Uses ``hydra._internal`` (``Hydra``, ``create_config_search_path``, ``Callbacks`
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from fsdpcfg import paths
 from fsdpcfg.errors import ConfigError, did_you_mean
@@ -66,23 +67,34 @@ class HydraLaunch:
         search = create_config_search_path(f"file://{paths.conf_dir(kind)}")
         self.hydra = Hydra.create_main_hydra2(task_name="fsdpcfg", config_search_path=search)
         try:
-            self.cfg = self.hydra.compose_config(config_name="config", overrides=list(hydra_overrides) + first_point,
-                                                 run_mode=RunMode.MULTIRUN, with_log_configuration=True)
+            self.cfg = self.hydra.compose_config(
+                config_name="config",
+                overrides=list(hydra_overrides) + first_point,
+                run_mode=RunMode.MULTIRUN,
+                with_log_configuration=True,
+            )
         except MissingConfigException as e:
             opts = _available_launchers(kind)
             given = [o.split("=", 1)[1] for o in hydra_overrides if o.lstrip("+").startswith("hydra/launcher=")]
             close = did_you_mean(given[-1], opts) if given else []
-            raise ConfigError(f"cannot compose Hydra's launcher config: {_first_line(e)}", key="hydra/launcher",
-                              value=given[-1] if given else None,
-                              fix=(f"did you mean hydra/launcher={close[0]}? " if close else "")
-                              + f"available: {', '.join(opts)} (submitit_*: pip install 'fsdpcfg[sweep]')") from None
+            raise ConfigError(
+                f"cannot compose Hydra's launcher config: {_first_line(e)}",
+                key="hydra/launcher",
+                value=given[-1] if given else None,
+                fix=(f"did you mean hydra/launcher={close[0]}? " if close else "")
+                + f"available: {', '.join(opts)} (submitit_*: pip install 'fsdpcfg[sweep]')",
+            ) from None
         except Exception as e:  # ConfigCompositionException, omegaconf errors while merging
-            if not isinstance(e, ConfigCompositionException) and not type(e).__module__.startswith(("hydra", "omegaconf")):
+            if not isinstance(e, ConfigCompositionException) and not type(e).__module__.startswith(
+                ("hydra", "omegaconf")
+            ):
                 raise
-            raise ConfigError(f"cannot compose Hydra's multirun config: {_first_line(e)}",
-                              fix="check the hydra.* overrides: a launcher's settings are hydra.launcher.<option> "
-                                  "(joblib: n_jobs, backend, prefer; submitit_slurm: partition, timeout_min, "
-                                  "gpus_per_node, ...)") from None
+            raise ConfigError(
+                f"cannot compose Hydra's multirun config: {_first_line(e)}",
+                fix="check the hydra.* overrides: a launcher's settings are hydra.launcher.<option> "
+                "(joblib: n_jobs, backend, prefer; submitit_slurm: partition, timeout_min, "
+                "gpus_per_node, ...)",
+            ) from None
 
     @property
     def sweep_dir(self) -> str:
@@ -108,10 +120,15 @@ class HydraLaunch:
         try:
             return Plugins.instance().instantiate_launcher(
                 hydra_context=HydraContext(config_loader=self.hydra.config_loader, callbacks=self.callbacks),
-                task_function=task_function, config=self.cfg)
+                task_function=task_function,
+                config=self.cfg,
+            )
         except Exception as e:
-            raise ConfigError(f"cannot start the launcher {self.launcher_target}: {_first_line(e)}",
-                              key="hydra/launcher", fix="install the launcher plugin: pip install 'fsdpcfg[sweep]'") from None
+            raise ConfigError(
+                f"cannot start the launcher {self.launcher_target}: {_first_line(e)}",
+                key="hydra/launcher",
+                fix="install the launcher plugin: pip install 'fsdpcfg[sweep]'",
+            ) from None
 
     def launch(self, points: Sequence[Sequence[str]], task_function: Callable[[Any], Any]) -> list[Any]:
         """Launch ``points`` (one job each, numbered from 0) and return Hydra's ``JobReturn`` of each, in order.

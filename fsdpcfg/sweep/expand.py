@@ -55,8 +55,10 @@ def _parse(overrides: list[str], kind: str):
         return OverridesParser.create(config_loader=config_loader(kind)).parse_overrides(overrides=overrides)
     except (OverrideParseException, HydraException) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise UsageError(f"cannot parse the override: {first}",
-                         fix="write overrides as key=value, key=a,b, key=range(1,4), group=glob(pattern)") from None
+        raise UsageError(
+            f"cannot parse the override: {first}",
+            fix="write overrides as key=value, key=a,b, key=range(1,4), group=glob(pattern)",
+        ) from None
 
 
 def _recipe_kinds(points: list[list[str]]) -> set[str]:
@@ -84,16 +86,19 @@ def expand(overrides: list[str]) -> Expansion:
     task = [o for o in overrides if not is_hydra_override(o)]
     for o in task:
         if o.lstrip("+").startswith("recipe=") and o.endswith((".yaml", ".yml")):
-            raise UsageError(f"`{o}`: a sweep selects recipes by name",
-                             fix="copy the file into recipes/ and use +recipe=NAME, or run it without -m")
+            raise UsageError(
+                f"`{o}`: a sweep selects recipes by name",
+                fix="copy the file into recipes/ and use +recipe=NAME, or run it without -m",
+            )
     plain = [o for o in task if "glob(" not in o]
     kind = sorted(_recipe_kinds([plain]))[0]
     try:
         batches = BasicSweeper.split_arguments(_parse(task, kind), max_batch_size=None)
     except HydraException as e:
-        raise UsageError(f"cannot expand the sweep: {str(e).strip().splitlines()[0]}",
-                         fix="use value lists (a,b), choice(), range() or glob(); intervals need an optimizing "
-                             "sweeper") from None
+        raise UsageError(
+            f"cannot expand the sweep: {str(e).strip().splitlines()[0]}",
+            fix="use value lists (a,b), choice(), range() or glob(); intervals need an optimizing sweeper",
+        ) from None
     points: list[list[str]] = []
     seen: dict[tuple[str, ...], int] = {}
     dups: list[tuple[list[str], int]] = []
@@ -106,6 +111,8 @@ def expand(overrides: list[str]) -> Expansion:
         points.append(list(point))
     kinds = _recipe_kinds(points)
     if len(kinds) > 1:
-        raise UsageError(f"the sweep mixes config trees ({', '.join(sorted(kinds))}): RL and SFT recipes compose "
-                         "different configs", fix="sweep RL recipes and SFT recipes separately")
+        raise UsageError(
+            f"the sweep mixes config trees ({', '.join(sorted(kinds))}): RL and SFT recipes compose different configs",
+            fix="sweep RL recipes and SFT recipes separately",
+        )
     return Expansion(points=points, hydra_overrides=hydra_ovr, duplicates=dups, kind=kinds.pop() if kinds else kind)

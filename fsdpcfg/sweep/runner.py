@@ -15,14 +15,14 @@ import functools
 import json
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from fsdpcfg.errors import ConfigError, Interrupted
 from fsdpcfg.sweep.expand import expand
 from fsdpcfg.sweep.preflight import PointCheck, preflight, report_failures
 from fsdpcfg.sweep.summary import format_table, write_summary
-
 
 #: the status of a point a sweep interrupted before it started.
 NOT_STARTED = "not started (sweep interrupted)"
@@ -37,8 +37,17 @@ def _sweep_dir_override(hydra_overrides: list[str], first: PointCheck) -> list[s
 
 
 def _row(c: PointCheck, status: str, error: str | None = None) -> dict[str, Any]:
-    return {"point": c.index, "status": status, "final_reward": None, "steps": None, "wall_s": None, "run_dir": None,
-            "overrides": c.overrides, "error": error, "job": None}
+    return {
+        "point": c.index,
+        "status": status,
+        "final_reward": None,
+        "steps": None,
+        "wall_s": None,
+        "run_dir": None,
+        "overrides": c.overrides,
+        "error": error,
+        "job": None,
+    }
 
 
 def _saved_row(c: PointCheck, job_dir: Path, since: float) -> dict[str, Any]:
@@ -86,8 +95,9 @@ def _dry_run(hl: Any, task: Any, runnable: list[PointCheck], echo: Callable[[str
     return 0
 
 
-def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool = False,
-              echo: Callable[[str], None] = print) -> int:
+def run_sweep(
+    overrides: list[str], *, only_valid: bool = False, dry_run: bool = False, echo: Callable[[str], None] = print
+) -> int:
     """Run the sweep ``overrides``; return 0 when every launched point succeeded, else 1 (with ``only_valid``,
     the points left out for failing the checks do not count). A signal (Ctrl-C, SIGTERM, SIGHUP) stops the
     running point's torchrun and the sweep: no further point starts, the summary says ``interrupted`` and the
@@ -108,8 +118,10 @@ def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool =
     failing = report_failures(checks)
     runnable = [c for c in checks if c.ok and c.duplicate_of is None]
     if failing and not only_valid:
-        raise ConfigError(f"{failing} of {len(checks)} sweep points fail the checks; nothing was started",
-                          fix=f"fix the points above, or pass --only-valid to launch the {len(runnable)} that pass")
+        raise ConfigError(
+            f"{failing} of {len(checks)} sweep points fail the checks; nothing was started",
+            fix=f"fix the points above, or pass --only-valid to launch the {len(runnable)} that pass",
+        )
     if not runnable:
         raise ConfigError(f"none of the {len(checks)} sweep points passes the checks; nothing was started")
     hl_overrides = _sweep_dir_override(exp.hydra_overrides, runnable[0])
@@ -117,11 +129,15 @@ def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool =
     from fsdpcfg.sweep.task import run_point
 
     hl = HydraLaunch(exp.kind, hl_overrides, runnable[0].overrides)
-    expected = {" ".join(c.overrides): {"index": c.index, "overrides": c.overrides, "digest": c.digest,
-                                        "sweep": hl.sweep_dir} for c in runnable}
+    expected = {
+        " ".join(c.overrides): {"index": c.index, "overrides": c.overrides, "digest": c.digest, "sweep": hl.sweep_dir}
+        for c in runnable
+    }
     task = functools.partial(run_point, expected=expected, ckpt_group=Path(hl.sweep_dir).name)
-    echo(f"checked {len(checks)} points in {time.perf_counter() - t0:.1f} s; launching {len(runnable)} with "
-         f"{hl.launcher_target} into {hl.sweep_dir}")
+    echo(
+        f"checked {len(checks)} points in {time.perf_counter() - t0:.1f} s; launching {len(runnable)} with "
+        f"{hl.launcher_target} into {hl.sweep_dir}"
+    )
     if dry_run:
         return _dry_run(hl, task, runnable, echo)
     stop: Interrupted | None = None
@@ -137,12 +153,23 @@ def run_sweep(overrides: list[str], *, only_valid: bool = False, dry_run: bool =
         if c.duplicate_of is not None:
             rows.append(_row(c, f"duplicate of point {c.duplicate_of}"))
         elif not c.ok:
-            rows.append(_row(c, "not started (fails the checks)", c.error or "; ".join(
-                f"[{f.rule}] {f.message}" for f in c.findings if f.severity == "error")))
+            rows.append(
+                _row(
+                    c,
+                    "not started (fails the checks)",
+                    c.error or "; ".join(f"[{f.rule}] {f.message}" for f in c.findings if f.severity == "error"),
+                )
+            )
     rows.sort(key=lambda r: (r["point"] is None, r["point"]))
     total = round(time.perf_counter() - t0, 2)
-    json_path, csv_path = write_summary(hl.sweep_dir, rows, launcher=hl.launcher_target, total_wall_s=total,
-                                        overrides=list(overrides), interrupted=stop.name if stop else None)
+    json_path, csv_path = write_summary(
+        hl.sweep_dir,
+        rows,
+        launcher=hl.launcher_target,
+        total_wall_s=total,
+        overrides=list(overrides),
+        interrupted=stop.name if stop else None,
+    )
     echo(format_table(rows))
     for r in rows:
         if r["status"] == "failed":

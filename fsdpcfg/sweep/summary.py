@@ -1,7 +1,7 @@
 """The table at the end of a sweep: one row per point (launched or not), printed and saved as JSON and CSV.
 
-    <sweep dir>/sweep_summary.json   {"points": [...], "launcher": ..., "total_wall_s": ...}
-    <sweep dir>/sweep_summary.csv    point,status,final_reward,steps,wall_s,run_dir,overrides,error
+<sweep dir>/sweep_summary.json   {"points": [...], "launcher": ..., "total_wall_s": ...}
+<sweep dir>/sweep_summary.csv    point,status,final_reward,steps,wall_s,run_dir,overrides,error
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, cast
+from typing import Any, cast
 
 from fsdpcfg.errors import ConfigError, Interrupted
 
@@ -91,11 +92,15 @@ def _run(job_cfg: Any, expected: dict[str, Any], run_dir: Path, job: int, ckpt_g
     composed = compose(list(expected["overrides"]))
     cfg = run_config(composed)
     # Hydra's job config is a DictConfig: both give str-keyed dicts
-    hydra_cfg = redact(cast("dict[str, Any]", OmegaConf.to_container(job_cfg, resolve=True)),
-                       cast("dict[str, Any]", OmegaConf.to_container(job_cfg, resolve=False)))
+    hydra_cfg = redact(
+        cast("dict[str, Any]", OmegaConf.to_container(job_cfg, resolve=True)),
+        cast("dict[str, Any]", OmegaConf.to_container(job_cfg, resolve=False)),
+    )
     if config_digest(hydra_cfg) != expected["digest"] or config_digest(cfg) != expected["digest"]:
-        raise ConfigError("the config Hydra composed for this job differs from the one the preflight checked",
-                          fix="report this to the fsdpcfg maintainers (fsdpcfg.compose and Hydra disagree)")
+        raise ConfigError(
+            "the config Hydra composed for this job differs from the one the preflight checked",
+            fix="report this to the fsdpcfg maintainers (fsdpcfg.compose and Hydra disagree)",
+        )
     if cfg["fsdpcfg"]["launcher"] != "native":
         from fsdpcfg.launch.folders import hold_folders
         from fsdpcfg.launch.verl import launch_verl
@@ -134,9 +139,19 @@ def run_point(job_cfg: Any, *, expected: dict[str, dict[str, Any]], ckpt_group: 
     job = int(hc.job.num)
     info = expected.get(" ".join(overrides))
     started = time.time()
-    result: dict[str, Any] = {"point": info["index"] if info else None, "job": job, "overrides": overrides,
-                              "status": "failed", "rc": None, "final_reward": None, "steps": None, "wall_s": None,
-                              "run_dir": str(run_dir), "error": None, "started": started}
+    result: dict[str, Any] = {
+        "point": info["index"] if info else None,
+        "job": job,
+        "overrides": overrides,
+        "status": "failed",
+        "rc": None,
+        "final_reward": None,
+        "steps": None,
+        "wall_s": None,
+        "run_dir": str(run_dir),
+        "error": None,
+        "started": started,
+    }
     run_dir.mkdir(parents=True, exist_ok=True)
     stop: Interrupted | None = None
     try:

@@ -17,8 +17,8 @@ from torch import nn
 
 from fsdpcfg.plan import Plan
 from fsdpcfg.train.algorithm.grpo import ActorLossConfig, ppo_actor_loss
-from fsdpcfg.train.engine.fsdp import clip_grad_norm, gradient_sync
 from fsdpcfg.train.engine.forward import response_log_probs
+from fsdpcfg.train.engine.fsdp import clip_grad_norm, gradient_sync
 from fsdpcfg.train.metrics import mean_over
 
 
@@ -39,11 +39,21 @@ class ActorBatch:
     advantages: torch.Tensor
     ref_log_probs: torch.Tensor | None = None
 
-    def slice(self, start: int, stop: int) -> "ActorBatch":
+    def slice(self, start: int, stop: int) -> ActorBatch:
         """Rows ``start:stop``."""
-        return ActorBatch(*(None if t is None else t[start:stop] for t in (
-            self.input_ids, self.attention_mask, self.response_mask, self.old_log_probs, self.advantages,
-            self.ref_log_probs)))
+        return ActorBatch(
+            *(
+                None if t is None else t[start:stop]
+                for t in (
+                    self.input_ids,
+                    self.attention_mask,
+                    self.response_mask,
+                    self.old_log_probs,
+                    self.advantages,
+                    self.ref_log_probs,
+                )
+            )
+        )
 
 
 def _global_sum(x: float, device: torch.device) -> float:
@@ -52,8 +62,16 @@ def _global_sum(x: float, device: torch.device) -> float:
     return float(t.item())
 
 
-def update_actor(module: nn.Module, optimizer: torch.optim.Optimizer, batch: ActorBatch, plan: Plan,
-                 loss_cfg: ActorLossConfig, max_grad_norm: float, *, temperature: float = 1.0) -> dict[str, float]:
+def update_actor(
+    module: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: ActorBatch,
+    plan: Plan,
+    loss_cfg: ActorLossConfig,
+    max_grad_norm: float,
+    *,
+    temperature: float = 1.0,
+) -> dict[str, float]:
     """Run ``plan.optimizer_steps_per_step`` optimizer steps on ``batch`` (every rank calls it together).
 
     Returns:
@@ -85,12 +103,26 @@ def update_actor(module: nn.Module, optimizer: torch.optim.Optimizer, batch: Act
                 ub = mb.slice(j * micro, (j + 1) * micro)
                 with gradient_sync(module, enabled=(j == n_micro - 1)):
                     want_grad_entropy = bool(loss_cfg.entropy_coeff)
-                    logp, ent = response_log_probs(module, ub.input_ids, ub.attention_mask, response_len,
-                                                   with_entropy=want_grad_entropy, temperature=temperature)
+                    logp, ent = response_log_probs(
+                        module,
+                        ub.input_ids,
+                        ub.attention_mask,
+                        response_len,
+                        with_entropy=want_grad_entropy,
+                        temperature=temperature,
+                    )
                     if not want_grad_entropy:
                         ent = None
-                    loss, metrics = ppo_actor_loss(loss_cfg, logp, ent, ub.old_log_probs, ub.advantages,
-                                                   ub.response_mask, ub.ref_log_probs, **global_info)
+                    loss, metrics = ppo_actor_loss(
+                        loss_cfg,
+                        logp,
+                        ent,
+                        ub.old_log_probs,
+                        ub.advantages,
+                        ub.response_mask,
+                        ub.ref_log_probs,
+                        **global_info,
+                    )
                     loss.backward()
                 for k in ("actor/pg_loss", "actor/kl_loss", "actor/entropy"):
                     if k in metrics:

@@ -35,9 +35,19 @@ import torch.distributed as dist
 
 from fsdpcfg.paths import atomic_write_text, within
 from fsdpcfg.runinfo.faults import writing
+
 # the layout (which folder is complete, which one a run resumes from) is read without torch by the launcher
-from fsdpcfg.train.ckpt_layout import (ADAPTER_DIR, DCP_DIR, LATEST, MANIFEST, STATE_DIR,  # noqa: F401
-                                       complete_checkpoints, find_resume_folder, is_complete, prunable)
+from fsdpcfg.train.ckpt_layout import (  # noqa: F401
+    ADAPTER_DIR,
+    DCP_DIR,
+    LATEST,
+    MANIFEST,
+    STATE_DIR,
+    complete_checkpoints,
+    find_resume_folder,
+    is_complete,
+    prunable,
+)
 
 #: the config key that chooses the checkpoint folder (named in write faults).
 ROOT_KEY = "trainer.default_local_dir"
@@ -92,11 +102,24 @@ def _dcp_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict
     return {"model": msd, "optim": osd}
 
 
-def save_checkpoint(root: str | Path, step: int, *, model: torch.nn.Module, full_weights, hf_config, tokenizer,
-                    optimizer, scheduler, trainer_state: dict[str, Any], generation_config=None,
-                    keep: int | None = None, trained_from: dict[str, Any] | None = None,
-                    adapter: tuple[Any, Iterable[tuple[str, torch.Tensor]]] | None = None,
-                    card: dict[str, Any] | None = None, max_shard_size: str | int = HF_MAX_SHARD_SIZE) -> Path | None:
+def save_checkpoint(
+    root: str | Path,
+    step: int,
+    *,
+    model: torch.nn.Module,
+    full_weights,
+    hf_config,
+    tokenizer,
+    optimizer,
+    scheduler,
+    trainer_state: dict[str, Any],
+    generation_config=None,
+    keep: int | None = None,
+    trained_from: dict[str, Any] | None = None,
+    adapter: tuple[Any, Iterable[tuple[str, torch.Tensor]]] | None = None,
+    card: dict[str, Any] | None = None,
+    max_shard_size: str | int = HF_MAX_SHARD_SIZE,
+) -> Path | None:
     """Write ``root/global_step_<step>`` on all ranks together; return its path on rank 0 (``None`` elsewhere).
 
     Args:
@@ -152,8 +175,13 @@ def save_checkpoint(root: str | Path, step: int, *, model: torch.nn.Module, full
 
             with writing(tmp / "README.md", ROOT_KEY):
                 write_model_card(tmp / "README.md", step=step, **card)
-        state = dict(trainer_state, scheduler=scheduler.state_dict(), torch_rng=torch.get_rng_state(),
-                     python_rng=random.getstate(), world_size=dist.get_world_size())
+        state = dict(
+            trainer_state,
+            scheduler=scheduler.state_dict(),
+            torch_rng=torch.get_rng_state(),
+            python_rng=random.getstate(),
+            world_size=dist.get_world_size(),
+        )
         with writing(tmp / STATE_DIR / "trainer.pt", ROOT_KEY):
             torch.save(state, tmp / STATE_DIR / "trainer.pt")
     dist.barrier()
@@ -165,9 +193,14 @@ def save_checkpoint(root: str | Path, step: int, *, model: torch.nn.Module, full
         for f in files:
             _fsync_file(tmp / f)
         _test_pause_in_save(step)
-        manifest = {"step": step, "world_size": dist.get_world_size(), "files": files,
-                    "sizes": {f: (tmp / f).stat().st_size for f in files}, "time": time.time(),
-                    "state_format": "torch.distributed.checkpoint"}
+        manifest = {
+            "step": step,
+            "world_size": dist.get_world_size(),
+            "files": files,
+            "sizes": {f: (tmp / f).stat().st_size for f in files},
+            "time": time.time(),
+            "state_format": "torch.distributed.checkpoint",
+        }
         if trained_from is not None:
             manifest["trained_from"] = trained_from
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
@@ -192,16 +225,18 @@ def save_checkpoint(root: str | Path, step: int, *, model: torch.nn.Module, full
     return final
 
 
-def _write_hf_export(folder: Path, weights: dict[str, torch.Tensor], hf_config, tokenizer, generation_config,
-                     max_shard_size: str | int) -> None:
+def _write_hf_export(
+    folder: Path, weights: dict[str, torch.Tensor], hf_config, tokenizer, generation_config, max_shard_size: str | int
+) -> None:
     """Rank 0: the Hugging Face folder (weights through ``huggingface_hub.save_torch_state_dict``, the writer
     ``transformers`` uses: one ``model.safetensors``, or shards named ``model-0000i-of-0000n.safetensors`` and
     ``model.safetensors.index.json`` past ``max_shard_size``)."""
     from huggingface_hub import save_torch_state_dict
 
     with writing(folder / "model.safetensors", ROOT_KEY):
-        save_torch_state_dict(weights, folder, max_shard_size=max_shard_size, metadata={"format": "pt"},
-                              safe_serialization=True)
+        save_torch_state_dict(
+            weights, folder, max_shard_size=max_shard_size, metadata={"format": "pt"}, safe_serialization=True
+        )
     with writing(folder / "config.json", ROOT_KEY):
         hf_config.save_pretrained(folder)
         if generation_config is not None:
@@ -231,8 +266,9 @@ def _test_pause_in_save(step: int) -> None:
         time.sleep(float(spec.split(":")[1]))
 
 
-def load_checkpoint(folder: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler
-                    ) -> dict[str, Any]:
+def load_checkpoint(
+    folder: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler
+) -> dict[str, Any]:
     """Restore the sharded model and optimizer state (``trainer_state/dcp``, resharded to this run's ranks and
     FSDP version by ``torch.distributed.checkpoint``), the scheduler and the RNG (collective); return the trainer
     state dict (``step``, ``sampler``, ``world_size`` of the run that wrote it, ...).
@@ -252,8 +288,13 @@ def load_checkpoint(folder: Path, model: torch.nn.Module, optimizer: torch.optim
     require_dcp_state(folder)
     state = _dcp_state(model, optimizer)
     _unwrap_dcp(dcp.load, state, checkpoint_id=str(folder / STATE_DIR / DCP_DIR))
-    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"],
-                   options=_dcp_options(load=True))
+    set_state_dict(
+        model,
+        optimizer,
+        model_state_dict=state["model"],
+        optim_state_dict=state["optim"],
+        options=_dcp_options(load=True),
+    )
     trainer = torch.load(folder / STATE_DIR / "trainer.pt", weights_only=False)
     scheduler.load_state_dict(trainer["scheduler"])
     torch.set_rng_state(trainer["torch_rng"])
@@ -269,7 +310,13 @@ def card_facts(cfg: dict[str, Any], base_model: str, metrics: dict[str, float] |
 
     tr = cfg.get("trainer", {})
     fc = cfg.get("fsdpcfg") or {}
-    return {"base_model": str(base_model), "project": tr.get("project_name"), "experiment": tr.get("experiment_name"),
-            "kind": "sft" if fc.get("kind") == "sft" else "grpo", "run_dir": fc.get("run_dir"),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "version": fsdpcfg.__version__, "metrics": dict(metrics or {})}
+    return {
+        "base_model": str(base_model),
+        "project": tr.get("project_name"),
+        "experiment": tr.get("experiment_name"),
+        "kind": "sft" if fc.get("kind") == "sft" else "grpo",
+        "run_dir": fc.get("run_dir"),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "version": fsdpcfg.__version__,
+        "metrics": dict(metrics or {}),
+    }

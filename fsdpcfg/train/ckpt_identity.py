@@ -25,14 +25,41 @@ from pathlib import Path
 from typing import Any
 
 #: config.json entries that decide the shapes of the weights (missing ones are left out).
-ARCH_FIELDS = ("model_type", "architectures", "hidden_size", "intermediate_size", "num_hidden_layers",
-               "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings",
-               "num_experts", "num_local_experts", "n_routed_experts", "n_shared_experts", "moe_intermediate_size",
-               "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+ARCH_FIELDS = (
+    "model_type",
+    "architectures",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "vocab_size",
+    "tie_word_embeddings",
+    "num_experts",
+    "num_local_experts",
+    "n_routed_experts",
+    "n_shared_experts",
+    "moe_intermediate_size",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+)
 #: model-section keys (under ``actor_rollout_ref.model`` for RL, ``model`` for SFT) that change what is trained.
 SHAPE_KEYS = ("lora_rank", "lora_alpha", "target_modules", "exclude_modules", "lora_adapter_path", "override_config")
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "tokenizer.model",
-                   "special_tokens_map.json", "added_tokens.json", "chat_template.jinja", "chat_template.json")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.json",
+    "merges.txt",
+    "tokenizer.model",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "chat_template.jinja",
+    "chat_template.json",
+)
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 _SAMPLE = 1 << 20
 
@@ -110,9 +137,14 @@ def identity(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 #: what each part of the record is called in messages, and whether a difference changes the weights' shapes.
-_PARTS = {"model_path": ("model path", False), "config_sha256": ("config.json", True),
-          "architecture": ("architecture", True), "weights": ("weights", False),
-          "tokenizer_sha256": ("tokenizer files", False), "shape_keys": ("shape keys", True)}
+_PARTS = {
+    "model_path": ("model path", False),
+    "config_sha256": ("config.json", True),
+    "architecture": ("architecture", True),
+    "weights": ("weights", False),
+    "tokenizer_sha256": ("tokenizer files", False),
+    "shape_keys": ("shape keys", True),
+}
 
 
 def differences(saved: dict[str, Any], now: dict[str, Any]) -> list[tuple[str, bool, Any, Any]]:
@@ -170,8 +202,10 @@ def check_resume_identity(cfg: dict[str, Any], folder: Path | None, echo: Any = 
     saved = (read_manifest(folder) or {}).get("trained_from")
     prefix, model = model_section(cfg)
     if not isinstance(saved, dict):
-        echo(f"note: {folder} does not record the model it was trained from (an older checkpoint); resuming "
-             f"it with {prefix}.path={model.get('path')} unchecked")
+        echo(
+            f"note: {folder} does not record the model it was trained from (an older checkpoint); resuming "
+            f"it with {prefix}.path={model.get('path')} unchecked"
+        )
         return
     diffs = differences(saved, identity(cfg))
     if not diffs:
@@ -180,19 +214,32 @@ def check_resume_identity(cfg: dict[str, Any], folder: Path | None, echo: Any = 
     shapes = any(d[1] for d in diffs)
     detail = "; ".join(f"{what}: {_show(a)} -> {_show(b)}" for what, _, a, b in diffs)
     if mode == "resume_path" and not shapes:
-        echo(f"note: resuming {folder} (trained from {saved.get('model_path')}) with {prefix}.path="
-             f"{model.get('path')}, as trainer.resume_mode=resume_path asks: {detail}")
+        echo(
+            f"note: resuming {folder} (trained from {saved.get('model_path')}) with {prefix}.path="
+            f"{model.get('path')}, as trainer.resume_mode=resume_path asks: {detail}"
+        )
         return
-    fix = ("give this run folders of its own: another trainer.experiment_name (or trainer.default_local_dir), "
-           f"or trainer.resume_mode=disable to start over from {model.get('path')} (the checkpoints in "
-           f"{folder.parent} are then overwritten)")
+    fix = (
+        "give this run folders of its own: another trainer.experiment_name (or trainer.default_local_dir), "
+        f"or trainer.resume_mode=disable to start over from {model.get('path')} (the checkpoints in "
+        f"{folder.parent} are then overwritten)"
+    )
     if not shapes:
-        fix += (f", or continue that checkpoint with this model on purpose: trainer.resume_mode=resume_path "
-                f"trainer.resume_from_path={folder}")
+        fix += (
+            f", or continue that checkpoint with this model on purpose: trainer.resume_mode=resume_path "
+            f"trainer.resume_from_path={folder}"
+        )
     else:
         fix += f", or set {prefix}.path back to {saved.get('model_path')}"
-    raise ConfigError(f"trainer.resume_mode={mode} would resume {folder}, trained from {saved.get('model_path')}, "
-                      f"but this run's model is {model.get('path')} ({detail}); "
-                      + ("the weights' shapes differ, so they cannot be loaded" if shapes else
-                         "the run would train the old weights while its config and run_info name the new model"),
-                      key=f"{prefix}.path", value=model.get("path"), fix=fix)
+    raise ConfigError(
+        f"trainer.resume_mode={mode} would resume {folder}, trained from {saved.get('model_path')}, "
+        f"but this run's model is {model.get('path')} ({detail}); "
+        + (
+            "the weights' shapes differ, so they cannot be loaded"
+            if shapes
+            else "the run would train the old weights while its config and run_info name the new model"
+        ),
+        key=f"{prefix}.path",
+        value=model.get("path"),
+        fix=fix,
+    )

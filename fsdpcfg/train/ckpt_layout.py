@@ -59,7 +59,7 @@ def complete_checkpoints(root: str | Path) -> list[Path]:
         return []
     found = []
     for p in root.glob("global_step_*"):
-        suffix = p.name[len("global_step_"):]
+        suffix = p.name[len("global_step_") :]
         if suffix.isdigit() and not p.is_symlink() and p.is_dir() and is_complete(p):
             found.append((int(suffix), p))
     return [p for _, p in sorted(found)]
@@ -79,7 +79,7 @@ def prunable(root: str | Path, keep: int) -> list[Path]:
             within(root, p.name)
         except PathEscape:
             continue
-        if (read_manifest(p) or {}).get("step") == int(p.name[len("global_step_"):]):
+        if (read_manifest(p) or {}).get("step") == int(p.name[len("global_step_") :]):
             out.append(p)
     return out
 
@@ -107,12 +107,19 @@ def find_resume_folder(trainer_cfg: dict) -> Path | None:
     if mode == "resume_path":
         path = trainer_cfg["resume_from_path"]
         if not path or not is_complete(Path(path)):
-            raise ConfigError(f"{path!r} is not a complete checkpoint folder (global_step_N with {MANIFEST})",
-                              key="trainer.resume_from_path", value=path,
-                              fix="point it at a global_step_N folder the native loop wrote")
+            raise ConfigError(
+                f"{path!r} is not a complete checkpoint folder (global_step_N with {MANIFEST})",
+                key="trainer.resume_from_path",
+                value=path,
+                fix="point it at a global_step_N folder the native loop wrote",
+            )
         return Path(path)
-    raise ConfigError(f"unknown resume_mode {mode!r}; allowed: auto, disable, resume_path", key="trainer.resume_mode",
-                      value=mode, fix="use auto, disable or resume_path")
+    raise ConfigError(
+        f"unknown resume_mode {mode!r}; allowed: auto, disable, resume_path",
+        key="trainer.resume_mode",
+        value=mode,
+        fix="use auto, disable or resume_path",
+    )
 
 
 def require_dcp_state(folder: str | Path) -> None:
@@ -126,11 +133,14 @@ def require_dcp_state(folder: str | Path) -> None:
     """
     folder = Path(folder)
     if not (folder / STATE_DIR / DCP_DIR / ".metadata").is_file():
-        raise ConfigError(f"{folder} has no {STATE_DIR}/{DCP_DIR}/.metadata (sharded model and optimizer state, "
-                          "torch.distributed.checkpoint): it was written by an older fsdpcfg, whose optimizer "
-                          "state cannot be resumed", key="trainer.resume_mode",
-                          fix=f"set trainer.resume_mode=disable (or another trainer.default_local_dir) and start "
-                              f"from its weights with model.path={folder}")
+        raise ConfigError(
+            f"{folder} has no {STATE_DIR}/{DCP_DIR}/.metadata (sharded model and optimizer state, "
+            "torch.distributed.checkpoint): it was written by an older fsdpcfg, whose optimizer "
+            "state cannot be resumed",
+            key="trainer.resume_mode",
+            fix=f"set trainer.resume_mode=disable (or another trainer.default_local_dir) and start "
+            f"from its weights with model.path={folder}",
+        )
 
 
 def check_resume_layout(trainer_cfg: dict) -> Path | None:

@@ -34,16 +34,17 @@ class PromptBatch:
     rows: list[dict] = field(default_factory=list)
     uids: list[int] = field(default_factory=list)
 
-    def repeat_interleave(self, n: int) -> "PromptBatch":
+    def repeat_interleave(self, n: int) -> PromptBatch:
         """Each prompt ``n`` times in a row (prompt 0 x n, prompt 1 x n, ...)."""
         idx = [i for i in range(len(self.rows)) for _ in range(n)]
         return self.select(idx)
 
-    def select(self, idx: list[int]) -> "PromptBatch":
+    def select(self, idx: list[int]) -> PromptBatch:
         """The rows ``idx`` (in that order)."""
         t = torch.tensor(idx, dtype=torch.long)
-        return PromptBatch(self.input_ids[t], self.attention_mask[t], [self.rows[i] for i in idx],
-                           [self.uids[i] for i in idx])
+        return PromptBatch(
+            self.input_ids[t], self.attention_mask[t], [self.rows[i] for i in idx], [self.uids[i] for i in idx]
+        )
 
 
 class PromptDataset:
@@ -64,16 +65,24 @@ class PromptDataset:
         self.max_len = int(data_cfg["max_prompt_length"])
         self.truncation = data_cfg["truncation"]
         if self.truncation not in TRUNCATION:
-            raise ConfigError(f"unknown truncation {self.truncation!r}; allowed: {', '.join(TRUNCATION)}",
-                              key="data.truncation", value=self.truncation, fix="use error, left, right or middle")
+            raise ConfigError(
+                f"unknown truncation {self.truncation!r}; allowed: {', '.join(TRUNCATION)}",
+                key="data.truncation",
+                value=self.truncation,
+                fix="use error, left, right or middle",
+            )
         self.template_kwargs = dict(data_cfg["apply_chat_template_kwargs"] or {})
         self.rows = read_rows(data_cfg["train_files"], data_cfg["train_max_samples"])
         if not self.rows:
             raise ConfigError("the training files hold no rows", key="data.train_files", value=data_cfg["train_files"])
         for i, r in enumerate(self.rows[:1]):
             if self.prompt_key not in r:
-                raise ConfigError(f"row {i} has no {self.prompt_key!r} (keys: {sorted(r)})", key="data.prompt_key",
-                                  value=self.prompt_key, fix="set data.prompt_key to the column holding the chat")
+                raise ConfigError(
+                    f"row {i} has no {self.prompt_key!r} (keys: {sorted(r)})",
+                    key="data.prompt_key",
+                    value=self.prompt_key,
+                    fix="set data.prompt_key to the column holding the chat",
+                )
         self._cache: dict[int, list[int]] = {}
         if data_cfg["filter_overlong_prompts"]:
             keep = [i for i in range(len(self.rows)) if len(self._raw_ids(i)) <= self.max_len]
@@ -91,8 +100,9 @@ class PromptDataset:
         prompt = self.rows[i][self.prompt_key]
         if isinstance(prompt, str):
             prompt = [{"role": "user", "content": prompt}]
-        text = self.tokenizer.apply_chat_template(list(prompt), add_generation_prompt=True, tokenize=False,
-                                                  **self.template_kwargs)
+        text = self.tokenizer.apply_chat_template(
+            list(prompt), add_generation_prompt=True, tokenize=False, **self.template_kwargs
+        )
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def token_ids(self, i: int) -> list[int]:
@@ -105,17 +115,20 @@ class PromptDataset:
             ids = self._raw_ids(i)
             if len(ids) > self.max_len:
                 if self.truncation == "error":
-                    raise ConfigError(f"prompt {i} has {len(ids)} tokens, more than data.max_prompt_length "
-                                      f"{self.max_len}", key="data.max_prompt_length", value=self.max_len,
-                                      fix="raise data.max_prompt_length, set data.truncation=left|right|middle, "
-                                          "or data.filter_overlong_prompts=true")
+                    raise ConfigError(
+                        f"prompt {i} has {len(ids)} tokens, more than data.max_prompt_length {self.max_len}",
+                        key="data.max_prompt_length",
+                        value=self.max_len,
+                        fix="raise data.max_prompt_length, set data.truncation=left|right|middle, "
+                        "or data.filter_overlong_prompts=true",
+                    )
                 if self.truncation == "left":
-                    ids = ids[-self.max_len:]
+                    ids = ids[-self.max_len :]
                 elif self.truncation == "right":
-                    ids = ids[:self.max_len]
+                    ids = ids[: self.max_len]
                 else:
                     half = self.max_len // 2
-                    ids = ids[:half] + ids[len(ids) - (self.max_len - half):]
+                    ids = ids[:half] + ids[len(ids) - (self.max_len - half) :]
             self._cache[i] = ids
         return self._cache[i]
 
@@ -127,8 +140,8 @@ class PromptDataset:
         ids = torch.full((len(seqs), width), pad, dtype=torch.long)
         mask = torch.zeros((len(seqs), width), dtype=torch.long)
         for r, s in enumerate(seqs):
-            ids[r, width - len(s):] = torch.tensor(s, dtype=torch.long)
-            mask[r, width - len(s):] = 1
+            ids[r, width - len(s) :] = torch.tensor(s, dtype=torch.long)
+            mask[r, width - len(s) :] = 1
         return PromptBatch(ids, mask, [self.rows[i] for i in indices], list(indices))
 
 
@@ -141,8 +154,12 @@ class StatefulSampler:
 
     def __init__(self, size: int, batch_size: int, shuffle: bool, seed: int) -> None:
         if size < batch_size:
-            raise ConfigError(f"the training set has {size} prompts, fewer than one batch of {batch_size}",
-                              key="data.train_batch_size", value=batch_size, fix="lower data.train_batch_size")
+            raise ConfigError(
+                f"the training set has {size} prompts, fewer than one batch of {batch_size}",
+                key="data.train_batch_size",
+                value=batch_size,
+                fix="lower data.train_batch_size",
+            )
         self.size, self.batch_size, self.shuffle, self.seed = size, batch_size, shuffle, seed
         self.epoch, self.position = 0, 0
 
@@ -163,12 +180,18 @@ class StatefulSampler:
         order = self._order()
         start = self.position * self.batch_size
         self.position += 1
-        return order[start:start + self.batch_size]
+        return order[start : start + self.batch_size]
 
     def state_dict(self) -> dict[str, Any]:
         """``{"epoch", "position", "size", "batch_size", "shuffle", "seed"}``."""
-        return {"epoch": self.epoch, "position": self.position, "size": self.size, "batch_size": self.batch_size,
-                "shuffle": self.shuffle, "seed": self.seed}
+        return {
+            "epoch": self.epoch,
+            "position": self.position,
+            "size": self.size,
+            "batch_size": self.batch_size,
+            "shuffle": self.shuffle,
+            "seed": self.seed,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore the position saved by :meth:`state_dict`.
@@ -178,7 +201,9 @@ class StatefulSampler:
         """
         for k in ("size", "batch_size", "shuffle", "seed"):
             if state[k] != getattr(self, k):
-                raise ConfigError(f"the checkpoint's sampler has {k}={state[k]!r}, this run {getattr(self, k)!r}",
-                                  key="trainer.resume_mode", fix="resume with the same data settings, or "
-                                                                 "trainer.resume_mode=disable")
+                raise ConfigError(
+                    f"the checkpoint's sampler has {k}={state[k]!r}, this run {getattr(self, k)!r}",
+                    key="trainer.resume_mode",
+                    fix="resume with the same data settings, or trainer.resume_mode=disable",
+                )
         self.epoch, self.position = int(state["epoch"]), int(state["position"])

@@ -17,8 +17,8 @@ import importlib
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 def _report(e: Exception, print_here: bool) -> int:

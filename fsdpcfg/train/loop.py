@@ -8,7 +8,6 @@ advantages over the whole batch; recompute old (and reference) log-probs; update
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,23 +15,23 @@ import torch
 import torch.distributed as dist
 import yaml
 
+from fsdpcfg.errors import ConfigError
 from fsdpcfg.plan import make_plan, total_training_steps
 from fsdpcfg.train import checkpoint as ckpt
-from fsdpcfg.train.ckpt_identity import identity
 from fsdpcfg.train import patches
 from fsdpcfg.train.actor import ActorBatch, update_actor
 from fsdpcfg.train.algorithm.grpo import ActorLossConfig, grpo_advantages, token_level_rewards
 from fsdpcfg.train.algorithm.losses import kl_penalty
+from fsdpcfg.train.ckpt_identity import identity
 from fsdpcfg.train.data import PromptDataset, StatefulSampler
-from fsdpcfg.train.engine.fsdp import bucketed, iter_full_params, shard_from_config
 from fsdpcfg.train.engine.forward import batched_log_probs, batched_log_probs_and_entropy
+from fsdpcfg.train.engine.fsdp import bucketed, iter_full_params, shard_from_config
 from fsdpcfg.train.engine.optim import build_optimizer, build_scheduler
 from fsdpcfg.train.metrics import MetricsLogger, masked_aggregate, memory_metrics, timed
 from fsdpcfg.train.model import load_model, load_tokenizer, to_dtype
 from fsdpcfg.train.reward import make_reward_fn, score_responses
 from fsdpcfg.train.rollout.hf import GenerationSettings, HFRollout
 from fsdpcfg.train.validate import Validator, is_validation_step
-from fsdpcfg.errors import ConfigError
 
 
 def init_distributed(device: str, backend: str) -> torch.device:
@@ -87,23 +86,33 @@ class Trainer:
         self.device = init_distributed(self.plan.device, self.plan.backend)
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         if self.world != self.plan.world_size:
-            raise ConfigError(f"torchrun started {self.world} ranks, the config plans {self.plan.world_size}",
-                              key="trainer.n_gpus_per_node", fix="launch with python -m fsdpcfg")
+            raise ConfigError(
+                f"torchrun started {self.world} ranks, the config plans {self.plan.world_size}",
+                key="trainer.n_gpus_per_node",
+                fix="launch with python -m fsdpcfg",
+            )
         arr = cfg["actor_rollout_ref"]
         self.actor_cfg, self.rollout_cfg, self.model_cfg = arr["actor"], arr["rollout"], arr["model"]
         if self.cfg["algorithm"]["adv_estimator"] != "grpo":
-            raise ConfigError(f"adv_estimator {cfg['algorithm']['adv_estimator']!r} is not implemented by the "
-                              "native launcher; allowed: grpo", key="algorithm.adv_estimator",
-                              fix="set algorithm=grpo, or launcher=verl")
+            raise ConfigError(
+                f"adv_estimator {cfg['algorithm']['adv_estimator']!r} is not implemented by the "
+                "native launcher; allowed: grpo",
+                key="algorithm.adv_estimator",
+                fix="set algorithm=grpo, or launcher=verl",
+            )
         if self.rollout_cfg["name"] != "hf":
-            raise ConfigError(f"rollout {self.rollout_cfg['name']!r} runs only under launcher=verl; the native "
-                              "launcher has: hf", key="actor_rollout_ref.rollout.name", fix="set rollout=hf")
+            raise ConfigError(
+                f"rollout {self.rollout_cfg['name']!r} runs only under launcher=verl; the native launcher has: hf",
+                key="actor_rollout_ref.rollout.name",
+                fix="set rollout=hf",
+            )
         torch.manual_seed(int(self.actor_cfg["fsdp_config"]["seed"]))
         self.tokenizer = load_tokenizer(self.model_cfg)
         self.dataset = PromptDataset(cfg["data"], self.tokenizer)
         seed = cfg["data"]["seed"] if cfg["data"]["seed"] is not None else 1
-        self.sampler = StatefulSampler(len(self.dataset), self.plan.train_batch_prompts, bool(cfg["data"]["shuffle"]),
-                                       int(seed))
+        self.sampler = StatefulSampler(
+            len(self.dataset), self.plan.train_batch_prompts, bool(cfg["data"]["shuffle"]), int(seed)
+        )
         self.total_steps = total_training_steps(cfg, len(self.dataset))
         self.resume_from = ckpt.find_resume_folder(cfg["trainer"])
         # what the checkpoints record they were trained from (compared by the launcher before a resume)
@@ -139,12 +148,15 @@ class Trainer:
             model = apply_lora(model, self.lora)
         self.hf_config = model.config
         self.generation_config = getattr(model, "generation_config", None)
-        self.actor = shard_from_config(model, self.plan.strategy, fsdp_cfg, "actor_rollout_ref.actor", device=self.device)
+        self.actor = shard_from_config(
+            model, self.plan.strategy, fsdp_cfg, "actor_rollout_ref.actor", device=self.device
+        )
         optim_cfg = self.actor_cfg["optim"]
         self.optimizer = build_optimizer(self.actor.parameters(), optim_cfg)
         sched_steps = optim_cfg["total_training_steps"]
-        self.scheduler = build_scheduler(self.optimizer, optim_cfg,
-                                         self.total_steps if sched_steps is None or sched_steps <= 0 else sched_steps)
+        self.scheduler = build_scheduler(
+            self.optimizer, optim_cfg, self.total_steps if sched_steps is None or sched_steps <= 0 else sched_steps
+        )
         self.ref = None
         if self.plan.use_reference:
             ref_cfg = self.cfg["actor_rollout_ref"]["ref"]["fsdp_config"]
@@ -152,15 +164,27 @@ class Trainer:
             for p in ref_model.parameters():
                 p.requires_grad_(False)
             patches.apply_patches(ref_model, self.patches, device=self.plan.device)
-            self.ref = shard_from_config(ref_model, self.cfg["actor_rollout_ref"]["ref"]["strategy"], ref_cfg,
-                                         "actor_rollout_ref.ref", device=self.device)
+            self.ref = shard_from_config(
+                ref_model,
+                self.cfg["actor_rollout_ref"]["ref"]["strategy"],
+                ref_cfg,
+                "actor_rollout_ref.ref",
+                device=self.device,
+            )
             self.ref.eval()
         rdtype = to_dtype(self.rollout_cfg["dtype"], "actor_rollout_ref.rollout.dtype")
         eos = self._eos_ids()
         if self.lora is not None:  # a PEFT replica: the base once, then the adapter (fsdpcfg/train/lora)
             self.rollout, self._lora_sync = build_lora_rollout(
-                self.actor, self.model_cfg, self.lora, rdtype, eos, self.tokenizer.pad_token_id, self.device,
-                float(self.cfg["fsdpcfg"]["update_weights_bucket_megabytes"]))
+                self.actor,
+                self.model_cfg,
+                self.lora,
+                rdtype,
+                eos,
+                self.tokenizer.pad_token_id,
+                self.device,
+                float(self.cfg["fsdpcfg"]["update_weights_bucket_megabytes"]),
+            )
             return
         replica = load_model(self.model_cfg, rdtype, weights=False).to(self.device)
         self.rollout = HFRollout(replica, rdtype, eos, self.tokenizer.pad_token_id)
@@ -169,7 +193,7 @@ class Trainer:
         ids = []
         gen_cfg = getattr(self.hf_config, "eos_token_id", None)
         for src in (self.tokenizer.eos_token_id, gen_cfg):
-            for i in (src if isinstance(src, (list, tuple)) else [src]):
+            for i in src if isinstance(src, (list, tuple)) else [src]:
                 if i is not None and i not in ids:
                     ids.append(int(i))
         return ids
@@ -218,21 +242,35 @@ class Trainer:
             R = out.responses.shape[1]
             # 3. reward: the reward function scores each decoded response -> [b]
             with timed("reward", timing):
-                scores, _ = score_responses(self.reward_fn, self.tokenizer, out.responses, out.response_mask,
-                                            mine.rows, self.cfg["data"]["reward_fn_key"])
+                scores, _ = score_responses(
+                    self.reward_fn,
+                    self.tokenizer,
+                    out.responses,
+                    out.response_mask,
+                    mine.rows,
+                    self.cfg["data"]["reward_fn_key"],
+                )
             # 4. old log-probs (and their entropy) under the actor that generated -> [b, R] each
             with timed("old_log_prob", timing):
                 old_lp, entropy = batched_log_probs_and_entropy(
-                    self.actor, ids, amask, R, self.plan.log_prob_micro_batch_per_rank, temperature=self.gen.temperature)
+                    self.actor, ids, amask, R, self.plan.log_prob_micro_batch_per_rank, temperature=self.gen.temperature
+                )
                 old_lp, entropy = old_lp.cpu(), entropy.cpu()
-            _dump_first_step(step, self.rank, ids=ids.cpu(), attention_mask=amask.cpu(), response_mask=rmask,
-                             old_log_probs=old_lp)
+            _dump_first_step(
+                step, self.rank, ids=ids.cpu(), attention_mask=amask.cpu(), response_mask=rmask, old_log_probs=old_lp
+            )
             # 5. reference log-probs, for the KL loss (actor.use_kl_loss) or penalty (use_kl_in_reward) -> [b, R]
             ref_lp = None
             if self.ref is not None:
                 with timed("ref", timing):
-                    ref_lp = batched_log_probs(self.ref, ids, amask, R, self.plan.ref_log_prob_micro_batch_per_rank,
-                                               temperature=self.gen.temperature).cpu()
+                    ref_lp = batched_log_probs(
+                        self.ref,
+                        ids,
+                        amask,
+                        R,
+                        self.plan.ref_log_prob_micro_batch_per_rank,
+                        temperature=self.gen.temperature,
+                    ).cpu()
             # 6. advantages: token rewards minus the KL penalty, gathered over ranks and normalised within
             #    each prompt's group of n samples (GRPO) -> this rank's [b, R]
             with timed("adv", timing):
@@ -240,17 +278,35 @@ class Trainer:
             # 7. actor update: ppo_epochs x mini-batches, each a gradient accumulation over micro-batches
             with timed("update_actor", timing):
                 lr = self.scheduler.get_last_lr()[0]
-                actor_batch = ActorBatch(ids, amask, rmask.to(self.device), old_lp.to(self.device),
-                                         adv.to(self.device), None if ref_lp is None else ref_lp.to(self.device))
-                actor_metrics = update_actor(self.actor, self.optimizer, actor_batch, self.plan, self.loss_cfg,
-                                             float(self.actor_cfg["optim"]["clip_grad"]),
-                                             temperature=self.gen.temperature)
+                actor_batch = ActorBatch(
+                    ids,
+                    amask,
+                    rmask.to(self.device),
+                    old_lp.to(self.device),
+                    adv.to(self.device),
+                    None if ref_lp is None else ref_lp.to(self.device),
+                )
+                actor_metrics = update_actor(
+                    self.actor,
+                    self.optimizer,
+                    actor_batch,
+                    self.plan,
+                    self.loss_cfg,
+                    float(self.actor_cfg["optim"]["clip_grad"]),
+                    temperature=self.gen.temperature,
+                )
                 self.scheduler.step()
         prompt_tokens = all_gather_cat(mine.attention_mask.sum(-1).float().to(self.device)).cpu()  # [B*n]
         return self._step_metrics(step, timing, batch, prompt_tokens, entropy, rmask, actor_metrics, lr)
 
-    def _advantages(self, uids: list[int], scores: torch.Tensor, rmask: torch.Tensor, old_lp: torch.Tensor,
-                    ref_lp: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def _advantages(
+        self,
+        uids: list[int],
+        scores: torch.Tensor,
+        rmask: torch.Tensor,
+        old_lp: torch.Tensor,
+        ref_lp: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """GRPO advantages of this rank's rows ``[b, R]`` and the step's global per-sequence tensors ``[B*n]``
         (``scores``, ``rewards`` after the KL penalty, response ``lengths``, ``advantages``; ``kl_penalty`` when
         ``algorithm.use_kl_in_reward``)."""
@@ -264,15 +320,27 @@ class Trainer:
         out["rewards"] = all_gather_cat(tok_rewards.sum(-1).to(self.device)).cpu()  # [B*n]
         out["scores"] = all_gather_cat(scores.to(self.device)).cpu()
         out["lengths"] = all_gather_cat(rmask.sum(-1).to(self.device)).cpu()
-        adv_all = grpo_advantages(out["rewards"].unsqueeze(-1), torch.ones(len(out["rewards"]), 1), uids,
-                                  norm_adv_by_std=bool(self.cfg["algorithm"]["norm_adv_by_std_in_grpo"]))  # [B*n, 1]
+        adv_all = grpo_advantages(
+            out["rewards"].unsqueeze(-1),
+            torch.ones(len(out["rewards"]), 1),
+            uids,
+            norm_adv_by_std=bool(self.cfg["algorithm"]["norm_adv_by_std_in_grpo"]),
+        )  # [B*n, 1]
         out["advantages"] = adv_all[:, 0]
         per = self.plan.sequences_per_rank
-        return adv_all[self.rank * per:(self.rank + 1) * per] * rmask, out
+        return adv_all[self.rank * per : (self.rank + 1) * per] * rmask, out
 
-    def _step_metrics(self, step: int, timing: dict[str, float], batch: dict[str, torch.Tensor],
-                      prompt_tokens: torch.Tensor, entropy: torch.Tensor, rmask: torch.Tensor,
-                      actor_metrics: dict[str, float], lr: float) -> dict[str, float]:
+    def _step_metrics(
+        self,
+        step: int,
+        timing: dict[str, float],
+        batch: dict[str, torch.Tensor],
+        prompt_tokens: torch.Tensor,
+        entropy: torch.Tensor,
+        rmask: torch.Tensor,
+        actor_metrics: dict[str, float],
+        lr: float,
+    ) -> dict[str, float]:
         """Every metric of a step, in verl's names (``verl/trainer/ppo/metric_utils.py`` ``compute_data_metrics``,
         ``compute_timing_metrics``, ``compute_throughout_metrics``; ``ray_trainer.py`` for ``actor/entropy``)."""
         metrics = _all_mean(actor_metrics, self.device)
@@ -285,29 +353,41 @@ class Trainer:
         if "kl_penalty" in batch:
             metrics["actor/reward_kl_penalty"] = float(batch["kl_penalty"].mean())
         metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
-        for name, tokens in (("gen", response_tokens), ("ref", total_tokens), ("adv", total_tokens),
-                             ("update_actor", total_tokens)):
+        for name, tokens in (
+            ("gen", response_tokens),
+            ("ref", total_tokens),
+            ("adv", total_tokens),
+            ("update_actor", total_tokens),
+        ):
             if name in timing and tokens > 0:
                 metrics[f"timing_per_token_ms/{name}"] = timing[name] * 1000 / tokens
         metrics.update(memory_metrics(self.device))
-        metrics.update({
-            "critic/score/mean": float(scores.mean()), "critic/score/max": float(scores.max()),
-            "critic/score/min": float(scores.min()),
-            "critic/rewards/mean": float(seq_rewards.mean()), "critic/rewards/max": float(seq_rewards.max()),
-            "critic/rewards/min": float(seq_rewards.min()),
-            "critic/advantages/mean": float(batch["advantages"].mean()),
-            "critic/advantages/max": float(batch["advantages"].max()),
-            "critic/advantages/min": float(batch["advantages"].min()),
-            "response_length/mean": float(lengths.mean()), "response_length/max": float(lengths.max()),
-            "response_length/min": float(lengths.min()),
-            "response_length/clip_ratio": float((lengths >= R).float().mean()),
-            "prompt_length/mean": float(prompt_tokens.mean()), "prompt_length/max": float(prompt_tokens.max()),
-            "prompt_length/min": float(prompt_tokens.min()),
-            "actor/lr": float(lr), "perf/total_num_tokens": total_tokens,
-            "perf/time_per_step": timing["step"],
-            "perf/throughput": total_tokens / timing["step"] / self.world,
-            "training/global_step": float(step), "training/epoch": float(self.sampler.epoch),
-        })
+        metrics.update(
+            {
+                "critic/score/mean": float(scores.mean()),
+                "critic/score/max": float(scores.max()),
+                "critic/score/min": float(scores.min()),
+                "critic/rewards/mean": float(seq_rewards.mean()),
+                "critic/rewards/max": float(seq_rewards.max()),
+                "critic/rewards/min": float(seq_rewards.min()),
+                "critic/advantages/mean": float(batch["advantages"].mean()),
+                "critic/advantages/max": float(batch["advantages"].max()),
+                "critic/advantages/min": float(batch["advantages"].min()),
+                "response_length/mean": float(lengths.mean()),
+                "response_length/max": float(lengths.max()),
+                "response_length/min": float(lengths.min()),
+                "response_length/clip_ratio": float((lengths >= R).float().mean()),
+                "prompt_length/mean": float(prompt_tokens.mean()),
+                "prompt_length/max": float(prompt_tokens.max()),
+                "prompt_length/min": float(prompt_tokens.min()),
+                "actor/lr": float(lr),
+                "perf/total_num_tokens": total_tokens,
+                "perf/time_per_step": timing["step"],
+                "perf/throughput": total_tokens / timing["step"] / self.world,
+                "training/global_step": float(step),
+                "training/epoch": float(self.sampler.epoch),
+            }
+        )
         return metrics
 
     def _checkpoint_weights(self):
@@ -325,18 +405,28 @@ class Trainer:
         from fsdpcfg.train.lora import iter_adapter_params
 
         return self.lora.lora_config(base_model=self.model_cfg["path"]), iter_adapter_params(
-            self.actor, self.lora.adapter_name)
+            self.actor, self.lora.adapter_name
+        )
 
     def save(self, step: int) -> None:
         """Write checkpoint ``global_step_<step>`` (collective)."""
         tr = self.cfg["trainer"]
-        ckpt.save_checkpoint(tr["default_local_dir"], step, model=self.actor, full_weights=self._checkpoint_weights(),
-                             adapter=self._checkpoint_adapter(),
-                             card=ckpt.card_facts(self.cfg, self.model_cfg["path"], self.last_metrics),
-                             hf_config=self.hf_config, tokenizer=self.tokenizer, optimizer=self.optimizer,
-                             generation_config=self.generation_config,
-                             scheduler=self.scheduler, trainer_state={"step": step, "sampler": self.sampler.state_dict()},
-                             keep=tr["max_actor_ckpt_to_keep"], trained_from=self.trained_from)
+        ckpt.save_checkpoint(
+            tr["default_local_dir"],
+            step,
+            model=self.actor,
+            full_weights=self._checkpoint_weights(),
+            adapter=self._checkpoint_adapter(),
+            card=ckpt.card_facts(self.cfg, self.model_cfg["path"], self.last_metrics),
+            hf_config=self.hf_config,
+            tokenizer=self.tokenizer,
+            optimizer=self.optimizer,
+            generation_config=self.generation_config,
+            scheduler=self.scheduler,
+            trainer_state={"step": step, "sampler": self.sampler.state_dict()},
+            keep=tr["max_actor_ckpt_to_keep"],
+            trained_from=self.trained_from,
+        )
 
     def fit(self) -> None:
         """Run the remaining steps, logging each and checkpointing every ``trainer.save_freq`` and at the end."""
@@ -345,8 +435,10 @@ class Trainer:
         if self.resume_from is not None:
             logger.message(f"fsdpcfg: resumed from {self.resume_from} (step {self.start_step} of {self.total_steps})")
             if self.start_step >= self.total_steps:
-                logger.message("fsdpcfg: trainer.total_training_steps already reached; nothing to do "
-                               "(raise it, or trainer.resume_mode=disable to start over)")
+                logger.message(
+                    "fsdpcfg: trainer.total_training_steps already reached; nothing to do "
+                    "(raise it, or trainer.resume_mode=disable to start over)"
+                )
         try:
             if self.validator is not None and self.cfg["trainer"]["val_before_train"] and self.start_step == 0:
                 # before the first step only: a resumed run's start step already has its row in metrics.jsonl
@@ -378,8 +470,7 @@ def save_resolved_config(cfg: dict, config_path: Path) -> None:
 
     target = Path(cfg["fsdpcfg"]["run_dir"]) / "config.yaml"
     if not target.exists() or target.resolve() != config_path.resolve():
-        write_file_in(cfg["fsdpcfg"]["run_dir"], "config.yaml", yaml.safe_dump(cfg, sort_keys=False),
-                      "fsdpcfg.run_dir")
+        write_file_in(cfg["fsdpcfg"]["run_dir"], "config.yaml", yaml.safe_dump(cfg, sort_keys=False), "fsdpcfg.run_dir")
 
 
 def main(config_path: str) -> int:

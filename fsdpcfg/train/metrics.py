@@ -9,24 +9,40 @@ first moves the rows of later steps, written by a run killed before it could sav
 from __future__ import annotations
 
 import json
-import math
 import resource
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
 from fsdpcfg.runinfo.redact import scrub_text
 
 #: the metrics shown on the progress bar, in order, with short labels.
-BAR_KEYS = {"critic/rewards/mean": "reward", "actor/pg_loss": "pg", "actor/kl_loss": "kl",
-            "actor/grad_norm": "gnorm", "response_length/mean": "len", "timing_s/step": "s/step"}
+BAR_KEYS = {
+    "critic/rewards/mean": "reward",
+    "actor/pg_loss": "pg",
+    "actor/kl_loss": "kl",
+    "actor/grad_norm": "gnorm",
+    "response_length/mean": "len",
+    "timing_s/step": "s/step",
+}
 #: the metrics printed on each step's console line (all of them go to the JSONL file and TensorBoard).
-LINE_KEYS = ("critic/rewards/mean", "critic/rewards/max", "actor/pg_loss", "actor/kl_loss", "actor/pg_clipfrac",
-             "actor/grad_norm", "actor/lr", "response_length/mean", "perf/throughput", "timing_s/step")
+LINE_KEYS = (
+    "critic/rewards/mean",
+    "critic/rewards/max",
+    "actor/pg_loss",
+    "actor/kl_loss",
+    "actor/pg_clipfrac",
+    "actor/grad_norm",
+    "actor/lr",
+    "response_length/mean",
+    "perf/throughput",
+    "timing_s/step",
+)
 
 
 def mean_over(values: list[dict[str, float]]) -> dict[str, float]:
@@ -62,8 +78,14 @@ def masked_aggregate(values: torch.Tensor, mask: torch.Tensor, loss_agg_mode: st
     world = dist.get_world_size()
     totals = torch.tensor([float(mask.sum()), float((mask.sum(-1) > 0).sum())], dtype=torch.float64, device=device)
     dist.all_reduce(totals)
-    part = agg_loss(values.float(), mask.float(), loss_agg_mode, dp_size=world, batch_num_tokens=float(totals[0]),
-                    global_batch_size=float(totals[1]))
+    part = agg_loss(
+        values.float(),
+        mask.float(),
+        loss_agg_mode,
+        dp_size=world,
+        batch_num_tokens=float(totals[0]),
+        global_batch_size=float(totals[1]),
+    )
     t = torch.tensor([float(part)], dtype=torch.float64, device=device)
     dist.all_reduce(t)
     return float(t.item()) / world
@@ -75,7 +97,7 @@ def memory_metrics(device: torch.device) -> dict[str, float]:
     ``perf/max_rss_gb`` (``getrusage``) and verl's ``perf/cpu_memory_used_gb`` (the machine's used memory)."""
     import torch.distributed as dist
 
-    gib = 1024 ** 3
+    gib = 1024**3
     vals = {"perf/max_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / gib}
     if device.type == "cuda":
         vals["perf/max_memory_allocated_gb"] = torch.cuda.max_memory_allocated(device) / gib
@@ -93,7 +115,7 @@ def _used_memory_gib() -> float:
     try:
         info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
         kib = int(info["MemTotal"].split()[0]) - int(info["MemAvailable"].split()[0])
-        return kib / 1024 ** 2
+        return kib / 1024**2
     except (OSError, KeyError, ValueError):
         return float("nan")
 
@@ -110,9 +132,8 @@ def truncate_after(run_dir: str | Path, step: int) -> int:
     Raises:
         WriteFault: the run folder cannot be written.
     """
-    from fsdpcfg.runinfo.faults import write_file_in, writing
-
     from fsdpcfg.paths import within
+    from fsdpcfg.runinfo.faults import write_file_in, writing
 
     path = within(run_dir, METRICS_FILE)
     if not path.is_file():
@@ -155,11 +176,21 @@ class MetricsLogger:
             step's console line (default: GRPO's :data:`BAR_KEYS` and :data:`LINE_KEYS`).
     """
 
-    def __init__(self, run_dir: str | Path, total_steps: int, start_step: int = 0, *,
-                 loggers: list[str] | tuple[str, ...] = ("console",), project: str = "fsdpcfg",
-                 experiment: str = "run", config: dict[str, Any] | None = None, enabled: bool = True,
-                 desc: str = "GRPO", bar_keys: dict[str, str] | None = None,
-                 line_keys: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self,
+        run_dir: str | Path,
+        total_steps: int,
+        start_step: int = 0,
+        *,
+        loggers: list[str] | tuple[str, ...] = ("console",),
+        project: str = "fsdpcfg",
+        experiment: str = "run",
+        config: dict[str, Any] | None = None,
+        enabled: bool = True,
+        desc: str = "GRPO",
+        bar_keys: dict[str, str] | None = None,
+        line_keys: tuple[str, ...] | None = None,
+    ) -> None:
         from fsdpcfg.train.trackers import open_sinks
 
         self.enabled = enabled
@@ -178,27 +209,47 @@ class MetricsLogger:
             run_dir.mkdir(parents=True, exist_ok=True)
         moved = truncate_after(run_dir, start_step)
         if moved:
-            print(f"fsdpcfg: moved {moved} metrics row(s) past step {start_step} (not in the checkpoint this run "
-                  f"starts from) to {run_dir / DISCARDED_FILE}", file=sys.stderr, flush=True)
+            print(
+                f"fsdpcfg: moved {moved} metrics row(s) past step {start_step} (not in the checkpoint this run "
+                f"starts from) to {run_dir / DISCARDED_FILE}",
+                file=sys.stderr,
+                flush=True,
+            )
         with writing(self._jsonl_path, "fsdpcfg.run_dir"):
             self._jsonl = open(self._jsonl_path, "a", buffering=1)
         self.sinks = open_sinks(list(loggers), run_dir, project, experiment, config or {})
         if "console" in loggers:
             from tqdm import tqdm
 
-
-            self._bar = tqdm(total=total_steps, initial=start_step, desc=desc, unit="step", dynamic_ncols=True,
-                             file=sys.stderr, leave=True)
+            self._bar = tqdm(
+                total=total_steps,
+                initial=start_step,
+                desc=desc,
+                unit="step",
+                dynamic_ncols=True,
+                file=sys.stderr,
+                leave=True,
+            )
 
     @classmethod
-    def for_run(cls, cfg: dict[str, Any], total_steps: int, start_step: int, *, enabled: bool,
-                **display: Any) -> "MetricsLogger":
+    def for_run(
+        cls, cfg: dict[str, Any], total_steps: int, start_step: int, *, enabled: bool, **display: Any
+    ) -> MetricsLogger:
         """The logger a run's resolved config asks for (``trainer.logger``, names, run folder); ``display``: the
         progress bar's ``desc``, ``bar_keys``, ``line_keys``."""
         tr = cfg["trainer"]
         loggers = tr["logger"] if isinstance(tr["logger"], list) else [tr["logger"]]
-        return cls(cfg["fsdpcfg"]["run_dir"], total_steps, start_step, loggers=loggers, project=tr["project_name"],
-                   experiment=tr["experiment_name"], config=cfg, enabled=enabled, **display)
+        return cls(
+            cfg["fsdpcfg"]["run_dir"],
+            total_steps,
+            start_step,
+            loggers=loggers,
+            project=tr["project_name"],
+            experiment=tr["experiment_name"],
+            config=cfg,
+            enabled=enabled,
+            **display,
+        )
 
     def log(self, step: int, metrics: dict[str, Any], *, advance: bool = True) -> None:
         """Record ``metrics`` of training step ``step`` (1-based; 0 for a validation before training) everywhere

@@ -13,8 +13,16 @@ import torch
 
 from fsdpcfg.errors import ConfigError
 
-_DTYPES = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
-           "fp16": torch.float16, "float16": torch.float16, "half": torch.float16, "float": torch.float32}
+_DTYPES = {
+    "fp32": torch.float32,
+    "float32": torch.float32,
+    "bf16": torch.bfloat16,
+    "bfloat16": torch.bfloat16,
+    "fp16": torch.float16,
+    "float16": torch.float16,
+    "half": torch.float16,
+    "float": torch.float32,
+}
 
 
 def to_dtype(name: str | torch.dtype, key: str = "dtype") -> torch.dtype:
@@ -28,8 +36,9 @@ def to_dtype(name: str | torch.dtype, key: str = "dtype") -> torch.dtype:
     try:
         return _DTYPES[str(name).lower()]
     except KeyError:
-        raise ConfigError(f"unknown dtype {name!r}; allowed: {', '.join(_DTYPES)}", key=key, value=name,
-                          fix="use fp32, bf16 or fp16") from None
+        raise ConfigError(
+            f"unknown dtype {name!r}; allowed: {', '.join(_DTYPES)}", key=key, value=name, fix="use fp32, bf16 or fp16"
+        ) from None
 
 
 def import_external_libs(libs: str | list[str] | None) -> None:
@@ -44,8 +53,12 @@ def import_external_libs(libs: str | list[str] | None) -> None:
         try:
             importlib.import_module(name)
         except ImportError as e:
-            raise ConfigError(f"cannot import {name!r}: {e}", key="actor_rollout_ref.model.external_lib",
-                              value=name, fix="install the module or remove it from external_lib") from None
+            raise ConfigError(
+                f"cannot import {name!r}: {e}",
+                key="actor_rollout_ref.model.external_lib",
+                value=name,
+                fix="install the module or remove it from external_lib",
+            ) from None
 
 
 def load_hf_config(path: str, trust_remote_code: bool, override_config: dict | None = None):
@@ -59,10 +72,13 @@ def load_hf_config(path: str, trust_remote_code: bool, override_config: dict | N
     try:
         config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
     except Exception as e:  # OSError (missing), ValueError (remote code refused), ...
-        raise ConfigError(f"cannot load the model config from {path!r}: {str(e).splitlines()[0]}",
-                          key="actor_rollout_ref.model.path", value=path,
-                          fix="point it at a local folder with config.json (model=tiny_qwen2 for the offline "
-                              "model; `fsdpcfg assets build` builds it)") from None
+        raise ConfigError(
+            f"cannot load the model config from {path!r}: {str(e).splitlines()[0]}",
+            key="actor_rollout_ref.model.path",
+            value=path,
+            fix="point it at a local folder with config.json (model=tiny_qwen2 for the offline "
+            "model; `fsdpcfg assets build` builds it)",
+        ) from None
     for k, v in (override_config or {}).items():
         if k == ATTN_KEY:  # not a config attribute: the loader's argument (see attn_implementation)
             continue
@@ -100,9 +116,12 @@ def auto_class_for(config) -> Any:
             return getattr(transformers, auto_name)
     if type(config) in transformers.AutoModelForCausalLM._model_mapping.keys() or arch.endswith("ForCausalLM"):
         return transformers.AutoModelForCausalLM
-    raise ConfigError(f"model type {getattr(config, 'model_type', '?')!r} ({arch or 'no architecture'}) is not a "
-                      "causal language model", key="actor_rollout_ref.model.path",
-                      fix="use a *ForCausalLM checkpoint, or launcher=verl for other model kinds")
+    raise ConfigError(
+        f"model type {getattr(config, 'model_type', '?')!r} ({arch or 'no architecture'}) is not a "
+        "causal language model",
+        key="actor_rollout_ref.model.path",
+        fix="use a *ForCausalLM checkpoint, or launcher=verl for other model kinds",
+    )
 
 
 def load_model(model_cfg: dict, dtype: torch.dtype, *, weights: bool = True) -> torch.nn.Module:
@@ -123,12 +142,16 @@ def load_model(model_cfg: dict, dtype: torch.dtype, *, weights: bool = True) -> 
     extra = {"attn_implementation": attn} if attn else {}
     if weights:
         try:
-            model = auto.from_pretrained(model_cfg["path"], config=config, trust_remote_code=trust, dtype=dtype,
-                                         **extra)
+            model = auto.from_pretrained(
+                model_cfg["path"], config=config, trust_remote_code=trust, dtype=dtype, **extra
+            )
         except OSError as e:
-            raise ConfigError(f"cannot load weights from {model_cfg['path']!r}: {str(e).splitlines()[0]}",
-                              key="actor_rollout_ref.model.path", value=model_cfg["path"],
-                              fix="check the folder holds *.safetensors") from None
+            raise ConfigError(
+                f"cannot load weights from {model_cfg['path']!r}: {str(e).splitlines()[0]}",
+                key="actor_rollout_ref.model.path",
+                value=model_cfg["path"],
+                fix="check the folder holds *.safetensors",
+            ) from None
     else:
         model = auto.from_config(config, trust_remote_code=trust, dtype=dtype, **extra)
     model.config.use_cache = False
@@ -147,9 +170,12 @@ def load_tokenizer(model_cfg: dict):
     try:
         tok = AutoTokenizer.from_pretrained(path, trust_remote_code=bool(model_cfg["trust_remote_code"]))
     except Exception as e:
-        raise ConfigError(f"cannot load the tokenizer from {path!r}: {str(e).splitlines()[0]}",
-                          key="actor_rollout_ref.model.tokenizer_path", value=path,
-                          fix="point model.tokenizer_path (or model.path) at a folder with tokenizer files") from None
+        raise ConfigError(
+            f"cannot load the tokenizer from {path!r}: {str(e).splitlines()[0]}",
+            key="actor_rollout_ref.model.tokenizer_path",
+            value=path,
+            fix="point model.tokenizer_path (or model.path) at a folder with tokenizer files",
+        ) from None
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     if model_cfg["custom_chat_template"]:

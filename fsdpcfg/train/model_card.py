@@ -15,28 +15,50 @@ def _fmt(v: Any) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
-def render_model_card(*, step: int, base_model: str, kind: str, version: str, date: str,
-                      project: str | None = None, experiment: str | None = None, run_dir: str | None = None,
-                      metrics: dict[str, float] | None = None) -> str:
+def render_model_card(
+    *,
+    step: int,
+    base_model: str,
+    kind: str,
+    version: str,
+    date: str,
+    project: str | None = None,
+    experiment: str | None = None,
+    run_dir: str | None = None,
+    metrics: dict[str, float] | None = None,
+) -> str:
     """The card's text: YAML front matter then Markdown. ``metrics`` are the last step's (``name -> value``);
     validation metrics (``val-core/...``, ``val-aux/...``) are listed with them."""
     from huggingface_hub import ModelCard, ModelCardData
 
-    data = ModelCardData(base_model=base_model if not Path(base_model).is_absolute() else None,
-                         library_name="transformers", tags=["fsdpcfg", kind])
+    data = ModelCardData(
+        base_model=base_model if not Path(base_model).is_absolute() else None,
+        library_name="transformers",
+        tags=["fsdpcfg", kind],
+    )
     metrics = dict(metrics or {})
     order = [k for k in HEADLINE if k in metrics] + sorted(k for k in metrics if k not in HEADLINE)
     val = [k for k in order if k.startswith("val-")]
     rows = [k for k in order if not k.startswith("val-")]
-    lines = [f"# {experiment or 'fsdpcfg run'} — step {step}", "",
-             f"{kind.upper()} checkpoint written by fsdpcfg {version} on {date}.", "",
-             f"- base model: `{base_model}`",
-             f"- project / experiment: `{project}` / `{experiment}`",
-             f"- step: {step}"]
+    lines = [
+        f"# {experiment or 'fsdpcfg run'} — step {step}",
+        "",
+        f"{kind.upper()} checkpoint written by fsdpcfg {version} on {date}.",
+        "",
+        f"- base model: `{base_model}`",
+        f"- project / experiment: `{project}` / `{experiment}`",
+        f"- step: {step}",
+    ]
     if run_dir:
         lines.append(f"- trained with: `{Path(run_dir) / 'config.yaml'}` (the resolved config of the run)")
-    lines += ["", ("Load: `AutoModelForCausalLM.from_pretrained(<this folder>)`; a LoRA run's adapter alone: "
-                   "`PeftModel.from_pretrained(base, <this folder>/lora_adapter)`."), ""]
+    lines += [
+        "",
+        (
+            "Load: `AutoModelForCausalLM.from_pretrained(<this folder>)`; a LoRA run's adapter alone: "
+            "`PeftModel.from_pretrained(base, <this folder>/lora_adapter)`."
+        ),
+        "",
+    ]
     if rows or val:
         lines += ["## Last metrics", "", "| metric | value |", "|---|---|"]
         lines += [f"| `{k}` | {_fmt(metrics[k])} |" for k in val + rows]

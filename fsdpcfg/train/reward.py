@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -21,13 +21,23 @@ def make_reward_fn(reward_cfg: dict) -> Callable[..., float]:
 
     manager = reward_cfg["reward_manager"]["name"]
     if manager != "naive":
-        raise ConfigError(f"reward manager {manager!r} is not implemented by the native launcher; allowed: naive",
-                          key="reward.reward_manager.name", value=manager, fix="set it to naive, or launcher=verl")
+        raise ConfigError(
+            f"reward manager {manager!r} is not implemented by the native launcher; allowed: naive",
+            key="reward.reward_manager.name",
+            value=manager,
+            fix="set it to naive, or launcher=verl",
+        )
     return load_reward_fn(reward_cfg)
 
 
-def score_responses(fn: Callable[..., float], tokenizer, responses: torch.Tensor, response_mask: torch.Tensor,
-                    rows: list[dict], reward_fn_key: str = "data_source") -> tuple[torch.Tensor, list[str]]:
+def score_responses(
+    fn: Callable[..., float],
+    tokenizer,
+    responses: torch.Tensor,
+    response_mask: torch.Tensor,
+    rows: list[dict],
+    reward_fn_key: str = "data_source",
+) -> tuple[torch.Tensor, list[str]]:
     """Score each response.
 
     Args:
@@ -50,8 +60,11 @@ def score_responses(fn: Callable[..., float], tokenizer, responses: torch.Tensor
         try:
             truth = row["reward_model"]["ground_truth"]
         except (KeyError, TypeError):
-            raise ConfigError("a training row has no reward_model.ground_truth", key="data.train_files",
-                              fix="write rows in verl's RL format") from None
+            raise ConfigError(
+                "a training row has no reward_model.ground_truth",
+                key="data.train_files",
+                fix="write rows in verl's RL format",
+            ) from None
         out = fn(row.get(reward_fn_key), text, truth, row.get("extra_info"))
         scores.append(float(out["score"]) if isinstance(out, dict) else float(out))
         texts.append(text)

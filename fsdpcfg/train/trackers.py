@@ -29,7 +29,6 @@ from typing import Any, Protocol
 
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.runinfo.redact import scrub_text, write_private
-
 from fsdpcfg.schema.trainer import NATIVE_SINKS  # the declaration check reads (FC804)
 
 
@@ -95,12 +94,23 @@ class WandbSink:
         id_file = run_dir / "wandb_run_id"
         run_id = _stored_id(id_file) or uuid.uuid4().hex[:8]  # wandb's own ids are 8 of [a-z0-9] too
         try:
-            self.run = wandb.init(project=project, name=experiment, id=run_id, resume="allow", dir=str(run_dir),
-                                  config=config, reinit="finish_previous")
+            self.run = wandb.init(
+                project=project,
+                name=experiment,
+                id=run_id,
+                resume="allow",
+                dir=str(run_dir),
+                config=config,
+                reinit="finish_previous",
+            )
         except Exception as e:  # no login, no network: wandb's own error, told as a config problem
-            raise ConfigError(f"wandb could not start a run: {str(e).strip().splitlines()[0]}", key="trainer.logger",
-                              value="wandb", fix="run `wandb login`, set WANDB_API_KEY, or WANDB_MODE=offline "
-                              "(sync later with `wandb sync`), or drop wandb from trainer.logger") from None
+            raise ConfigError(
+                f"wandb could not start a run: {str(e).strip().splitlines()[0]}",
+                key="trainer.logger",
+                value="wandb",
+                fix="run `wandb login`, set WANDB_API_KEY, or WANDB_MODE=offline "
+                "(sync later with `wandb sync`), or drop wandb from trainer.logger",
+            ) from None
         write_private(id_file, self.run.id + "\n")
         self.id = self.run.id
 
@@ -161,8 +171,7 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def open_sinks(loggers: list[str], run_dir: Path, project: str, experiment: str,
-               config: dict[str, Any]) -> list[Sink]:
+def open_sinks(loggers: list[str], run_dir: Path, project: str, experiment: str, config: dict[str, Any]) -> list[Sink]:
     """The sinks of ``trainer.logger`` other than ``console``, in the order given.
 
     Raises:
@@ -187,5 +196,8 @@ def open_sinks(loggers: list[str], run_dir: Path, project: str, experiment: str,
 
 def finite(metrics: dict[str, Any]) -> dict[str, float]:
     """The metrics a tracker can plot: numbers (bools excluded) that are finite, as floats."""
-    return {k: float(v) for k, v in metrics.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))}
+    return {
+        k: float(v)
+        for k, v in metrics.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+    }

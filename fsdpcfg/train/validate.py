@@ -37,9 +37,14 @@ def validation_settings(rollout_cfg: dict[str, Any]) -> GenerationSettings:
     """Sampling settings of validation: ``rollout.val_kwargs`` (n, temperature, top_p, top_k, do_sample) over the
     rollout's own (response length, ignore_eos)."""
     vk = rollout_cfg["val_kwargs"]
-    return replace(GenerationSettings.from_rollout_cfg(rollout_cfg), n=int(vk["n"]),
-                   temperature=float(vk["temperature"]), top_p=float(vk["top_p"]), top_k=int(vk["top_k"]),
-                   do_sample=bool(vk["do_sample"]))
+    return replace(
+        GenerationSettings.from_rollout_cfg(rollout_cfg),
+        n=int(vk["n"]),
+        temperature=float(vk["temperature"]),
+        top_p=float(vk["top_p"]),
+        top_k=int(vk["top_k"]),
+        do_sample=bool(vk["do_sample"]),
+    )
 
 
 def is_validation_step(step: int, total_steps: int, test_freq: int) -> bool:
@@ -85,8 +90,9 @@ def validation_metrics(data_sources: list[str], uids: list[int], scores: list[fl
                     k *= 2
                 for k in [*ks, n]:
                     bm, bs, wm, ws = _bootstrap(v, k, rng)
-                    stats.update({f"best@{k}/mean": bm, f"best@{k}/std": bs, f"worst@{k}/mean": wm,
-                                  f"worst@{k}/std": ws})
+                    stats.update(
+                        {f"best@{k}/mean": bm, f"best@{k}/std": bs, f"worst@{k}/mean": wm, f"worst@{k}/std": ws}
+                    )
             for name, val in stats.items():
                 per_prompt.setdefault(name, []).append(val)
         n_max = max(int(name.split("@")[1].split("/")[0]) for name in per_prompt)
@@ -106,10 +112,14 @@ class Validator:
         ConfigError: ``data.val_files`` unreadable or without prompts (as for the training files).
     """
 
-    def __init__(self, trainer: "Trainer") -> None:
+    def __init__(self, trainer: Trainer) -> None:
         cfg = trainer.cfg
-        data = dict(cfg["data"], train_files=cfg["data"]["val_files"],
-                    train_max_samples=cfg["data"]["val_max_samples"], filter_overlong_prompts=False)
+        data = dict(
+            cfg["data"],
+            train_files=cfg["data"]["val_files"],
+            train_max_samples=cfg["data"]["val_max_samples"],
+            filter_overlong_prompts=False,
+        )
         self.trainer = trainer
         self.dataset = PromptDataset(data, trainer.tokenizer)
         self.settings = validation_settings(trainer.rollout_cfg)
@@ -123,18 +133,28 @@ class Validator:
         tr = self.trainer
         n = self.settings.n
         samples = [(i, j) for i in range(len(self.dataset)) for j in range(n)]  # (prompt, sample): [V*n]
-        mine = samples[tr.rank::tr.world]  # rank r takes every world-th sample: shares differ by at most 1
+        mine = samples[tr.rank :: tr.world]  # rank r takes every world-th sample: shares differ by at most 1
         results: list[tuple[str, int, float]] = []
         base_seed = int(tr.rollout_cfg["seed"]) + tr.rank
         for c in range(0, len(mine), self.chunk):
-            part = mine[c:c + self.chunk]
+            part = mine[c : c + self.chunk]
             batch = self.dataset.batch([i for i, _ in part])  # input_ids [b, P] left-padded
-            out = tr.rollout.generate(batch.input_ids, batch.attention_mask, self.settings,
-                                      generator_seed=base_seed + c)  # responses [b, R]
-            scores, _ = score_responses(tr.reward_fn, tr.tokenizer, out.responses, out.response_mask, batch.rows,
-                                        tr.cfg["data"]["reward_fn_key"])
+            out = tr.rollout.generate(
+                batch.input_ids, batch.attention_mask, self.settings, generator_seed=base_seed + c
+            )  # responses [b, R]
+            scores, _ = score_responses(
+                tr.reward_fn,
+                tr.tokenizer,
+                out.responses,
+                out.response_mask,
+                batch.rows,
+                tr.cfg["data"]["reward_fn_key"],
+            )
             key = tr.cfg["data"]["reward_fn_key"]
-            results += [(str(row.get(key)), i, float(s)) for (i, _), row, s in zip(part, batch.rows, scores.tolist(), strict=True)]
+            results += [
+                (str(row.get(key)), i, float(s))
+                for (i, _), row, s in zip(part, batch.rows, scores.tolist(), strict=True)
+            ]
         gathered: list[list[tuple[str, int, float]] | None] = [None] * tr.world
         dist.all_gather_object(gathered, results)
         flat = [r for part in gathered for r in (part or [])]

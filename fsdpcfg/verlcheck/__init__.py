@@ -21,9 +21,10 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from fsdpcfg import paths
 from fsdpcfg.runinfo.redact import write_private
@@ -72,12 +73,16 @@ def _job(composed: Any) -> dict[str, Any]:
     """The worker's job for a composed config: its kind, its verl tree and verl's composition it extends."""
     from fsdpcfg.launch.verl import verl_composition
 
-    return {"kind": getattr(composed, "kind", "ppo"), "tree": _tree(composed),
-            "composition": verl_composition(composed)}
+    return {
+        "kind": getattr(composed, "kind", "ppo"),
+        "tree": _tree(composed),
+        "composition": verl_composition(composed),
+    }
 
 
-def run_worker(jobs: list[dict[str, Any]], *, timeout: float = DEFAULT_TIMEOUT,
-               python: str | None = None) -> dict[str, Any]:
+def run_worker(
+    jobs: list[dict[str, Any]], *, timeout: float = DEFAULT_TIMEOUT, python: str | None = None
+) -> dict[str, Any]:
     """Run :mod:`fsdpcfg.verlcheck._worker` on ``jobs`` (``{"kind", "tree"}`` dicts) in one subprocess and
     return its JSON answer (``verl_version``, ``import_seconds``, ``results``).
 
@@ -88,11 +93,19 @@ def run_worker(jobs: list[dict[str, Any]], *, timeout: float = DEFAULT_TIMEOUT,
     with tempfile.TemporaryDirectory(prefix="fsdpcfg-verlcheck-") as d:
         inp, out = Path(d, "in.json"), Path(d, "out.json")
         write_private(inp, json.dumps({"jobs": jobs}))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.REPO_DIR),
-                                                                         os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.REPO_DIR), os.environ.get("PYTHONPATH")])),
+        }
         try:
-            proc = subprocess.run([python or sys.executable, "-m", "fsdpcfg.verlcheck._worker", str(inp), str(out)],
-                                  capture_output=True, text=True, timeout=timeout, env=env, cwd=d)
+            proc = subprocess.run(
+                [python or sys.executable, "-m", "fsdpcfg.verlcheck._worker", str(inp), str(out)],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=env,
+                cwd=d,
+            )
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"verl's validation ran past {timeout} s") from None
         answer = json.loads(out.read_text()) if out.is_file() else {}
@@ -118,8 +131,9 @@ def verl_opinions(composeds: Iterable[Any], *, timeout: float = DEFAULT_TIMEOUT)
     return [VerlOpinion(**r) for r in answer["results"]]
 
 
-def verl_opinions_of_exports(exports: Iterable[tuple[str, str | Path, list[str]]], *,
-                             timeout: float = DEFAULT_TIMEOUT) -> list[VerlOpinion]:
+def verl_opinions_of_exports(
+    exports: Iterable[tuple[str, str | Path, list[str]]], *, timeout: float = DEFAULT_TIMEOUT
+) -> list[VerlOpinion]:
     """Return verl's opinion of exported configs: ``(kind, folder holding config.yaml, overrides)`` each,
     composed the way verl's command line composes them, all in one subprocess.
 
@@ -164,13 +178,17 @@ def compare(findings: Iterable[Any], opinion: VerlOpinion) -> Comparison:
         outcome, text = "agree", f"both reject it (verl at {opinion.stage}: {opinion.error})"
     elif not opinion.accepted:
         outcome = "fsdpcfg-bug"
-        text = (f"verl rejects it at {opinion.stage} ({opinion.error}) but fsdpcfg found no error: a missing "
-                "fsdpcfg rule, please report it")
+        text = (
+            f"verl rejects it at {opinion.stage} ({opinion.error}) but fsdpcfg found no error: a missing "
+            "fsdpcfg rule, please report it"
+        )
     else:
         outcome = "verl-gap"
         extra = f"; verl ignores {', '.join(opinion.ignored_keys)}" if opinion.ignored_keys else ""
-        text = (f"fsdpcfg rejects it ({', '.join(errors)}) and verl accepts it at config time{extra}: verl would "
-                "fail or misbehave later, after the cluster started")
+        text = (
+            f"fsdpcfg rejects it ({', '.join(errors)}) and verl accepts it at config time{extra}: verl would "
+            "fail or misbehave later, after the cluster started"
+        )
     return Comparison(outcome, errors, opinion, text)
 
 
@@ -215,9 +233,17 @@ class SecondOpinion:
         out = []
         for label, c, note in self.rows:
             op = c.opinion if c else None
-            out.append({"input": label, "outcome": c.outcome if c else None, "accepted": op.accepted if op else None,
-                        "stage": op.stage if op else None, "error": op.error if op else None,
-                        "ignored_keys": op.ignored_keys if op else [], "note": note or (c.explanation if c else "")})
+            out.append(
+                {
+                    "input": label,
+                    "outcome": c.outcome if c else None,
+                    "accepted": op.accepted if op else None,
+                    "stage": op.stage if op else None,
+                    "error": op.error if op else None,
+                    "ignored_keys": op.ignored_keys if op else [],
+                    "note": note or (c.explanation if c else ""),
+                }
+            )
         return out
 
 
@@ -246,8 +272,10 @@ def second_opinion(results: Iterable[Any], *, timeout: float = DEFAULT_TIMEOUT) 
         try:
             answer = run_worker([job for _, job in asked], timeout=timeout)
         except VerlUnavailable as e:
-            raise UsageError(f"--verl needs verl 0.9.1 in this environment: {e}",
-                             fix="pip install 'verl[verl-core]==0.9.1' (CPU is enough), or drop --verl") from None
+            raise UsageError(
+                f"--verl needs verl 0.9.1 in this environment: {e}",
+                fix="pip install 'verl[verl-core]==0.9.1' (CPU is enough), or drop --verl",
+            ) from None
         for (i, _), res in zip(asked, answer["results"], strict=True):
             label = rows[i][0]
             findings = next(r.findings for r in results if r.label == label)

@@ -73,8 +73,7 @@ def _compose(config: str, tree: dict[str, Any] | None):
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    doc = {"defaults": _defaults_list(config), "hydra": {"searchpath": ["pkg://verl.trainer.config"]},
-           **(tree or {})}
+    doc = {"defaults": _defaults_list(config), "hydra": {"searchpath": ["pkg://verl.trainer.config"]}, **(tree or {})}
     with tempfile.TemporaryDirectory(prefix="fsdpcfg-verlcheck-") as d:
         Path(d, "config.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
         GlobalHydra.instance().clear()
@@ -182,30 +181,45 @@ def _compose_dir(config_dir: str, overrides: list[str]):
         GlobalHydra.instance().clear()
 
 
-def check_one(kind: str, tree: dict[str, Any] | None = None, config_dir: str | None = None,
-              overrides: list[str] | None = None, composition: str | None = None) -> dict[str, Any]:
+def check_one(
+    kind: str,
+    tree: dict[str, Any] | None = None,
+    config_dir: str | None = None,
+    overrides: list[str] | None = None,
+    composition: str | None = None,
+) -> dict[str, Any]:
     """Run verl's checks on one config and return the opinion as a JSON-able dict (see module doc).
 
     The config is ``tree`` composed on verl's defaults (of ``composition``: ``ppo_megatron_trainer`` ...;
     default the ``kind``'s FSDP one), or (``config_dir``) an exported ``config.yaml`` composed with command-line
     ``overrides`` exactly as verl's entry point composes it."""
     from omegaconf import OmegaConf
-
     from verl.utils.config import omega_conf_to_dataclass, validate_config
     from verl.utils.device import auto_set_device
 
     config = composition or CONFIGS[kind]
-    res: dict[str, Any] = {"accepted": True, "stage": None, "error": None, "ignored_keys": [], "missing_keys": [],
-                           "notices": [], "seconds": 0.0}
+    res: dict[str, Any] = {
+        "accepted": True,
+        "stage": None,
+        "error": None,
+        "ignored_keys": [],
+        "missing_keys": [],
+        "notices": [],
+        "seconds": 0.0,
+    }
     t0 = time.perf_counter()
     if config_dir is not None:
         doc = yaml.safe_load(Path(config_dir, "config.yaml").read_text()) or {}
         tree = {k: v for k, v in doc.items() if k not in ("defaults", "hydra")}
         config = _composition_of(doc.get("defaults"), kind)
     base_keys, open_, base_missing = _base(config)
-    res["ignored_keys"] = [k for k in flatten(tree) if k not in base_keys
-                           and not any(k == p or k.startswith(p + ".") for p in open_)
-                           and not _dataclass_field(k, base_keys)]
+    res["ignored_keys"] = [
+        k
+        for k in flatten(tree)
+        if k not in base_keys
+        and not any(k == p or k.startswith(p + ".") for p in open_)
+        and not _dataclass_field(k, base_keys)
+    ]
 
     def fail(stage: str, e: BaseException) -> dict[str, Any]:
         res.update(accepted=False, stage=stage, error=_err(e), seconds=round(time.perf_counter() - t0, 3))
@@ -241,8 +255,12 @@ def check_one(kind: str, tree: dict[str, Any] | None = None, config_dir: str | N
                 validate_config(cfg, use_reference_policy=use_ref, use_critic=use_critic)
             except Exception as e:
                 return fail("validate_config", e)
-            sections = ["actor_rollout_ref.actor", "actor_rollout_ref.rollout", "algorithm",
-                        "actor_rollout_ref.rollout.checkpoint_engine"]
+            sections = [
+                "actor_rollout_ref.actor",
+                "actor_rollout_ref.rollout",
+                "algorithm",
+                "actor_rollout_ref.rollout.checkpoint_engine",
+            ]
             if use_ref:
                 sections.append("actor_rollout_ref.ref")
             if use_critic:
@@ -277,10 +295,13 @@ def main(argv: list[str]) -> int:
         Path(argv[1]).write_text(json.dumps({"error": f"verl is not importable: {e}"}))
         return 3
     import_s = time.perf_counter() - t0
-    results = [check_one(j.get("kind", "ppo"), j.get("tree"), j.get("config_dir"), j.get("overrides"),
-                         j.get("composition")) for j in jobs]
-    Path(argv[1]).write_text(json.dumps({"verl_version": verl.__version__, "import_seconds": round(import_s, 3),
-                                         "results": results}))
+    results = [
+        check_one(j.get("kind", "ppo"), j.get("tree"), j.get("config_dir"), j.get("overrides"), j.get("composition"))
+        for j in jobs
+    ]
+    Path(argv[1]).write_text(
+        json.dumps({"verl_version": verl.__version__, "import_seconds": round(import_s, 3), "results": results})
+    )
     return 0
 
 

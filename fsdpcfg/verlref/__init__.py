@@ -11,18 +11,23 @@ Reading it needs neither verl nor torch.
 from __future__ import annotations
 
 import json
-from functools import cache, lru_cache
+from collections.abc import Mapping
+from functools import cache
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from fsdpcfg import paths
 
 #: verl release the reference was generated from, and the one fsdpcfg's key names follow.
 VERL_VERSION = "0.9.1"
 #: verl composition -> the entry point that reads it.
-ENTRY_POINTS = {"ppo_trainer": "verl.trainer.main_ppo", "ppo_megatron_trainer": "verl.trainer.main_ppo",
-                "ppo_veomni_trainer": "verl.trainer.main_ppo", "ppo_torchtitan_trainer": "verl.trainer.main_ppo",
-                "sft_trainer_engine": "verl.trainer.sft_trainer"}
+ENTRY_POINTS = {
+    "ppo_trainer": "verl.trainer.main_ppo",
+    "ppo_megatron_trainer": "verl.trainer.main_ppo",
+    "ppo_veomni_trainer": "verl.trainer.main_ppo",
+    "ppo_torchtitan_trainer": "verl.trainer.main_ppo",
+    "sft_trainer_engine": "verl.trainer.sft_trainer",
+}
 #: verl composition -> (verl config name, the overrides that select it), as a verl user selects it:
 #: ``--config-name=ppo_megatron_trainer`` (verl 0.9.1's file: ppo_trainer with ``model_engine: megatron``);
 #: the veomni and torchtitan engines have no entry config of their own, only ``model_engine=...``
@@ -61,7 +66,7 @@ def defaults(config: str = "ppo_trainer", resolved: bool = True) -> Mapping[str,
     return MappingProxyType(_defaults(config, resolved))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _defaults(config: str, resolved: bool) -> dict[str, Any]:
     if config == "ppo":  # every key main_ppo reads with some engine; the FSDP composition's value first
         out: dict[str, Any] = {}
@@ -72,7 +77,7 @@ def _defaults(config: str, resolved: bool) -> dict[str, Any]:
     return entry["defaults"] if resolved else entry["raw"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def keys(config: str = "ppo_trainer") -> frozenset[str]:
     """Return the set of dotted leaf keys verl's ``config`` knows (a name of :data:`COMPOSITIONS`, or
     ``"ppo"`` for the union of :data:`PPO_COMPOSITIONS`: every key ``main_ppo`` reads with some engine)."""
@@ -81,7 +86,7 @@ def keys(config: str = "ppo_trainer") -> frozenset[str]:
     return frozenset(_load()["configs"][config]["defaults"])
 
 
-@lru_cache(maxsize=None)
+@cache
 def prefixes(config: str = "ppo_trainer") -> frozenset[str]:
     """Return every dotted prefix of a known key (the mapping nodes), e.g. ``actor_rollout_ref.actor``."""
     out: set[str] = set()
@@ -150,7 +155,12 @@ def build_reference() -> dict[str, Any]:
                 resolved[k] = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
             except Exception:  # an interpolation that needs another config (verl resolves it at run time)
                 resolved[k] = v
-        configs[name] = {"entry_point": ENTRY_POINTS[name], "config_name": config_name,
-                         "overrides": list(overrides), "raw": raw, "defaults": resolved}
+        configs[name] = {
+            "entry_point": ENTRY_POINTS[name],
+            "config_name": config_name,
+            "overrides": list(overrides),
+            "raw": raw,
+            "defaults": resolved,
+        }
         GlobalHydra.instance().clear()
     return {"verl_version": verl.__version__, "configs": configs}

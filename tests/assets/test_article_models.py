@@ -11,8 +11,12 @@ import pytest
 from fsdpcfg.cli.main import main
 
 A = "actor_rollout_ref"
-NEW = {"tiny-gemma2": ("gemma2", "Gemma2ForCausalLM"), "tiny-starling": ("mistral", "MistralForCausalLM"),
-       "tiny-phi3-medium": ("phi3", "Phi3ForCausalLM"), "tiny-qwen3-moe": ("qwen3_moe", "Qwen3MoeForCausalLM")}
+NEW = {
+    "tiny-gemma2": ("gemma2", "Gemma2ForCausalLM"),
+    "tiny-starling": ("mistral", "MistralForCausalLM"),
+    "tiny-phi3-medium": ("phi3", "Phi3ForCausalLM"),
+    "tiny-qwen3-moe": ("qwen3_moe", "Qwen3MoeForCausalLM"),
+}
 
 
 def test_list_says_what_each_asset_is_built_from(capsys):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
@@ -26,12 +25,17 @@ def _rows(rel: str) -> list[dict]:
     return [json.loads(line) for line in (DATASETS / rel).read_text(encoding="utf-8").splitlines()]
 
 
-@pytest.mark.parametrize("rel,n,source", [("gsm8k/train.jsonl", 256, "openai/gsm8k"),
-                                          ("gsm8k/test.jsonl", 64, "openai/gsm8k"),
-                                          ("arith/train.jsonl", 256, "fsdpcfg/arith"),
-                                          ("arith/test.jsonl", 55, "fsdpcfg/arith"),
-                                          ("arith_heldout/train.jsonl", 160, "fsdpcfg/arith_heldout"),
-                                          ("arith_heldout/heldout.jsonl", 60, "fsdpcfg/arith_heldout")])
+@pytest.mark.parametrize(
+    "rel,n,source",
+    [
+        ("gsm8k/train.jsonl", 256, "openai/gsm8k"),
+        ("gsm8k/test.jsonl", 64, "openai/gsm8k"),
+        ("arith/train.jsonl", 256, "fsdpcfg/arith"),
+        ("arith/test.jsonl", 55, "fsdpcfg/arith"),
+        ("arith_heldout/train.jsonl", 160, "fsdpcfg/arith_heldout"),
+        ("arith_heldout/heldout.jsonl", 60, "fsdpcfg/arith_heldout"),
+    ],
+)
 def test_rl_schema(rel, n, source):
     rows = _rows(rel)
     assert len(rows) == n
@@ -48,10 +52,14 @@ def test_gsm8k_values_match_the_real_set():
     first = _rows("gsm8k/train.jsonl")[0]
     assert first["reward_model"]["ground_truth"] == "72"
     assert first["prompt"][0]["content"].startswith("Natalia sold clips to 48 of her friends")
-    assert first["prompt"][0]["content"].endswith(' Let\'s think step by step and output the final answer after "####".')
+    assert first["prompt"][0]["content"].endswith(
+        ' Let\'s think step by step and output the final answer after "####".'
+    )
     for r in _rows("gsm8k/test.jsonl") + _rows("gsm8k/train.jsonl"):
         # the worked answer scores 1.0 against its own ground truth (commas included, e.g. "#### 1,600")
-        assert default_compute_score(r["data_source"], r["extra_info"]["answer"], r["reward_model"]["ground_truth"]) == 1.0
+        assert (
+            default_compute_score(r["data_source"], r["extra_info"]["answer"], r["reward_model"]["ground_truth"]) == 1.0
+        )
         assert "," not in r["reward_model"]["ground_truth"]
 
 
@@ -60,8 +68,9 @@ def test_arith_answers_are_one_digit_sums():
         a, b = r["extra_info"]["a"], r["extra_info"]["b"]
         assert r["prompt"][-1]["content"] == f"{a}+{b}="
         assert r["reward_model"]["ground_truth"] == str(a + b) and 0 <= a + b <= 9
-    assert {(r["extra_info"]["a"], r["extra_info"]["b"]) for r in _rows("arith/test.jsonl")} == \
-        {(a, b) for a in range(10) for b in range(10) if a + b <= 9}
+    assert {(r["extra_info"]["a"], r["extra_info"]["b"]) for r in _rows("arith/test.jsonl")} == {
+        (a, b) for a in range(10) for b in range(10) if a + b <= 9
+    }
 
 
 def test_arith_heldout_split_is_disjoint_and_covers_the_task():
@@ -69,8 +78,11 @@ def test_arith_heldout_split_is_disjoint_and_covers_the_task():
     train + held-out are every a+b+c with digits summing to at most 9, each once."""
     import itertools
 
-    train, held, sft = _rows("arith_heldout/train.jsonl"), _rows("arith_heldout/heldout.jsonl"), \
-        _rows("arith_heldout/sft.jsonl")
+    train, held, sft = (
+        _rows("arith_heldout/train.jsonl"),
+        _rows("arith_heldout/heldout.jsonl"),
+        _rows("arith_heldout/sft.jsonl"),
+    )
     assert (len(train), len(held), len(sft)) == (160, 60, 160)
 
     def q(rows: list[dict]) -> list[str]:
@@ -109,9 +121,16 @@ def test_sft_parquet_holds_the_jsonl_rows():
 @pytest.mark.skipif(not SHARED_GSM8K.is_dir(), reason="needs ../shared/data/gsm8k (the raw GSM8K)")
 def test_regeneration_matches_shipped_bytes():
     rendered = _load_script().render_all(SHARED_GSM8K)
-    assert set(rendered) == {"gsm8k/train.jsonl", "gsm8k/test.jsonl", "gsm8k_sft/train.jsonl",
-                             "arith/train.jsonl", "arith/test.jsonl", "arith_heldout/sft.jsonl",
-                             "arith_heldout/train.jsonl", "arith_heldout/heldout.jsonl"}
+    assert set(rendered) == {
+        "gsm8k/train.jsonl",
+        "gsm8k/test.jsonl",
+        "gsm8k_sft/train.jsonl",
+        "arith/train.jsonl",
+        "arith/test.jsonl",
+        "arith_heldout/sft.jsonl",
+        "arith_heldout/train.jsonl",
+        "arith_heldout/heldout.jsonl",
+    }
     for rel, text in rendered.items():
         assert (DATASETS / rel).read_bytes() == text.encode("utf-8"), rel
 

@@ -14,8 +14,9 @@ from fsdpcfg.errors import ConfigError
 BUILT = [n for n, s in assets.SPECS.items() if s.weights and s.default]
 
 
-@pytest.mark.parametrize("real_heads,real_kv,expected", [(14, 2, 2), (32, 8, 2), (32, 32, 4), (32, None, 4),
-                                                         (8, 1, 1), (16, 16, 4)])
+@pytest.mark.parametrize(
+    "real_heads,real_kv,expected", [(14, 2, 2), (32, 8, 2), (32, 32, 4), (32, None, 4), (8, 1, 1), (16, 16, 4)]
+)
 def test_kv_heads_keep_attention_kind(real_heads, real_kv, expected):
     assert kv_heads_for(real_heads, real_kv, 4) == expected
 
@@ -25,8 +26,18 @@ def test_scaled_config_keeps_what_is_not_a_size(name):
     spec = assets.get_spec(name)
     real = tiny_models.real_config(spec)
     tiny = scale_config(real, spec)
-    for key in ("model_type", "architectures", "vocab_size", "tie_word_embeddings", "rope_theta", "hidden_act",
-                "auto_map", "bos_token_id", "eos_token_id", "max_position_embeddings"):
+    for key in (
+        "model_type",
+        "architectures",
+        "vocab_size",
+        "tie_word_embeddings",
+        "rope_theta",
+        "hidden_act",
+        "auto_map",
+        "bos_token_id",
+        "eos_token_id",
+        "max_position_embeddings",
+    ):
         assert tiny.get(key) == real.get(key), key
     assert tiny["num_attention_heads"] % tiny["num_key_value_heads"] == 0
     assert tiny["hidden_size"] % tiny["num_attention_heads"] == 0
@@ -34,13 +45,23 @@ def test_scaled_config_keeps_what_is_not_a_size(name):
         assert tiny["head_dim"] == tiny["hidden_size"] // tiny["num_attention_heads"]
     rope = tiny.get("rope_scaling") or {}
     if "long_factor" in rope:  # Phi-3 longrope: one factor per rotary frequency
-        assert len(rope["long_factor"]) == len(rope["short_factor"]) == tiny["hidden_size"] // tiny["num_attention_heads"] // 2
+        assert (
+            len(rope["long_factor"])
+            == len(rope["short_factor"])
+            == tiny["hidden_size"] // tiny["num_attention_heads"] // 2
+        )
 
 
 def test_tiny_qwen2_numbers():
     tiny = scale_config(tiny_models.real_config(assets.get_spec("tiny-qwen2")), assets.get_spec("tiny-qwen2"))
-    assert (tiny["hidden_size"], tiny["num_hidden_layers"], tiny["num_attention_heads"],
-            tiny["num_key_value_heads"], tiny["intermediate_size"], tiny["vocab_size"]) == (64, 2, 4, 2, 128, 151936)
+    assert (
+        tiny["hidden_size"],
+        tiny["num_hidden_layers"],
+        tiny["num_attention_heads"],
+        tiny["num_key_value_heads"],
+        tiny["intermediate_size"],
+        tiny["vocab_size"],
+    ) == (64, 2, 4, 2, 128, 151936)
     assert tiny["tie_word_embeddings"] is True and tiny["rope_theta"] == 1000000.0
 
 
@@ -82,8 +103,13 @@ def test_rebuild_is_byte_identical(tiny_model_path, tmp_path, monkeypatch):
 
 
 #: "Hello world" without special tokens, per tokenizer (values from fsdpcfg/data/tokenizers/SOURCES.md).
-HELLO = {"qwen2.5-0.5b-instruct": [9707, 1879], "qwen3": [9707, 1879], "gpt2": [15496, 995],
-         "llama2-7b-hf": [15043, 3186], "mistral-7b-instruct-v0.3": [23325, 2294]}
+HELLO = {
+    "qwen2.5-0.5b-instruct": [9707, 1879],
+    "qwen3": [9707, 1879],
+    "gpt2": [15496, 995],
+    "llama2-7b-hf": [15043, 3186],
+    "mistral-7b-instruct-v0.3": [23325, 2294],
+}
 
 
 @pytest.mark.slow

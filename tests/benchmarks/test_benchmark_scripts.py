@@ -16,8 +16,9 @@ pytestmark = pytest.mark.slow
 
 
 def _run(script: str, *args: str, timeout: int = 900) -> str:
-    p = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True, cwd=ROOT,
-                       timeout=timeout)
+    p = subprocess.run(
+        [sys.executable, str(BENCH / script), *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout
+    )
     assert p.returncode in (0, 1), p.stdout[-2000:] + p.stderr[-3000:]  # 1: a goal missed, still a table
     return p.stdout
 

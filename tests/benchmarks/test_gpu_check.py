@@ -48,8 +48,9 @@ def test_prepare_commands_use_flags_pip_has():
     for flag, value in (("--python-version", "3.12"), ("--platform", "manylinux2014_x86_64"), ("--abi", "cp312")):
         assert download[download.index(flag) + 1] == value
     assert "--only-binary=:all:" in download and download[download.index("-d") + 1] == "/x"
-    pip_help = subprocess.run([sys.executable, "-m", "pip", "download", "--help"], capture_output=True,
-                              text=True).stdout
+    pip_help = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--help"], capture_output=True, text=True
+    ).stdout
     for flag in ("--python-version", "--platform", "--implementation", "--abi", "--only-binary", "--no-deps"):
         assert flag in pip_help, flag
     assert [w[-1].split("==")[0] for w in wheels] == list(gc.SDIST_ONLY)
@@ -74,13 +75,15 @@ def test_wheel_folder_builds_for_python_312(tmp_path):
 
 
 def test_dry_run_prints_every_part_with_a_command_that_exists(tmp_path):
-    p = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), "--dry-run"], capture_output=True, text=True,
-                       cwd=ROOT)
+    p = subprocess.run(
+        ["bash", str(SCRIPT), str(tmp_path / "out"), "--dry-run"], capture_output=True, text=True, cwd=ROOT
+    )
     assert p.returncode == 0, p.stderr
     lines = re.findall(r"^\[(\S+)\] timeout (\d+)s: (.+)$", p.stdout, flags=re.MULTILINE)
     assert [n for n, _, _ in lines] == list(gc.PARTS)
-    choices = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "part", "--help"],
-                             capture_output=True, text=True).stdout
+    choices = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "part", "--help"], capture_output=True, text=True
+    ).stdout
     for name, limit, cmd in lines:
         argv = cmd.split()
         assert Path(argv[1]).is_file() and argv[2] == "part" and argv[3] in choices, cmd
@@ -115,7 +118,9 @@ def test_doctor_overrides_pass_check_with_gpu_1x(tiny_model):
     from fsdpcfg.doctor.matrix import find_conditions
 
     for m in gc.DOCTOR_MODELS:
-        ovs, _, _ = find_conditions(["+recipe=qwen_grpo", "trainer=gpu_1x", f"actor_rollout_ref.model.path={tiny_model(m)}"])
+        ovs, _, _ = find_conditions(
+            ["+recipe=qwen_grpo", "trainer=gpu_1x", f"actor_rollout_ref.model.path={tiny_model(m)}"]
+        )
         errors = [f for f in check_overrides(ovs) if f.severity == "error"]
         assert not errors, (m, [f.message for f in errors])
 
@@ -128,8 +133,9 @@ def test_the_gpu_asset_is_the_real_architecture():
     spec = assets.get_spec(gc.GRPO_MODEL)
     real = tiny_models.real_config(spec)
     scaled = scale_config(real, spec)
-    assert {k: v for k, v in scaled.items() if k not in ("torch_dtype", "dtype")} == \
-        {k: v for k, v in real.items() if k not in ("torch_dtype", "dtype", "_name_or_path")}
+    assert {k: v for k, v in scaled.items() if k not in ("torch_dtype", "dtype")} == {
+        k: v for k, v in real.items() if k not in ("torch_dtype", "dtype", "_name_or_path")
+    }
     assert spec.init_on_accelerator and not spec.default
     assert round(count_parameters(scaled).total / 1e6) == 494
 
@@ -138,10 +144,16 @@ def test_bounds_and_mfu_arithmetic():
     assert rep.logprob_bound(12.0) == pytest.approx(4 * 12 / 128)
     assert rep.logprob_bound(0.1) == pytest.approx(4 / 128)
     assert rep.peak_flops("NVIDIA H200") == 989e12 and rep.peak_flops("Tesla T4") is None
-    rec = {"device": "NVIDIA H200", "phase_peaks": {}, "max_allocated": 1, "probes": [
-        {"sync": 1, "tokens": 3, "max_abs_diff": 0.5, "mean_abs_diff": 0.1, "max_abs_logprob": 12.0}],
-        "steps": [{"timing_s/step": 2.0, "timing_s/update_actor": 1.0, "timing_s/gen": 0.5,
-                   "perf/total_num_tokens": 1000.0}] * 3}
+    rec = {
+        "device": "NVIDIA H200",
+        "phase_peaks": {},
+        "max_allocated": 1,
+        "probes": [{"sync": 1, "tokens": 3, "max_abs_diff": 0.5, "mean_abs_diff": 0.1, "max_abs_logprob": 12.0}],
+        "steps": [
+            {"timing_s/step": 2.0, "timing_s/update_actor": 1.0, "timing_s/gen": 0.5, "perf/total_num_tokens": 1000.0}
+        ]
+        * 3,
+    }
     out = rep.summarise(rec, n_params=10**9, estimate={}, check_errors=[], use_ref=True, model="m", warmup=2)
     assert out["mfu"]["step"] == pytest.approx(12e12 / (2.0 * 989e12))  # (6 + 2 + 2 + 2) N per token
     assert out["mfu"]["update"] == pytest.approx(6e12 / 989e12)
@@ -154,10 +166,14 @@ def test_bounds_and_mfu_arithmetic():
 def test_cpu_smoke_runs_every_part_and_writes_three_files(tmp_path):
     """The harness end to end on this CPU (1 gloo rank, tiny-qwen2, 3 steps; the doctor on one model)."""
     out = tmp_path / "out"
-    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "run", str(out), "--cpu-smoke"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=1600,
-                       env={**__import__("os").environ, "GPU_CHECK_WORK": str(tmp_path / "work"),
-                            "OMP_NUM_THREADS": "1"})
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "run", str(out), "--cpu-smoke"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=1600,
+        env={**__import__("os").environ, "GPU_CHECK_WORK": str(tmp_path / "work"), "OMP_NUM_THREADS": "1"},
+    )
     assert sorted(f.name for f in out.iterdir()) == ["gpu_check.json", "gpu_check.log", "gpu_check.md"]
     report = json.loads((out / "gpu_check.json").read_text())
     assert p.returncode == 0, {n: r.get("error", "")[-800:] for n, r in report["parts"].items()}

@@ -54,59 +54,139 @@ def test_shared_case(case: dict) -> None:
 A = "actor_rollout_ref"
 GPU8 = ["launcher=verl", "rollout=vllm", "trainer=gpu_8x"]
 VARIANTS = {
-    "c01-n-not-dividing-8-gpus": (GPU8 + ["data.train_batch_size=3", f"{A}.rollout.n=2"], None, "error",
-                                  ["data.train_batch_size"]),
-    "c02-critic-mini-larger": (GPU8 + ["algorithm.adv_estimator=gae", "data.train_batch_size=64",
-                                       "+critic.ppo_mini_batch_size=128", "+critic.ppo_micro_batch_size_per_gpu=2",
-                                       f"{A}.actor.ppo_mini_batch_size=64"], None, "error",
-                               ["critic.ppo_mini_batch_size"]),
-    "c03-ref-micro-larger-than-per-rank": (GPU8 + ["data.train_batch_size=16", f"{A}.rollout.n=1",
-                                                   "algorithm.adv_estimator=reinforce_plus_plus",
-                                                   f"{A}.actor.ppo_mini_batch_size=16",
-                                                   f"{A}.actor.ppo_micro_batch_size_per_gpu=2",
-                                                   f"{A}.rollout.log_prob_micro_batch_size_per_gpu=2",
-                                                   f"{A}.ref.log_prob_micro_batch_size_per_gpu=4"], None, "error",
-                                           [f"{A}.ref.log_prob_micro_batch_size_per_gpu"]),
-    "c04-critic-normalised-mini-zero": (GPU8 + ["algorithm.adv_estimator=gae", "data.train_batch_size=8",
-                                                f"{A}.rollout.n=1", "+critic.ppo_mini_batch_size=2",
-                                                "+critic.ppo_micro_batch_size_per_gpu=1",
-                                                f"{A}.actor.ppo_mini_batch_size=8",
-                                                f"{A}.actor.ppo_micro_batch_size_per_gpu=1",
-                                                f"{A}.rollout.log_prob_micro_batch_size_per_gpu=1",
-                                                f"{A}.ref.log_prob_micro_batch_size_per_gpu=1"], None, "error",
-                                        ["critic.ppo_mini_batch_size"]),
-    "c05-ref-both-forms": (GPU8 + [f"{A}.ref.log_prob_micro_batch_size=16"], None, "error",
-                           [f"{A}.ref.log_prob_micro_batch_size"]),
-    "c05-rollout-both-forms": (GPU8 + [f"{A}.rollout.log_prob_micro_batch_size=16"], None, "error",
-                               [f"{A}.rollout.log_prob_micro_batch_size"]),
-    "c06-tp4-on-2-gpus": (["launcher=verl", "rollout=sglang", "trainer=gpu_1x", "trainer.n_gpus_per_node=2",
-                           f"{A}.rollout.tensor_model_parallel_size=4"], None, "error",
-                          [f"{A}.rollout.tensor_model_parallel_size"]),
-    "c07-ulysses-qwen3-kv": (GPU8 + [f"{A}.actor.ulysses_sequence_parallel_size=16", "trainer.nnodes=2"],
-                             "Qwen__Qwen3-8B__resaved", "ok_or_error_not_heads", []),
-    "c08-ulysses-via-fsdp-config": (GPU8 + [f"{A}.model.use_remove_padding=false",
-                                            f"+{A}.actor.fsdp_config.ulysses_sequence_parallel_size=2"], None,
-                                    "error", [f"{A}.model.use_remove_padding"]),
-    "c10-mistral-context": (["data.max_prompt_length=16384", "data.max_response_length=20000"],
-                            "mistralai__Mistral-7B-Instruct-v0.3", "error", ["data.max_prompt_length"]),
-    "c13-mixtral-base-no-template": ([], "mistralai__Mixtral-8x7B-v0.1", "error",
-                                     [f"{A}.model.custom_chat_template"]),
-    "c13-custom-template-given": ([f"{A}.model.custom_chat_template='{{{{ messages }}}}'"],
-                                  "meta-llama__Llama-2-7b-hf", "ok", []),
+    "c01-n-not-dividing-8-gpus": (
+        GPU8 + ["data.train_batch_size=3", f"{A}.rollout.n=2"],
+        None,
+        "error",
+        ["data.train_batch_size"],
+    ),
+    "c02-critic-mini-larger": (
+        GPU8
+        + [
+            "algorithm.adv_estimator=gae",
+            "data.train_batch_size=64",
+            "+critic.ppo_mini_batch_size=128",
+            "+critic.ppo_micro_batch_size_per_gpu=2",
+            f"{A}.actor.ppo_mini_batch_size=64",
+        ],
+        None,
+        "error",
+        ["critic.ppo_mini_batch_size"],
+    ),
+    "c03-ref-micro-larger-than-per-rank": (
+        GPU8
+        + [
+            "data.train_batch_size=16",
+            f"{A}.rollout.n=1",
+            "algorithm.adv_estimator=reinforce_plus_plus",
+            f"{A}.actor.ppo_mini_batch_size=16",
+            f"{A}.actor.ppo_micro_batch_size_per_gpu=2",
+            f"{A}.rollout.log_prob_micro_batch_size_per_gpu=2",
+            f"{A}.ref.log_prob_micro_batch_size_per_gpu=4",
+        ],
+        None,
+        "error",
+        [f"{A}.ref.log_prob_micro_batch_size_per_gpu"],
+    ),
+    "c04-critic-normalised-mini-zero": (
+        GPU8
+        + [
+            "algorithm.adv_estimator=gae",
+            "data.train_batch_size=8",
+            f"{A}.rollout.n=1",
+            "+critic.ppo_mini_batch_size=2",
+            "+critic.ppo_micro_batch_size_per_gpu=1",
+            f"{A}.actor.ppo_mini_batch_size=8",
+            f"{A}.actor.ppo_micro_batch_size_per_gpu=1",
+            f"{A}.rollout.log_prob_micro_batch_size_per_gpu=1",
+            f"{A}.ref.log_prob_micro_batch_size_per_gpu=1",
+        ],
+        None,
+        "error",
+        ["critic.ppo_mini_batch_size"],
+    ),
+    "c05-ref-both-forms": (
+        GPU8 + [f"{A}.ref.log_prob_micro_batch_size=16"],
+        None,
+        "error",
+        [f"{A}.ref.log_prob_micro_batch_size"],
+    ),
+    "c05-rollout-both-forms": (
+        GPU8 + [f"{A}.rollout.log_prob_micro_batch_size=16"],
+        None,
+        "error",
+        [f"{A}.rollout.log_prob_micro_batch_size"],
+    ),
+    "c06-tp4-on-2-gpus": (
+        [
+            "launcher=verl",
+            "rollout=sglang",
+            "trainer=gpu_1x",
+            "trainer.n_gpus_per_node=2",
+            f"{A}.rollout.tensor_model_parallel_size=4",
+        ],
+        None,
+        "error",
+        [f"{A}.rollout.tensor_model_parallel_size"],
+    ),
+    "c07-ulysses-qwen3-kv": (
+        GPU8 + [f"{A}.actor.ulysses_sequence_parallel_size=16", "trainer.nnodes=2"],
+        "Qwen__Qwen3-8B__resaved",
+        "ok_or_error_not_heads",
+        [],
+    ),
+    "c08-ulysses-via-fsdp-config": (
+        GPU8 + [f"{A}.model.use_remove_padding=false", f"+{A}.actor.fsdp_config.ulysses_sequence_parallel_size=2"],
+        None,
+        "error",
+        [f"{A}.model.use_remove_padding"],
+    ),
+    "c10-mistral-context": (
+        ["data.max_prompt_length=16384", "data.max_response_length=20000"],
+        "mistralai__Mistral-7B-Instruct-v0.3",
+        "error",
+        ["data.max_prompt_length"],
+    ),
+    "c13-mixtral-base-no-template": ([], "mistralai__Mixtral-8x7B-v0.1", "error", [f"{A}.model.custom_chat_template"]),
+    "c13-custom-template-given": (
+        [f"{A}.model.custom_chat_template='{{{{ messages }}}}'"],
+        "meta-llama__Llama-2-7b-hf",
+        "ok",
+        [],
+    ),
     "c14-mistral-no-pad": ([], "mistralai__Mistral-7B-Instruct-v0.2", "warn", [f"{A}.model.path"]),
-    "c15-wrap-class-llama": ([f"+{A}.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap=[Qwen2DecoderLayer]"],
-                             "meta-llama__Llama-3.2-3B-Instruct", "error",
-                             [f"{A}.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap"]),
-    "c17-vllm-legacy-format": (GPU8 + [f"{A}.rollout.load_format=dummy_dtensor"], None, "error",
-                               [f"{A}.rollout.load_format"]),
-    "c18-rloo-one-sample": (["algorithm.adv_estimator=rloo", f"{A}.rollout.n=1"], None, "error",
-                            [f"{A}.rollout.n"]),
-    "c22-ref-budget": (GPU8 + [f"{A}.actor.use_dynamic_bsz=true", f"{A}.ref.log_prob_max_token_len_per_gpu=512",
-                               "data.max_prompt_length=512", "data.max_response_length=512"], None, "error",
-                       [f"{A}.ref.log_prob_max_token_len_per_gpu"]),
+    "c15-wrap-class-llama": (
+        [f"+{A}.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap=[Qwen2DecoderLayer]"],
+        "meta-llama__Llama-3.2-3B-Instruct",
+        "error",
+        [f"{A}.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap"],
+    ),
+    "c17-vllm-legacy-format": (
+        GPU8 + [f"{A}.rollout.load_format=dummy_dtensor"],
+        None,
+        "error",
+        [f"{A}.rollout.load_format"],
+    ),
+    "c18-rloo-one-sample": (["algorithm.adv_estimator=rloo", f"{A}.rollout.n=1"], None, "error", [f"{A}.rollout.n"]),
+    "c22-ref-budget": (
+        GPU8
+        + [
+            f"{A}.actor.use_dynamic_bsz=true",
+            f"{A}.ref.log_prob_max_token_len_per_gpu=512",
+            "data.max_prompt_length=512",
+            "data.max_response_length=512",
+        ],
+        None,
+        "error",
+        [f"{A}.ref.log_prob_max_token_len_per_gpu"],
+    ),
     "c24-legacy-reward-model": (GPU8 + ["+reward_model.enable=true"], None, "error", ["reward_model.enable"]),
-    "c26-valid-gpu-1x": (["trainer=gpu_1x", "launcher=verl", "rollout=vllm", f"{A}.rollout.tensor_model_parallel_size=1"],
-                         None, "ok", []),
+    "c26-valid-gpu-1x": (
+        ["trainer=gpu_1x", "launcher=verl", "rollout=vllm", f"{A}.rollout.tensor_model_parallel_size=1"],
+        None,
+        "ok",
+        [],
+    ),
     "plain-recipe": ([], None, "ok", []),
 }
 
@@ -127,12 +207,31 @@ def test_variant(name: str) -> None:
 
 def test_cli_json_exit_codes() -> None:
     """The CLI gives exit 1 and the JSON shape for an error case, exit 0 for the plain recipe."""
-    bad = subprocess.run([sys.executable, "-m", "fsdpcfg", "check", "--format", "json", "+recipe=qwen_grpo",
-                          "actor_rollout_ref.rollout.n=1"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsdpcfg",
+            "check",
+            "--format",
+            "json",
+            "+recipe=qwen_grpo",
+            "actor_rollout_ref.rollout.n=1",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert bad.returncode == 1, bad.stderr
     doc = json.loads(bad.stdout)
     assert any(f["rule"] == "FC601" and "actor_rollout_ref.rollout.n" in f["keys"] for f in doc["findings"])
     assert set(doc["findings"][0]) == {"rule", "severity", "keys", "message", "fix", "file", "line", "input"}
-    good = subprocess.run([sys.executable, "-m", "fsdpcfg", "check", "+recipe=qwen_grpo"], capture_output=True,
-                          text=True, cwd=REPO, timeout=120)
+    good = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", "check", "+recipe=qwen_grpo"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert good.returncode == 0, good.stdout + good.stderr

@@ -56,8 +56,15 @@ def test_table_yaml_json_renderings(grpo):
 
 
 def test_format_value_is_inline_yaml():
-    assert [catalog.format_value(v) for v in (None, True, 1e-5, [1, "a"], {}, "a: b", "x")] == \
-        ["null", "true", "1.0e-05", "[1, a]", "{}", "'a: b'", "x"]
+    assert [catalog.format_value(v) for v in (None, True, 1e-5, [1, "a"], {}, "a: b", "x")] == [
+        "null",
+        "true",
+        "1.0e-05",
+        "[1, a]",
+        "{}",
+        "'a: b'",
+        "x",
+    ]
 
 
 def test_split_args_recognises_names_files_and_overrides(tmp_path: Path):

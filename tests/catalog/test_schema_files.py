@@ -12,8 +12,7 @@ from omegaconf import OmegaConf
 from omegaconf._utils import get_yaml_loader
 from pydantic import BaseModel
 
-from fsdpcfg import paths
-from fsdpcfg import catalog
+from fsdpcfg import catalog, paths
 from fsdpcfg.catalog import schema_files
 from fsdpcfg.compose import compose
 from fsdpcfg.compose._compose import recipe_kind
@@ -56,8 +55,12 @@ def _models(root: type[BaseModel]) -> list[type[BaseModel]]:
 def test_every_field_of_every_schema_model_has_a_description():
     models = [m for root in schema_files._roots().values() for m in _models(root)]
     assert len(models) > 10
-    missing = [f"{m.__name__}.{name}" for m in models for name, info in m.model_fields.items()
-               if not (info.description or "").strip()]
+    missing = [
+        f"{m.__name__}.{name}"
+        for m in models
+        for name, info in m.model_fields.items()
+        if not (info.description or "").strip()
+    ]
     assert missing == []
     undocumented = [m.__name__ for m in models if not (m.__doc__ or "").strip()]
     assert undocumented == []
@@ -76,20 +79,31 @@ def test_every_recipe_starts_with_the_schema_header():
 
 def test_shipped_recipes_and_group_options_validate_in_the_editor(docs):
     # each kind's files against its own schema (ppo: fsdpcfg.schema.json, sft: fsdpcfg.sft.schema.json)
-    validators = {k: jsonschema.Draft202012Validator(docs["fsdpcfg.sft.schema.json" if k == "sft" else
-                                                          "fsdpcfg.schema.json"]) for k in ("ppo", "sft")}
+    validators = {
+        k: jsonschema.Draft202012Validator(docs["fsdpcfg.sft.schema.json" if k == "sft" else "fsdpcfg.schema.json"])
+        for k in ("ppo", "sft")
+    }
     files = [("ppo", paths.conf_dir() / "config.yaml"), ("sft", paths.conf_dir("sft") / "config.yaml")]
     files += [(recipe_kind(f.stem), f) for f in sorted(paths.recipes_dir().glob("*.yaml"))]
     files += [(o.kind, o.path) for o in catalog.all_options() if o.group != "recipe"]
-    bad = {f"{f.name}:{'.'.join(map(str, e.absolute_path))}": e.message for k, f in files
-           for e in validators[k].iter_errors(_load(f))}
+    bad = {
+        f"{f.name}:{'.'.join(map(str, e.absolute_path))}": e.message
+        for k, f in files
+        for e in validators[k].iter_errors(_load(f))
+    }
     assert bad == {}
 
 
 def test_editor_schema_catches_typos_and_wrong_types_but_allows_interpolations(docs):
     v = jsonschema.Draft202012Validator(docs["fsdpcfg.schema.json"])
-    assert not list(v.iter_errors({"defaults": [{"override /rollout": "vllm"}, "qwen_grpo", "_self_"],
-                                   "actor_rollout_ref": {"rollout": {"n": "${data.x}", "prompt_length": 8}}}))
+    assert not list(
+        v.iter_errors(
+            {
+                "defaults": [{"override /rollout": "vllm"}, "qwen_grpo", "_self_"],
+                "actor_rollout_ref": {"rollout": {"n": "${data.x}", "prompt_length": 8}},
+            }
+        )
+    )
     errors = list(v.iter_errors({"actor_rollout_ref": {"rollout": {"nn": 4}}}))
     assert errors and "nn" in errors[0].message
     assert list(v.iter_errors({"actor_rollout_ref": {"rollout": {"n": 0}}}))

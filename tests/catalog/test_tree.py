@@ -38,8 +38,9 @@ def test_root_defaults_mark_exactly_one_option_per_group():
 
 def test_directives_and_blank_comment_lines_are_skipped(tmp_path: Path):
     f = tmp_path / "x.yaml"
-    f.write_text("# @package _global_\n# yaml-language-server: $schema=s.json\n#\n# What it does.\n# More.\n"
-                 "a: 1\n# not this\n")
+    f.write_text(
+        "# @package _global_\n# yaml-language-server: $schema=s.json\n#\n# What it does.\n# More.\na: 1\n# not this\n"
+    )
     assert catalog.describe(f) == "What it does."
     assert catalog.comment_block(f) == ["What it does.", "More."]
     (tmp_path / "y.yaml").write_text("a: 1\n")

@@ -17,8 +17,14 @@ except FileNotFoundError:  # pragma: no cover - the venv has verl
 needs_verl = pytest.mark.skipif(ROOT is None, reason="verl is not installed")
 
 #: The config the evidence overrides apply to (a valid 8-GPU verl run of the main recipe) and the SFT one.
-PPO_BASE = ["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm", "trainer=gpu_8x", "data.train_batch_size=64",
-            "actor_rollout_ref.actor.ppo_mini_batch_size=16"]
+PPO_BASE = [
+    "+recipe=qwen_grpo",
+    "launcher=verl",
+    "rollout=vllm",
+    "trainer=gpu_8x",
+    "data.train_batch_size=64",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=16",
+]
 SFT_BASE = ["+recipe=qwen_sft", "launcher=verl"]
 GROUPS = ("launcher", "rollout", "trainer", "engine", "model", "data", "algorithm", "reward")
 
@@ -39,8 +45,10 @@ def test_every_verl_check_is_mapped_and_nothing_else(checks, mapping):
     assert len(found) == len(checks), "check ids must be unique"
     unmapped = sorted(found - set(mapping.checks))
     stale = sorted(set(mapping.checks) - found)
-    assert not unmapped, ("verl checks not in fsdpcfg/data/verl_coverage.yaml (map each to a rule or a runtime "
-                          f"reason; `python scripts/gen_verl_coverage.py --missing`): {unmapped}")
+    assert not unmapped, (
+        "verl checks not in fsdpcfg/data/verl_coverage.yaml (map each to a rule or a runtime "
+        f"reason; `python scripts/gen_verl_coverage.py --missing`): {unmapped}"
+    )
     assert not stale, f"mapping entries for checks verl no longer has: {stale}"
 
 
@@ -51,7 +59,7 @@ def test_mapping_values_name_real_rules_or_known_reasons(mapping):
         if ids:
             assert all(i in rules for i in ids), f"{cid}: {value} names a rule that does not exist"
         else:
-            text = value[len(verl_coverage.RUNTIME):].strip()
+            text = value[len(verl_coverage.RUNTIME) :].strip()
             assert value.startswith(verl_coverage.RUNTIME) and text and text != "TODO", f"{cid}: {value!r}"
             assert text in mapping.reasons or " " in text, f"{cid}: unknown reason code {text!r}"
     assert set(mapping.evidence) <= set(mapping.checks)
@@ -64,7 +72,8 @@ def test_mapped_rules_have_examples_that_test_rule_examples_proves(mapping):
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location(
-        "_rule_examples", Path(__file__).resolve().parents[1] / "rules" / "test_rule_examples.py")
+        "_rule_examples", Path(__file__).resolve().parents[1] / "rules" / "test_rule_examples.py"
+    )
     examples = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(examples)
     NO_EXAMPLE = examples.NO_EXAMPLE
@@ -119,8 +128,10 @@ def test_page_is_fresh():
 def test_page_prints_the_totals(checks, mapping):
     text = verl_coverage.render()
     caught = sum(1 for c in checks if verl_coverage.rule_ids(mapping.checks[c.id]))
-    assert f"**{len(checks)} checks found in verl 0.9.1: {caught} caught before launch by `fsdpcfg check`, " \
-           f"{len(checks) - caught} runtime only.**" in text
+    assert (
+        f"**{len(checks)} checks found in verl 0.9.1: {caught} caught before launch by `fsdpcfg check`, "
+        f"{len(checks) - caught} runtime only.**" in text
+    )
     for rid in verl_coverage.BEYOND_VERL:  # what verl never checks, listed from the rule table
         assert f"- [{rid}](reference.md#{rid.lower()}): {ruleinfo.rules()[rid].title}" in text
 
@@ -136,7 +147,8 @@ def _fake_verl(root, body: str):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.touch()
     (root / "workers/config/actor.py").write_text(textwrap.dedent(body))
-    (root / "trainer/ppo/core_algos.py").write_text(textwrap.dedent('''
+    (root / "trainer/ppo/core_algos.py").write_text(
+        textwrap.dedent("""
         class AdvantageEstimator(str, Enum):
             GAE = "gae"
         @register_adv_est(AdvantageEstimator.GAE)
@@ -151,11 +163,12 @@ def _fake_verl(root, body: str):
             assert t.shape[0] == 2
             if config.actor.n < 2:
                 raise ValueError("n")
-        '''))
+        """)
+    )
 
 
 def test_scanner_ids_survive_moved_lines_and_a_new_check_is_new(tmp_path):
-    body = '''
+    body = """
         class ActorConfig:
             def __post_init__(self):
                 if self.use_dynamic_bsz:
@@ -163,12 +176,13 @@ def test_scanner_ids_survive_moved_lines_and_a_new_check_is_new(tmp_path):
                 elif self.mini < 1:
                     raise ValueError(f"mini {self.mini} must be >= 1")
                 assert self.lr != MISSING
-        '''
+        """
     _fake_verl(tmp_path, body)
     first = verl_checks.scan(tmp_path)
     ids = {c.id for c in first}
-    assert "workers/config/actor.py::ActorConfig.__post_init__::raise::not (self.use_dynamic_bsz) and " \
-           "self.mini < 1" in ids
+    assert (
+        "workers/config/actor.py::ActorConfig.__post_init__::raise::not (self.use_dynamic_bsz) and self.mini < 1" in ids
+    )
     assert "workers/config/actor.py::ActorConfig.__post_init__::assert::self.lr != MISSING" in ids
     # start-up files keep only checks on config values: the tensor assert is left out
     assert "trainer/ppo/core_algos.py::startup::raise::config.actor.n < 2" in ids
@@ -178,7 +192,10 @@ def test_scanner_ids_survive_moved_lines_and_a_new_check_is_new(tmp_path):
     msg = next(c.message for c in first if c.kind == "raise" and c.file == "workers/config/actor.py")
     assert msg == "mini {self.mini} must be >= 1"
     # ten blank lines later the ids are the same; a new check is a new id
-    _fake_verl(tmp_path, "\n" * 10 + body.rstrip() + "\n                if self.lr > 1:\n                    raise ValueError('lr')\n")
+    _fake_verl(
+        tmp_path,
+        "\n" * 10 + body.rstrip() + "\n                if self.lr > 1:\n                    raise ValueError('lr')\n",
+    )
     second = verl_checks.scan(tmp_path)
     assert ids < {c.id for c in second}
     new = {c.id for c in second} - ids

@@ -10,10 +10,16 @@ from fsdpcfg.errors import UsageError
 from fsdpcfg.rules.registry import RULES, rule
 
 BASE = ["+recipe=qwen_grpo"]
-VERL = ["launcher=verl", "rollout=vllm", "trainer=gpu_8x", "data.train_batch_size=16",
-        "actor_rollout_ref.actor.ppo_mini_batch_size=16", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
-        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
-        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8"]
+VERL = [
+    "launcher=verl",
+    "rollout=vllm",
+    "trainer=gpu_8x",
+    "data.train_batch_size=16",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=16",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8",
+]
 
 
 def _rules(findings, severity="error"):
@@ -35,11 +41,16 @@ def test_rule_modules_are_discovered():
 
 
 def test_typo_with_plus_names_the_real_key():  # case c20
-    [f] = [f for f in check_overrides(BASE + ["+actor_rollout_ref.actor.ppo_micro_batch_size_pergpu=4"])
-           if f.severity == "error"]
+    [f] = [
+        f
+        for f in check_overrides(BASE + ["+actor_rollout_ref.actor.ppo_micro_batch_size_pergpu=4"])
+        if f.severity == "error"
+    ]
     assert f.rule == "FC102"
-    assert f.keys == ["actor_rollout_ref.actor.ppo_micro_batch_size_pergpu",
-                      "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"]
+    assert f.keys == [
+        "actor_rollout_ref.actor.ppo_micro_batch_size_pergpu",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    ]
     assert "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4" in f.fix
 
 
@@ -56,8 +67,10 @@ def test_unknown_key_without_plus():
 
 def test_unknown_key_in_a_file(tmp_path):
     rec = tmp_path / "mine.yaml"
-    rec.write_text("# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\ntrainer:\n  nnode: 2\n"
-                   "actor_rollout_ref:\n  actr:\n    strategy: fsdp2\n")
+    rec.write_text(
+        "# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\ntrainer:\n  nnode: 2\n"
+        "actor_rollout_ref:\n  actr:\n    strategy: fsdp2\n"
+    )
     fs = check_overrides(["+recipe=mine"], extra_recipe_dirs=[tmp_path])
     got = {f.keys[0]: f for f in fs if f.rule == "FC101"}
     assert set(got) == {"trainer.nnode", "actor_rollout_ref.actr"}
@@ -73,8 +86,14 @@ def test_legacy_reward_keys_are_left_to_fc701():  # case c24: one report, by the
 
 def test_known_key_missing_from_tree_needs_plus_and_other_rules_still_run():
     # ray.init's address: verl's YAML lists only two ray_init keys, so verl (and fsdpcfg) need `+` for it
-    fs = check_overrides(BASE + ["ray_kwargs.ray_init.address=auto", "actor_rollout_ref.rollout.multi_turn.enable=true",
-                                 "actor_rollout_ref.rollout.n=1"])
+    fs = check_overrides(
+        BASE
+        + [
+            "ray_kwargs.ray_init.address=auto",
+            "actor_rollout_ref.rollout.multi_turn.enable=true",
+            "actor_rollout_ref.rollout.n=1",
+        ]
+    )
     assert [f.keys[0] for f in fs if f.rule == "FC105"] == ["ray_kwargs.ray_init.address"]
     assert "FC802" in _rules(fs)  # multi_turn is verl only
     assert any(f.rule.startswith("FC6") for f in fs)  # the group-estimator rule ran too
@@ -83,16 +102,21 @@ def test_known_key_missing_from_tree_needs_plus_and_other_rules_still_run():
 def test_strategy_typo():  # case c23
     [f] = [f for f in check_overrides(BASE + ["actor_rollout_ref.actor.strategy=fsdp3"]) if f.severity == "error"]
     assert f.rule == "FC103" and f.keys == ["actor_rollout_ref.actor.strategy"]
-    assert f.message == ("actor_rollout_ref.actor.strategy: 'fsdp3' is not one of fsdp, fsdp2, fsdp_turbo, megatron, "
-                         "veomni, torchtitan, automodel")
+    assert f.message == (
+        "actor_rollout_ref.actor.strategy: 'fsdp3' is not one of fsdp, fsdp2, fsdp_turbo, megatron, "
+        "veomni, torchtitan, automodel"
+    )
     assert "command line" in f.provenance["actor_rollout_ref.actor.strategy"]
 
 
-@pytest.mark.parametrize("overrides,needle", [
-    (["rollout=vllm"], "launcher=verl"),
-    (["rollout=sglang"], "launcher=verl"),
-    (VERL + ["rollout=hf"], "launcher=native"),
-])
+@pytest.mark.parametrize(
+    "overrides,needle",
+    [
+        (["rollout=vllm"], "launcher=verl"),
+        (["rollout=sglang"], "launcher=verl"),
+        (VERL + ["rollout=hf"], "launcher=native"),
+    ],
+)
 def test_backend_launcher(overrides, needle):
     fs = [f for f in check_overrides(BASE + overrides) if f.rule == "FC801"]
     assert fs and needle in fs[0].message + fs[0].fix
@@ -100,20 +124,29 @@ def test_backend_launcher(overrides, needle):
 
 
 def test_native_ignored_key_away_from_default_is_an_error():
-    [f] = [f for f in check_overrides(BASE + ["actor_rollout_ref.rollout.gpu_memory_utilization=0.6"])
-           if f.rule == "FC802"]
+    [f] = [
+        f for f in check_overrides(BASE + ["actor_rollout_ref.rollout.gpu_memory_utilization=0.6"]) if f.rule == "FC802"
+    ]
     assert "launcher=verl" in f.fix and "0.6" in f.message and "0.5" in f.message
 
 
 def test_native_ignored_key_at_default_is_fine():
-    fs = check_overrides(BASE + ["actor_rollout_ref.rollout.gpu_memory_utilization=0.5",
-                                 "actor_rollout_ref.rollout.tensor_model_parallel_size=2"])
+    fs = check_overrides(
+        BASE
+        + [
+            "actor_rollout_ref.rollout.gpu_memory_utilization=0.5",
+            "actor_rollout_ref.rollout.tensor_model_parallel_size=2",
+        ]
+    )
     assert not [f for f in fs if f.rule == "FC802"]
 
 
 def test_same_keys_are_fine_under_verl():
-    fs = check_overrides(BASE + VERL + ["actor_rollout_ref.rollout.gpu_memory_utilization=0.6",
-                                        "actor_rollout_ref.rollout.multi_turn.enable=true"])
+    fs = check_overrides(
+        BASE
+        + VERL
+        + ["actor_rollout_ref.rollout.gpu_memory_utilization=0.6", "actor_rollout_ref.rollout.multi_turn.enable=true"]
+    )
     assert not [f for f in fs if f.rule.startswith(("FC8", "FC1"))]
 
 

@@ -31,8 +31,10 @@ print(json.dumps(out, sort_keys=True, default=str))
 
 @pytest.mark.skipif(not getattr(yaml, "__with_libyaml__", False), reason="PyYAML without libyaml")
 def test_same_trees_with_and_without_libyaml():
-    py, c = (subprocess.run([sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True, timeout=300)
-             for mode in ("py", "c"))
+    py, c = (
+        subprocess.run([sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True, timeout=300)
+        for mode in ("py", "c")
+    )
     assert py.returncode == 0 and c.returncode == 0, py.stderr + c.stderr
     assert py.stdout == c.stdout
 

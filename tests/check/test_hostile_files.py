@@ -20,7 +20,7 @@ HEADER = "# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\n"
 def billion_laughs() -> str:
     """The classic 9 x 9 alias bomb (~400 bytes; 10**9 nodes once expanded)."""
     lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    for p, c in zip("abcdefgh", "bcdefghi"):
+    for p, c in zip("abcdefgh", "bcdefghi", strict=True):
         lines.append(f"{c}: &{c} [{','.join([f'*{p}'] * 9)}]")
     return "\n".join(lines) + "\n"
 
@@ -30,10 +30,13 @@ def files(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "bomb.yaml").write_text(HEADER + billion_laughs())
     (tmp_path / "deep.yaml").write_text(HEADER + "data:\n  x: " + "[" * 100_000 + "]" * 100_000 + "\n")
-    (tmp_path / "deepmap.yaml").write_text(HEADER + "".join("  " * i + f"k{i}:\n" for i in range(200)) + " " * 400 + "v: 1\n")
+    (tmp_path / "deepmap.yaml").write_text(
+        HEADER + "".join("  " * i + f"k{i}:\n" for i in range(200)) + " " * 400 + "v: 1\n"
+    )
     (tmp_path / "many.yaml").write_text(HEADER + "".join(f"unknown_key_{i}: {i}\n" for i in range(10_000)))
-    (tmp_path / "mine.yml").write_text(HEADER + "data:\n  train_batch_size: 8\nactor_rollout_ref:\n  actor:\n"
-                                       "    ppo_mini_batch_size: 8\n")
+    (tmp_path / "mine.yml").write_text(
+        HEADER + "data:\n  train_batch_size: 8\nactor_rollout_ref:\n  actor:\n    ppo_mini_batch_size: 8\n"
+    )
     return tmp_path
 
 
@@ -68,12 +71,26 @@ def test_scan_counts_aliases_depth_and_keys_exactly():
     yamlio.scan("s:\n  k: 1\nt:\n  k: 2\n")  # the same key in two mappings is fine
 
 
-@pytest.mark.parametrize("argv", [["check", "--no-plan", "{f}"], ["check", "{f}"], ["check", "--format", "json", "{f}"],
-                                  ["show", "{f}"], ["diff", "{f}", "qwen_grpo"], ["+recipe={f}", "--dry-run"],
-                                  ["cp", "--expand", "{f}", "out.yaml"]])
-@pytest.mark.parametrize("name, words", [("bomb.yaml", "node count with every alias"),
-                                         ("deep.yaml", "not valid YAML: exceeded maximum nesting depth"),
-                                         ("deepmap.yaml", "nesting depth (aliases expanded) is at least 65")])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "--no-plan", "{f}"],
+        ["check", "{f}"],
+        ["check", "--format", "json", "{f}"],
+        ["show", "{f}"],
+        ["diff", "{f}", "qwen_grpo"],
+        ["+recipe={f}", "--dry-run"],
+        ["cp", "--expand", "{f}", "out.yaml"],
+    ],
+)
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("bomb.yaml", "node count with every alias"),
+        ("deep.yaml", "not valid YAML: exceeded maximum nesting depth"),
+        ("deepmap.yaml", "nesting depth (aliases expanded) is at least 65"),
+    ],
+)
 def test_hostile_files_are_refused_quickly_in_every_command(files, capsys, argv, name, words):
     argv = [a.replace("{f}", str(files / name)) for a in argv]
     rc, out, took = _cli(capsys, argv)
@@ -85,8 +102,12 @@ def test_hostile_files_are_refused_quickly_in_every_command(files, capsys, argv,
 def test_the_hook_refuses_the_alias_bomb_in_a_subprocess_under_2s(files):
     """The pre-commit hook's command, as a process (on main it never returned)."""
     t = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "fsdpcfg", "check", "--no-plan", str(files / "bomb.yaml")],
-                       capture_output=True, text=True, timeout=30)
+    r = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", "check", "--no-plan", str(files / "bomb.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     took = time.monotonic() - t
     assert r.returncode == 1 and "node count with every alias" in r.stdout and "Traceback" not in r.stderr
     assert took < 2.0 + 2.0  # 2 s of work; the interpreter start-up on 2 shared cores is the rest

@@ -15,8 +15,10 @@ from fsdpcfg.cli.main import main
 from fsdpcfg.compose.config_file import classify, read
 
 GOOD = "# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\ndata:\n  train_batch_size: 8\n"
-BAD = ("# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\nactor_rollout_ref:\n  actor:\n"
-       "    strategy: fsdp3\n    ppo_mini_batch_size: 3\n")
+BAD = (
+    "# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\nactor_rollout_ref:\n  actor:\n"
+    "    strategy: fsdp3\n    ppo_mini_batch_size: 3\n"
+)
 WORKFLOW = "name: ci\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: pytest\n"
 
 
@@ -33,8 +35,11 @@ def test_two_files_stay_apart_with_file_and_line(tmp_path: Path, capsys):
     assert rc == 1 and doc["exit_code"] == 1
     assert [i["input"] for i in doc["inputs"]] == [bad, good]
     b, g = doc["inputs"]
-    assert g["status"] == "passes" and g["counts"]["error"] == 0 and not any(
-        f["severity"] == "error" for f in g["findings"])
+    assert (
+        g["status"] == "passes"
+        and g["counts"]["error"] == 0
+        and not any(f["severity"] == "error" for f in g["findings"])
+    )
     assert b["status"] == "fails" and b["counts"]["error"] == sum(f["severity"] == "error" for f in b["findings"])
     strategy = next(f for f in b["findings"] if f["rule"] == "FC103")
     assert strategy["keys"] == ["actor_rollout_ref.actor.strategy"]
@@ -115,11 +120,21 @@ def test_script_without_verl_command(tmp_path: Path, capsys):
     assert rc == 2 and "no such file" in doc["error"]["message"]
 
 
-@pytest.mark.parametrize("args", [["--bogus"], ["a=["], ["missing.yaml"], ["x.yaml", "data.train_batch_size=4"],
-                                  ["--plan", "--no-plan"], ["-m", "+recipe=qwen_grpo"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--bogus"],
+        ["a=["],
+        ["missing.yaml"],
+        ["x.yaml", "data.train_batch_size=4"],
+        ["--plan", "--no-plan"],
+        ["-m", "+recipe=qwen_grpo"],
+    ],
+)
 def test_usage_errors_are_json_with_exit_2(args):
-    out = subprocess.run([sys.executable, "-m", "fsdpcfg", "check", "--format=json", *args], capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", "check", "--format=json", *args], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 2 and out.stderr == "", out.stderr
     doc = json.loads(out.stdout)
     assert doc["exit_code"] == 2 and doc["error"]["message"] and doc["inputs"] == [] == doc["findings"]
@@ -132,27 +147,41 @@ def test_help_documents_exit_codes_and_json(capsys):
     assert "exit codes:" in text and "  2  a usage error" in text and '"file"' in text and "--skip-unrelated" in text
 
 
-@pytest.mark.parametrize("data, kind, tree", [
-    ({"actor_rollout_ref": {}, "data": {}, "trainer": {}, "algorithm": {}}, "full", "ppo"),
-    ({"model": {}, "engine": {}, "optim": {}, "data": {}, "trainer": {}, "fsdpcfg": {"kind": "sft"}}, "full", "sft"),
-    ({"model": {}, "engine": {}, "optim": {}, "data": {}, "trainer": {}, "checkpoint": {}}, "full", "sft"),
-    ({"defaults": ["ppo_trainer", "_self_"], "hydra": {"searchpath": ["pkg://verl.trainer.config"]},
-      "data": {"train_batch_size": 8}}, "verl", "ppo"),
-    ({"defaults": ["sft_trainer_engine", "_self_"], "model": {"path": "x"}}, "verl", "sft"),
-    ({"defaults": ["qwen_grpo", "_self_"], "data": {"train_batch_size": 8}}, "recipe", "ppo"),
-    ({"data": {"train_batch_size": 8}}, "recipe", "ppo"),
-    ({"trainer": {"nnodes": 2}}, "recipe", "ppo"),
-    ({"services": {"a": {}}}, "unrelated", "ppo"),
-    ({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "b"}}, "unrelated", "ppo"),
-    # another Hydra project: its defaults name its own options; an object node (_target_) is a fragment
-    ({"defaults": [{"data": "mnist"}, {"model": "mnist"}, "_self_"], "task_name": "train"}, "unrelated", "ppo"),
-    ({"_target_": "verl.workers.config.FSDPActorConfig", "strategy": "fsdp"}, "unrelated", "ppo"),
-    ({"defaults": [{"override /engine": "fsdp"}], "task_name": "x"}, "recipe", "ppo"),
-    # a section only verl has makes it a config even beside a mistyped section (reported, not skipped)
-    ({"actor_rollout_ref": {}, "trainr": {}}, "recipe", "ppo"),
-    ({"defaults": ["qwen_grpo"], "trainr": {}}, "recipe", "ppo"),
-    ([1, 2], "unrelated", "ppo"),
-])
+@pytest.mark.parametrize(
+    "data, kind, tree",
+    [
+        ({"actor_rollout_ref": {}, "data": {}, "trainer": {}, "algorithm": {}}, "full", "ppo"),
+        (
+            {"model": {}, "engine": {}, "optim": {}, "data": {}, "trainer": {}, "fsdpcfg": {"kind": "sft"}},
+            "full",
+            "sft",
+        ),
+        ({"model": {}, "engine": {}, "optim": {}, "data": {}, "trainer": {}, "checkpoint": {}}, "full", "sft"),
+        (
+            {
+                "defaults": ["ppo_trainer", "_self_"],
+                "hydra": {"searchpath": ["pkg://verl.trainer.config"]},
+                "data": {"train_batch_size": 8},
+            },
+            "verl",
+            "ppo",
+        ),
+        ({"defaults": ["sft_trainer_engine", "_self_"], "model": {"path": "x"}}, "verl", "sft"),
+        ({"defaults": ["qwen_grpo", "_self_"], "data": {"train_batch_size": 8}}, "recipe", "ppo"),
+        ({"data": {"train_batch_size": 8}}, "recipe", "ppo"),
+        ({"trainer": {"nnodes": 2}}, "recipe", "ppo"),
+        ({"services": {"a": {}}}, "unrelated", "ppo"),
+        ({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "b"}}, "unrelated", "ppo"),
+        # another Hydra project: its defaults name its own options; an object node (_target_) is a fragment
+        ({"defaults": [{"data": "mnist"}, {"model": "mnist"}, "_self_"], "task_name": "train"}, "unrelated", "ppo"),
+        ({"_target_": "verl.workers.config.FSDPActorConfig", "strategy": "fsdp"}, "unrelated", "ppo"),
+        ({"defaults": [{"override /engine": "fsdp"}], "task_name": "x"}, "recipe", "ppo"),
+        # a section only verl has makes it a config even beside a mistyped section (reported, not skipped)
+        ({"actor_rollout_ref": {}, "trainr": {}}, "recipe", "ppo"),
+        ({"defaults": ["qwen_grpo"], "trainr": {}}, "recipe", "ppo"),
+        ([1, 2], "unrelated", "ppo"),
+    ],
+)
 def test_classify(data, kind, tree):
     info = classify(data)
     assert (info.kind, info.tree) == (kind, tree)

@@ -24,8 +24,12 @@ def test_cold_check_under_a_second():
     times = []
     for _ in range(5):
         t = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "fsdpcfg", "check", "--no-plan", "+recipe=qwen_grpo"],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-m", "fsdpcfg", "check", "--no-plan", "+recipe=qwen_grpo"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         times.append(time.perf_counter() - t)
         assert out.returncode == 0, out.stdout + out.stderr
     assert statistics.median(times) < 1.0, times

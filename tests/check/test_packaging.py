@@ -14,8 +14,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD = "# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\ndata:\n  train_batch_size: 8\n"
-BAD = ("# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\nactor_rollout_ref:\n  actor:\n    strategy: fsdp3\n"
-       "    ppo_micro_batch_size_pergpu: 2\n")
+BAD = (
+    "# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\nactor_rollout_ref:\n  actor:\n    strategy: fsdp3\n"
+    "    ppo_micro_batch_size_pergpu: 2\n"
+)
 
 
 def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
@@ -24,21 +26,41 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_wheel_carries_the_tree_and_check_runs_from_it(tmp_path):
-    out = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                str(tmp_path / "whl"), str(REPO)], timeout=300)
+    out = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "whl"),
+            str(REPO),
+        ],
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     [wheel] = list((tmp_path / "whl").glob("fsdpcfg-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"fsdpcfg/_tree/conf/config.yaml", "fsdpcfg/_tree/conf/recipe/qwen_grpo.yaml",
-            "fsdpcfg/_tree/recipes/qwen_grpo.yaml", "fsdpcfg/_tree/conf/rollout/hf.yaml"} <= names
+    assert {
+        "fsdpcfg/_tree/conf/config.yaml",
+        "fsdpcfg/_tree/conf/recipe/qwen_grpo.yaml",
+        "fsdpcfg/_tree/recipes/qwen_grpo.yaml",
+        "fsdpcfg/_tree/conf/rollout/hf.yaml",
+    } <= names
     target = tmp_path / "site"
-    out = _run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
-               timeout=300)
+    out = _run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)], timeout=300
+    )
     assert out.returncode == 0, out.stderr
     (tmp_path / "mine.yaml").write_text(BAD)
     env = dict(os.environ, PYTHONPATH=str(target))
-    probe = ("import sys, fsdpcfg; from fsdpcfg import paths; print(fsdpcfg.__file__); print(paths.conf_dir()); "
-             "from fsdpcfg.cli.main import main; sys.exit(main(['check', '--no-plan', 'mine.yaml']))")
+    probe = (
+        "import sys, fsdpcfg; from fsdpcfg import paths; print(fsdpcfg.__file__); print(paths.conf_dir()); "
+        "from fsdpcfg.cli.main import main; sys.exit(main(['check', '--no-plan', 'mine.yaml']))"
+    )
     out = _run([sys.executable, "-c", probe], cwd=tmp_path, env=env, timeout=120)
     lines = out.stdout.splitlines()
     assert lines[0].startswith(str(target)), "the installed copy, not the checkout, must be imported"
@@ -77,7 +99,8 @@ def test_pre_commit_hook_on_a_scratch_repo(tmp_path):
     (user / "recipes" / "bad.yaml").write_text(BAD)
     (user / ".pre-commit-config.yaml").write_text(
         f"repos:\n  - repo: {hook_repo}\n    rev: {rev}\n    hooks:\n      - id: fsdpcfg-check\n"
-        "        files: ^recipes/\n")
+        "        files: ^recipes/\n"
+    )
     _run(["git", "init", "-q"], cwd=user, check=True)
     _run(["git", "add", "-A"], cwd=user, check=True)
     env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "pc-home"))

@@ -26,25 +26,23 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 PRE_COMMIT = shutil.which("pre-commit") or str(Path(sys.executable).with_name("pre-commit"))
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not Path(PRE_COMMIT).exists(), reason="pre-commit is not installed")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path(PRE_COMMIT).exists(), reason="pre-commit is not installed")]
 
 GOOD = "# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\ndata:\n  train_batch_size: 8\n"
-BAD = ("# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\nactor_rollout_ref:\n  actor:\n"
-       "    strategy: fsdp3\n")
+BAD = "# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\nactor_rollout_ref:\n  actor:\n    strategy: fsdp3\n"
 UNRELATED = {
     ".github/workflows/ci.yml": "name: ci\non: [push, pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n"
-                                "    steps:\n      - uses: actions/checkout@v4\n      - run: pytest\n",
+    "    steps:\n      - uses: actions/checkout@v4\n      - run: pytest\n",
     "docker-compose.yml": "services:\n  trainer:\n    image: verl:latest\n    volumes: [./data:/data]\n",
     # a k8s manifest whose name matches the *config* pattern: handed to the hook, skipped by the command (FC130)
     "deploy/trainer-configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: trainer\n"
-                                     "data:\n  MODEL: qwen\n---\napiVersion: v1\nkind: Service\nmetadata:\n"
-                                     "  name: trainer\n",
+    "data:\n  MODEL: qwen\n---\napiVersion: v1\nkind: Service\nmetadata:\n"
+    "  name: trainer\n",
     # a Kubernetes manifest elsewhere: not handed to the hook at all
     "deploy/job.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: train\nspec:\n  template: {}\n",
     # a Helm template (not plain YAML) under a config folder
     "configs/helm/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n"
-                                    "  name: {{ .Release.Name }}\n  labels: {{- include \"x\" . | nindent 4 }}\n",
+    '  name: {{ .Release.Name }}\n  labels: {{- include "x" . | nindent 4 }}\n',
     # a Hydra project's own tree (lightning-hydra-template style): a root whose defaults name its own groups, and
     # an object node with _target_; and fsdpcfg-like group fragments under conf/ (excluded by the pattern)
     "configs/train.yaml": "defaults:\n  - data: mnist\n  - model: mnist\n  - _self_\ntask_name: train\nseed: 1\n",
@@ -52,7 +50,7 @@ UNRELATED = {
     "conf/engine/fsdp.yaml": "# @package _global_\nactor_rollout_ref:\n  actor:\n    strategy: fsdp\n",
     # a verl fork's own config fragments (excluded by the pattern)
     "verl/trainer/config/actor/dp_actor.yaml": "defaults:\n  - ../optim@optim: fsdp\n  - actor\n  - _self_\n"
-                                               "strategy: fsdp\nppo_micro_batch_size: null\n",
+    "strategy: fsdp\nppo_micro_batch_size: null\n",
     "scripts/build.sh": "#!/usr/bin/env bash\nset -e\npip install -e .\npytest -q\n",
     "scripts/download.sh": "#!/bin/bash\nhuggingface-cli download Qwen/Qwen2.5-0.5B-Instruct\n",
 }
@@ -69,8 +67,11 @@ def _local_config() -> str:
 
 
 def _scratch_repo(root: Path, with_bad: bool) -> Path:
-    for rel, text in {**UNRELATED, "recipes/good_grpo.yaml": GOOD,
-                      **({"recipes/bad_grpo.yaml": BAD} if with_bad else {})}.items():
+    for rel, text in {
+        **UNRELATED,
+        "recipes/good_grpo.yaml": GOOD,
+        **({"recipes/bad_grpo.yaml": BAD} if with_bad else {}),
+    }.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     (root / ".pre-commit-config.yaml").write_text(_local_config())
@@ -81,14 +82,26 @@ def _scratch_repo(root: Path, with_bad: bool) -> Path:
 
 
 def _env(root: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), "PRE_COMMIT_HOME": str(root.parent / "pre-commit-home"),
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "PIP_NO_INDEX": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "PRE_COMMIT_HOME": str(root.parent / "pre-commit-home"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PIP_NO_INDEX": "1",
+    }
 
 
 def _run(root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([PRE_COMMIT, "run", "--all-files", "--verbose", "--color", "never"], cwd=root,
-                          env=_env(root), capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [PRE_COMMIT, "run", "--all-files", "--verbose", "--color", "never"],
+        cwd=root,
+        env=_env(root),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_unrelated_files_pass_and_only_the_bad_recipe_fails(tmp_path: Path):
@@ -103,15 +116,24 @@ def test_unrelated_files_pass_and_only_the_bad_recipe_fails(tmp_path: Path):
     assert "scripts/download.sh: skipped, not a verl run script" in out
     assert "configs/train.yaml: skipped" in out and "configs/model/mnist.yaml: skipped" in out
     # the default patterns never hand these to the hooks
-    for rel in (".github/workflows/ci.yml", "docker-compose.yml", "deploy/job.yaml", ".pre-commit-config.yaml",
-                "conf/engine/fsdp.yaml", "verl/trainer/config/actor/dp_actor.yaml"):
+    for rel in (
+        ".github/workflows/ci.yml",
+        "docker-compose.yml",
+        "deploy/job.yaml",
+        ".pre-commit-config.yaml",
+        "conf/engine/fsdp.yaml",
+        "verl/trainer/config/actor/dp_actor.yaml",
+    ):
         assert rel not in out, rel
 
     bad = _run(_scratch_repo(tmp_path / "bad", with_bad=True))
     assert bad.returncode == 1, bad.stdout + bad.stderr
     out = bad.stdout
-    hooks = {line.split(".")[0].strip(): line.rsplit(".", 1)[-1].strip() for line in out.splitlines()
-             if line.startswith("fsdpcfg check") and line.rstrip().endswith(("Passed", "Failed"))}
+    hooks = {
+        line.split(".")[0].strip(): line.rsplit(".", 1)[-1].strip()
+        for line in out.splitlines()
+        if line.startswith("fsdpcfg check") and line.rstrip().endswith(("Passed", "Failed"))
+    }
     assert hooks == {"fsdpcfg check": "Failed", "fsdpcfg check (verl run scripts)": "Passed"}, out
     assert "recipes/bad_grpo.yaml: fails (1 error" in out
     assert "FC103" in out and "'fsdp3' is not one of fsdp, fsdp2" in out

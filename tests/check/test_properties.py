@@ -16,24 +16,93 @@ from fsdpcfg.schema import keys as K
 _REAL = sorted(K.schema_keys()) + sorted(list(K.verl_keys()))[::7]
 _KEYS = st.one_of(
     st.sampled_from(_REAL),
-    st.sampled_from(["custom_reward_function.path", "reward_model.enable", "model.trust_remote_code",
-                     "actor_rollout_ref.model.override_config.rope_scaling.factor", "actor_rollout_ref.rollout.n.x",
-                     "fsdpcfg.env.NCCL_DEBUG", "trainer", "actor_rollout_ref", "hydra.run.dir"]),
+    st.sampled_from(
+        [
+            "custom_reward_function.path",
+            "reward_model.enable",
+            "model.trust_remote_code",
+            "actor_rollout_ref.model.override_config.rope_scaling.factor",
+            "actor_rollout_ref.rollout.n.x",
+            "fsdpcfg.env.NCCL_DEBUG",
+            "trainer",
+            "actor_rollout_ref",
+            "hydra.run.dir",
+        ]
+    ),
     st.builds(lambda k, s: k + s, st.sampled_from(_REAL), st.sampled_from(["x", "_", ".y", "s"])),
     st.text("abcdefghijklmnopqrstuvwxyz_.0123456789", min_size=1, max_size=30),
 )
 _SCALARS = st.one_of(
-    st.integers(-5, 10**6), st.floats(allow_nan=False, allow_infinity=False, width=32), st.booleans(),
-    st.sampled_from(["null", "???", "fsdp", "fsdp2", "vllm", "hf", "grpo", "${data.max_prompt_length}",
-                     "${nope.key}", "'quoted str'", "Qwen/Qwen2.5-0.5B-Instruct", "/no/such/path", "[]", "{}",
-                     "[1,2", "a b", "${", "x=y", "'", "$HOME", "[console,tensorbord]", "{a: 1}"]),
+    st.integers(-5, 10**6),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.booleans(),
+    st.sampled_from(
+        [
+            "null",
+            "???",
+            "fsdp",
+            "fsdp2",
+            "vllm",
+            "hf",
+            "grpo",
+            "${data.max_prompt_length}",
+            "${nope.key}",
+            "'quoted str'",
+            "Qwen/Qwen2.5-0.5B-Instruct",
+            "/no/such/path",
+            "[]",
+            "{}",
+            "[1,2",
+            "a b",
+            "${",
+            "x=y",
+            "'",
+            "$HOME",
+            "[console,tensorbord]",
+            "{a: 1}",
+        ]
+    ),
     st.text("abcxyz019-_/.:,[]{}'\"$ ", max_size=12),
 )
-_GROUPS = st.builds(lambda g, o: f"{g}={o}",
-                    st.sampled_from(["rollout", "engine", "launcher", "trainer", "model", "patches", "algorithm",
-                                     "data", "reward", "+recipe", "nogroup"]),
-                    st.sampled_from(["hf", "vllm", "sglang", "fsdp", "fsdp2", "verl", "native", "gpu_8x", "cpu",
-                                     "qwen_grpo", "none", "ulysses", "gsm8k", "bogus", 0, "[hf,vllm]", "null"]))
+_GROUPS = st.builds(
+    lambda g, o: f"{g}={o}",
+    st.sampled_from(
+        [
+            "rollout",
+            "engine",
+            "launcher",
+            "trainer",
+            "model",
+            "patches",
+            "algorithm",
+            "data",
+            "reward",
+            "+recipe",
+            "nogroup",
+        ]
+    ),
+    st.sampled_from(
+        [
+            "hf",
+            "vllm",
+            "sglang",
+            "fsdp",
+            "fsdp2",
+            "verl",
+            "native",
+            "gpu_8x",
+            "cpu",
+            "qwen_grpo",
+            "none",
+            "ulysses",
+            "gsm8k",
+            "bogus",
+            0,
+            "[hf,vllm]",
+            "null",
+        ]
+    ),
+)
 
 
 def _override(prefix: str, key: str, value) -> str:
@@ -44,10 +113,13 @@ def _override(prefix: str, key: str, value) -> str:
     return f"{prefix}{key}={value}"
 
 
-_OVERRIDES = st.lists(st.one_of(
-    st.builds(_override, st.sampled_from(["", "", "+", "++", "~"]), _KEYS, _SCALARS),
-    _GROUPS,
-), max_size=4)
+_OVERRIDES = st.lists(
+    st.one_of(
+        st.builds(_override, st.sampled_from(["", "", "+", "++", "~"]), _KEYS, _SCALARS),
+        _GROUPS,
+    ),
+    max_size=4,
+)
 
 
 def _run(args: list[str]) -> tuple[int, str, str]:

@@ -21,8 +21,9 @@ CANNOT_INSPECT = {"FC106", "FC400", "FC408"}
 
 
 def _false_findings(findings):
-    return [f"{f.rule} {f.severity} {f.message}" for f in findings
-            if f.severity != "info" or f.rule not in CANNOT_INSPECT]
+    return [
+        f"{f.rule} {f.severity} {f.message}" for f in findings if f.severity != "info" or f.rule not in CANNOT_INSPECT
+    ]
 
 
 def _dry_run(tmp_path: Path, monkeypatch, capsys, *args: str) -> Path:
@@ -57,8 +58,9 @@ def test_check_of_export_output_still_finds_a_real_mistake(tmp_path: Path, capsy
     out = tmp_path / "out"
     assert main(["export", "--launcher", "verl", "+recipe=qwen_grpo", "-o", str(out)]) == 0
     capsys.readouterr()
-    text = (out / "config.yaml").read_text().replace("ppo_micro_batch_size_per_gpu: 4",
-                                                     "ppo_micro_batch_size_per_gpu: 3")
+    text = (
+        (out / "config.yaml").read_text().replace("ppo_micro_batch_size_per_gpu: 4", "ppo_micro_batch_size_per_gpu: 3")
+    )
     (out / "config.yaml").write_text(text)
     line = next(i for i, s in enumerate(text.splitlines(), 1) if "ppo_micro_batch_size_per_gpu: 3" in s)
     rc = main(["check", "--format", "json", str(out / "config.yaml")])
@@ -69,15 +71,29 @@ def test_check_of_export_output_still_finds_a_real_mistake(tmp_path: Path, capsy
     assert bad and bad[0]["file"].endswith("out/config.yaml") and bad[0]["line"] == line, doc
 
 
-@pytest.mark.parametrize("args", [
-    # FC705 (on-policy micro-batch mismatch), a warning verl users meet on 8 GPUs
-    ["launcher=verl", "rollout=vllm", "trainer.n_gpus_per_node=8", "data.train_batch_size=64",
-     "actor_rollout_ref.actor.ppo_mini_batch_size=64", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=32",
-     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"],
-    # FC703 (FSDP1 offload flags under FSDP2)
-    ["launcher=verl", "rollout=vllm", "trainer=gpu_1x", "actor_rollout_ref.actor.fsdp_config.param_offload=true",
-     "actor_rollout_ref.rollout.tensor_model_parallel_size=1"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        # FC705 (on-policy micro-batch mismatch), a warning verl users meet on 8 GPUs
+        [
+            "launcher=verl",
+            "rollout=vllm",
+            "trainer.n_gpus_per_node=8",
+            "data.train_batch_size=64",
+            "actor_rollout_ref.actor.ppo_mini_batch_size=64",
+            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=32",
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+        ],
+        # FC703 (FSDP1 offload flags under FSDP2)
+        [
+            "launcher=verl",
+            "rollout=vllm",
+            "trainer=gpu_1x",
+            "actor_rollout_ref.actor.fsdp_config.param_offload=true",
+            "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+        ],
+    ],
+)
 def test_export_output_keeps_the_findings_of_the_config(args, tmp_path: Path, capsys):
     """What check says of a config, it says of that config's export (the values, now read from the file)."""
     from fsdpcfg.check import check_overrides
@@ -90,9 +106,16 @@ def test_export_output_keeps_the_findings_of_the_config(args, tmp_path: Path, ca
     assert sorted((f.rule, f.severity, tuple(f.keys)) for f in checked.findings) == before
 
 
-@pytest.mark.parametrize("args", [["+recipe=qwen_grpo"], ["+recipe=arith_grpo"], ["+recipe=qwen_sft"],
-                                  ["+recipe=qwen_grpo", "engine=fsdp", "data.train_batch_size=8"],
-                                  ["+recipe=qwen_sft", "engine=fsdp", "optim.lr=2e-5"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["+recipe=qwen_grpo"],
+        ["+recipe=arith_grpo"],
+        ["+recipe=qwen_sft"],
+        ["+recipe=qwen_grpo", "engine=fsdp", "data.train_batch_size=8"],
+        ["+recipe=qwen_sft", "engine=fsdp", "optim.lr=2e-5"],
+    ],
+)
 def test_run_folder_config_checks_clean_and_reruns_with_the_same_values(args, tmp_path: Path, monkeypatch, capsys):
     saved = _dry_run(tmp_path, monkeypatch, capsys, *args)
     original_text = saved.read_text()
@@ -113,7 +136,8 @@ def test_run_folder_config_checks_clean_and_reruns_with_the_same_values(args, tm
 
     assert _false_findings(check_config(again)) == []  # what `python -m fsdpcfg +recipe=...` checks first
     assert str(again.provenance.source_of("data.train_batch_size")).endswith(
-        f"config.yaml:{next(i for i, s in enumerate(original_text.splitlines(), 1) if 'train_batch_size' in s)})")
+        f"config.yaml:{next(i for i, s in enumerate(original_text.splitlines(), 1) if 'train_batch_size' in s)})"
+    )
 
     # the documented command: python -m fsdpcfg +recipe=runs/<project>/<experiment>/config.yaml
     assert _dry_run(tmp_path, monkeypatch, capsys, f"+recipe={saved.relative_to(tmp_path)}") == saved
@@ -155,8 +179,10 @@ def test_users_verl_config_file_is_read_as_verl_composes_it(tmp_path: Path):
     defaults under the file's keys, so what the file leaves out is verl's (8 GPUs, adv_estimator=gae with a
     critic) and a typo in it is reported at its line."""
     p = tmp_path / "mine.yaml"
-    p.write_text("defaults:\n  - ppo_trainer\n  - _self_\ndata:\n  train_batch_size: 8\n"
-                 "actor_rollout_ref:\n  actor:\n    ppo_mini_batch_size: 4\n    stratgy: fsdp2\n")
+    p.write_text(
+        "defaults:\n  - ppo_trainer\n  - _self_\ndata:\n  train_batch_size: 8\n"
+        "actor_rollout_ref:\n  actor:\n    ppo_mini_batch_size: 4\n    stratgy: fsdp2\n"
+    )
     checked = check_yaml_file(p)
     assert checked.composed.cfg.trainer.n_gpus_per_node == verlref.defaults()["trainer.n_gpus_per_node"] == 8
     assert checked.composed.cfg.fsdpcfg.launcher == "verl"

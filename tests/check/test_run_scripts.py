@@ -62,15 +62,19 @@ def test_corpus_script(path):
     expected = [("error", e) for e in h.get("expect-error", [])] + [("warning", e) for e in h.get("expect-warning", [])]
     if "expect" in h:
         assert h["expect"] == ["no errors"] and not expected
-    assert sorted((f.severity, f.rule) for f in serious) == sorted((s, e.split()[0]) for s, e in expected), \
-        [(f.rule, f.keys, f.message) for f in serious]
+    assert sorted((f.severity, f.rule) for f in serious) == sorted((s, e.split()[0]) for s, e in expected), [
+        (f.rule, f.keys, f.message) for f in serious
+    ]
     for _sev, e in expected:
         rule, *key = e.split()
         assert any(f.rule == rule and (not key or key[0] in f.keys) for f in serious), (rule, key, serious)
     for e in h.get("expect-info", []):
         rule, *key = e.split()
-        assert any(f.rule == rule and f.severity == "info" and (not key or key[0] in f.keys) for f in findings), \
-            (rule, key, [(f.rule, f.keys) for f in findings])
+        assert any(f.rule == rule and f.severity == "info" and (not key or key[0] in f.keys) for f in findings), (
+            rule,
+            key,
+            [(f.rule, f.keys) for f in findings],
+        )
     for pair in " ".join(h.get("expect-line", [])).split():
         key, line = pair.split("=")
         src = str(results[0].composed.provenance.source_of(key))
@@ -111,7 +115,10 @@ def test_overrides_after_the_script_stand_at_its_dollar_at():
 
 def test_each_command_of_a_function_is_checked_with_its_own_values():
     a, b = check_run_script(CORPUS / "functions_env.sh", environ=ENV)
-    assert (_value(a, "actor_rollout_ref.actor.optim.lr"), _value(b, "actor_rollout_ref.actor.optim.lr")) == (1e-6, 3e-6)
+    assert (_value(a, "actor_rollout_ref.actor.optim.lr"), _value(b, "actor_rollout_ref.actor.optim.lr")) == (
+        1e-6,
+        3e-6,
+    )
     assert _value(a, "trainer.experiment_name") == "lr_1e-6" and _value(b, "trainer.total_epochs") == 2
     assert a.label.endswith(":22") and b.label.endswith(":22")
 
@@ -180,10 +187,15 @@ def test_nothing_in_the_script_is_executed(tmp_path):
         "heavy = sorted(x for x in sys.modules if x.split('.')[0] in ('torch', 'transformers', 'verl', 'ray'))\n"
         "print('HEAVY', heavy)\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe, str(script)], capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ, HOME=str(tmp_path)))
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, HOME=str(tmp_path)),
+    )
     assert sorted(p.name for p in m.iterdir()) == ["sourced.sh"], out.stdout + out.stderr
-    doc = json.loads(out.stdout[:out.stdout.rindex("HEAVY")])
+    doc = json.loads(out.stdout[: out.stdout.rindex("HEAVY")])
     assert "HEAVY []" in out.stdout
     rules = {f["rule"] for f in doc["findings"]}
     assert {"FC107", "FC123"} <= rules  # the substitution and `source`/`eval` are named, not run
@@ -223,10 +235,15 @@ def test_no_verl_command_says_why(tmp_path):
 def test_one_option_per_group():
     from fsdpcfg.runscript.translate import _one_per_group
 
-    assert _one_per_group(["launcher=verl", "engine=fsdp", "patches=remove_padding", "engine=megatron"],
-                          []) == ["launcher=verl", "engine=megatron", "patches=remove_padding"]
+    assert _one_per_group(["launcher=verl", "engine=fsdp", "patches=remove_padding", "engine=megatron"], []) == [
+        "launcher=verl",
+        "engine=megatron",
+        "patches=remove_padding",
+    ]
     assert _one_per_group(["+recipe=qwen_sft", "launcher=verl", "trainer=gpu_8x"], ["trainer=cpu"]) == [
-        "+recipe=qwen_sft", "launcher=verl"]
+        "+recipe=qwen_sft",
+        "launcher=verl",
+    ]
 
 
 def test_environment_values_are_named_where_they_feed_a_key_and_where_they_choose_a_branch():
@@ -236,7 +253,7 @@ def test_environment_values_are_named_where_they_feed_a_key_and_where_they_choos
     fed = [f for f in r.findings if f.rule == "FC120" and f.keys == ["actor_rollout_ref.model.path"]]
     assert fed and "MODEL_PATH=/models/q" in fed[0].message
     f = CORPUS.parent / "scripts" / "engine_case.sh"
-    text = f.read_text().replace('ENGINE=${1:-vllm}', 'ENGINE=vllm; [ "$USE_SGLANG" = 1 ] && ENGINE=sglang')
+    text = f.read_text().replace("ENGINE=${1:-vllm}", 'ENGINE=vllm; [ "$USE_SGLANG" = 1 ] && ENGINE=sglang')
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:

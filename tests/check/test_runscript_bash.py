@@ -41,12 +41,29 @@ def test_unquoted_expansion_is_split_and_an_empty_one_vanishes():
     assert words('V="a=1 b=2"\nE=\ncmd $V $E "$E" end') == ["a=1", "b=2", "", "end"]
 
 
-@pytest.mark.parametrize("expr, expected", [
-    ("${X:-d}", "d"), ("${X-d}", "d"), ("${EMPTY:-d}", "d"), ("${EMPTY-d}", ""), ("${SET:-d}", "v"),
-    ("${SET:+alt}", "alt"), ("${X:+alt}", ""), ("${#SET}", "1"), ("${P##*/}", "c.txt"), ("${P#*/}", "a/b/c.txt"),
-    ("${P%/*}", "/a/b"), ("${P%%.*}", "/a/b/c"), ("${P/b/B}", "/a/B/c.txt"), ("${SET^^}", "V"),
-    ("${L:1:3}", "bcd"), ("${X:-$HOME/m}", "/home/u/m"), ('${X:-"q d"}', "q d"), ("${X:-~/d/e}", "/home/u/d/e"),
-])
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        ("${X:-d}", "d"),
+        ("${X-d}", "d"),
+        ("${EMPTY:-d}", "d"),
+        ("${EMPTY-d}", ""),
+        ("${SET:-d}", "v"),
+        ("${SET:+alt}", "alt"),
+        ("${X:+alt}", ""),
+        ("${#SET}", "1"),
+        ("${P##*/}", "c.txt"),
+        ("${P#*/}", "a/b/c.txt"),
+        ("${P%/*}", "/a/b"),
+        ("${P%%.*}", "/a/b/c"),
+        ("${P/b/B}", "/a/B/c.txt"),
+        ("${SET^^}", "V"),
+        ("${L:1:3}", "bcd"),
+        ("${X:-$HOME/m}", "/home/u/m"),
+        ('${X:-"q d"}', "q d"),
+        ("${X:-~/d/e}", "/home/u/d/e"),
+    ],
+)
 def test_parameter_expansion(expr, expected):
     got = words(f'SET=v\nEMPTY=\nP=/a/b/c.txt\nL=abcdef\ncmd "{expr}"')
     assert got == [expected]
@@ -70,8 +87,16 @@ def test_arrays_append_and_expansions():
         cmd "${DATA[@]}" "${EMPTY[@]}" ${DATA[1]} "${DATA[*]}" ${#DATA[@]} $S
     """)
     c = ev.commands[-1]
-    assert [w.text for w in c.argv[1:]] == ["data.a=1", "data.b=two words", "data.c=3", "data.b=two", "words",
-                                            "data.a=1 data.b=two words data.c=3", "3", "xy"]
+    assert [w.text for w in c.argv[1:]] == [
+        "data.a=1",
+        "data.b=two words",
+        "data.c=3",
+        "data.b=two",
+        "words",
+        "data.a=1 data.b=two words data.c=3",
+        "3",
+        "xy",
+    ]
     # each array element keeps the line where it was written
     assert [w.line for w in c.argv[1:4]] == [3, 4, 6]
     assert c.argv[-1].line == 11  # a variable takes the line of the word it is expanded in
@@ -98,7 +123,7 @@ def test_dollar_at_expands_to_remaining_args_then_the_extra_overrides():
 
 
 def test_environment_variables_are_named():
-    ev = run('M=${MODEL:-default}\ncmd $M ~/data $NOPE', environ={"HOME": "/h", "MODEL": "/m"})
+    ev = run("M=${MODEL:-default}\ncmd $M ~/data $NOPE", environ={"HOME": "/h", "MODEL": "/m"})
     a = ev.commands[-1].argv
     assert [w.text for w in a[1:3]] == ["/m", "/h/data"]
     assert a[1].env == ("MODEL=/m",) and a[2].env == ("HOME=/h",)
@@ -144,13 +169,27 @@ def test_case_takes_the_branch_bash_takes(engine, expected):
     assert words(script, args=[engine]) == [expected]
 
 
-@pytest.mark.parametrize("cond, expected", [
-    ('[ "$X" = 1 ]', "yes"), ('[ "$X" != 1 ]', "no"), ("[[ $X == 1 ]]", "yes"), ("[[ $N == v* ]]", "yes"),
-    ('[[ "$N" == "v*" ]]', "no"), ("[ $X -eq 1 ]", "yes"), ("[ $X -gt 1 ]", "no"), ("[ -z \"$E\" ]", "yes"),
-    ("[ -n \"$E\" ]", "no"), ("test $X = 1", "yes"), ("[[ $X == 1 && $N == vllm ]]", "yes"),
-    ("[[ $X == 2 || $N == vllm ]]", "yes"), ("! [ $X = 1 ]", "no"), ("[ $X = 1 ] && [ $N = x ]", "no"),
-    ("true", "yes"), ("false", "no"),
-])
+@pytest.mark.parametrize(
+    "cond, expected",
+    [
+        ('[ "$X" = 1 ]', "yes"),
+        ('[ "$X" != 1 ]', "no"),
+        ("[[ $X == 1 ]]", "yes"),
+        ("[[ $N == v* ]]", "yes"),
+        ('[[ "$N" == "v*" ]]', "no"),
+        ("[ $X -eq 1 ]", "yes"),
+        ("[ $X -gt 1 ]", "no"),
+        ('[ -z "$E" ]', "yes"),
+        ('[ -n "$E" ]', "no"),
+        ("test $X = 1", "yes"),
+        ("[[ $X == 1 && $N == vllm ]]", "yes"),
+        ("[[ $X == 2 || $N == vllm ]]", "yes"),
+        ("! [ $X = 1 ]", "no"),
+        ("[ $X = 1 ] && [ $N = x ]", "no"),
+        ("true", "yes"),
+        ("false", "no"),
+    ],
+)
 def test_if_takes_the_branch_bash_takes(cond, expected):
     script = f"X=1\nN=vllm\nE=\nif {cond}; then R=yes; elif false; then R=never; else R=no; fi\ncmd $R"
     assert words(script) == [expected]
@@ -209,10 +248,11 @@ def test_command_substitution_is_unknown_and_never_run():
 
 
 def test_script_folder_idiom_is_computed_not_run():
-    [w] = last('HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\ncmd $HERE/config.yaml',
-               script_path="/abs/dir/run.sh").argv[1:]
+    [w] = last(
+        'HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\ncmd $HERE/config.yaml', script_path="/abs/dir/run.sh"
+    ).argv[1:]
     assert w.known and w.text == "/abs/dir/config.yaml"
-    assert words('B=$(basename /a/b/model.tar .tar)\ncmd $B') == ["model"]
+    assert words("B=$(basename /a/b/model.tar .tar)\ncmd $B") == ["model"]
 
 
 def test_pipelines_subshells_and_redirections():
@@ -229,7 +269,7 @@ def test_exec_replaces_the_shell():
 
 
 def test_source_and_eval_are_not_followed():
-    ev = run(". ./env.sh\neval \"X=1\"\ncmd")
+    ev = run('. ./env.sh\neval "X=1"\ncmd')
     assert [n.kind for n in ev.notes] == ["skipped", "skipped"]
 
 
@@ -259,8 +299,9 @@ def test_arrays_of_other_words_keep_their_shared_start():
 
 
 def test_script_folder_with_cd_dashdash_and_redirections():
-    [w] = last('D=$(cd -- "$(dirname "$0")/.." >/dev/null 2>&1 && pwd)\ncmd $D/x.py',
-               script_path="/r/examples/run.sh").argv[1:]
+    [w] = last(
+        'D=$(cd -- "$(dirname "$0")/.." >/dev/null 2>&1 && pwd)\ncmd $D/x.py', script_path="/r/examples/run.sh"
+    ).argv[1:]
     assert w.known and w.text == "/r/x.py"
 
 

@@ -30,10 +30,18 @@ print("PROBE" + json.dumps({"rc": rc, "heavy": heavy, "net": attempts}))
 
 
 def _probe(tmp_path: Path, *args: str, fmt: str = "json") -> dict:
-    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-               HF_HUB_CACHE=str(tmp_path / "hub"))
-    out = subprocess.run([sys.executable, "-c", PROBE, "check", "--format", fmt, *args], capture_output=True,
-                         text=True, env=env, timeout=120)
+    env = dict(
+        os.environ,
+        PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        HF_HUB_CACHE=str(tmp_path / "hub"),
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, "check", "--format", fmt, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     line = [x for x in out.stdout.splitlines() if x.startswith("PROBE")]
     assert line, out.stdout + out.stderr
     return json.loads(line[0][5:])
@@ -47,8 +55,12 @@ def _evil(tmp_path: Path) -> Path:
 
 def test_external_lib_is_never_imported(tmp_path):
     marker = _evil(tmp_path)
-    got = _probe(tmp_path, "+recipe=qwen_grpo", "actor_rollout_ref.model.external_lib=evil_ext",
-                 "actor_rollout_ref.model.trust_remote_code=true")
+    got = _probe(
+        tmp_path,
+        "+recipe=qwen_grpo",
+        "actor_rollout_ref.model.external_lib=evil_ext",
+        "actor_rollout_ref.model.trust_remote_code=true",
+    )
     assert got["rc"] in (0, 1)
     assert not marker.exists()
     assert got["heavy"] == []
@@ -57,8 +69,10 @@ def test_external_lib_is_never_imported(tmp_path):
 def test_external_lib_list_in_a_recipe_file(tmp_path):
     marker = _evil(tmp_path)
     rec = tmp_path / "r.yaml"
-    rec.write_text("# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\nactor_rollout_ref:\n  model:\n"
-                   "    external_lib: [evil_ext, evil_ext.sub]\n")
+    rec.write_text(
+        "# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\nactor_rollout_ref:\n  model:\n"
+        "    external_lib: [evil_ext, evil_ext.sub]\n"
+    )
     got = _probe(tmp_path, str(rec))
     assert got["rc"] in (0, 1) and not marker.exists() and got["heavy"] == []
 
@@ -66,8 +80,12 @@ def test_external_lib_list_in_a_recipe_file(tmp_path):
 def test_remote_code_model_and_hub_id_offline(tmp_path):
     assert REMOTE_CODE_MODEL.is_dir()
     for path in (str(REMOTE_CODE_MODEL), "Qwen/Qwen2.5-0.5B-Instruct", "some-org/not-cached-model"):
-        got = _probe(tmp_path, "+recipe=qwen_grpo", f"actor_rollout_ref.model.path={path}",
-                     "actor_rollout_ref.model.trust_remote_code=true")
+        got = _probe(
+            tmp_path,
+            "+recipe=qwen_grpo",
+            f"actor_rollout_ref.model.path={path}",
+            "actor_rollout_ref.model.trust_remote_code=true",
+        )
         assert got["net"] == [], path
         assert got["heavy"] == [], (path, got["heavy"])
 
@@ -85,7 +103,9 @@ def test_human_report_with_derived_numbers_imports_nothing_heavy(tmp_path):
 def test_run_script_is_not_executed(tmp_path):
     marker = tmp_path / "script_ran"
     script = tmp_path / "run.sh"
-    script.write_text(f"touch {marker}\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm "
-                      f"$(touch {marker}) trainer.n_gpus_per_node=8\n")
+    script.write_text(
+        f"touch {marker}\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm "
+        f"$(touch {marker}) trainer.n_gpus_per_node=8\n"
+    )
     got = _probe(tmp_path, str(script))
     assert got["rc"] in (0, 1) and not marker.exists() and got["heavy"] == [] and got["net"] == []

@@ -3,8 +3,6 @@ traceback, and nothing the user had is overwritten."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from fsdpcfg.cli.main import main
@@ -27,17 +25,24 @@ def _run(capsys, argv):
     return rc, out.err
 
 
-@pytest.mark.parametrize("name, rc, words", [
-    ("syntax.yaml", 1, "syntax.yaml:2: not valid YAML"),
-    ("binary.yaml", 1, "not UTF-8 text"),
-    ("empty.yaml", 1, "is empty"),
-    ("list.yaml", 1, "a recipe is a mapping of keys, not a list"),
-    ("missing.yaml", 2, "no such recipe file"),
-])
+@pytest.mark.parametrize(
+    "name, rc, words",
+    [
+        ("syntax.yaml", 1, "syntax.yaml:2: not valid YAML"),
+        ("binary.yaml", 1, "not UTF-8 text"),
+        ("empty.yaml", 1, "is empty"),
+        ("list.yaml", 1, "a recipe is a mapping of keys, not a list"),
+        ("missing.yaml", 2, "no such recipe file"),
+    ],
+)
 def test_broken_recipe_files_in_every_command(bad, capsys, name, rc, words):
     path = str(bad / name)
-    for argv in (["+recipe=" + path, "--dry-run"], ["show", path], ["diff", path, "qwen_grpo"],
-                 ["cp", "--expand", path, str(bad / "out" / "copy.yaml")]):
+    for argv in (
+        ["+recipe=" + path, "--dry-run"],
+        ["show", path],
+        ["diff", path, "qwen_grpo"],
+        ["cp", "--expand", path, str(bad / "out" / "copy.yaml")],
+    ):
         got, err = _run(capsys, argv)
         assert got == rc and words in err, (argv, got, err)
     assert not (bad / "out" / "copy.yaml").exists()

@@ -61,10 +61,13 @@ def test_copy_of_a_copy_follows_the_chain(tmp_path: Path, original):
     assert _composed(tmp_path / "c.yaml") == want
 
 
-@pytest.mark.parametrize("args, message", [
-    (["qwen_gpro", "x.yaml"], "did you mean qwen_grpo"),
-    (["qwen_grpo", "qwen_grpo.yaml"], "shadows the shipped recipe"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["qwen_gpro", "x.yaml"], "did you mean qwen_grpo"),
+        (["qwen_grpo", "qwen_grpo.yaml"], "shadows the shipped recipe"),
+    ],
+)
 def test_cp_mistakes(tmp_path: Path, capsys, args, message, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["cp", *args]) == 2

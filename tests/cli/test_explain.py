@@ -81,11 +81,14 @@ def test_example_placeholders_name_shipped_model_folders():
     assert got[0] == "+recipe=qwen_grpo" and got[1].endswith("model_configs/Qwen__Qwen-7B")
 
 
-@pytest.mark.parametrize("topic, message", [
-    ("actor_rollout_ref.rolout.n", "did you mean actor_rollout_ref.rollout.n"),
-    ("FC299", "did you mean FC201"),
-    ("zzz_nothing", "no config key or rule `zzz_nothing`"),
-])
+@pytest.mark.parametrize(
+    "topic, message",
+    [
+        ("actor_rollout_ref.rolout.n", "did you mean actor_rollout_ref.rollout.n"),
+        ("FC299", "did you mean FC201"),
+        ("zzz_nothing", "no config key or rule `zzz_nothing`"),
+    ],
+)
 def test_unknown_topics_exit_2_with_suggestions(capsys, topic, message):
     assert main(["explain", topic]) == 2
     err = capsys.readouterr().err

@@ -28,8 +28,14 @@ def test_cfg_job_prints_the_composed_config_and_starts_nothing(capsys, tmp_path,
 
 
 def test_cfg_package_and_resolve(capsys):
-    rc, out, _ = _out(capsys, "+recipe=qwen_grpo", "--cfg=job", "-p", "actor_rollout_ref.actor.optim",
-                      "actor_rollout_ref.actor.optim.lr=3e-6")
+    rc, out, _ = _out(
+        capsys,
+        "+recipe=qwen_grpo",
+        "--cfg=job",
+        "-p",
+        "actor_rollout_ref.actor.optim",
+        "actor_rollout_ref.actor.optim.lr=3e-6",
+    )
     assert rc == 0 and yaml.safe_load(out)["lr"] == 3e-6
     _, raw, _ = _out(capsys, "+recipe=qwen_grpo", "--cfg", "job", "-p", "actor_rollout_ref.ref")
     _, resolved, _ = _out(capsys, "+recipe=qwen_grpo", "--cfg", "job", "--resolve", "-p", "actor_rollout_ref.ref")

@@ -39,10 +39,12 @@ def test_ls_unknown_group_suggests(capsys):
 
 
 def test_catalogue_commands_do_not_import_torch():
-    code = ("import sys; from fsdpcfg.cli.main import main; "
-            "[main(a) for a in (['ls'], ['show', 'qwen_grpo', '-k', 'data'], ['diff', 'qwen_grpo', 'qwen_grpo'], "
-            "['explain', 'FC601'], ['explain', 'actor_rollout_ref.rollout.n', 'qwen_grpo'], ['schema', '--check'])]; "
-            "bad = [m for m in ('torch', 'transformers', 'verl') if m in sys.modules]; "
-            "sys.exit(f'imported {bad}' if bad else 0)")
+    code = (
+        "import sys; from fsdpcfg.cli.main import main; "
+        "[main(a) for a in (['ls'], ['show', 'qwen_grpo', '-k', 'data'], ['diff', 'qwen_grpo', 'qwen_grpo'], "
+        "['explain', 'FC601'], ['explain', 'actor_rollout_ref.rollout.n', 'qwen_grpo'], ['schema', '--check'])]; "
+        "bad = [m for m in ('torch', 'transformers', 'verl') if m in sys.modules]; "
+        "sys.exit(f'imported {bad}' if bad else 0)"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -7,8 +7,9 @@ import pytest
 from fsdpcfg.cli.main import main
 
 
-@pytest.mark.parametrize("word, suggestion", [("chek", "check"), ("exprt", "export"), ("doctr", "doctor"),
-                                              ("preveiw", "preview")])
+@pytest.mark.parametrize(
+    "word, suggestion", [("chek", "check"), ("exprt", "export"), ("doctr", "doctor"), ("preveiw", "preview")]
+)
 def test_mistyped_command_suggests_the_command(capsys, word, suggestion):
     assert main([word, "+recipe=qwen_grpo"]) == 2
     err = capsys.readouterr().err

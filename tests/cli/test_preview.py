@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow  # loads the real Qwen2.5 tokenizer (a few seconds
 def _json(capsys, *argv: str) -> tuple[int, dict]:
     rc = main(["preview", "--format", "json", *argv])
     out = capsys.readouterr().out
-    return rc, json.loads(out[out.index("{"):out.rindex("}") + 1])
+    return rc, json.loads(out[out.index("{") : out.rindex("}") + 1])
 
 
 def test_rl_rows_template_tokens_and_reward(capsys):
@@ -30,12 +30,15 @@ def test_rl_rows_template_tokens_and_reward(capsys):
     assert [r["index"] for r in out["rows"]] == [0, 1]
 
 
-@pytest.mark.parametrize("extra, action", [
-    (["data.truncation=left"], "truncate-left"),
-    (["data.truncation=middle"], "truncate-middle"),
-    (["data.filter_overlong_prompts=true"], "filtered"),
-    ([], "error"),
-])
+@pytest.mark.parametrize(
+    "extra, action",
+    [
+        (["data.truncation=left"], "truncate-left"),
+        (["data.truncation=middle"], "truncate-middle"),
+        (["data.filter_overlong_prompts=true"], "filtered"),
+        ([], "error"),
+    ],
+)
 def test_rl_overlong_prompt_actions(capsys, extra, action):
     rc, out = _json(capsys, "+recipe=qwen_grpo", "data.max_prompt_length=40", "--rows", "1", *extra)
     assert out["rows"][0]["tokens"] == 83 and out["rows"][0]["action"] == action
@@ -62,9 +65,9 @@ def test_sft_rows_mark_the_loss_tokens(capsys):
     from fsdpcfg.cli.preview import LOSS_CLOSE, LOSS_OPEN
 
     # only the assistant's answer carries the loss: the user's question is outside the marks
-    inside = text[text.index(LOSS_OPEN) + 1:text.index(LOSS_CLOSE)]
+    inside = text[text.index(LOSS_OPEN) + 1 : text.index(LOSS_CLOSE)]
     assert inside.startswith("Natalia sold 48/2") and "#### 72" in inside
-    assert "How many clips" in text[:text.index(LOSS_OPEN)]
+    assert "How many clips" in text[: text.index(LOSS_OPEN)]
     assert "tokens=144/512  loss tokens=61" in header
 
 

@@ -12,8 +12,12 @@ def test_schema_writes_then_checks(tmp_path: Path, capsys):
     assert main(["schema", "--check", "--out", str(tmp_path)]) == 1
     assert "stale schema files" in capsys.readouterr().out
     assert main(["schema", "--out", str(tmp_path)]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["fsdpcfg.schema.json", "fsdpcfg.sft.schema.json",
-                                                         "fsdpcfg.sft.strict.schema.json", "fsdpcfg.strict.schema.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "fsdpcfg.schema.json",
+        "fsdpcfg.sft.schema.json",
+        "fsdpcfg.sft.strict.schema.json",
+        "fsdpcfg.strict.schema.json",
+    ]
     assert main(["schema", "--check", "--out", str(tmp_path)]) == 0
     (tmp_path / "fsdpcfg.schema.json").write_text("{}\n")
     assert main(["schema", "--check", "--out", str(tmp_path)]) == 1

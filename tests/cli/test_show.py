@@ -11,8 +11,20 @@ from fsdpcfg.cli.main import main
 
 
 def test_show_table_has_value_and_source(capsys):
-    assert main(["show", "+recipe=qwen_grpo", "-k", "actor_rollout_ref.rollout.n", "-k", "data.train_batch_size",
-                 "data.train_batch_size=16"]) == 0
+    assert (
+        main(
+            [
+                "show",
+                "+recipe=qwen_grpo",
+                "-k",
+                "actor_rollout_ref.rollout.n",
+                "-k",
+                "data.train_batch_size",
+                "data.train_batch_size=16",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.startswith("choices: recipe=qwen_grpo engine=fsdp2 ")
     rows = {ln.split()[0]: ln for ln in out.splitlines()[2:]}

@@ -10,8 +10,17 @@ from fsdpcfg.errors import ConfigError, UsageError
 
 
 def test_groups_come_from_the_root_defaults_list():
-    assert groups("ppo") == ("engine", "patches", "rollout", "algorithm", "model", "data", "reward", "trainer",
-                             "launcher")
+    assert groups("ppo") == (
+        "engine",
+        "patches",
+        "rollout",
+        "algorithm",
+        "model",
+        "data",
+        "reward",
+        "trainer",
+        "launcher",
+    )
     assert GROUPS == groups("ppo")
     assert "fsdp2" in available_options("engine") and "fsdp" in available_options("engine")
     assert "qwen_grpo" in available_options("recipe")
@@ -52,8 +61,13 @@ def test_provenance_names_file_line_group_and_command_line():
 
 
 def test_plus_and_tilde_are_recorded():
-    c = compose(["+recipe=qwen_grpo", "+actor_rollout_ref.rollout.max_num_seqs_x=3",
-                 "~actor_rollout_ref.rollout.tensor_model_parallel_size"])
+    c = compose(
+        [
+            "+recipe=qwen_grpo",
+            "+actor_rollout_ref.rollout.max_num_seqs_x=3",
+            "~actor_rollout_ref.rollout.tensor_model_parallel_size",
+        ]
+    )
     assert c.added == ["actor_rollout_ref.rollout.max_num_seqs_x"]
     assert c.deleted == ["actor_rollout_ref.rollout.tensor_model_parallel_size"]
     assert "tensor_model_parallel_size" not in c.to_container()["actor_rollout_ref"]["rollout"]
@@ -96,7 +110,11 @@ def test_engine_megatron_is_verls_megatron_composition():
     c = compose(["+recipe=qwen_grpo", "engine=megatron"])
     cfg = c.to_container()
     actor = cfg["actor_rollout_ref"]["actor"]
-    assert cfg["model_engine"] == "megatron" and actor["strategy"] == "megatron" and cfg["critic"]["strategy"] == "megatron"
+    assert (
+        cfg["model_engine"] == "megatron"
+        and actor["strategy"] == "megatron"
+        and cfg["critic"]["strategy"] == "megatron"
+    )
     assert actor["megatron"]["tensor_model_parallel_size"] == 1
     # fsdpcfg's own FSDP defaults are left out of a Megatron tree
     assert "fsdp_config" not in actor and "fsdp_config" not in cfg["actor_rollout_ref"]["ref"]
@@ -121,9 +139,12 @@ def test_sweep_and_bad_syntax_are_usage_errors():
 
 def test_recipe_file_outside_the_tree(tmp_path):
     (tmp_path / "mine.yaml").write_text(
-        "# @package _global_\ndefaults:\n  - /recipe/qwen_grpo@_global_\n\ndata:\n  train_batch_size: 8\n")
+        "# @package _global_\ndefaults:\n  - /recipe/qwen_grpo@_global_\n\ndata:\n  train_batch_size: 8\n"
+    )
     c = compose(["+recipe=mine"], extra_recipe_dirs=[tmp_path])
     cfg = c.to_container()
     assert cfg["data"]["train_batch_size"] == 8
-    assert cfg["actor_rollout_ref"]["rollout"]["n"] == compose(["+recipe=qwen_grpo"]).to_container()[
-        "actor_rollout_ref"]["rollout"]["n"]
+    assert (
+        cfg["actor_rollout_ref"]["rollout"]["n"]
+        == compose(["+recipe=qwen_grpo"]).to_container()["actor_rollout_ref"]["rollout"]["n"]
+    )

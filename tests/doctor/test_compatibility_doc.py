@@ -14,8 +14,11 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
 
 
 def _rows(text: str) -> list[list[str]]:
-    return [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
-            if line.startswith("| ") and not line.startswith("| model")]
+    return [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("| ") and not line.startswith("| model")
+    ]
 
 
 def test_checked_in_report_has_header_and_eight_architectures():
@@ -36,25 +39,43 @@ def test_checked_in_report_has_header_and_eight_architectures():
 
 def test_render_puts_conditions_and_the_stop_in_the_table():
     ok = Report(model="/a", recipe="qwen_grpo", overrides=[])
-    ok.results = [StageResult(1, "", "pass", 1.0, "Foo (1M params)"),
-                  StageResult(5, "fsdp", "pass", 1.0, "", data={"rollout_max_abs_diff": 2e-6,
-                                                                              "tolerance": 5e-5})]
+    ok.results = [
+        StageResult(1, "", "pass", 1.0, "Foo (1M params)"),
+        StageResult(5, "fsdp", "pass", 1.0, "", data={"rollout_max_abs_diff": 2e-6, "tolerance": 5e-5}),
+    ]
     bad = Report(model="/b", recipe="qwen_grpo", overrides=[])
-    bad.results = [StageResult(0, "", "pass", 0.1), StageResult(1, "", "FAIL", 1.0, "", failure=Failure(
-        MODEL, "no configuration_x.py", "copy the .py files"))]
-    text = render_markdown([ModelRow("tiny-a", "Org__A", ["needs trust_remote_code"], [], ok),
-                            ModelRow("tiny-b", "Org__B", [], ["no pad token: pads with eos"], bad)],
-                           seconds=60, versions={"torch": "2.13.0", "transformers": "5.10.4", "fsdpcfg": "0.1.0"},
-                           date="2026-01-02")
+    bad.results = [
+        StageResult(0, "", "pass", 0.1),
+        StageResult(1, "", "FAIL", 1.0, "", failure=Failure(MODEL, "no configuration_x.py", "copy the .py files")),
+    ]
+    text = render_markdown(
+        [
+            ModelRow("tiny-a", "Org__A", ["needs trust_remote_code"], [], ok),
+            ModelRow("tiny-b", "Org__B", [], ["no pad token: pads with eos"], bad),
+        ],
+        seconds=60,
+        versions={"torch": "2.13.0", "transformers": "5.10.4", "fsdpcfg": "0.1.0"},
+        date="2026-01-02",
+    )
     rows = {r[0]: r for r in _rows(text)}
     assert rows["tiny-a"][2] == "yes" and rows["tiny-a"][6].startswith("yes (max diff 2.0e-06)")
     assert rows["tiny-a"][-1] == "needs trust_remote_code"
     assert rows["tiny-b"][2] == "**no**" and rows["tiny-b"][3] == "not run"
     assert "Stopped at stage 1 load, boundary *model construction*: no configuration_x.py" in text
     half = Report(model="/c", recipe="qwen_grpo", overrides=[])  # log-probs matched, the checkpoint did not
-    half.results = [StageResult(5, "fsdp", "FAIL", 1.0, "", failure=Failure(MODEL, "reload differs", "x"),
-                                data={"rollout_max_abs_diff": 0.0, "tolerance": 5e-5})]
-    row = _rows(render_markdown([ModelRow("tiny-c", "Org__C", [], [], half)], seconds=1, versions={},
-                                date="2026-01-02"))[0]
+    half.results = [
+        StageResult(
+            5,
+            "fsdp",
+            "FAIL",
+            1.0,
+            "",
+            failure=Failure(MODEL, "reload differs", "x"),
+            data={"rollout_max_abs_diff": 0.0, "tolerance": 5e-5},
+        )
+    ]
+    row = _rows(
+        render_markdown([ModelRow("tiny-c", "Org__C", [], [], half)], seconds=1, versions={}, date="2026-01-02")
+    )[0]
     assert row[6] == "yes (max diff 0.0e+00)" and row[7] == "**no**"
     assert "Generated 2026-01-02" in text and "torch 2.13.0" in text

@@ -12,12 +12,28 @@ from fsdpcfg.doctor import run_doctor
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_five_stages_on_tiny_qwen2(tiny_model_path, tmp_path):
-    report = run_doctor(["+recipe=qwen_grpo", f"actor_rollout_ref.model.path={tiny_model_path}",
-                         "actor_rollout_ref.model.use_remove_padding=true"], work_dir=tmp_path, timeout=600)
+    report = run_doctor(
+        [
+            "+recipe=qwen_grpo",
+            f"actor_rollout_ref.model.path={tiny_model_path}",
+            "actor_rollout_ref.model.use_remove_padding=true",
+        ],
+        work_dir=tmp_path,
+        timeout=600,
+    )
     assert report.ok, report.failure and report.failure.to_json()
     ran = [(r.stage, r.variant, r.status) for r in report.results]
-    assert ran == [(0, "", "pass"), (1, "", "pass"), (2, "", "pass"), (3, "fsdp", "pass"), (3, "fsdp2", "pass"),
-                   (4, "fsdp", "pass"), (5, "fsdp", "pass"), (4, "fsdp2", "pass"), (5, "fsdp2", "pass")]
+    assert ran == [
+        (0, "", "pass"),
+        (1, "", "pass"),
+        (2, "", "pass"),
+        (3, "fsdp", "pass"),
+        (3, "fsdp2", "pass"),
+        (4, "fsdp", "pass"),
+        (5, "fsdp", "pass"),
+        (4, "fsdp2", "pass"),
+        (5, "fsdp2", "pass"),
+    ]
     by = {(r.stage, r.variant): r for r in report.results}
     assert by[(2, "")].data["remove_padding"]["max_logp_diff"] <= 5e-5
     for v in ("fsdp", "fsdp2"):

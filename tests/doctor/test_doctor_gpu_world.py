@@ -34,6 +34,9 @@ def test_one_gpu_smoke_configs_plan_one_nccl_rank(tmp_path, tiny_model_path):
     assert plan.sequences_per_rank == 4  # 2 prompts x n=2 on the one rank
     sft = smoke.sft_config(composed.to_container(resolve=True), "fsdp", tmp_path, world=1)
     assert sft["trainer"]["n_gpus_per_node"] == 1 and sft["data"]["train_batch_size"] == 1
-    cpu = smoke.grpo_config(compose(["+recipe=qwen_grpo", f"actor_rollout_ref.model.path={tiny_model_path}"]),
-                            smoke.Variant("fsdp2"), tmp_path)
+    cpu = smoke.grpo_config(
+        compose(["+recipe=qwen_grpo", f"actor_rollout_ref.model.path={tiny_model_path}"]),
+        smoke.Variant("fsdp2"),
+        tmp_path,
+    )
     assert make_plan(cpu).world_size == 2

@@ -31,8 +31,14 @@ def test_remote_code_model_stops_at_the_static_check(tiny_model):
 
 def test_remote_code_trusted_but_absent_stops_at_load(tiny_model):
     template = "'{% for m in messages %}{{ m.content }}{% endfor %}'"
-    report = run_doctor([RECIPE, _path(tiny_model, "qwen-v1-config"), "actor_rollout_ref.model.trust_remote_code=true",
-                         f"actor_rollout_ref.model.custom_chat_template={template}"])
+    report = run_doctor(
+        [
+            RECIPE,
+            _path(tiny_model, "qwen-v1-config"),
+            "actor_rollout_ref.model.trust_remote_code=true",
+            f"actor_rollout_ref.model.custom_chat_template={template}",
+        ]
+    )
     f = report.failure
     assert [r.stage for r in report.results] == [0, 1]
     assert (f.stage, f.failure.boundary) == (1, MODEL)
@@ -48,7 +54,9 @@ def test_model_without_chat_template_stops_at_the_static_check(tiny_model):
 
 
 def test_wrap_class_not_found_stops_at_the_static_check():
-    report = run_doctor([RECIPE, "actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap=[NotAClass]"])
+    report = run_doctor(
+        [RECIPE, "actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap=[NotAClass]"]
+    )
     f = report.failure
     assert (f.stage, f.failure.boundary, f.failure.rules) == (0, STATE, ("FC405",))
     assert "Qwen2DecoderLayer" in f.failure.fix
@@ -61,8 +69,12 @@ def test_wrap_class_error_at_run_time_is_a_training_state_failure(tiny_model):
     from fsdpcfg.train.engine.fsdp import decoder_layer_classes
     from fsdpcfg.train.model import load_model
 
-    cfg = {"path": str(tiny_model("tiny-qwen2")), "trust_remote_code": False, "external_lib": None,
-           "override_config": {}}
+    cfg = {
+        "path": str(tiny_model("tiny-qwen2")),
+        "trust_remote_code": False,
+        "external_lib": None,
+        "override_config": {},
+    }
     import torch
 
     model = load_model(cfg, torch.float32)
@@ -74,16 +86,61 @@ def test_wrap_class_error_at_run_time_is_a_training_state_failure(tiny_model):
 
 
 def test_frames_map_to_boundaries():
-    assert boundary_of_frames([("fsdpcfg.doctor.stage_grpo", "run_grpo"), ("fsdpcfg.train.loop", "step"),
-                               ("fsdpcfg.train.rollout.hf", "update_weights")], STATE) == TRANSFER
-    assert boundary_of_frames([("fsdpcfg.train.loop", "step"), ("fsdpcfg.train.rollout.hf", "generate"),
-                               ("transformers.generation.utils", "generate")], STATE) == ROLLOUT
-    assert boundary_of_frames([("fsdpcfg.train.loop", "__init__"), ("fsdpcfg.train.model", "load_model"),
-                               ("transformers.modeling_utils", "from_pretrained")], STATE) == MODEL
-    assert boundary_of_frames([("fsdpcfg.train.loop", "save"), ("fsdpcfg.train.checkpoint", "save_checkpoint"),
-                               ("fsdpcfg.train.engine.fsdp", "iter_full_params")], ROLLOUT) == TRANSFER
-    assert boundary_of_frames([("fsdpcfg.train.sft.trainer", "__init__"), ("fsdpcfg.train.sft.dataset", "__init__"),
-                               ("transformers.tokenization_utils_base", "apply_chat_template")], STATE) == MODEL
+    assert (
+        boundary_of_frames(
+            [
+                ("fsdpcfg.doctor.stage_grpo", "run_grpo"),
+                ("fsdpcfg.train.loop", "step"),
+                ("fsdpcfg.train.rollout.hf", "update_weights"),
+            ],
+            STATE,
+        )
+        == TRANSFER
+    )
+    assert (
+        boundary_of_frames(
+            [
+                ("fsdpcfg.train.loop", "step"),
+                ("fsdpcfg.train.rollout.hf", "generate"),
+                ("transformers.generation.utils", "generate"),
+            ],
+            STATE,
+        )
+        == ROLLOUT
+    )
+    assert (
+        boundary_of_frames(
+            [
+                ("fsdpcfg.train.loop", "__init__"),
+                ("fsdpcfg.train.model", "load_model"),
+                ("transformers.modeling_utils", "from_pretrained"),
+            ],
+            STATE,
+        )
+        == MODEL
+    )
+    assert (
+        boundary_of_frames(
+            [
+                ("fsdpcfg.train.loop", "save"),
+                ("fsdpcfg.train.checkpoint", "save_checkpoint"),
+                ("fsdpcfg.train.engine.fsdp", "iter_full_params"),
+            ],
+            ROLLOUT,
+        )
+        == TRANSFER
+    )
+    assert (
+        boundary_of_frames(
+            [
+                ("fsdpcfg.train.sft.trainer", "__init__"),
+                ("fsdpcfg.train.sft.dataset", "__init__"),
+                ("transformers.tokenization_utils_base", "apply_chat_template"),
+            ],
+            STATE,
+        )
+        == MODEL
+    )
     assert boundary_of_frames([("fsdpcfg.doctor.worker", "main")], ROLLOUT) == ROLLOUT  # nothing known: default
     assert [boundary_of_rule(r) for r in ("FC402", "FC405", "FC406", "FC201")] == [MODEL, STATE, ROLLOUT, CONFIG]
 

@@ -13,8 +13,9 @@ def test_patch_stage_passes_for_the_native_patches(tiny_model):
     from fsdpcfg.compose import compose
     from fsdpcfg.doctor.stage_patches import run_patches
 
-    cfg = compose(["+recipe=qwen_grpo", "patches=remove_padding",
-                   "actor_rollout_ref.model.enable_gradient_checkpointing=true"]).to_container(resolve=True)
+    cfg = compose(
+        ["+recipe=qwen_grpo", "patches=remove_padding", "actor_rollout_ref.model.enable_gradient_checkpointing=true"]
+    ).to_container(resolve=True)
     r = run_patches(cfg)
     assert r.status == "pass", r.failure
     assert set(r.data) == {"remove_padding", "gradient_checkpointing", "remove_padding+gradient_checkpointing"}
@@ -28,8 +29,12 @@ def test_patch_comparison_detects_a_changed_model(tiny_model):
     from fsdpcfg.doctor.compare import compare_patched, probe_batch
     from fsdpcfg.train.model import load_model
 
-    mcfg = {"path": str(tiny_model("tiny-qwen2")), "trust_remote_code": False, "external_lib": None,
-            "override_config": {}}
+    mcfg = {
+        "path": str(tiny_model("tiny-qwen2")),
+        "trust_remote_code": False,
+        "external_lib": None,
+        "override_config": {},
+    }
     plain, other = load_model(mcfg, torch.float32), load_model(mcfg, torch.float32)
     ids, mask, resp = probe_batch(plain.config.vocab_size)
     assert compare_patched(plain, other, ids, mask, resp).ok  # identical copies agree
@@ -42,16 +47,21 @@ def test_patch_comparison_detects_a_changed_model(tiny_model):
 def _ev(event, stage, variant, status="pass", failure=None):
     d = {"event": event, "stage": stage, "variant": variant}
     if event == "result":
-        d.update(status=status, seconds=1.0, detail="", data={},
-                 failure=failure.to_json() if failure else None, name="x")
+        d.update(
+            status=status, seconds=1.0, detail="", data={}, failure=failure.to_json() if failure else None, name="x"
+        )
     return d
 
 
 def test_merge_takes_a_failure_from_any_rank_and_stops():
     bad = Failure(ROLLOUT, "diff 0.3", "check the replica")
     r0 = [_ev("start", 3, "fsdp"), _ev("result", 3, "fsdp"), _ev("start", 5, "fsdp"), _ev("result", 5, "fsdp")]
-    r1 = [_ev("start", 3, "fsdp"), _ev("result", 3, "fsdp"), _ev("start", 5, "fsdp"),
-          _ev("result", 5, "fsdp", "FAIL", bad)]
+    r1 = [
+        _ev("start", 3, "fsdp"),
+        _ev("result", 3, "fsdp"),
+        _ev("start", 5, "fsdp"),
+        _ev("result", 5, "fsdp", "FAIL", bad),
+    ]
     merged = merge_rank_events([r0, r1], returncode=3)
     assert [(m.stage, m.status) for m in merged] == [(3, "pass"), (5, "FAIL")]
     assert merged[-1].failure.boundary == ROLLOUT and merged[-1].failure.message == "diff 0.3"
@@ -74,9 +84,17 @@ def test_merge_reports_a_launch_that_never_started():
 
 def test_report_renders_the_first_failure_and_the_stages_not_run():
     rep = Report(model="/m", recipe="qwen_grpo", overrides=[])
-    rep.results = [StageResult(0, "", "pass", 0.5, "ok"),
-                   StageResult(1, "", "FAIL", 2.0, "", failure=Failure(MODEL, "cannot load", "set trust_remote_code",
-                                                                      error_type="ValueError"))]
+    rep.results = [
+        StageResult(0, "", "pass", 0.5, "ok"),
+        StageResult(
+            1,
+            "",
+            "FAIL",
+            2.0,
+            "",
+            failure=Failure(MODEL, "cannot load", "set trust_remote_code", error_type="ValueError"),
+        ),
+    ]
     text = render_table(rep)
     assert "FAILED at stage 1 load; boundary: model construction" in text
     assert "ValueError: cannot load" in text and "-> set trust_remote_code" in text

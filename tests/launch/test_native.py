@@ -13,8 +13,8 @@ import yaml
 from fsdpcfg.cli.main import main
 from fsdpcfg.cli.run import sweep_points
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.launch.native import ensure_assets
 from fsdpcfg.launch import _signals  # the launcher starts torchrun through run_forwarding
+from fsdpcfg.launch.native import ensure_assets
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,9 +32,13 @@ def test_dry_run_writes_the_resolved_config_and_prints_the_command(tmp_path, cap
 
 
 def test_bad_strategy_is_refused_fast_without_traceback():
-    proc = subprocess.run([sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo",
-                           "actor_rollout_ref.actor.strategy=fsdp3"], cwd=REPO, capture_output=True, text=True,
-                          timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", "actor_rollout_ref.actor.strategy=fsdp3"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 1
     assert "actor_rollout_ref.actor.strategy" in proc.stderr and "fsdp2" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -42,8 +46,14 @@ def test_bad_strategy_is_refused_fast_without_traceback():
 
 
 def test_plan_error_is_a_config_error(tmp_path, capsys):
-    rc = main(["+recipe=qwen_grpo", f"fsdpcfg.run_dir={tmp_path}", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3",
-               "--dry-run"])
+    rc = main(
+        [
+            "+recipe=qwen_grpo",
+            f"fsdpcfg.run_dir={tmp_path}",
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3",
+            "--dry-run",
+        ]
+    )
     assert rc == 1
     assert "ppo_micro_batch_size_per_gpu" in capsys.readouterr().err
 
@@ -57,8 +67,16 @@ def test_sweep_points_expand_in_order():
 
 def test_sweep_dry_run_gives_each_point_its_own_folders(tmp_path, capsys):
     # each job's folder is <hydra.sweep.dir>/<job>; its checkpoints <default_local_dir>/<sweep folder name>/<job>
-    rc = main(["+recipe=qwen_grpo", f"fsdpcfg.run_dir={tmp_path}/run", "-m", "actor_rollout_ref.actor.optim.lr=1e-6,3e-6",
-               f"hydra.sweep.dir={tmp_path}/sw", "--dry-run"])
+    rc = main(
+        [
+            "+recipe=qwen_grpo",
+            f"fsdpcfg.run_dir={tmp_path}/run",
+            "-m",
+            "actor_rollout_ref.actor.optim.lr=1e-6,3e-6",
+            f"hydra.sweep.dir={tmp_path}/sw",
+            "--dry-run",
+        ]
+    )
     assert rc == 0
     for i, lr in enumerate([1e-6, 3e-6]):
         cfg = yaml.safe_load((tmp_path / "sw" / str(i) / "config.yaml").read_text())
@@ -83,8 +101,13 @@ def _no_torchrun(monkeypatch):
 
 def test_missing_model_folder_is_refused_before_torchrun_naming_the_offline_option(tmp_path, capsys, monkeypatch):
     started = _no_torchrun(monkeypatch)
-    rc = main(["+recipe=qwen_grpo", f"fsdpcfg.run_dir={tmp_path}/run",
-               f"actor_rollout_ref.model.path={tmp_path}/no/such/model"])
+    rc = main(
+        [
+            "+recipe=qwen_grpo",
+            f"fsdpcfg.run_dir={tmp_path}/run",
+            f"actor_rollout_ref.model.path={tmp_path}/no/such/model",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1 and not started
     assert "actor_rollout_ref.model.path" in err and "does not exist" in err and "model=tiny_qwen2" in err

@@ -21,14 +21,21 @@ CODE = str(Path(fsdpcfg.__file__).resolve().parents[1])  # the fsdpcfg under tes
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else b"<dir>")
-            for p in sorted(root.rglob("*"))}
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else b"<dir>") for p in sorted(root.rglob("*"))}
 
 
-@pytest.mark.parametrize("override", ["trainer.project_name=..", "trainer.experiment_name=../../x",
-                                      "trainer.experiment_name=a/b", "trainer.experiment_name=.",
-                                      "trainer.project_name=-rf", "trainer.experiment_name=''",
-                                      "trainer.experiment_name=" + "x" * 256])
+@pytest.mark.parametrize(
+    "override",
+    [
+        "trainer.project_name=..",
+        "trainer.experiment_name=../../x",
+        "trainer.experiment_name=a/b",
+        "trainer.experiment_name=.",
+        "trainer.project_name=-rf",
+        "trainer.experiment_name=''",
+        "trainer.experiment_name=" + "x" * 256,
+    ],
+)
 @pytest.mark.parametrize("recipe", ["qwen_grpo", "qwen_sft"])
 def test_names_that_are_not_one_folder_are_fc730(override, recipe):
     findings = [f for f in check_overrides([f"+recipe={recipe}", override]) if f.rule == "FC730"]
@@ -39,8 +46,9 @@ def test_names_that_are_not_one_folder_are_fc730(override, recipe):
 @pytest.mark.parametrize("name", ["qwen_grpo", "run-1", "v1.2", "exp 3", "ünïcode"])
 def test_plain_names_pass(name):
     assert component_problem(name) is None
-    assert not [f for f in check_overrides(["+recipe=qwen_grpo", f"trainer.experiment_name='{name}'"])
-                if f.rule == "FC730"]
+    assert not [
+        f for f in check_overrides(["+recipe=qwen_grpo", f"trainer.experiment_name='{name}'"]) if f.rule == "FC730"
+    ]
 
 
 @pytest.mark.parametrize("flags", [["--dry-run"], []])
@@ -51,11 +59,15 @@ def test_traversal_names_write_nothing_anywhere(tmp_path, flags):
     cwd.mkdir(parents=True)
     (tmp_path / "a" / "config.yaml").write_text("user: file\n")  # what ../../x used to overwrite
     before = _tree(tmp_path)
-    for override in ["trainer.experiment_name=../../x", "trainer.project_name=..",
-                     "trainer.project_name=../../.."]:
-        proc = subprocess.run([sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", override, *flags], cwd=cwd,
-                              capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "PYTHONPATH": CODE})
+    for override in ["trainer.experiment_name=../../x", "trainer.project_name=..", "trainer.project_name=../../.."]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", override, *flags],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": CODE},
+        )
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert "FC730" in proc.stderr and "Traceback" not in proc.stderr
         assert _tree(tmp_path) == before, override
@@ -85,8 +97,11 @@ def _ckpt(root: Path, name: str, step: int | None) -> Path:
     d.mkdir(parents=True)
     (d / "model.safetensors").write_bytes(b"x" * 10)
     if step is not None:
-        (d / "MANIFEST.json").write_text(json.dumps({"step": step, "world_size": 2, "files": ["model.safetensors"],
-                                                    "sizes": {"model.safetensors": 10}}))
+        (d / "MANIFEST.json").write_text(
+            json.dumps(
+                {"step": step, "world_size": 2, "files": ["model.safetensors"], "sizes": {"model.safetensors": 10}}
+            )
+        )
     return d
 
 

@@ -64,9 +64,15 @@ def _children(pid: int) -> list[int]:
 
 def _start(tmp_path: Path, mode: str = "plain"):
     pid_file = tmp_path / "rank.pid"
-    proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(pid_file), mode], cwd=REPO, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, str(pid_file), mode],
+        cwd=REPO,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     end = time.time() + 30
     while not (pid_file.exists() and pid_file.read_text().endswith("\n")) and time.time() < end:
         time.sleep(0.05)
@@ -162,13 +168,16 @@ def test_torchrun_inherits_the_run_lock_descriptors(tmp_path):
     from fsdpcfg.launch._signals import run_forwarding
     from fsdpcfg.runinfo.lock import RunLock
 
-    lock = RunLock([("fsdpcfg.run_dir", tmp_path / "run"), ("trainer.default_local_dir", tmp_path / "ck")],
-                   echo=lambda _m: None).acquire()
+    lock = RunLock(
+        [("fsdpcfg.run_dir", tmp_path / "run"), ("trainer.default_local_dir", tmp_path / "ck")], echo=lambda _m: None
+    ).acquire()
     try:
         out = tmp_path / "fds.txt"
-        probe = ("import os,sys; fds=[f for f in os.listdir('/proc/self/fd') "
-                 "if os.path.realpath('/proc/self/fd/'+f).endswith('.fsdpcfg.lock')]; "
-                 f"open({str(out)!r},'w').write(str(len(fds)))")
+        probe = (
+            "import os,sys; fds=[f for f in os.listdir('/proc/self/fd') "
+            "if os.path.realpath('/proc/self/fd/'+f).endswith('.fsdpcfg.lock')]; "
+            f"open({str(out)!r},'w').write(str(len(fds)))"
+        )
         before = set(os.listdir("/proc/self/fd"))
         assert run_forwarding([sys.executable, "-c", probe], dict(os.environ), pass_fds=lock.pass_fds()) == 0
         assert out.read_text() == "2"  # both lock files open in the child

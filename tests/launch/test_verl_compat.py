@@ -21,34 +21,53 @@ from fsdpcfg.compose._compose import recipe_kind
 from fsdpcfg.launch.verl import build_verl_invocation, require_valid
 from fsdpcfg.launch.verl_export import export_verl
 
-pytestmark = [pytest.mark.verl, pytest.mark.slow,
-              pytest.mark.skipif(importlib.util.find_spec("verl") is None, reason="verl 0.9.1 is not installed")]
+pytestmark = [
+    pytest.mark.verl,
+    pytest.mark.slow,
+    pytest.mark.skipif(importlib.util.find_spec("verl") is None, reason="verl 0.9.1 is not installed"),
+]
 
 #: What makes a recipe (sized for this CPU machine) a valid verl run: GPUs, a rollout engine, and one GPU so
 #: that the small CPU batch sizes still divide (rollout TP 1 on one GPU).
 VERL_OVERRIDES = {
-    "ppo": ["launcher=verl", "rollout=vllm", "trainer=gpu_1x", "actor_rollout_ref.rollout.tensor_model_parallel_size=1"],
+    "ppo": [
+        "launcher=verl",
+        "rollout=vllm",
+        "trainer=gpu_1x",
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+    ],
     "sft": ["launcher=verl", "trainer=gpu_1x"],
 }
 RECIPES = sorted(p.stem for p in paths.recipes_dir().glob("*.yaml"))
 #: Runs beyond the recipes that verl must accept as fsdpcfg exports them (issue 12.2): GAE/PPO with a critic
 #: (verl validates the critic config: use_critic from need_critic), and the Megatron engine's composition.
 EXTRA = {
-    "<gae critic>": ["+recipe=qwen_grpo", *VERL_OVERRIDES["ppo"], "algorithm.adv_estimator=gae",
-                     "critic.model.path=${actor_rollout_ref.model.path}", "critic.optim.lr=1e-5",
-                     "critic.ppo_micro_batch_size_per_gpu=4"],
+    "<gae critic>": [
+        "+recipe=qwen_grpo",
+        *VERL_OVERRIDES["ppo"],
+        "algorithm.adv_estimator=gae",
+        "critic.model.path=${actor_rollout_ref.model.path}",
+        "critic.optim.lr=1e-5",
+        "critic.ppo_micro_batch_size_per_gpu=4",
+    ],
     "<megatron>": ["+recipe=qwen_grpo", *VERL_OVERRIDES["ppo"], "engine=megatron"],
 }
 
 
 def _synthetic_sft() -> Composed:
     """An SFT config in verl's sft_trainer_engine layout (until the SFT recipe tree ships its own)."""
-    tree = {"model": {"path": "/models/Qwen2.5-0.5B-Instruct", "enable_gradient_checkpointing": True},
-            "engine": {"strategy": "fsdp2"}, "optim": {"lr": 1e-5},
-            "data": {"train_files": str(paths.data_dir() / "datasets/gsm8k_sft/train.jsonl"), "micro_batch_size_per_gpu": 2,
-                     "train_batch_size": 16},
-            "trainer": {"nnodes": 1, "n_gpus_per_node": 8, "device": "cuda", "total_epochs": 1},
-            "fsdpcfg": {"kind": "sft", "launcher": "verl"}}
+    tree = {
+        "model": {"path": "/models/Qwen2.5-0.5B-Instruct", "enable_gradient_checkpointing": True},
+        "engine": {"strategy": "fsdp2"},
+        "optim": {"lr": 1e-5},
+        "data": {
+            "train_files": str(paths.data_dir() / "datasets/gsm8k_sft/train.jsonl"),
+            "micro_batch_size_per_gpu": 2,
+            "train_batch_size": 16,
+        },
+        "trainer": {"nnodes": 1, "n_gpus_per_node": 8, "device": "cuda", "total_epochs": 1},
+        "fsdpcfg": {"kind": "sft", "launcher": "verl"},
+    }
     return Composed(cfg=OmegaConf.create(tree), kind="sft")
 
 

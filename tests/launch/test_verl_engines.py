@@ -18,12 +18,15 @@ def _doc(tmp_path, *extra):
     return inv, yaml.safe_load(inv.yaml_text)
 
 
-@pytest.mark.parametrize("engine,defaults", [
-    ("fsdp2", ["ppo_trainer", "_self_"]),
-    ("megatron", ["ppo_megatron_trainer", "_self_"]),
-    ("veomni", ["ppo_trainer", {"override model_engine": "veomni"}, "_self_"]),
-    ("torchtitan", ["ppo_trainer", {"override model_engine": "torchtitan"}, "_self_"]),
-])
+@pytest.mark.parametrize(
+    "engine,defaults",
+    [
+        ("fsdp2", ["ppo_trainer", "_self_"]),
+        ("megatron", ["ppo_megatron_trainer", "_self_"]),
+        ("veomni", ["ppo_trainer", {"override model_engine": "veomni"}, "_self_"]),
+        ("torchtitan", ["ppo_trainer", {"override model_engine": "torchtitan"}, "_self_"]),
+    ],
+)
 def test_export_extends_the_engines_composition(tmp_path, engine, defaults):
     inv, doc = _doc(tmp_path, f"engine={engine}")
     assert doc["defaults"] == defaults and inv.entry_point == "verl.trainer.main_ppo"
@@ -33,16 +36,19 @@ def test_export_extends_the_engines_composition(tmp_path, engine, defaults):
 
 
 def test_untouched_verl_defaults_are_left_to_verl(tmp_path):
-    _, doc = _doc(tmp_path, "algorithm.adv_estimator=gae", "critic.optim.lr=2e-5",
-                  "critic.ppo_micro_batch_size_per_gpu=4")
+    _, doc = _doc(
+        tmp_path, "algorithm.adv_estimator=gae", "critic.optim.lr=2e-5", "critic.ppo_micro_batch_size_per_gpu=4"
+    )
     # only what fsdpcfg's files and the command line set: verl keeps critic.ppo_mini_batch_size following the
     # actor's through its own ${oc.select:...}
     assert doc["critic"] == {"strategy": "fsdp2", "optim": {"lr": 2e-5}, "ppo_micro_batch_size_per_gpu": 4}
     assert "transfer_queue" not in doc and "global_profiler" not in doc
 
 
-@pytest.mark.parametrize("override,engine", [("model_engine=megatron", "megatron"), ("model_engine=veomni", "veomni"),
-                                             ("model_engine=dp", "fsdp2")])
+@pytest.mark.parametrize(
+    "override,engine",
+    [("model_engine=megatron", "megatron"), ("model_engine=veomni", "veomni"), ("model_engine=dp", "fsdp2")],
+)
 def test_verls_model_engine_override_selects_the_engine(override, engine):
     c = compose(["+recipe=qwen_grpo", override])
     assert c.choices["engine"] == engine

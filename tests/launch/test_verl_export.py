@@ -46,8 +46,9 @@ def test_export_writes_an_executable_script_a_yaml_and_the_shipped_files(tmp_pat
         assert copy.read_bytes() == Path(src).read_bytes()
 
     env = _fake_python(tmp_path)
-    run = subprocess.run(["bash", str(res.script), "trainer.total_epochs=2"], capture_output=True, text=True, env=env,
-                         cwd=tmp_path)
+    run = subprocess.run(
+        ["bash", str(res.script), "trainer.total_epochs=2"], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
     assert run.returncode == 0, run.stderr
     args = [line[4:-1] for line in run.stdout.splitlines() if line.startswith("ARG[")]
     assert args[:4] == ["-m", "verl.trainer.main_ppo", f"--config-path={out}", "--config-name=config"]

@@ -18,8 +18,13 @@ from fsdpcfg.launch.verl import build_verl_invocation, env_of, launch_verl, verl
 from fsdpcfg.rules import verl_launch
 from fsdpcfg.rules.verl_launch import GpuInfo
 
-GPU = ["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm", "trainer=gpu_1x",
-       "actor_rollout_ref.rollout.tensor_model_parallel_size=1"]
+GPU = [
+    "+recipe=qwen_grpo",
+    "launcher=verl",
+    "rollout=vllm",
+    "trainer=gpu_1x",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+]
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +59,9 @@ def test_fsdpcfg_resolvers_resolved_verl_references_kept(composed, tmp_path):
     assert tree["actor_rollout_ref"]["rollout"]["prompt_length"] == "${data.max_prompt_length}"
     assert tree["actor_rollout_ref"]["actor"]["checkpoint"]["load_contents"] == "${.save_contents}"
     # and the file, read back by OmegaConf, resolves to the composed values
-    doc = OmegaConf.create({k: v for k, v in _doc(build_verl_invocation(composed, tmp_path)).items()
-                            if k not in ("defaults", "hydra")})
+    doc = OmegaConf.create(
+        {k: v for k, v in _doc(build_verl_invocation(composed, tmp_path)).items() if k not in ("defaults", "hydra")}
+    )
     assert doc.actor_rollout_ref.rollout.prompt_length == composed.cfg.data.max_prompt_length
 
 
@@ -68,8 +74,14 @@ def test_write_puts_the_yaml_where_the_command_looks(composed, tmp_path):
 
 
 def test_env_goes_to_the_process_and_to_every_ray_worker(tmp_path):
-    c = compose(GPU + ["+fsdpcfg.env.NCCL_DEBUG=WARN", "+fsdpcfg.env.TOKENIZERS_PARALLELISM=false",
-                       "+ray_kwargs.ray_init.address=auto"])
+    c = compose(
+        GPU
+        + [
+            "+fsdpcfg.env.NCCL_DEBUG=WARN",
+            "+fsdpcfg.env.TOKENIZERS_PARALLELISM=false",
+            "+ray_kwargs.ray_init.address=auto",
+        ]
+    )
     inv = build_verl_invocation(c, tmp_path)
     assert inv.env == {"NCCL_DEBUG": "WARN", "TOKENIZERS_PARALLELISM": "false"}
     ray_init = inv.tree["ray_kwargs"]["ray_init"]
@@ -100,9 +112,12 @@ def test_required_value_left_unset_is_named():
 
 
 def _sft(nnodes: int = 1, env: dict | None = None) -> Composed:
-    tree = {"model": {"path": "/models/qwen"}, "data": {"train_files": "/data/train.parquet"},
-            "trainer": {"nnodes": nnodes, "n_gpus_per_node": 4, "device": "cuda"},
-            "fsdpcfg": {"kind": "sft", "launcher": "verl", "env": env or {}}}
+    tree = {
+        "model": {"path": "/models/qwen"},
+        "data": {"train_files": "/data/train.parquet"},
+        "trainer": {"nnodes": nnodes, "n_gpus_per_node": 4, "device": "cuda"},
+        "fsdpcfg": {"kind": "sft", "launcher": "verl", "env": env or {}},
+    }
     return Composed(cfg=OmegaConf.create(tree), kind="sft")
 
 
@@ -151,8 +166,9 @@ def test_launch_runs_the_command_with_the_env(tmp_path, monkeypatch):
     monkeypatch.setattr(verl_launch, "_installed", lambda m: True)
     calls = []
     # run_forwarding: verl runs with signals forwarded (fsdpcfg/launch/_signals.py, tests/launch/test_signals.py)
-    monkeypatch.setattr("fsdpcfg.launch._signals.run_forwarding",
-                        lambda argv, env, say=None: calls.append((argv, env)) or 7)
+    monkeypatch.setattr(
+        "fsdpcfg.launch._signals.run_forwarding", lambda argv, env, say=None: calls.append((argv, env)) or 7
+    )
     assert launch_verl(c, config_dir=tmp_path, echo=lambda s: None) == 7
     argv, env = calls[0]
     assert argv[1:3] == ["-m", "verl.trainer.main_ppo"] and env["NCCL_DEBUG"] == "WARN"
@@ -172,4 +188,5 @@ def test_nulls_of_keys_verl_does_not_list_are_not_handed_over(tmp_path):
     # a set value is handed over
     doc = _doc(build_verl_invocation(compose([*GPU, f"{key}=[Qwen2DecoderLayer]"]), tmp_path / "b"))
     assert doc["actor_rollout_ref"]["actor"]["fsdp_config"]["wrap_policy"]["transformer_layer_cls_to_wrap"] == [
-        "Qwen2DecoderLayer"]
+        "Qwen2DecoderLayer"
+    ]

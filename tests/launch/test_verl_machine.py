@@ -16,9 +16,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _cfg(**over) -> dict:
-    cfg = {"fsdpcfg": {"launcher": "verl", "kind": "ppo"},
-           "actor_rollout_ref": {"rollout": {"name": "vllm"}},
-           "trainer": {"nnodes": 1, "n_gpus_per_node": 8, "device": "cuda"}}
+    cfg = {
+        "fsdpcfg": {"launcher": "verl", "kind": "ppo"},
+        "actor_rollout_ref": {"rollout": {"name": "vllm"}},
+        "trainer": {"nnodes": 1, "n_gpus_per_node": 8, "device": "cuda"},
+    }
     for k, v in over.items():
         node = cfg
         *parents, leaf = k.split("__")
@@ -57,8 +59,9 @@ def test_attaching_to_a_ray_cluster_skips_the_local_gpu_count():
 def test_missing_verl_and_rollout_engine():
     got = launch_findings(_cfg(), gpus=GpuInfo(8, "t"), installed=lambda m: m not in ("verl", "vllm"))
     assert _rules(got) == ["FC852", "FC853"]
-    sg = launch_findings(_cfg(actor_rollout_ref__rollout__name="sglang"), gpus=GpuInfo(8, "t"),
-                         installed=lambda m: m != "sglang")
+    sg = launch_findings(
+        _cfg(actor_rollout_ref__rollout__name="sglang"), gpus=GpuInfo(8, "t"), installed=lambda m: m != "sglang"
+    )
     assert _rules(sg) == ["FC853"] and "`sglang` package" in sg[0].message
 
 
@@ -89,8 +92,17 @@ def test_detect_gpus_without_a_driver(monkeypatch):
 @pytest.mark.skipif(detect_gpus().count > 0, reason="this machine has a GPU: the CPU fail-fast path does not apply")
 def test_cli_gpu_config_on_this_cpu_machine_fails_before_ray():
     """The real command, end to end: fsdpcfg's check passes, then the launch step stops (no verl import)."""
-    argv = [sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", "launcher=verl", "rollout=vllm", "trainer=gpu_1x",
-            "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "fsdpcfg.run_dir=" + str(REPO / "runs" / "t")]
+    argv = [
+        sys.executable,
+        "-m",
+        "fsdpcfg",
+        "+recipe=qwen_grpo",
+        "launcher=verl",
+        "rollout=vllm",
+        "trainer=gpu_1x",
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+        "fsdpcfg.run_dir=" + str(REPO / "runs" / "t"),
+    ]
     run = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "[FC850]" in run.stderr and "launcher=native runs here" in run.stderr
@@ -100,8 +112,13 @@ def test_cli_gpu_config_on_this_cpu_machine_fails_before_ray():
 def test_cli_recipe_as_is_with_verl_fails_in_the_check():
     """`python -m fsdpcfg +recipe=qwen_grpo launcher=verl`: the recipe's CPU trainer and hf rollout are errors
     that say verl needs CUDA and a rollout engine, and that launcher=native runs on CPU."""
-    run = subprocess.run([sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", "launcher=verl"],
-                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", "launcher=verl"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert run.returncode == 1
     assert "launcher=native" in run.stderr and "vllm" in run.stderr and "nothing was started" in run.stderr
     if detect_gpus().count == 0:

@@ -8,9 +8,18 @@ from __future__ import annotations
 
 import torch
 
-ARCHS = {"qwen2": "tiny-qwen2", "qwen3": "tiny-qwen3", "llama": "tiny-llama3", "mistral": "tiny-mistral",
-         "gemma": "tiny-gemma", "phi3": "tiny-phi3", "mixtral": "tiny-mixtral", "deepseek_v2": "tiny-deepseek-v2",
-         "gemma2": "tiny-gemma2", "qwen3_moe": "tiny-qwen3-moe"}
+ARCHS = {
+    "qwen2": "tiny-qwen2",
+    "qwen3": "tiny-qwen3",
+    "llama": "tiny-llama3",
+    "mistral": "tiny-mistral",
+    "gemma": "tiny-gemma",
+    "phi3": "tiny-phi3",
+    "mixtral": "tiny-mixtral",
+    "deepseek_v2": "tiny-deepseek-v2",
+    "gemma2": "tiny-gemma2",
+    "qwen3_moe": "tiny-qwen3-moe",
+}
 PROMPT, RESPONSE = 7, 6
 
 
@@ -35,7 +44,7 @@ def padded_batch(vocab: int, rows: int = 4, seed: int = 0):
     for i in range(rows):
         mask[i, : (2 * i) % 5] = 0
         if i % 3:
-            mask[i, -(i % 3) * 2:] = 0
+            mask[i, -(i % 3) * 2 :] = 0
     return ids, mask
 
 

@@ -35,7 +35,8 @@ def test_builtin_targets_are_disjoint_and_selection_conflicts_are_reported():
     foreign = _p("my_flash_attn", "model.forward:packed")  # e.g. from another registry
     found = REGISTRY.problems(["remove_padding"], model_type=None, device=None, launcher=None, extra=[foreign])
     assert [(p.kind, p.message) for p in found] == [
-        ("conflict", "patches 'remove_padding' and 'my_flash_attn' both claim the target 'model.forward:packed'")]
+        ("conflict", "patches 'remove_padding' and 'my_flash_attn' both claim the target 'model.forward:packed'")
+    ]
 
 
 def test_every_patches_option_maps_to_one_registered_patch():
@@ -51,12 +52,21 @@ def test_every_patches_option_maps_to_one_registered_patch():
 
 
 def test_problems_name_model_type_device_launcher_and_requirements():
-    kinds = {(p.kind, p.patch) for p in patches.problems(["liger", "ulysses", "nope"], model_type="gpt2",
-                                                          device="cpu", launcher="native")}
-    assert kinds == {("unknown", "nope"), ("model_type", "liger"), ("device", "liger"), ("launcher", "liger"),
-                     ("launcher", "ulysses"), ("requires", "ulysses")}
-    assert not patches.problems(["remove_padding", "gradient_checkpointing"], model_type="qwen3", device="cpu",
-                                launcher="native")
+    kinds = {
+        (p.kind, p.patch)
+        for p in patches.problems(["liger", "ulysses", "nope"], model_type="gpt2", device="cpu", launcher="native")
+    }
+    assert kinds == {
+        ("unknown", "nope"),
+        ("model_type", "liger"),
+        ("device", "liger"),
+        ("launcher", "liger"),
+        ("launcher", "ulysses"),
+        ("requires", "ulysses"),
+    }
+    assert not patches.problems(
+        ["remove_padding", "gradient_checkpointing"], model_type="qwen3", device="cpu", launcher="native"
+    )
 
 
 def test_engine_refuses_patches_it_does_not_run(tiny_model):
@@ -64,8 +74,14 @@ def test_engine_refuses_patches_it_does_not_run(tiny_model):
 
     from fsdpcfg.train.model import load_model
 
-    mcfg = {"path": str(tiny_model("tiny-qwen2")), "tokenizer_path": None, "trust_remote_code": False,
-            "external_lib": None, "override_config": {}, "custom_chat_template": None}
+    mcfg = {
+        "path": str(tiny_model("tiny-qwen2")),
+        "tokenizer_path": None,
+        "trust_remote_code": False,
+        "external_lib": None,
+        "override_config": {},
+        "custom_chat_template": None,
+    }
     model = load_model(mcfg, torch.float32)
     with pytest.raises(ConfigError) as e:
         patches.apply_patches(model, ["remove_padding", "ulysses", "liger"], device="cpu")

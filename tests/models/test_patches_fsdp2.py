@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 _spec = importlib.util.spec_from_file_location(
-    "_fsdp_parity", Path(__file__).resolve().parents[1] / "train" / "test_fsdp_parity.py")
+    "_fsdp_parity", Path(__file__).resolve().parents[1] / "train" / "test_fsdp_parity.py"
+)
 _parity = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_parity)
 
@@ -19,10 +20,14 @@ _spec.loader.exec_module(_parity)
 @pytest.mark.slow
 def test_patched_fsdp2_step_equals_plain_step(tiny_model, tmp_path):
     both = ["remove_padding", "gradient_checkpointing"]
-    rep = _parity.run_worker(tiny_model("tiny-qwen3"), [
-        {"name": "fsdp2_patched", "strategy": "fsdp2", "patches": both},
-        {"name": "fsdp_patched", "strategy": "fsdp", "patches": ["remove_padding"]},
-    ], tmp_path)
+    rep = _parity.run_worker(
+        tiny_model("tiny-qwen3"),
+        [
+            {"name": "fsdp2_patched", "strategy": "fsdp2", "patches": both},
+            {"name": "fsdp_patched", "strategy": "fsdp", "patches": ["remove_padding"]},
+        ],
+        tmp_path,
+    )
     ref = rep["reference"]
     for name, c in rep["cases"].items():
         assert c["patches"] == (both if name == "fsdp2_patched" else ["remove_padding"])

@@ -18,11 +18,18 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _first_step(tmp_path: Path, option: str) -> list[dict]:
     dump = tmp_path / option / "dump"
-    args = ["+recipe=qwen_grpo", f"patches={option}", "trainer.total_training_steps=1", "data.max_response_length=8",
-            f"fsdpcfg.run_dir={tmp_path / option / 'run'}", f"trainer.default_local_dir={tmp_path / option / 'ckpt'}"]
+    args = [
+        "+recipe=qwen_grpo",
+        f"patches={option}",
+        "trainer.total_training_steps=1",
+        "data.max_response_length=8",
+        f"fsdpcfg.run_dir={tmp_path / option / 'run'}",
+        f"trainer.default_local_dir={tmp_path / option / 'ckpt'}",
+    ]
     env = dict(os.environ, FSDPCFG_DUMP_STEP1=str(dump))
-    proc = subprocess.run([sys.executable, "-m", "fsdpcfg", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=400)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=400
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return [torch.load(dump / f"rank{r}.pt") for r in (0, 1)]
 

@@ -14,8 +14,14 @@ from fsdpcfg.train.model import load_model
 
 
 def _mcfg(path):
-    return {"path": str(path), "tokenizer_path": None, "trust_remote_code": False, "external_lib": None,
-            "override_config": {}, "custom_chat_template": None}
+    return {
+        "path": str(path),
+        "tokenizer_path": None,
+        "trust_remote_code": False,
+        "external_lib": None,
+        "override_config": {},
+        "custom_chat_template": None,
+    }
 
 
 def test_unpatched_forward_is_plain_transformers(tiny_model):
@@ -31,7 +37,7 @@ def test_unpatched_forward_is_plain_transformers(tiny_model):
         b = plain(input_ids=ids, attention_mask=mask, position_ids=pos).logits
         assert torch.equal(a, b)
         lp, _ = response_log_probs(ours, ids, mask, RESPONSE)
-        by_hand = token_log_probs(b[:, -RESPONSE - 1:-1], ids[:, -RESPONSE:])
+        by_hand = token_log_probs(b[:, -RESPONSE - 1 : -1], ids[:, -RESPONSE:])
     assert torch.equal(lp, by_hand)
 
 

@@ -13,8 +13,16 @@ from fsdpcfg.check import compose_for_check, resolve
 from fsdpcfg.plan.memory import GIB, describe_for_check, device_memory, estimate_memory
 from fsdpcfg.plan.param_count import UnsupportedArchitecture, count_parameters
 
-LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-         "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000, "tie_word_embeddings": False}
+LLAMA = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 1000,
+    "tie_word_embeddings": False,
+}
 
 
 @pytest.fixture(scope="module")
@@ -86,9 +94,16 @@ def test_reference_model_only_with_kl(cfg):
 
 
 def test_vllm_reservation_and_kv_capacity(cfg):
-    v = _set(cfg, trainer__device="cuda", fsdpcfg__launcher="verl", fsdpcfg__device_memory_gb=10,
-             actor_rollout_ref__rollout__name="vllm", actor_rollout_ref__rollout__gpu_memory_utilization=0.5,
-             actor_rollout_ref__rollout__tensor_model_parallel_size=1, actor_rollout_ref__rollout__dtype="bf16")
+    v = _set(
+        cfg,
+        trainer__device="cuda",
+        fsdpcfg__launcher="verl",
+        fsdpcfg__device_memory_gb=10,
+        actor_rollout_ref__rollout__name="vllm",
+        actor_rollout_ref__rollout__gpu_memory_utilization=0.5,
+        actor_rollout_ref__rollout__tensor_model_parallel_size=1,
+        actor_rollout_ref__rollout__dtype="bf16",
+    )
     est = estimate_memory(v, LLAMA)
     assert est.components["rollout reservation"] == 5 * GIB
     assert est.device_bytes == 10 * GIB and est.device_source == "fsdpcfg.device_memory_gb"
@@ -113,13 +128,16 @@ def test_cpu_device_is_ram_shared_by_ranks(cfg):
 
 def test_describe_without_a_readable_config(cfg):
     assert describe_for_check(_set(cfg, actor_rollout_ref__model__path="/nonexistent/x")).startswith(
-        "memory: not estimated")
+        "memory: not estimated"
+    )
 
 
 def test_check_shows_memory_without_importing_torch():
-    code = ("import sys; from fsdpcfg.cli.main import main\n"
-            "rc = main(['check', '+recipe=qwen_grpo'])\n"
-            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'heavy import'\n")
+    code = (
+        "import sys; from fsdpcfg.cli.main import main\n"
+        "rc = main(['check', '+recipe=qwen_grpo'])\n"
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'heavy import'\n"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "memory (per rank, estimate): peak" in p.stdout and "phases:" in p.stdout

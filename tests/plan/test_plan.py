@@ -42,9 +42,16 @@ def test_qwen_grpo_plan(base_cfg):
 
 
 def test_verl_batch_semantics_on_eight_gpus(base_cfg):
-    cfg = _with(base_cfg, trainer__device="cuda", trainer__n_gpus_per_node=8, data__train_batch_size=64,
-                actor_rollout_ref__rollout__n=8, actor_rollout_ref__actor__ppo_mini_batch_size=16,
-                actor_rollout_ref__actor__ppo_micro_batch_size_per_gpu=2, actor_rollout_ref__actor__ppo_epochs=2)
+    cfg = _with(
+        base_cfg,
+        trainer__device="cuda",
+        trainer__n_gpus_per_node=8,
+        data__train_batch_size=64,
+        actor_rollout_ref__rollout__n=8,
+        actor_rollout_ref__actor__ppo_mini_batch_size=16,
+        actor_rollout_ref__actor__ppo_micro_batch_size_per_gpu=2,
+        actor_rollout_ref__actor__ppo_epochs=2,
+    )
     p = make_plan(cfg)
     # 64 x 8 = 512 sequences, 64 per GPU; mini 16 x 8 / 8 = 16 per GPU; 16 / 2 = 8 micro-batches;
     # 64 / 16 x 2 epochs = 8 optimizer steps
@@ -53,24 +60,46 @@ def test_verl_batch_semantics_on_eight_gpus(base_cfg):
 
 
 def test_deprecated_global_micro_batch_is_divided_over_ranks(base_cfg):
-    cfg = _with(base_cfg, actor_rollout_ref__actor__ppo_micro_batch_size_per_gpu=None,
-                actor_rollout_ref__actor__ppo_micro_batch_size=8)
+    cfg = _with(
+        base_cfg,
+        actor_rollout_ref__actor__ppo_micro_batch_size_per_gpu=None,
+        actor_rollout_ref__actor__ppo_micro_batch_size=8,
+    )
     assert make_plan(cfg).micro_batch_per_rank == 4
 
 
-@pytest.mark.parametrize("kv,key,numbers", [
-    ({"actor_rollout_ref__actor__ppo_mini_batch_size": 3}, "actor_rollout_ref.actor.ppo_mini_batch_size", "4"),
-    ({"actor_rollout_ref__actor__ppo_micro_batch_size_per_gpu": 3},
-     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "8"),
-    ({"data__train_batch_size": 3, "actor_rollout_ref__rollout__n": 1, "actor_rollout_ref__actor__ppo_mini_batch_size": 1},
-     "data.train_batch_size", "3"),
-    ({"trainer__device": "tpu"}, "trainer.device", "tpu"),
-    ({"actor_rollout_ref__actor__use_dynamic_bsz": True}, "actor_rollout_ref.actor.use_dynamic_bsz", "dynamic"),
-    ({"algorithm__use_kl_in_reward": True, "algorithm__kl_ctrl__type": "adaptive"}, "algorithm.kl_ctrl.type",
-     "adaptive"),
-    ({"actor_rollout_ref__rollout__log_prob_micro_batch_size_per_gpu": None},
-     "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", "not set"),
-])
+@pytest.mark.parametrize(
+    "kv,key,numbers",
+    [
+        ({"actor_rollout_ref__actor__ppo_mini_batch_size": 3}, "actor_rollout_ref.actor.ppo_mini_batch_size", "4"),
+        (
+            {"actor_rollout_ref__actor__ppo_micro_batch_size_per_gpu": 3},
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+            "8",
+        ),
+        (
+            {
+                "data__train_batch_size": 3,
+                "actor_rollout_ref__rollout__n": 1,
+                "actor_rollout_ref__actor__ppo_mini_batch_size": 1,
+            },
+            "data.train_batch_size",
+            "3",
+        ),
+        ({"trainer__device": "tpu"}, "trainer.device", "tpu"),
+        ({"actor_rollout_ref__actor__use_dynamic_bsz": True}, "actor_rollout_ref.actor.use_dynamic_bsz", "dynamic"),
+        (
+            {"algorithm__use_kl_in_reward": True, "algorithm__kl_ctrl__type": "adaptive"},
+            "algorithm.kl_ctrl.type",
+            "adaptive",
+        ),
+        (
+            {"actor_rollout_ref__rollout__log_prob_micro_batch_size_per_gpu": None},
+            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+            "not set",
+        ),
+    ],
+)
 def test_sizes_that_do_not_divide_are_config_errors(base_cfg, kv, key, numbers):
     with pytest.raises(ConfigError) as e:
         make_plan(_with(base_cfg, **kv))
@@ -89,8 +118,19 @@ def test_total_training_steps(base_cfg):
 def test_torchrun_command(base_cfg, monkeypatch):
     p = make_plan(base_cfg)
     cmd = torchrun_command(p, "/r/config.yaml", python="py")
-    assert cmd == ["py", "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2", "--standalone",
-                   "-m", "fsdpcfg.train", "/r/config.yaml"]
+    assert cmd == [
+        "py",
+        "-m",
+        "torch.distributed.run",
+        "--nnodes",
+        "1",
+        "--nproc_per_node",
+        "2",
+        "--standalone",
+        "-m",
+        "fsdpcfg.train",
+        "/r/config.yaml",
+    ]
     multi = make_plan(_with(base_cfg, trainer__nnodes=2))
     monkeypatch.delenv("FSDPCFG_RDZV_ENDPOINT", raising=False)
     monkeypatch.delenv("MASTER_ADDR", raising=False)

@@ -9,16 +9,19 @@ from fsdpcfg.errors import ConfigError
 from fsdpcfg.rewards import arith, default_compute_score, gsm8k, load_reward_fn
 
 
-@pytest.mark.parametrize("response,truth,expected", [
-    ("She sold 48+24 = 72 clips.\n#### 72", "72", 1.0),
-    ("#### 1,234", "1234", 1.0),               # commas removed (strict)
-    ("#### $15", "15", 0.0),                   # "$" is not part of the strict pattern after "#### "
-    ("#### 72.0", "72", 0.0),                  # verl compares strings: 72.0 != 72
-    ("#### -3", "-3", 1.0),
-    ("#### 7\n#### 8", "8", 1.0),              # the last #### wins
-    ("The answer is 72", "72", 0.0),           # strict needs "#### "
-    ("####72", "72", 0.0),                     # ... with the space
-])
+@pytest.mark.parametrize(
+    "response,truth,expected",
+    [
+        ("She sold 48+24 = 72 clips.\n#### 72", "72", 1.0),
+        ("#### 1,234", "1234", 1.0),  # commas removed (strict)
+        ("#### $15", "15", 0.0),  # "$" is not part of the strict pattern after "#### "
+        ("#### 72.0", "72", 0.0),  # verl compares strings: 72.0 != 72
+        ("#### -3", "-3", 1.0),
+        ("#### 7\n#### 8", "8", 1.0),  # the last #### wins
+        ("The answer is 72", "72", 0.0),  # strict needs "#### "
+        ("####72", "72", 0.0),  # ... with the space
+    ],
+)
 def test_gsm8k_strict(response, truth, expected):
     assert gsm8k.compute_score(response, truth) == expected
 
@@ -37,10 +40,19 @@ def test_gsm8k_format_score_and_flexible():
         gsm8k.extract_answer("#### 1", "lenient")
 
 
-@pytest.mark.parametrize("response,truth,expected", [
-    ("7", "7", 1.0), (" 7<|im_end|>", "7", 1.0), ("7 because 3+4", "7", 1.0),
-    ("78", "7", 0.0), ("8", "7", 0.0), ("", "7", 0.0), ("seven", "7", 0.0), ("0", "0", 1.0),
-])
+@pytest.mark.parametrize(
+    "response,truth,expected",
+    [
+        ("7", "7", 1.0),
+        (" 7<|im_end|>", "7", 1.0),
+        ("7 because 3+4", "7", 1.0),
+        ("78", "7", 0.0),
+        ("8", "7", 0.0),
+        ("", "7", 0.0),
+        ("seven", "7", 0.0),
+        ("0", "0", 1.0),
+    ],
+)
 def test_arith(response, truth, expected):
     assert arith.compute_score("fsdpcfg/arith", response, truth) == expected
 
@@ -56,12 +68,15 @@ def test_default_dispatch():
 
 def test_load_reward_fn_default_and_custom(tmp_path):
     assert load_reward_fn({"custom_reward_function": {"path": None, "name": "compute_score"}}) is default_compute_score
-    fn = load_reward_fn({"custom_reward_function": {"path": str(paths.PACKAGE_DIR / "rewards" / "arith.py"),
-                                                    "name": "compute_score"}})
+    fn = load_reward_fn(
+        {"custom_reward_function": {"path": str(paths.PACKAGE_DIR / "rewards" / "arith.py"), "name": "compute_score"}}
+    )
     assert fn("fsdpcfg/arith", "9", "9") == 1.0 and fn("fsdpcfg/arith", "1", "9") == 0.0
     f = tmp_path / "my_reward.py"
-    f.write_text("def score(data_source, solution_str, ground_truth, extra_info=None, bonus=0.0):\n"
-                 "    return float(solution_str == ground_truth) + bonus\n")
+    f.write_text(
+        "def score(data_source, solution_str, ground_truth, extra_info=None, bonus=0.0):\n"
+        "    return float(solution_str == ground_truth) + bonus\n"
+    )
     fn = load_reward_fn({"custom_reward_function": {"path": str(f), "name": "score", "reward_kwargs": {"bonus": 0.5}}})
     assert fn("x", "a", "a") == 1.5
 

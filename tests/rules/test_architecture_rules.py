@@ -37,18 +37,24 @@ def test_fc470_unknown_class_of_a_known_model_type(tmp_path):
     assert "model_type 'llama'" in f[0].message and 'architectures to ["LlamaForCausalLM"]' in f[0].fix
 
 
-@pytest.mark.parametrize("archs", [["LlamaForCausalLM"], ["LlamaForSequenceClassification"],
-                                   ["MistralForCausalLM"]])  # own class, another head, another model file's class
+@pytest.mark.parametrize(
+    "archs", [["LlamaForCausalLM"], ["LlamaForSequenceClassification"], ["MistralForCausalLM"]]
+)  # own class, another head, another model file's class
 def test_fc470_silent_on_classes_transformers_defines(tmp_path, archs):
     path = _folder(tmp_path, architectures=archs)
     assert not run(architecture.unknown_architecture, f"{A}.model.path={path}")
 
 
 def test_fc470_leaves_remote_code_to_fc402(tmp_path):
-    path = _folder(tmp_path, architectures=["LlamaMTPForCausalLM"],
-                   auto_map={"AutoModelForCausalLM": "modeling_mtp.LlamaMTPForCausalLM"})
+    path = _folder(
+        tmp_path,
+        architectures=["LlamaMTPForCausalLM"],
+        auto_map={"AutoModelForCausalLM": "modeling_mtp.LlamaMTPForCausalLM"},
+    )
     assert not run(architecture.unknown_architecture, f"{A}.model.path={path}")
-    assert not run(architecture.unknown_architecture, f"{A}.model.path={MODELS / 'Qwen__Qwen-7B'}")  # model_type 'qwen': FC402's case
+    assert not run(
+        architecture.unknown_architecture, f"{A}.model.path={MODELS / 'Qwen__Qwen-7B'}"
+    )  # model_type 'qwen': FC402's case
 
 
 def test_fc471_softcap_needs_eager_or_flash(tmp_path):
@@ -74,8 +80,11 @@ def test_check_and_doctor_on_the_unknown_architecture_asset(tiny_model):
     from fsdpcfg.doctor import run_doctor
 
     path = tiny_model("tiny-unknown-arch")
-    p = subprocess.run([sys.executable, "-m", "fsdpcfg", "check", "+recipe=qwen_grpo", f"{A}.model.path={path}"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", "check", "+recipe=qwen_grpo", f"{A}.model.path={path}"],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
     assert "FC470" in p.stdout and "LlamaMTPForCausalLM" in p.stdout
     report = run_doctor(["+recipe=qwen_grpo", f"{A}.model.path={path}"])
@@ -83,9 +92,13 @@ def test_check_and_doctor_on_the_unknown_architecture_asset(tiny_model):
     assert report.failure.failure.boundary == "model construction"
     from fsdpcfg.doctor.matrix import ModelRow, render_markdown
 
-    row = next(line for line in render_markdown([ModelRow("tiny-unknown-arch", "x", [], [], report)], seconds=1,
-                                                 versions={}, date="2026-01-01").splitlines()
-               if line.startswith("| tiny-unknown-arch |"))
+    row = next(
+        line
+        for line in render_markdown(
+            [ModelRow("tiny-unknown-arch", "x", [], [], report)], seconds=1, versions={}, date="2026-01-01"
+        ).splitlines()
+        if line.startswith("| tiny-unknown-arch |")
+    )
     assert "| **check failed** (FC403, FC470) |" in row  # no remedies applied here: FC403 too
 
 

@@ -46,9 +46,14 @@ def test_a_model_whose_estimate_is_far_past_the_device_is_an_error(in_tmp, capsy
 
 def test_ten_thousand_gib_on_a_twelve_gib_device(in_tmp):
     """The issue's case: a real 0.5B model with batches and lengths whose own estimate is ~10,000 GiB."""
-    over = ["model=qwen2_5_0_5b_instruct", "trainer=gpu_1x", "fsdpcfg.device_memory_gb=12",
-            "data.max_prompt_length=65536", "data.max_response_length=65536",
-            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=64"]
+    over = [
+        "model=qwen2_5_0_5b_instruct",
+        "trainer=gpu_1x",
+        "fsdpcfg.device_memory_gb=12",
+        "data.max_prompt_length=65536",
+        "data.max_response_length=65536",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=64",
+    ]
     found = [f for f in check_overrides(R + over) if f.rule == "FC450"]
     assert found and found[0].severity == "error", [(f.rule, f.message) for f in check_overrides(R + over)]
     assert "12.00 GiB one rank may use (fsdpcfg.device_memory_gb)" in found[0].message
@@ -76,23 +81,26 @@ def test_memory_margin_null_turns_the_error_into_a_warning_and_the_run_goes_on(i
 
 
 # -- ranges on numeric keys -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("override, words", [
-    ("actor_rollout_ref.rollout.n=1000000000000000000000000000000", f"less than or equal to {B.MAX_SAMPLES}"),
-    ("actor_rollout_ref.rollout.n=1e30", "valid integer"),
-    ("actor_rollout_ref.model.lora_rank=1000000000000", f"less than or equal to {B.MAX_LORA_RANK}"),
-    ("data.max_prompt_length=100000000", f"less than or equal to {B.MAX_TOKENS}"),
-    ("data.train_batch_size=2147483648", f"less than or equal to {B.MAX_SIZE}"),
-    ("actor_rollout_ref.rollout.response_length=100000000", f"less than or equal to {B.MAX_TOKENS}"),
-    ("trainer.n_gpus_per_node=100000", f"less than or equal to {B.MAX_RANKS_PER_NODE}"),
-    ("trainer.nnodes=1000000", f"less than or equal to {B.MAX_NODES}"),
-    ("data.seed=-1", "greater than or equal to 0"),
-    ("actor_rollout_ref.rollout.seed=4294967296", f"less than or equal to {B.MAX_SEED}"),
-    ("actor_rollout_ref.actor.optim.lr=inf", "finite number"),
-    ("actor_rollout_ref.actor.entropy_coeff=nan", "finite number"),
-    ("trainer.save_freq=-5", "greater than or equal to -1"),
-    ("data.dataloader_num_workers=100000", f"less than or equal to {B.MAX_WORKERS}"),
-    ("fsdpcfg.memory_margin=-1", "greater than or equal to 0"),
-])
+@pytest.mark.parametrize(
+    "override, words",
+    [
+        ("actor_rollout_ref.rollout.n=1000000000000000000000000000000", f"less than or equal to {B.MAX_SAMPLES}"),
+        ("actor_rollout_ref.rollout.n=1e30", "valid integer"),
+        ("actor_rollout_ref.model.lora_rank=1000000000000", f"less than or equal to {B.MAX_LORA_RANK}"),
+        ("data.max_prompt_length=100000000", f"less than or equal to {B.MAX_TOKENS}"),
+        ("data.train_batch_size=2147483648", f"less than or equal to {B.MAX_SIZE}"),
+        ("actor_rollout_ref.rollout.response_length=100000000", f"less than or equal to {B.MAX_TOKENS}"),
+        ("trainer.n_gpus_per_node=100000", f"less than or equal to {B.MAX_RANKS_PER_NODE}"),
+        ("trainer.nnodes=1000000", f"less than or equal to {B.MAX_NODES}"),
+        ("data.seed=-1", "greater than or equal to 0"),
+        ("actor_rollout_ref.rollout.seed=4294967296", f"less than or equal to {B.MAX_SEED}"),
+        ("actor_rollout_ref.actor.optim.lr=inf", "finite number"),
+        ("actor_rollout_ref.actor.entropy_coeff=nan", "finite number"),
+        ("trainer.save_freq=-5", "greater than or equal to -1"),
+        ("data.dataloader_num_workers=100000", f"less than or equal to {B.MAX_WORKERS}"),
+        ("fsdpcfg.memory_margin=-1", "greater than or equal to 0"),
+    ],
+)
 def test_values_that_cannot_work_are_range_errors(in_tmp, capsys, override, words):
     key = override.split("=", 1)[0]
     found = [f for f in _errors([override]) if f.rule == "FC103" and key in f.keys]
@@ -102,14 +110,20 @@ def test_values_that_cannot_work_are_range_errors(in_tmp, capsys, override, word
 
 
 def test_values_at_the_bounds_are_accepted():
-    for o in ("actor_rollout_ref.rollout.n=4096", "actor_rollout_ref.model.lora_rank=65536",
-              "data.seed=4294967295", "trainer.save_freq=-1", "actor_rollout_ref.rollout.top_k=-1"):
+    for o in (
+        "actor_rollout_ref.rollout.n=4096",
+        "actor_rollout_ref.model.lora_rank=65536",
+        "data.seed=4294967295",
+        "trainer.save_freq=-1",
+        "actor_rollout_ref.rollout.top_k=-1",
+    ):
         assert not [f for f in _errors([o]) if f.rule == "FC103"], o
 
 
 # -- FC140: ~key of a key the run reads -----------------------------------------------------------------------------
-@pytest.mark.parametrize("deleted", ["~fsdpcfg", "~data.train_batch_size", "~trainer.default_local_dir",
-                                     "~fsdpcfg.run_dir"])
+@pytest.mark.parametrize(
+    "deleted", ["~fsdpcfg", "~data.train_batch_size", "~trainer.default_local_dir", "~fsdpcfg.run_dir"]
+)
 def test_deleting_a_key_the_run_reads_is_refused_by_check_and_by_the_run(in_tmp, capsys, deleted):
     found = _errors([deleted])
     assert any(f.rule in ("FC140", "FC104") and deleted[1:] in f.keys for f in found), found
@@ -128,19 +142,23 @@ def model_with(tiny_model_path, tmp_path):
         cfg.update(fields)
         (d / "config.json").write_text(json.dumps(cfg))  # NaN is written as NaN, as json.dumps does
         return d
+
     return make
 
 
-@pytest.mark.parametrize("fields, words", [
-    ({"hidden_size": "sixty-four"}, 'hidden_size = "sixty-four": must be an integer'),
-    ({"num_hidden_layers": -2}, "num_hidden_layers = -2: must be from 1"),
-    ({"num_attention_heads": 0}, "num_attention_heads = 0: must be from 1"),
-    ({"rope_theta": float("nan")}, "rope_theta = NaN: must be a finite number"),
-    ({"vocab_size": 1.5}, "vocab_size = 1.5: must be an integer"),
-    ({"tie_word_embeddings": "yes"}, 'tie_word_embeddings = "yes": must be true or false'),
-    ({"num_key_value_heads": 3}, "num_attention_heads = 4 is not a multiple of num_key_value_heads = 3"),
-    ({"intermediate_size": True}, "intermediate_size = true: must be an integer"),
-])
+@pytest.mark.parametrize(
+    "fields, words",
+    [
+        ({"hidden_size": "sixty-four"}, 'hidden_size = "sixty-four": must be an integer'),
+        ({"num_hidden_layers": -2}, "num_hidden_layers = -2: must be from 1"),
+        ({"num_attention_heads": 0}, "num_attention_heads = 0: must be from 1"),
+        ({"rope_theta": float("nan")}, "rope_theta = NaN: must be a finite number"),
+        ({"vocab_size": 1.5}, "vocab_size = 1.5: must be an integer"),
+        ({"tie_word_embeddings": "yes"}, 'tie_word_embeddings = "yes": must be true or false'),
+        ({"num_key_value_heads": 3}, "num_attention_heads = 4 is not a multiple of num_key_value_heads = 3"),
+        ({"intermediate_size": True}, "intermediate_size = true: must be an integer"),
+    ],
+)
 def test_corrupt_config_json_is_an_error_naming_the_file_field_and_value(in_tmp, capsys, model_with, fields, words):
     d = model_with(**fields)
     over = [f"actor_rollout_ref.model.path={d}"]

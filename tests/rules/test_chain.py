@@ -90,8 +90,14 @@ def test_run_command_refuses_before_writing_anything(tmp_path):
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "fsdpcfg", "+recipe=arith_grpo_sft"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", "+recipe=arith_grpo_sft"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "[FC690]" in proc.stderr and "run python -m fsdpcfg +recipe=arith_sft first" in proc.stderr
     assert "Traceback" not in proc.stderr

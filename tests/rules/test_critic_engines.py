@@ -10,8 +10,15 @@ from fsdpcfg.check import check_overrides as check
 
 QWEN = str(MODELS / "qwen2_5_0_5b_instruct")
 #: a GAE/PPO run with a critic on verl: 4 prompts x n=4 over 2 ranks
-PPO = ["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm", "algorithm.adv_estimator=gae",
-       f"critic.model.path={QWEN}", "critic.optim.lr=1e-5", "critic.ppo_micro_batch_size_per_gpu=4"]
+PPO = [
+    "+recipe=qwen_grpo",
+    "launcher=verl",
+    "rollout=vllm",
+    "algorithm.adv_estimator=gae",
+    f"critic.model.path={QWEN}",
+    "critic.optim.lr=1e-5",
+    "critic.ppo_micro_batch_size_per_gpu=4",
+]
 #: rules that read FSDP sections only (fsdp_sections): none may fire for a Megatron role
 FSDP_RULES = {"FC301", "FC364", "FC405", "FC703", "FC704", "FC110"}
 
@@ -32,20 +39,30 @@ def test_critic_micro_batch_larger_than_its_per_rank_mini_batch_fails_naming_the
     errs = _errors(findings)
     assert [(f.rule, f.keys[0]) for f in errs] == [("FC205", "critic.ppo_micro_batch_size_per_gpu")]
     msg = errs[0].message
-    assert msg.startswith("critic update: per-rank mini batch (critic.ppo_mini_batch_size = 4 x n = 4 / 2 ranks) "
-                          "= 8 sequences is smaller than critic.ppo_micro_batch_size_per_gpu = 16")
+    assert msg.startswith(
+        "critic update: per-rank mini batch (critic.ppo_mini_batch_size = 4 x n = 4 / 2 ranks) "
+        "= 8 sequences is smaller than critic.ppo_micro_batch_size_per_gpu = 16"
+    )
     assert "critic.ppo_micro_batch_size_per_gpu=8" in errs[0].fix
 
 
 def test_the_critics_own_mini_batch_is_normalised_by_n_and_the_data_parallel_ranks():
     # critic.ppo_mini_batch_size=2 -> 2 x n=4 / (8 ranks / ulysses 2 = 4 dp ranks) = 2 sequences per rank
-    findings = check(PPO + ["trainer.n_gpus_per_node=8", "data.train_batch_size=8",
-                            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1",
-                            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=1",
-                            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=1",
-                            "critic.ppo_mini_batch_size=2", "critic.ulysses_sequence_parallel_size=2",
-                            "critic.model.use_remove_padding=true",
-                            "critic.ppo_micro_batch_size_per_gpu=3", "critic.forward_micro_batch_size_per_gpu=1"])
+    findings = check(
+        PPO
+        + [
+            "trainer.n_gpus_per_node=8",
+            "data.train_batch_size=8",
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1",
+            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=1",
+            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=1",
+            "critic.ppo_mini_batch_size=2",
+            "critic.ulysses_sequence_parallel_size=2",
+            "critic.model.use_remove_padding=true",
+            "critic.ppo_micro_batch_size_per_gpu=3",
+            "critic.forward_micro_batch_size_per_gpu=1",
+        ]
+    )
     errs = [f for f in _errors(findings) if f.keys[0].startswith("critic.")]
     assert [(f.rule, f.keys[0]) for f in errs] == [("FC205", "critic.ppo_micro_batch_size_per_gpu")]
     assert "(critic.ppo_mini_batch_size = 2 x n = 4 / 4 ranks) = 2 sequences" in errs[0].message
@@ -74,14 +91,17 @@ def test_megatron_engine_gets_fc111_and_no_fsdp_rule():
     findings = check(PPO + ["engine=megatron"])
     infos = [f for f in findings if f.rule == "FC111"]
     assert len(infos) == 1 and infos[0].severity == "info"
-    assert infos[0].message.startswith("fsdpcfg checks FSDP engines; engine-independent rules ran "
-                                       "(actor: megatron, ref: megatron, critic: megatron)")
+    assert infos[0].message.startswith(
+        "fsdpcfg checks FSDP engines; engine-independent rules ran (actor: megatron, ref: megatron, critic: megatron)"
+    )
     assert not _errors(findings) and not [f for f in findings if f.rule in FSDP_RULES]
 
 
 def test_megatron_engine_still_runs_the_engine_independent_rules():
     findings = check(PPO + ["engine=megatron", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16"])
-    assert [(f.rule, f.keys[0]) for f in _errors(findings)] == [("FC205", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu")]
+    assert [(f.rule, f.keys[0]) for f in _errors(findings)] == [
+        ("FC205", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu")
+    ]
 
 
 def test_megatron_engine_reports_an_fsdp_key_the_user_set():
@@ -97,11 +117,14 @@ def test_other_engines_are_verls_compositions(engine):
     assert [f.rule for f in findings if f.severity != "info" or f.rule == "FC111"] == ["FC111"]
 
 
-@pytest.mark.parametrize("extra,key,value", [
-    (["algorithm.adv_estimator=gae"], "algorithm.adv_estimator", "gae"),
-    (["critic.enable=true"], "critic.enable", "true"),
-    (["engine=megatron"], "actor_rollout_ref.actor.strategy", "megatron"),
-])
+@pytest.mark.parametrize(
+    "extra,key,value",
+    [
+        (["algorithm.adv_estimator=gae"], "algorithm.adv_estimator", "gae"),
+        (["critic.enable=true"], "critic.enable", "true"),
+        (["engine=megatron"], "actor_rollout_ref.actor.strategy", "megatron"),
+    ],
+)
 def test_native_refuses_the_critic_and_other_engines_naming_launcher_verl(extra, key, value):
     findings = check(["+recipe=qwen_grpo", "critic.ppo_micro_batch_size_per_gpu=4", *extra])
     refused = [f for f in _errors(findings) if f.rule == "FC803" and f.keys[0] == key]

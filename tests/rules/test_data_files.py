@@ -18,9 +18,13 @@ from fsdpcfg.rules import data_files as d
 
 
 def _row(i: int = 0, **over) -> dict:
-    row = {"data_source": "openai/gsm8k", "prompt": [{"role": "user", "content": f"What is {i}+1?"}],
-           "ability": "math", "reward_model": {"style": "rule", "ground_truth": str(i + 1)},
-           "extra_info": {"split": "train", "index": i}}
+    row = {
+        "data_source": "openai/gsm8k",
+        "prompt": [{"role": "user", "content": f"What is {i}+1?"}],
+        "ability": "math",
+        "reward_model": {"style": "rule", "ground_truth": str(i + 1)},
+        "extra_info": {"split": "train", "index": i},
+    }
     row.update(over)
     return {k: v for k, v in row.items() if v is not None}
 
@@ -62,15 +66,18 @@ def test_peek_reads_one_row_group_of_a_large_parquet(tmp_path):
     assert head.num_rows == 50_000 and len(head.rows) == 4 and head.rows[3] == _row(3)
 
 
-@pytest.mark.parametrize("name, content, problem, words", [
-    ("empty.parquet", b"", "empty", "empty (0 bytes)"),
-    ("corrupt.parquet", b"PAR1 this is not parquet at all", "corrupt", "not a readable parquet file"),
-    ("text.parquet", b'{"prompt": "x"}\n', "corrupt", "not a readable parquet file"),
-    ("bad.jsonl", b'{"prompt": [}\n', "corrupt", "line 1 is not JSON"),
-    ("blank.jsonl", b"\n\n", "empty", "no rows"),
-    ("list.jsonl", b"[1, 2]\n", "format", "must be a JSON object, got list"),
-    ("data.csv", b"a,b\n1,2\n", "format", "unknown file type '.csv'"),
-])
+@pytest.mark.parametrize(
+    "name, content, problem, words",
+    [
+        ("empty.parquet", b"", "empty", "empty (0 bytes)"),
+        ("corrupt.parquet", b"PAR1 this is not parquet at all", "corrupt", "not a readable parquet file"),
+        ("text.parquet", b'{"prompt": "x"}\n', "corrupt", "not a readable parquet file"),
+        ("bad.jsonl", b'{"prompt": [}\n', "corrupt", "line 1 is not JSON"),
+        ("blank.jsonl", b"\n\n", "empty", "no rows"),
+        ("list.jsonl", b"[1, 2]\n", "format", "must be a JSON object, got list"),
+        ("data.csv", b"a,b\n1,2\n", "format", "unknown file type '.csv'"),
+    ],
+)
 def test_bad_files_are_data_file_errors_naming_the_file(tmp_path, name, content, problem, words):
     path = tmp_path / name
     path.write_bytes(content)
@@ -145,8 +152,9 @@ def test_fc411_prompt_less_file(tmp_path):
     path = _parquet(tmp_path / "t.parquet", rows)
     found = errors(run(d.prompt_column, *_on(path)), "FC411")
     assert len(found) == 2  # train and val
-    assert "has no column 'prompt' (data.prompt_key); its columns: question, data_source, reward_model" \
-        in found[0].message
+    assert (
+        "has no column 'prompt' (data.prompt_key); its columns: question, data_source, reward_model" in found[0].message
+    )
     assert not run(d.prompt_column, *_on(path, "data.prompt_key=question"))
 
 
@@ -180,8 +188,10 @@ def test_fc412_sft_without_assistant_turn_is_a_warning(tmp_path):
 def test_fc413_rows_without_ground_truth_or_data_source(tmp_path):
     path = _parquet(tmp_path / "t.parquet", [_row(reward_model=None, data_source=None)])
     found = errors(run(d.reward_fields, *_on(path)), "FC413")
-    assert found and "has no 'data_source' (data.reward_fn_key) and no 'reward_model': {'ground_truth': ...}" \
-        in found[0].message
+    assert (
+        found
+        and "has no 'data_source' (data.reward_fn_key) and no 'reward_model': {'ground_truth': ...}" in found[0].message
+    )
     # a reward model scores the samples: the rule fields are not read
     assert not run(d.reward_fields, *_on(path, "reward.reward_model.enable=true"))
 
@@ -202,8 +212,11 @@ def test_fc414_steps_past_the_epochs_under_verl(tmp_path):
     path = _jsonl(tmp_path / "t.jsonl", [_row(i) for i in range(40)])  # 10 batches of 4
     ov = (*_on(path), "launcher=verl", "rollout=vllm", "trainer.total_training_steps=25", "trainer.total_epochs=2")
     found = warnings(run(d.rows_for_steps, *ov), "FC414")
-    assert len(found) == 1 and "40 rows // 4 = 10 batches per epoch x trainer.total_epochs=2 = 20 steps" \
-        in found[0].message and "at least 3" in found[0].fix
+    assert (
+        len(found) == 1
+        and "40 rows // 4 = 10 batches per epoch x trainer.total_epochs=2 = 20 steps" in found[0].message
+        and "at least 3" in found[0].fix
+    )
     assert not run(d.rows_for_steps, *ov[:-1], "trainer.total_epochs=3")
     # the native loop runs further epochs
     assert not run(d.rows_for_steps, *_on(path), "trainer.total_training_steps=25", "trainer.total_epochs=2")
@@ -225,10 +238,12 @@ def test_run_script_data_rules_read_only_the_files_the_script_names(tmp_path):
     data: no data-file finding for it. One that names a 3-row file with a batch of 1024 gets FC414."""
     from fsdpcfg.check_sources import check_run_script
 
-    base = ("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=1024 "
-            "actor_rollout_ref.rollout.name=vllm actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 "
-            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 "
-            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4 trainer.n_gpus_per_node=8")
+    base = (
+        "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=1024 "
+        "actor_rollout_ref.rollout.name=vllm actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 "
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 "
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4 trainer.n_gpus_per_node=8"
+    )
     plain = tmp_path / "run.sh"
     plain.write_text(f"#!/bin/bash\n{base} $@\n")
     rules = {f.rule for c in check_run_script(plain) for f in c.findings}

@@ -9,28 +9,59 @@ A = "actor_rollout_ref"
 
 
 def test_fc501_context_and_rope(shared_models):
-    f = errors(run(rollout_engine.context_length, "data.max_prompt_length=2048", "data.max_response_length=8192",
-                   model="meta-llama__Llama-2-7b-hf"))
+    f = errors(
+        run(
+            rollout_engine.context_length,
+            "data.max_prompt_length=2048",
+            "data.max_response_length=8192",
+            model="meta-llama__Llama-2-7b-hf",
+        )
+    )
     assert f and "10240" in f[0].message and "4096" in f[0].message and "override_config" in f[0].fix
     # Llama-3.2: 131072 positions already include the llama3 rope scaling
-    assert not run(rollout_engine.context_length, "data.max_prompt_length=2048", "data.max_response_length=8192",
-                   model="meta-llama__Llama-3.2-3B-Instruct")
+    assert not run(
+        rollout_engine.context_length,
+        "data.max_prompt_length=2048",
+        "data.max_response_length=8192",
+        model="meta-llama__Llama-3.2-3B-Instruct",
+    )
     # DeepSeek-V2-Lite's yarn factor 40 x 4096 original: 163840 already in max_position_embeddings
-    assert not run(rollout_engine.context_length, "data.max_prompt_length=4096", "data.max_response_length=60000",
-                   model="deepseek-ai__DeepSeek-V2-Lite")
+    assert not run(
+        rollout_engine.context_length,
+        "data.max_prompt_length=4096",
+        "data.max_response_length=60000",
+        model="deepseek-ai__DeepSeek-V2-Lite",
+    )
 
 
 def test_fc502_fc503_fc504_fc505(shared_models):
-    f = errors(run(rollout_engine.chunked_prefill, *GPU, f"{A}.rollout.enable_chunked_prefill=false",
-                   f"{A}.rollout.max_num_batched_tokens=8192", "data.max_prompt_length=4096",
-                   "data.max_response_length=8192", model="mistralai__Mistral-7B-Instruct-v0.3"))
+    f = errors(
+        run(
+            rollout_engine.chunked_prefill,
+            *GPU,
+            f"{A}.rollout.enable_chunked_prefill=false",
+            f"{A}.rollout.max_num_batched_tokens=8192",
+            "data.max_prompt_length=4096",
+            "data.max_response_length=8192",
+            model="mistralai__Mistral-7B-Instruct-v0.3",
+        )
+    )
     assert f and "32768" in f[0].message and "12288" in f[0].fix
     assert errors(run(rollout_engine.lora_rank_vllm, *GPU, f"{A}.model.lora_rank=1024"))
     assert not run(rollout_engine.lora_rank_vllm, *GPU, f"{A}.model.lora_rank=512")
-    assert errors(run(rollout_engine.layered_summon, *GPU, f"{A}.model.lora_rank=16", f"{A}.rollout.layered_summon=true"))
-    assert not run(rollout_engine.layered_summon, *GPU, f"{A}.model.lora_rank=16", f"{A}.rollout.layered_summon=true",
-                   f"{A}.rollout.load_format=safetensors")
-    f = errors(run(rollout_engine.load_format, "launcher=verl", "rollout=sglang", f"{A}.rollout.load_format=dummy_dtensor"))
+    assert errors(
+        run(rollout_engine.layered_summon, *GPU, f"{A}.model.lora_rank=16", f"{A}.rollout.layered_summon=true")
+    )
+    assert not run(
+        rollout_engine.layered_summon,
+        *GPU,
+        f"{A}.model.lora_rank=16",
+        f"{A}.rollout.layered_summon=true",
+        f"{A}.rollout.load_format=safetensors",
+    )
+    f = errors(
+        run(rollout_engine.load_format, "launcher=verl", "rollout=sglang", f"{A}.rollout.load_format=dummy_dtensor")
+    )
     assert f and "pre-0.5 verl name" in f[0].message
     assert not run(rollout_engine.load_format, "launcher=verl", "rollout=sglang", f"{A}.rollout.load_format=layered")
     assert warnings(run(rollout_engine.load_format, *GPU, f"{A}.rollout.load_format=myplugin"))
@@ -56,23 +87,42 @@ def test_fc701_fc702():
 
 
 def test_fc703_fc704_fc705():
-    w = warnings(run(traps.fsdp1_offload_under_fsdp2, *GPU, "engine=fsdp2", f"{A}.actor.fsdp_config.param_offload=true"))
+    w = warnings(
+        run(traps.fsdp1_offload_under_fsdp2, *GPU, "engine=fsdp2", f"{A}.actor.fsdp_config.param_offload=true")
+    )
     assert w and f"{A}.actor.fsdp_config.offload_policy" in w[0].keys
     assert not run(traps.fsdp1_offload_under_fsdp2, *GPU, "engine=fsdp", f"{A}.actor.fsdp_config.param_offload=true")
     assert not run(traps.offload_on_cpu, *GPU, f"{A}.actor.fsdp_config.param_offload=true")
     assert errors(run(traps.offload_on_cpu, f"{A}.actor.fsdp_config.param_offload=true"))
-    w = warnings(run(traps.on_policy_micro_mismatch, *GPU, "data.train_batch_size=64", f"{A}.actor.ppo_mini_batch_size=64",
-                     f"{A}.rollout.log_prob_micro_batch_size_per_gpu=32", f"{A}.actor.ppo_micro_batch_size_per_gpu=4"))
+    w = warnings(
+        run(
+            traps.on_policy_micro_mismatch,
+            *GPU,
+            "data.train_batch_size=64",
+            f"{A}.actor.ppo_mini_batch_size=64",
+            f"{A}.rollout.log_prob_micro_batch_size_per_gpu=32",
+            f"{A}.actor.ppo_micro_batch_size_per_gpu=4",
+        )
+    )
     assert w and "=4" in w[0].fix
-    assert not run(traps.on_policy_micro_mismatch, *GPU, "data.train_batch_size=64", f"{A}.actor.ppo_mini_batch_size=32",
-                   f"{A}.rollout.log_prob_micro_batch_size_per_gpu=32", f"{A}.actor.ppo_micro_batch_size_per_gpu=4")
+    assert not run(
+        traps.on_policy_micro_mismatch,
+        *GPU,
+        "data.train_batch_size=64",
+        f"{A}.actor.ppo_mini_batch_size=32",
+        f"{A}.rollout.log_prob_micro_batch_size_per_gpu=32",
+        f"{A}.actor.ppo_micro_batch_size_per_gpu=4",
+    )
 
 
 def test_fc110_group_option_contradicted_on_the_same_command_line():
     from fsdpcfg.check import check_overrides
 
-    fs = [f for f in check_overrides(["+recipe=qwen_grpo", "engine=fsdp2", f"{A}.actor.strategy=fsdp"])
-          if f.rule == "FC110"]
+    fs = [
+        f
+        for f in check_overrides(["+recipe=qwen_grpo", "engine=fsdp2", f"{A}.actor.strategy=fsdp"])
+        if f.rule == "FC110"
+    ]
     assert len(fs) == 1 and fs[0].severity == "warning" and fs[0].keys == [f"{A}.actor.strategy"]
     assert "`engine=fsdp2`" in fs[0].message and "=fsdp on the same command line" in fs[0].message
     # agreeing values, a recipe value (not the command line), and a group alone are fine

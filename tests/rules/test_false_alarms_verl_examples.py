@@ -6,8 +6,14 @@ from __future__ import annotations
 
 from fsdpcfg.check import check_overrides
 
-VERL = ["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm", "trainer=gpu_8x", "data.train_batch_size=64",
-        "actor_rollout_ref.actor.ppo_mini_batch_size=32"]
+VERL = [
+    "+recipe=qwen_grpo",
+    "launcher=verl",
+    "rollout=vllm",
+    "trainer=gpu_8x",
+    "data.train_batch_size=64",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=32",
+]
 
 
 def _rules(overrides, severity="error"):

@@ -20,20 +20,44 @@ def test_fc301_fc302():
 
 
 def test_fc304_valid_values(shared_models):
-    f = errors(run(parallel.ulysses_heads, *GPU, "trainer.nnodes=2", f"{A}.actor.ulysses_sequence_parallel_size=16",
-                   model="meta-llama__Llama-3.2-3B-Instruct"))
+    f = errors(
+        run(
+            parallel.ulysses_heads,
+            *GPU,
+            "trainer.nnodes=2",
+            f"{A}.actor.ulysses_sequence_parallel_size=16",
+            model="meta-llama__Llama-3.2-3B-Instruct",
+        )
+    )
     assert f and "24" in f[0].message and "[1, 2, 4, 8]" in f[0].fix
     # Qwen2.5-0.5B: 14 heads, 2 KV heads: sp=2 is fine, sp=4 is not
-    assert not run(parallel.ulysses_heads, *GPU, f"{A}.actor.ulysses_sequence_parallel_size=2",
-                   model="Qwen__Qwen2.5-0.5B-Instruct__resaved")
-    f = errors(run(parallel.ulysses_heads, *GPU, f"{A}.actor.ulysses_sequence_parallel_size=4",
-                   model="Qwen__Qwen2.5-0.5B-Instruct__resaved"))
+    assert not run(
+        parallel.ulysses_heads,
+        *GPU,
+        f"{A}.actor.ulysses_sequence_parallel_size=2",
+        model="Qwen__Qwen2.5-0.5B-Instruct__resaved",
+    )
+    f = errors(
+        run(
+            parallel.ulysses_heads,
+            *GPU,
+            f"{A}.actor.ulysses_sequence_parallel_size=4",
+            model="Qwen__Qwen2.5-0.5B-Instruct__resaved",
+        )
+    )
     assert f and "[1, 2]" in f[0].fix
 
 
 def test_fc305_default_tp_source():
-    f = errors(run(parallel.rollout_layout, "launcher=verl", "rollout=vllm", "trainer=gpu_1x",
-                   f"~{A}.rollout.tensor_model_parallel_size"))
+    f = errors(
+        run(
+            parallel.rollout_layout,
+            "launcher=verl",
+            "rollout=vllm",
+            "trainer=gpu_1x",
+            f"~{A}.rollout.tensor_model_parallel_size",
+        )
+    )
     assert f and "verl 0.9.1 default" in f[0].message and "[1]" in f[0].fix
     assert not run(parallel.rollout_layout, "trainer=gpu_1x")  # the HF rollout has no TP
 
@@ -86,9 +110,15 @@ def test_inspection_imports_nothing_heavy(shared_models):
         "from fsdpcfg.rules.registry import RULES; "
         "ctx = make_ctx('launcher=verl', 'rollout=vllm', model='Qwen__Qwen3-8B__resaved'); "
         "[list(r.fn(ctx)) for r in RULES.values()]; "
-        "print(sorted(m for m in ('torch', 'transformers', 'verl') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[2])
+        "print(sorted(m for m in ('torch', 'transformers', 'verl') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
 

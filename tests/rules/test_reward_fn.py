@@ -48,13 +48,17 @@ def test_syntax_error_is_reported_with_its_line_and_nothing_runs(tmp_path):
     assert not marker.exists()  # parsed, never imported
 
 
-@pytest.mark.parametrize("sig, words", [
-    ("def compute_score(solution_str, ground_truth):", "does not accept data_source, extra_info"),
-    ("def compute_score(data_source, solution_str, ground_truth, extra_info, tokenizer):",
-     "requires tokenizer, which verl does not pass"),
-    ("def compute_score(data_source, solution_str, ground_truth, extra_info, /):",
-     "positional-only"),
-])
+@pytest.mark.parametrize(
+    "sig, words",
+    [
+        ("def compute_score(solution_str, ground_truth):", "does not accept data_source, extra_info"),
+        (
+            "def compute_score(data_source, solution_str, ground_truth, extra_info, tokenizer):",
+            "requires tokenizer, which verl does not pass",
+        ),
+        ("def compute_score(data_source, solution_str, ground_truth, extra_info, /):", "positional-only"),
+    ],
+)
 def test_signature_verl_cannot_call(tmp_path, sig, words):
     p = _write(tmp_path, sig + "\n    return 0.0\n")
     found = errors(run(r.custom_reward_function, *_on(p)), "FC415")
@@ -63,8 +67,9 @@ def test_signature_verl_cannot_call(tmp_path, sig, words):
 
 def test_reward_kwargs_must_be_accepted(tmp_path):
     p = _write(tmp_path, GOOD)
-    found = errors(run(r.custom_reward_function, *_on(p), "+reward.custom_reward_function.reward_kwargs.scale=2"),
-                   "FC415")
+    found = errors(
+        run(r.custom_reward_function, *_on(p), "+reward.custom_reward_function.reward_kwargs.scale=2"), "FC415"
+    )
     assert len(found) == 1 and "does not accept scale" in found[0].message
 
 

@@ -14,8 +14,10 @@ def test_example_triggers_its_rule(rule_id):
     rule = RULES[rule_id]
     run = ruleinfo.run_example(rule)
     assert run is not None and run.error is None, run.error if run else "no example"
-    assert run.own, (f"{rule_id} example {ruleinfo.example_overrides(rule)} did not trigger {rule_id}; "
-                     f"it gave {[f.rule for f in run.others]}")
+    assert run.own, (
+        f"{rule_id} example {ruleinfo.example_overrides(rule)} did not trigger {rule_id}; "
+        f"it gave {[f.rule for f in run.others]}"
+    )
     assert any(f.severity == rule.severity for f in run.own)
 
 
@@ -37,8 +39,11 @@ NO_EXAMPLE = {
 
 
 def test_every_error_and_warning_rule_has_an_example():
-    missing = sorted(r for r, rule in RULES.items()
-                     if not rule.example and rule.severity != "info" and r not in NO_EXAMPLE and rule.stage == "check")
+    missing = sorted(
+        r
+        for r, rule in RULES.items()
+        if not rule.example and rule.severity != "info" and r not in NO_EXAMPLE and rule.stage == "check"
+    )
     assert not missing, f"rules without a failing example for `fsdpcfg explain`: {missing}"
 
 
@@ -46,9 +51,9 @@ def test_launch_time_machine_checks_are_in_the_table_but_not_run_by_check():
     """FC850-FC853 check the machine a verl run starts on: `fsdpcfg explain` knows them, `fsdpcfg check` (which
     must accept a cluster config on a laptop) does not run them, the launcher does."""
     from fsdpcfg.check import check_overrides
-    from fsdpcfg.rules.context import Context
     from fsdpcfg.compose import compose
     from fsdpcfg.rules import verl_launch
+    from fsdpcfg.rules.context import Context
 
     assert {r for r, rule in RULES.items() if rule.stage == "launch"} == {"FC850", "FC851", "FC852", "FC853"}
     gpu = ["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm"]

@@ -12,8 +12,13 @@ from fsdpcfg.rules import model_arch
 from fsdpcfg.rules import verl_values as v
 
 #: an 8-GPU verl run of the main recipe whose batch arithmetic is clean.
-VERL = ("launcher=verl", "rollout=vllm", "trainer=gpu_8x", "data.train_batch_size=64",
-        "actor_rollout_ref.actor.ppo_mini_batch_size=16")
+VERL = (
+    "launcher=verl",
+    "rollout=vllm",
+    "trainer=gpu_8x",
+    "data.train_batch_size=64",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=16",
+)
 HR = "++trainer.v1.separate_async.hybrid_rollout"
 
 
@@ -21,31 +26,75 @@ def _keys(findings):
     return [f.keys[0] for f in findings]
 
 
-@pytest.mark.parametrize("overrides, key, words", [
-    ((f"{HR}.switch_threshold_ratio=1.5",), "trainer.v1.separate_async.hybrid_rollout.switch_threshold_ratio",
-     "= 1.5; verl requires in (0, 1]"),
-    ((f"{HR}.switch_threshold_ratio=0.0",), "trainer.v1.separate_async.hybrid_rollout.switch_threshold_ratio",
-     "= 0.0; verl requires in (0, 1]"),
-    ((f"{HR}.switch_cost_window_size=0",), "trainer.v1.separate_async.hybrid_rollout.switch_cost_window_size",
-     "= 0; verl requires a positive integer"),
-    (("++actor_rollout_ref.actor.optim.warmup_style=linear",), "actor_rollout_ref.actor.optim.warmup_style",
-     "= 'linear'; verl requires null, constant or cosine"),
-    (("++actor_rollout_ref.rollout.trace.max_samples_per_step_per_worker=-1",),
-     "actor_rollout_ref.rollout.trace.max_samples_per_step_per_worker", "= -1; verl requires null or a non-negative"),
-    (("algorithm.use_kl_in_reward=true", "++algorithm.kl_ctrl.type=adaptive", "++algorithm.kl_ctrl.horizon=0"),
-     "algorithm.kl_ctrl.horizon", "= 0; verl requires > 0 with kl_ctrl.type=adaptive"),
-    (("algorithm.use_kl_in_reward=true", "++algorithm.kl_ctrl.type=pid"), "algorithm.kl_ctrl.type",
-     "= 'pid'; verl requires fixed or adaptive"),
-    (("actor_rollout_ref.actor.policy_loss.loss_mode=clip_cov",
-      "++actor_rollout_ref.actor.policy_loss.clip_cov_ratio=0"), "actor_rollout_ref.actor.policy_loss.clip_cov_ratio",
-     "= 0; verl requires > 0"),
-    (("actor_rollout_ref.actor.policy_loss.loss_mode=kl_cov", "++actor_rollout_ref.actor.policy_loss.kl_cov_ratio=-1"),
-     "actor_rollout_ref.actor.policy_loss.kl_cov_ratio", "= -1; verl requires > 0"),
-    (("++algorithm.use_pf_ppo=true", "++algorithm.pf_ppo.reweight_method=median"), "algorithm.pf_ppo.reweight_method",
-     "= 'median'; verl requires pow, max_min or max_random"),
-    (("actor_rollout_ref.actor.policy_loss.loss_mode=bypass_mode", "++algorithm.rollout_correction.loss_type=ppo"),
-     "algorithm.rollout_correction.loss_type", "= 'ppo'; verl requires reinforce or ppo_clip"),
-])
+@pytest.mark.parametrize(
+    "overrides, key, words",
+    [
+        (
+            (f"{HR}.switch_threshold_ratio=1.5",),
+            "trainer.v1.separate_async.hybrid_rollout.switch_threshold_ratio",
+            "= 1.5; verl requires in (0, 1]",
+        ),
+        (
+            (f"{HR}.switch_threshold_ratio=0.0",),
+            "trainer.v1.separate_async.hybrid_rollout.switch_threshold_ratio",
+            "= 0.0; verl requires in (0, 1]",
+        ),
+        (
+            (f"{HR}.switch_cost_window_size=0",),
+            "trainer.v1.separate_async.hybrid_rollout.switch_cost_window_size",
+            "= 0; verl requires a positive integer",
+        ),
+        (
+            ("++actor_rollout_ref.actor.optim.warmup_style=linear",),
+            "actor_rollout_ref.actor.optim.warmup_style",
+            "= 'linear'; verl requires null, constant or cosine",
+        ),
+        (
+            ("++actor_rollout_ref.rollout.trace.max_samples_per_step_per_worker=-1",),
+            "actor_rollout_ref.rollout.trace.max_samples_per_step_per_worker",
+            "= -1; verl requires null or a non-negative",
+        ),
+        (
+            ("algorithm.use_kl_in_reward=true", "++algorithm.kl_ctrl.type=adaptive", "++algorithm.kl_ctrl.horizon=0"),
+            "algorithm.kl_ctrl.horizon",
+            "= 0; verl requires > 0 with kl_ctrl.type=adaptive",
+        ),
+        (
+            ("algorithm.use_kl_in_reward=true", "++algorithm.kl_ctrl.type=pid"),
+            "algorithm.kl_ctrl.type",
+            "= 'pid'; verl requires fixed or adaptive",
+        ),
+        (
+            (
+                "actor_rollout_ref.actor.policy_loss.loss_mode=clip_cov",
+                "++actor_rollout_ref.actor.policy_loss.clip_cov_ratio=0",
+            ),
+            "actor_rollout_ref.actor.policy_loss.clip_cov_ratio",
+            "= 0; verl requires > 0",
+        ),
+        (
+            (
+                "actor_rollout_ref.actor.policy_loss.loss_mode=kl_cov",
+                "++actor_rollout_ref.actor.policy_loss.kl_cov_ratio=-1",
+            ),
+            "actor_rollout_ref.actor.policy_loss.kl_cov_ratio",
+            "= -1; verl requires > 0",
+        ),
+        (
+            ("++algorithm.use_pf_ppo=true", "++algorithm.pf_ppo.reweight_method=median"),
+            "algorithm.pf_ppo.reweight_method",
+            "= 'median'; verl requires pow, max_min or max_random",
+        ),
+        (
+            (
+                "actor_rollout_ref.actor.policy_loss.loss_mode=bypass_mode",
+                "++algorithm.rollout_correction.loss_type=ppo",
+            ),
+            "algorithm.rollout_correction.loss_type",
+            "= 'ppo'; verl requires reinforce or ppo_clip",
+        ),
+    ],
+)
 def test_fc180_limits(overrides, key, words):
     found = errors(run(v.verl_limits, *VERL, *overrides), "FC180")
     assert _keys(found) == [key], found
@@ -59,8 +108,13 @@ def test_fc180_only_where_verl_checks():
     assert not run(v.verl_limits, *VERL, "++algorithm.pf_ppo.reweight_method=median")
     # the critic's optimizer is checked only when the critic runs (GAE)
     assert not run(v.verl_limits, *VERL, "++critic.optim.lr_scheduler_type=linear")
-    found = run(v.verl_limits, *VERL, "algorithm.adv_estimator=gae", "++critic.ppo_micro_batch_size_per_gpu=4",
-                "++critic.optim.lr_scheduler_type=linear")
+    found = run(
+        v.verl_limits,
+        *VERL,
+        "algorithm.adv_estimator=gae",
+        "++critic.ppo_micro_batch_size_per_gpu=4",
+        "++critic.optim.lr_scheduler_type=linear",
+    )
     assert _keys(found) == ["critic.optim.lr_scheduler_type"]
     # disaggregation is for vllm and sglang
     assert not run(v.verl_limits, *VERL, "++actor_rollout_ref.rollout.disaggregation.enabled=true")
@@ -73,8 +127,9 @@ def test_fc180_sft_profile_interval():
     from fsdpcfg.check import check_overrides
 
     def got(value):
-        return [f for f in check_overrides(["+recipe=qwen_sft", f"++trainer.profile_interval={value}"])
-                if f.rule == "FC180"]
+        return [
+            f for f in check_overrides(["+recipe=qwen_sft", f"++trainer.profile_interval={value}"]) if f.rule == "FC180"
+        ]
 
     assert got("[5,2]") and got("[-1,5]") and got("[1,2,3]")
     assert not got("[2,5]") and not got("[-1,-1]")
@@ -88,21 +143,30 @@ def test_fc181_registries():
     assert not run(v.registered_names, "reward.reward_manager.name=dapo")
     found = errors(run(v.registered_names, "reward.reward_manager.source=importlib"), "FC181")
     assert _keys(found) == ["reward.reward_manager.module.path"]
-    assert not run(v.registered_names, "reward.reward_manager.source=importlib", "reward.reward_manager.name=Mine",
-                   "++reward.reward_manager.module.path=/x/mine.py")
+    assert not run(
+        v.registered_names,
+        "reward.reward_manager.source=importlib",
+        "reward.reward_manager.name=Mine",
+        "++reward.reward_manager.module.path=/x/mine.py",
+    )
     found = errors(run(v.registered_names, "++actor_rollout_ref.rollout.agent.default_agent_loop=multi"), "FC181")
     assert _keys(found) == ["actor_rollout_ref.rollout.agent.default_agent_loop"]
     assert not run(v.registered_names, "++actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent")
 
 
 def test_fc182_trainer_startup():
-    assert _keys(run(v.trainer_startup, *VERL, "++actor_rollout_ref.hybrid_engine=false")) == \
-        ["actor_rollout_ref.hybrid_engine"]
+    assert _keys(run(v.trainer_startup, *VERL, "++actor_rollout_ref.hybrid_engine=false")) == [
+        "actor_rollout_ref.hybrid_engine"
+    ]
     for path in ("null", "/ckpt/run1"):
         found = run(v.trainer_startup, *VERL, "trainer.resume_mode=resume_path", f"trainer.resume_from_path={path}")
         assert _keys(found) == ["trainer.resume_from_path"], path
-    assert not run(v.trainer_startup, *VERL, "trainer.resume_mode=resume_path",
-                   "trainer.resume_from_path=/ckpt/run1/global_step_40")
+    assert not run(
+        v.trainer_startup,
+        *VERL,
+        "trainer.resume_mode=resume_path",
+        "trainer.resume_from_path=/ckpt/run1/global_step_40",
+    )
     found = run(v.trainer_startup, *VERL, "++trainer.default_hdfs_dir=hdfs://nn/ckpt")
     assert _keys(found) == ["trainer.default_hdfs_dir"] and "not implemented" in found[0].message
     assert not run(v.trainer_startup, *VERL, "++trainer.default_hdfs_dir=hdfs://nn/ckpt", "trainer.resume_mode=disable")
@@ -111,8 +175,16 @@ def test_fc182_trainer_startup():
 
 
 def test_fc183_missing_value_in_the_critic():
-    found = errors(run(v.missing_in_verl_sections, *VERL, "algorithm.adv_estimator=gae",
-                       "++critic.ppo_micro_batch_size_per_gpu=4", "++critic.rollout_n=???"), "FC183")
+    found = errors(
+        run(
+            v.missing_in_verl_sections,
+            *VERL,
+            "algorithm.adv_estimator=gae",
+            "++critic.ppo_micro_batch_size_per_gpu=4",
+            "++critic.rollout_n=???",
+        ),
+        "FC183",
+    )
     assert _keys(found) == ["critic.rollout_n"]
     # no critic, no check; FC104's keys are left to FC104 (critic.strategy is a schema key: FC104's)
     assert not run(v.missing_in_verl_sections, *VERL, "++critic.rollout_n=???")
@@ -121,8 +193,11 @@ def test_fc183_missing_value_in_the_critic():
 
 
 def test_fc280_prefix_grouper():
-    ov = ("data.train_batch_size=12", "actor_rollout_ref.actor.ppo_mini_batch_size=4",
-          "++actor_rollout_ref.actor.use_prefix_grouper=true")
+    ov = (
+        "data.train_batch_size=12",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+        "++actor_rollout_ref.actor.use_prefix_grouper=true",
+    )
     found = errors(run(v.prefix_grouper_balance, *VERL, *ov), "FC280")
     assert len(found) == 1 and "12 prompt groups do not split over 8 data-parallel ranks" in found[0].message
     assert not run(v.prefix_grouper_balance, *VERL, *ov, "++trainer.balance_batch=false")
@@ -138,10 +213,16 @@ def test_fc680_gdpo():
 def test_fc681_optimal_token_baseline():
     found = errors(run(v.optimal_token_baseline, "algorithm.adv_estimator=tir_optimal_token_baseline"), "FC681")
     assert _keys(found) == ["algorithm.adv_estimator"]
-    assert not run(v.optimal_token_baseline, "algorithm.adv_estimator=optimal_token_baseline",
-                   "++actor_rollout_ref.actor.calculate_sum_pi_squared=true")
-    found = run(v.optimal_token_baseline, "++actor_rollout_ref.actor.calculate_sum_pi_squared=true",
-                "actor_rollout_ref.model.use_fused_kernels=true")
+    assert not run(
+        v.optimal_token_baseline,
+        "algorithm.adv_estimator=optimal_token_baseline",
+        "++actor_rollout_ref.actor.calculate_sum_pi_squared=true",
+    )
+    found = run(
+        v.optimal_token_baseline,
+        "++actor_rollout_ref.actor.calculate_sum_pi_squared=true",
+        "actor_rollout_ref.model.use_fused_kernels=true",
+    )
     assert _keys(found) == ["actor_rollout_ref.actor.calculate_sum_pi_squared"]
 
 
@@ -167,8 +248,12 @@ def test_fc416_one_architecture(tmp_path):
 def test_fc417_broken_chat_template(tmp_path):
     from fsdpcfg.rules import model_template as t
 
-    found = errors(run(t.chat_template_parses,
-                       "actor_rollout_ref.model.custom_chat_template='{% for m in messages %}{{ m.content }}'"))
+    found = errors(
+        run(
+            t.chat_template_parses,
+            "actor_rollout_ref.model.custom_chat_template='{% for m in messages %}{{ m.content }}'",
+        )
+    )
     assert len(found) == 1 and "is not valid Jinja (line 1: Unexpected end of template" in found[0].message
     assert found[0].keys == ["actor_rollout_ref.model.custom_chat_template"]
     # the tokenizer's own template, broken in a copy of the tiny model's folder
@@ -207,8 +292,11 @@ def test_fc417_real_templates_and_transformers_tags_parse():
 
 
 # -- FC682 ---------------------------------------------------------------------------------------------------
-DIST = ("++distillation.enabled=true", "++distillation.nnodes=1",
-        "++distillation.teacher_models.teacher_model.model_path=/models/teacher")
+DIST = (
+    "++distillation.enabled=true",
+    "++distillation.nnodes=1",
+    "++distillation.teacher_models.teacher_model.model_path=/models/teacher",
+)
 
 
 def test_fc682_single_teacher():
@@ -222,15 +310,24 @@ def test_fc682_single_teacher():
     assert _keys(found) == ["distillation.distillation_loss.policy_loss_mode"]
     found = run(v.distillation, *VERL, *DIST, "++distillation.distillation_loss.loss_mode=k1")
     assert _keys(found) == ["distillation.distillation_loss.loss_mode"]
-    assert not run(v.distillation, *VERL, *DIST, "++distillation.distillation_loss.loss_mode=k1",
-                   "++distillation.distillation_loss.use_policy_gradient=true")
+    assert not run(
+        v.distillation,
+        *VERL,
+        *DIST,
+        "++distillation.distillation_loss.loss_mode=k1",
+        "++distillation.distillation_loss.use_policy_gradient=true",
+    )
 
 
 def test_fc682_several_teachers():
     def teacher(name, key, replicas):
         t = f"++distillation.teacher_models.{name}"
-        return (f"{t}.model_path=/models/{name}", f"{t}.key={key}", f"{t}.num_replicas={replicas}",
-                f"{t}.inference.tensor_model_parallel_size=2")
+        return (
+            f"{t}.model_path=/models/{name}",
+            f"{t}.key={key}",
+            f"{t}.num_replicas={replicas}",
+            f"{t}.inference.tensor_model_parallel_size=2",
+        )
 
     ok = (*DIST[:2], *teacher("t1", "openai/gsm8k", 2), *teacher("t2", "math", 2))
     assert not run(v.distillation, *VERL, *ok)
@@ -242,6 +339,7 @@ def test_fc682_several_teachers():
 def test_fc183_ignores_sections_verl_does_not_build():
     """verl's own defaults hold reward.reward_model.rollout.name: ??? (read only with the reward model on)."""
     assert not run(v.missing_in_verl_sections, *VERL, "++reward.reward_model.rollout.name=???")
-    found = run(v.missing_in_verl_sections, *VERL, "++reward.reward_model.enable=true",
-                "++reward.reward_model.rollout.name=???")
+    found = run(
+        v.missing_in_verl_sections, *VERL, "++reward.reward_model.enable=true", "++reward.reward_model.rollout.name=???"
+    )
     assert _keys(found) == ["reward.reward_model.rollout.name"]

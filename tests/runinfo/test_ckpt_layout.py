@@ -13,8 +13,9 @@ def _ckpt(root, step, files=("model.safetensors",), manifest=True, world=2):
     for f in files:
         (d / f).write_bytes(b"x" * 10)
     if manifest:
-        (d / "MANIFEST.json").write_text(json.dumps({"step": step, "world_size": world, "files": list(files),
-                                                    "sizes": {f: 10 for f in files}}))
+        (d / "MANIFEST.json").write_text(
+            json.dumps({"step": step, "world_size": world, "files": list(files), "sizes": {f: 10 for f in files}})
+        )
     return d
 
 

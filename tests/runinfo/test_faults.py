@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from fsdpcfg.cli.main import main
+from fsdpcfg.launch import _signals  # the launcher starts torchrun through run_forwarding
 from fsdpcfg.runinfo.faults import WriteFault, require_writable, writing
 from fsdpcfg.train.metrics import DISCARDED_FILE, truncate_after
-from fsdpcfg.launch import _signals  # the launcher starts torchrun through run_forwarding
 
 
 def _mount(folder: Path, options: str) -> Path:
@@ -45,9 +45,11 @@ def test_full_disk_in_torch_safetensors_and_plain_writes_is_one_write_fault(tiny
     from safetensors.torch import save_file
 
     big = torch.zeros(1_000_000)  # 4 MB on a 1 MiB file system
-    writes = {"optim_rank0.pt": lambda p: torch.save({"a": big}, p),  # torch says "unexpected pos 704 vs 598"
-              "model.safetensors": lambda p: save_file({"a": big}, str(p)),  # "... (os error 28)"
-              "metrics.jsonl": lambda p: p.write_bytes(b"x" * 5_000_000)}
+    writes = {
+        "optim_rank0.pt": lambda p: torch.save({"a": big}, p),  # torch says "unexpected pos 704 vs 598"
+        "model.safetensors": lambda p: save_file({"a": big}, str(p)),  # "... (os error 28)"
+        "metrics.jsonl": lambda p: p.write_bytes(b"x" * 5_000_000),
+    }
     for name, write in writes.items():
         target = tiny_fs / "global_step_1.tmp" / name
         target.parent.mkdir(exist_ok=True)
@@ -84,8 +86,11 @@ def test_probe_leaves_nothing_and_names_a_full_folder(tiny_fs, tmp_path):
 
 
 def test_errno_and_library_messages_are_read_and_bugs_pass_through(tmp_path):
-    for exc in (OSError(errno.ENOSPC, "No space left on device"), OSError(errno.EACCES, "Permission denied"),
-                RuntimeError("Error while serializing: I/O error: No space left on device (os error 28)")):
+    for exc in (
+        OSError(errno.ENOSPC, "No space left on device"),
+        OSError(errno.EACCES, "Permission denied"),
+        RuntimeError("Error while serializing: I/O error: No space left on device (os error 28)"),
+    ):
         with pytest.raises(WriteFault) as e:
             with writing(tmp_path / "x.bin", "fsdpcfg.run_dir"):
                 raise exc

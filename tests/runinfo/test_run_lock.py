@@ -18,8 +18,8 @@ import pytest
 import fsdpcfg
 from fsdpcfg.cli.main import main
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.runinfo.lock import HOLDER_ENV, LOCK_FILE, FolderBusy, Holder, RunLock, hold_for_rank, probe
 from fsdpcfg.launch import _signals  # the launcher starts torchrun through run_forwarding
+from fsdpcfg.runinfo.lock import HOLDER_ENV, LOCK_FILE, FolderBusy, Holder, RunLock, hold_for_rank, probe
 
 RUN = ["+recipe=qwen_grpo", "trainer.logger=[console]"]
 
@@ -32,7 +32,9 @@ def _args(tmp_path: Path, *more: str) -> list[str]:
 def no_torchrun(monkeypatch):
     """Record torchrun starts instead of starting it (the launcher calls subprocess.call)."""
     started = []
-    monkeypatch.setattr(_signals, "run_forwarding", lambda cmd, env, **kw: started.append((cmd, {**kw, "env": env})) or 0)
+    monkeypatch.setattr(
+        _signals, "run_forwarding", lambda cmd, env, **kw: started.append((cmd, {**kw, "env": env})) or 0
+    )
     return started
 
 
@@ -61,8 +63,10 @@ def test_second_run_is_refused_before_torchrun_and_writes_nothing(tmp_path, caps
         rc = main(_args(tmp_path))
         err = capsys.readouterr().err
         assert rc == 1 and not no_torchrun
-        assert f"{tmp_path}/run is in use by another run: pid {os.getpid()} on host {socket.gethostname()}, " \
-               f"started {held.holder.started}" in err
+        assert (
+            f"{tmp_path}/run is in use by another run: pid {os.getpid()} on host {socket.gethostname()}, "
+            f"started {held.holder.started}" in err
+        )
         assert "Traceback" not in err
         after = _snapshot(tmp_path)
         assert {k: v for k, v in after.items() if not k.startswith("ckpt")} == before  # no config.yaml, run_info
@@ -73,8 +77,10 @@ def test_second_run_is_refused_before_torchrun_and_writes_nothing(tmp_path, caps
     # free: the run starts, holding both folders while torchrun runs, and tells the ranks who holds them
     seen = []
     no_torchrun_call = _signals.run_forwarding
-    _signals.run_forwarding = lambda cmd, env, **kw: seen.append((probe(tmp_path / "run"), probe(tmp_path / "ckpt"),
-                                                                  env[HOLDER_ENV])) or no_torchrun_call(cmd, env, **kw)
+    _signals.run_forwarding = lambda cmd, env, **kw: (
+        seen.append((probe(tmp_path / "run"), probe(tmp_path / "ckpt"), env[HOLDER_ENV]))
+        or no_torchrun_call(cmd, env, **kw)
+    )
     try:
         assert main(_args(tmp_path)) == 0
     finally:
@@ -88,10 +94,16 @@ def test_second_run_is_refused_before_torchrun_and_writes_nothing(tmp_path, caps
 def _dead_holder(folder: Path) -> int:
     """Take the lock in a child process and SIGKILL it: the lock file keeps its record, the flock is gone."""
     folder.mkdir(parents=True, exist_ok=True)
-    code = ("import sys, time; from fsdpcfg.runinfo.lock import RunLock; "
-            f"RunLock([('fsdpcfg.run_dir', {str(folder)!r})]).acquire(); print('locked', flush=True); time.sleep(60)")
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(Path(fsdpcfg.__file__).resolve().parents[1])})
+    code = (
+        "import sys, time; from fsdpcfg.runinfo.lock import RunLock; "
+        f"RunLock([('fsdpcfg.run_dir', {str(folder)!r})]).acquire(); print('locked', flush=True); time.sleep(60)"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(fsdpcfg.__file__).resolve().parents[1])},
+    )
     assert child.stdout.readline().strip() == "locked"
     os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=30)
@@ -158,12 +170,18 @@ def test_holder_record_parsing_and_liveness():
 def test_torchrun_started_with_the_lock_keeps_it_when_the_launcher_is_killed(tmp_path):
     """The launcher passes the lock's descriptor to torchrun (pass_fds): SIGKILL the launcher and the folder stays
     locked while its child lives; the refusal says the named holder is gone and who still holds it."""
-    code = ("import subprocess, sys, time; from fsdpcfg.runinfo.lock import RunLock; "
-            f"lk = RunLock([('fsdpcfg.run_dir', {str(tmp_path)!r})]).acquire(); "
-            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], pass_fds=lk.pass_fds()); "
-            "print(child.pid, flush=True); time.sleep(60)")
-    launcher = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                                env={**os.environ, "PYTHONPATH": str(Path(fsdpcfg.__file__).resolve().parents[1])})
+    code = (
+        "import subprocess, sys, time; from fsdpcfg.runinfo.lock import RunLock; "
+        f"lk = RunLock([('fsdpcfg.run_dir', {str(tmp_path)!r})]).acquire(); "
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], pass_fds=lk.pass_fds()); "
+        "print(child.pid, flush=True); time.sleep(60)"
+    )
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(fsdpcfg.__file__).resolve().parents[1])},
+    )
     child = int(launcher.stdout.readline())
     try:
         os.kill(launcher.pid, signal.SIGKILL)

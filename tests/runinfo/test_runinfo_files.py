@@ -23,8 +23,14 @@ SECRET = "wandb-0123456789abcdef0123"
 
 def test_dry_run_writes_run_info_and_keeps_the_env_secret_out(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FSDPCFG_TEST_WANDB", SECRET)
-    rc = main(["+recipe=qwen_grpo", f"fsdpcfg.run_dir={tmp_path}/run", "+fsdpcfg.env.WANDB_API_KEY=${oc.env:FSDPCFG_TEST_WANDB}",
-               "--dry-run"])
+    rc = main(
+        [
+            "+recipe=qwen_grpo",
+            f"fsdpcfg.run_dir={tmp_path}/run",
+            "+fsdpcfg.env.WANDB_API_KEY=${oc.env:FSDPCFG_TEST_WANDB}",
+            "--dry-run",
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     run = tmp_path / "run"
     for f in ("config.yaml", "run_info.json", "overrides.yaml"):
@@ -47,38 +53,59 @@ def test_literal_secret_is_a_finding_in_overrides_and_in_recipe_files(tmp_path):
     assert len(fc) == 1 and fc[0].severity == "error" and SECRET not in fc[0].message
     assert "${oc.env:WANDB_API_KEY}" in fc[0].fix
     recipe = tmp_path / "leaky.yaml"
-    recipe.write_text("# @package _global_\ndefaults:\n  - qwen_grpo\nfsdpcfg:\n  env:\n"
-                      f"    HF_TOKEN: hf_{SECRET}\n    NCCL_DEBUG: WARN\n")
-    proc = subprocess.run([sys.executable, "-m", "fsdpcfg", "check", str(recipe)], cwd=REPO, capture_output=True,
-                          text=True, timeout=60)
-    assert proc.returncode == 1 and "FC720" in proc.stdout + proc.stderr and "fsdpcfg.env.HF_TOKEN" in proc.stdout + proc.stderr
+    recipe.write_text(
+        "# @package _global_\ndefaults:\n  - qwen_grpo\nfsdpcfg:\n  env:\n"
+        f"    HF_TOKEN: hf_{SECRET}\n    NCCL_DEBUG: WARN\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", "check", str(recipe)], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert (
+        proc.returncode == 1
+        and "FC720" in proc.stdout + proc.stderr
+        and "fsdpcfg.env.HF_TOKEN" in proc.stdout + proc.stderr
+    )
     assert SECRET not in proc.stdout + proc.stderr
-    clean = check_overrides(["+recipe=qwen_grpo", "+fsdpcfg.env.WANDB_API_KEY=${oc.env:HOME}",
-                             "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=4096"])
+    clean = check_overrides(
+        [
+            "+recipe=qwen_grpo",
+            "+fsdpcfg.env.WANDB_API_KEY=${oc.env:HOME}",
+            "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=4096",
+        ]
+    )
     assert not [f for f in clean if f.rule == "FC720"]
 
 
 def test_redact_without_raw_and_inside_other_values():
-    cfg = {"fsdpcfg": {"env": {"WANDB_API_KEY": SECRET, "NCCL_DEBUG": "WARN"}},
-           "trainer": {"hf_token": SECRET, "experiment_name": f"x-{SECRET}", "logger": ["console", SECRET]}}
+    cfg = {
+        "fsdpcfg": {"env": {"WANDB_API_KEY": SECRET, "NCCL_DEBUG": "WARN"}},
+        "trainer": {"hf_token": SECRET, "experiment_name": f"x-{SECRET}", "logger": ["console", SECRET]},
+    }
     out = redact(cfg)
     assert out["fsdpcfg"]["env"] == {"WANDB_API_KEY": "${oc.env:WANDB_API_KEY}", "NCCL_DEBUG": "WARN"}
     assert out["trainer"]["hf_token"] == "<redacted>" and SECRET not in json.dumps(out)
     assert cfg["trainer"]["hf_token"] == SECRET  # the input is not modified
     assert redact_overrides([f"+trainer.hf_token={SECRET}", "+fsdpcfg.env.X_TOKEN=${oc.env:T}", "a=1"]) == [
-        "+trainer.hf_token=<redacted>", "+fsdpcfg.env.X_TOKEN=${oc.env:T}", "a=1"]
+        "+trainer.hf_token=<redacted>",
+        "+fsdpcfg.env.X_TOKEN=${oc.env:T}",
+        "a=1",
+    ]
 
 
 def test_audit_compares_built_with_asked(tmp_path):
     from fsdpcfg.compose import compose
 
-    cfg = compose(["+recipe=qwen_grpo", "engine=fsdp", "actor_rollout_ref.actor.fsdp_config.fsdp_size=1"]).to_container()
+    cfg = compose(
+        ["+recipe=qwen_grpo", "engine=fsdp", "actor_rollout_ref.actor.fsdp_config.fsdp_size=1"]
+    ).to_container()
     asked = expected_audit(cfg)
     assert asked["fsdp_version"] == 1 and asked["mesh"] == {"shape": [2, 1], "dim_names": ["ddp", "fsdp"]}
     assert asked["compute_dtype"] == "float32" and asked["rollout_backend"] == "hf" and asked["patches"] == []
     built = dict(asked, fsdp_version=2, compute_dtype="bfloat16")
-    assert compare_audit(asked, built) == ["fsdp_version: asked 1, built 2",
-                                           "compute_dtype: asked 'float32', built 'bfloat16'"]
+    assert compare_audit(asked, built) == [
+        "fsdp_version: asked 1, built 2",
+        "compute_dtype: asked 'float32', built 'bfloat16'",
+    ]
     assert compare_audit(asked, dict(asked)) == []
     (tmp_path / AUDIT_FILE).write_text(json.dumps({"asked": asked, "built": built}))
     assert len(check_audit_file(tmp_path)) == 2
@@ -93,18 +120,27 @@ def test_a_checkpoint_of_the_old_layout_is_refused_before_start_another_world_si
     ck = tmp_path / "ck" / "global_step_3"
     (ck / "trainer_state").mkdir(parents=True)
     (ck / "trainer_state" / "optim_rank0.pt").write_bytes(b"x")
-    (ck / "MANIFEST.json").write_text(json.dumps({"step": 3, "world_size": 4, "files": ["trainer_state/optim_rank0.pt"]}))
+    (ck / "MANIFEST.json").write_text(
+        json.dumps({"step": 3, "world_size": 4, "files": ["trainer_state/optim_rank0.pt"]})
+    )
     (tmp_path / "ck" / "latest_checkpointed_iteration.txt").write_text("3\n")
-    base = [sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", f"trainer.default_local_dir={tmp_path / 'ck'}",
-            f"fsdpcfg.run_dir={tmp_path / 'run'}"]
+    base = [
+        sys.executable,
+        "-m",
+        "fsdpcfg",
+        "+recipe=qwen_grpo",
+        f"trainer.default_local_dir={tmp_path / 'ck'}",
+        f"fsdpcfg.run_dir={tmp_path / 'run'}",
+    ]
     proc = subprocess.run(base, cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert f"{ck} has no trainer_state/dcp/.metadata" in proc.stderr and "trainer.resume_mode" in proc.stderr
     assert "trainer.resume_mode=disable" in proc.stderr and f"model.path={ck}" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "run").exists()  # refused before the run folder or torchrun
-    ok = subprocess.run([*base, "trainer.resume_mode=disable", "--dry-run"], cwd=REPO, capture_output=True,
-                        text=True, timeout=60)
+    ok = subprocess.run(
+        [*base, "trainer.resume_mode=disable", "--dry-run"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert ok.returncode == 0, ok.stderr
     from fsdpcfg.train.ckpt_layout import check_resume_layout
 

@@ -29,8 +29,14 @@ def _secret() -> str:
 
 
 def _fsdpcfg(*args: str, env: dict[str, str], cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fsdpcfg", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
 
 
 def _hits(value: str, *folders: Path) -> list[str]:
@@ -45,38 +51,84 @@ def _hits(value: str, *folders: Path) -> list[str]:
 
 # --- detection ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("key", ["fsdpcfg.env.WANDB_KEY", "fsdpcfg.env.GITHUB_PAT", "fsdpcfg.env.OPENAI_KEY",
-                                 "fsdpcfg.env.HF_TOKEN", "fsdpcfg.env.DB_PASSWORD_MAIN", "fsdpcfg.env.AWS_SECRET",
-                                 "fsdpcfg.env.GCP_CREDENTIALS", "ray_kwargs.ray_init.runtime_env.env_vars.MY_TOKEN",
-                                 "trainer.wandb_api_key", "trainer.hf_token", "trainer.db_password",
-                                 "trainer.credentials", "trainer.github_pat", "OPENAI_API_KEY"])
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "fsdpcfg.env.WANDB_KEY",
+        "fsdpcfg.env.GITHUB_PAT",
+        "fsdpcfg.env.OPENAI_KEY",
+        "fsdpcfg.env.HF_TOKEN",
+        "fsdpcfg.env.DB_PASSWORD_MAIN",
+        "fsdpcfg.env.AWS_SECRET",
+        "fsdpcfg.env.GCP_CREDENTIALS",
+        "ray_kwargs.ray_init.runtime_env.env_vars.MY_TOKEN",
+        "trainer.wandb_api_key",
+        "trainer.hf_token",
+        "trainer.db_password",
+        "trainer.credentials",
+        "trainer.github_pat",
+        "OPENAI_API_KEY",
+    ],
+)
 def test_secret_names(key):
     assert is_secret_key(key)
 
 
-@pytest.mark.parametrize("key", ["fsdpcfg.env.TOKENIZERS_PARALLELISM", "fsdpcfg.env.NCCL_DEBUG",
-                                 "fsdpcfg.env.AWS_ACCESS_KEY_ID", "fsdpcfg.env.HF_TOKEN_PATH", "data.prompt_key",
-                                 "data.reward_fn_key", "actor_rollout_ref.model.tokenizer_path", "data.image_key",
-                                 "actor_rollout_ref.rollout.pad_token_id", "trainer.eos_token"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "fsdpcfg.env.TOKENIZERS_PARALLELISM",
+        "fsdpcfg.env.NCCL_DEBUG",
+        "fsdpcfg.env.AWS_ACCESS_KEY_ID",
+        "fsdpcfg.env.HF_TOKEN_PATH",
+        "data.prompt_key",
+        "data.reward_fn_key",
+        "actor_rollout_ref.model.tokenizer_path",
+        "data.image_key",
+        "actor_rollout_ref.rollout.pad_token_id",
+        "trainer.eos_token",
+    ],
+)
 def test_not_secret_names(key):
     assert not is_secret_key(key)
     assert not is_secret_name(key.rsplit(".", 1)[-1]) or not key.startswith("fsdpcfg.env")
 
 
-@pytest.mark.parametrize("value", ["hf_" + "a1B2" * 9, "sk-" + "aB3" * 14, "sk-proj-" + "Ab1" * 12, "ghp_" + "Z9" * 18,
-                                   "github_pat_" + "11ABC_" * 6, "xoxb-1234-5678-abcdef", "AKIA" + "ABCDEFGH23456789",
-                                   "https://bob:hunter2pw@tracker.example.com/x", "see hf_" + "Qq" * 17 + " here"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "hf_" + "a1B2" * 9,
+        "sk-" + "aB3" * 14,
+        "sk-proj-" + "Ab1" * 12,
+        "ghp_" + "Z9" * 18,
+        "github_pat_" + "11ABC_" * 6,
+        "xoxb-1234-5678-abcdef",
+        "AKIA" + "ABCDEFGH23456789",
+        "https://bob:hunter2pw@tracker.example.com/x",
+        "see hf_" + "Qq" * 17 + " here",
+    ],
+)
 def test_secret_shapes(value):
     assert secret_shapes(value)
     assert REDACTED in scrub_text(value)
     assert scrub_text(scrub_text(value)) == scrub_text(value)  # idempotent
 
 
-@pytest.mark.parametrize("value", ["https://host.example/path", "https://bob@host.example/x",
-                                   "https://bob:${oc.env:TRACKER_PW}@host", "task-sk-short",
-                                   "/data/sk-learn-experiments-2024-abcdefghijk", "hf_" + "lowercaseletters" * 3,
-                                   "a" * 40,
-                                   "9c11ea5" + "e" * 33, "Qwen/Qwen2.5-0.5B-Instruct"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "https://host.example/path",
+        "https://bob@host.example/x",
+        "https://bob:${oc.env:TRACKER_PW}@host",
+        "task-sk-short",
+        "/data/sk-learn-experiments-2024-abcdefghijk",
+        "hf_" + "lowercaseletters" * 3,
+        "a" * 40,
+        "9c11ea5" + "e" * 33,
+        "Qwen/Qwen2.5-0.5B-Instruct",
+    ],
+)
 def test_not_secret_shapes(value):
     assert not secret_shapes(value, "trainer.experiment_name")
     assert scrub_text(value) == value
@@ -92,21 +144,32 @@ def test_fc720_names_shapes_and_urls():
 
     from fsdpcfg.compose import compose
 
-    raw = OmegaConf.to_container(compose(["+recipe=qwen_grpo", "+fsdpcfg.env.WANDB_KEY=LITwandbZ0123456789",
-                                          "+fsdpcfg.env.URL=https://bob:LITpwZ01234@host.example/x",
-                                          "+fsdpcfg.env.NOTE=AKIAABCDEFGH23456789",
-                                          "+fsdpcfg.env.OK_URL=https://bob:${oc.env:PW}@host.example/x",
-                                          REF]).cfg, resolve=False)
+    raw = OmegaConf.to_container(
+        compose(
+            [
+                "+recipe=qwen_grpo",
+                "+fsdpcfg.env.WANDB_KEY=LITwandbZ0123456789",
+                "+fsdpcfg.env.URL=https://bob:LITpwZ01234@host.example/x",
+                "+fsdpcfg.env.NOTE=AKIAABCDEFGH23456789",
+                "+fsdpcfg.env.OK_URL=https://bob:${oc.env:PW}@host.example/x",
+                REF,
+            ]
+        ).cfg,
+        resolve=False,
+    )
     assert set(literal_secrets(raw)) == {"fsdpcfg.env.WANDB_KEY", "fsdpcfg.env.URL", "fsdpcfg.env.NOTE"}
 
 
 # --- the one scrubber ----------------------------------------------------------------------------------------
 
+
 def test_registered_values_become_their_reference_and_shell_names_the_variable(tmp_path):
     secret = _secret()
     register(secret, "MYKEY_T1")
-    assert scrub_text(f"key: {secret}\nurl: https://u:{secret}@h") == \
-        "key: ${oc.env:MYKEY_T1}\nurl: https://u:${oc.env:MYKEY_T1}@h"
+    assert (
+        scrub_text(f"key: {secret}\nurl: https://u:{secret}@h")
+        == "key: ${oc.env:MYKEY_T1}\nurl: https://u:${oc.env:MYKEY_T1}@h"
+    )
     assert shell_value("WANDB_API_KEY", secret) == '"${MYKEY_T1}"'
     assert shell_value("OPENAI_KEY", "literalZ0123") == '"${OPENAI_KEY:?set OPENAI_KEY in the environment}"'
     assert shell_value("NCCL_DEBUG", "WARN") == "WARN"
@@ -132,8 +195,17 @@ def test_sweep_summary_and_metrics_writers_scrub(tmp_path, monkeypatch):
 
     secret = _secret()
     register(secret, "MYKEY_T2")
-    row = {"point": 0, "status": "failed", "final_reward": None, "steps": None, "wall_s": 1.0, "run_dir": None,
-           "overrides": [f"+trainer.note={secret}"], "error": f"boom {secret}", "job": 0}
+    row = {
+        "point": 0,
+        "status": "failed",
+        "final_reward": None,
+        "steps": None,
+        "wall_s": 1.0,
+        "run_dir": None,
+        "overrides": [f"+trainer.note={secret}"],
+        "error": f"boom {secret}",
+        "job": 0,
+    }
     json_path, csv_path = write_summary(tmp_path, [row], launcher="basic", overrides=[])
     monkeypatch.setenv("VERL_FILE_LOGGER_ROOT", str(tmp_path / "verl-file"))  # verl's file layout, scrubbed too
     logger = MetricsLogger(tmp_path / "run", 1, loggers=["console", "file"], project="p", experiment="e")
@@ -145,11 +217,18 @@ def test_sweep_summary_and_metrics_writers_scrub(tmp_path, monkeypatch):
 
 # --- every path, end to end ------------------------------------------------------------------------------------
 
+
 def test_native_dry_run(tmp_path):
     secret = _secret()
     run_dir = tmp_path / "run"
-    p = _fsdpcfg("+recipe=qwen_grpo", REF, "+fsdpcfg.env.TRACKER_URL=https://bob:${oc.env:MYKEY}@wandb.example",
-                 f"fsdpcfg.run_dir={run_dir}", "--dry-run", env={"MYKEY": secret})
+    p = _fsdpcfg(
+        "+recipe=qwen_grpo",
+        REF,
+        "+fsdpcfg.env.TRACKER_URL=https://bob:${oc.env:MYKEY}@wandb.example",
+        f"fsdpcfg.run_dir={run_dir}",
+        "--dry-run",
+        env={"MYKEY": secret},
+    )
     assert p.returncode == 0, p.stderr
     assert secret not in p.stdout + p.stderr and not _hits(secret, run_dir)
     cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
@@ -169,16 +248,27 @@ def test_export_verl_keeps_references(tmp_path):
     doc = yaml.safe_load((out / "config.yaml").read_text())
     assert doc["ray_kwargs"]["ray_init"]["runtime_env"]["env_vars"]["WANDB_API_KEY"] == "${oc.env:MYKEY}"
     # the script still hands the value over: bash expands it (verl itself is not run here)
-    shown = subprocess.run(["bash", "-c", 'set -u; export WANDB_API_KEY="${MYKEY}"; printf %s "$WANDB_API_KEY"'],
-                           capture_output=True, text=True, env={**os.environ, "MYKEY": secret}).stdout
+    shown = subprocess.run(
+        ["bash", "-c", 'set -u; export WANDB_API_KEY="${MYKEY}"; printf %s "$WANDB_API_KEY"'],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MYKEY": secret},
+    ).stdout
     assert shown == secret
 
 
 def test_verl_dry_run_command_line(tmp_path):
     secret = _secret()
     run_dir = tmp_path / "run"
-    p = _fsdpcfg("+recipe=qwen_grpo", "launcher=verl", "rollout=vllm", REF, f"fsdpcfg.run_dir={run_dir}",
-                 "--dry-run", env={"MYKEY": secret})
+    p = _fsdpcfg(
+        "+recipe=qwen_grpo",
+        "launcher=verl",
+        "rollout=vllm",
+        REF,
+        f"fsdpcfg.run_dir={run_dir}",
+        "--dry-run",
+        env={"MYKEY": secret},
+    )
     assert p.returncode == 0, p.stderr
     assert secret not in p.stdout + p.stderr and not _hits(secret, run_dir)
     assert 'WANDB_API_KEY="${MYKEY}" ' in p.stdout
@@ -193,8 +283,11 @@ def test_verl_invocation_keeps_the_value_for_the_child_only():
     secret = _secret()
     os.environ["MYKEY_T3"] = secret
     try:
-        inv = build_verl_invocation(compose(["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm",
-                                             "+fsdpcfg.env.WANDB_API_KEY=${oc.env:MYKEY_T3}"]))
+        inv = build_verl_invocation(
+            compose(
+                ["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm", "+fsdpcfg.env.WANDB_API_KEY=${oc.env:MYKEY_T3}"]
+            )
+        )
     finally:
         del os.environ["MYKEY_T3"]
     assert inv.env["WANDB_API_KEY"] == secret  # what the verl process gets in its environment
@@ -205,8 +298,16 @@ def test_verl_invocation_keeps_the_value_for_the_child_only():
 def test_sweep_dry_run_point_folders(tmp_path):
     secret = _secret()
     sweep = tmp_path / "sweep"
-    p = _fsdpcfg("-m", "+recipe=qwen_grpo", REF, f"fsdpcfg.run_dir={tmp_path / 'run'}", f"hydra.sweep.dir={sweep}",
-                 "actor_rollout_ref.actor.optim.lr=1e-6,2e-6", "--dry-run", env={"MYKEY": secret})
+    p = _fsdpcfg(
+        "-m",
+        "+recipe=qwen_grpo",
+        REF,
+        f"fsdpcfg.run_dir={tmp_path / 'run'}",
+        f"hydra.sweep.dir={sweep}",
+        "actor_rollout_ref.actor.optim.lr=1e-6,2e-6",
+        "--dry-run",
+        env={"MYKEY": secret},
+    )
     assert p.returncode == 0, p.stderr
     assert secret not in p.stdout + p.stderr and not _hits(secret, tmp_path)
     for job in ("0", "1"):
@@ -226,21 +327,32 @@ def test_show_and_check_print_the_reference(tmp_path):
 @pytest.mark.slow
 def test_doctor_report_hides_a_token_in_a_model_path(tmp_path):
     token = "hf_Xy" + uuid.uuid4().hex[:32]
-    p = _fsdpcfg("doctor", "+recipe=qwen_grpo", f"actor_rollout_ref.model.path=/nonexistent/{token}",
-                 "--format", "json", "--work-dir", str(tmp_path / "work"), env={})
+    p = _fsdpcfg(
+        "doctor",
+        "+recipe=qwen_grpo",
+        f"actor_rollout_ref.model.path=/nonexistent/{token}",
+        "--format",
+        "json",
+        "--work-dir",
+        str(tmp_path / "work"),
+        env={},
+    )
     assert p.returncode == 1
     assert token not in p.stdout + p.stderr and not _hits(token, tmp_path)
     assert "FC720" in p.stdout
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("override", [
-    "+fsdpcfg.env.WANDB_KEY=LITwandbZ0123456789",
-    "+fsdpcfg.env.GITHUB_PAT=LITpatZ0123456789",
-    "+fsdpcfg.env.OPENAI_KEY=LITopenaiZ0123456789",
-    "+fsdpcfg.env.TRACKER_URL=https://bob:LITpwZ0123456789@host.example/x",
-    "+trainer.note=hf_LITZabcdefghijklmnopqrstuvwxyz0123",
-])
+@pytest.mark.parametrize(
+    "override",
+    [
+        "+fsdpcfg.env.WANDB_KEY=LITwandbZ0123456789",
+        "+fsdpcfg.env.GITHUB_PAT=LITpatZ0123456789",
+        "+fsdpcfg.env.OPENAI_KEY=LITopenaiZ0123456789",
+        "+fsdpcfg.env.TRACKER_URL=https://bob:LITpwZ0123456789@host.example/x",
+        "+trainer.note=hf_LITZabcdefghijklmnopqrstuvwxyz0123",
+    ],
+)
 def test_literal_secrets_are_refused_unprinted_and_unwritten(override, tmp_path):
     value = override.split("=", 1)[1]
     secret = value.split("bob:")[-1].split("@")[0]

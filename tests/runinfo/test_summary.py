@@ -8,8 +8,10 @@ from fsdpcfg.runinfo.summary import closing_summary, read_metrics
 
 
 def _cfg(tmp_path, steps=4):
-    return {"fsdpcfg": {"run_dir": str(tmp_path / "run")},
-            "trainer": {"default_local_dir": str(tmp_path / "ckpt"), "total_training_steps": steps}}
+    return {
+        "fsdpcfg": {"run_dir": str(tmp_path / "run")},
+        "trainer": {"default_local_dir": str(tmp_path / "ckpt"), "total_training_steps": steps},
+    }
 
 
 def _write(tmp_path, rows):
@@ -19,15 +21,21 @@ def _write(tmp_path, rows):
 
 def test_summary_names_files_rewards_validation_speed_and_resume(tmp_path):
     val = "val-core/openai/gsm8k/reward/mean@1"
-    _write(tmp_path, [{"step": 0, val: 0.1, "timing_s/testing": 1.0}]
-           + [{"step": s, "critic/rewards/mean": s / 10, "timing_s/step": float(s), "perf/throughput": 100.0 * s}
-              for s in (1, 2, 3, 4)] + [{"step": 4, "critic/rewards/mean": 0.4, "timing_s/step": 4.0,
-                                        "perf/throughput": 400.0, val: 0.5}])
+    _write(
+        tmp_path,
+        [{"step": 0, val: 0.1, "timing_s/testing": 1.0}]
+        + [
+            {"step": s, "critic/rewards/mean": s / 10, "timing_s/step": float(s), "perf/throughput": 100.0 * s}
+            for s in (1, 2, 3, 4)
+        ]
+        + [{"step": 4, "critic/rewards/mean": 0.4, "timing_s/step": 4.0, "perf/throughput": 400.0, val: 0.5}],
+    )
     (tmp_path / "run" / "tensorboard").mkdir()
     (tmp_path / "ckpt" / "global_step_4").mkdir(parents=True)
     (tmp_path / "ckpt" / "latest_checkpointed_iteration.txt").write_text("4\n")
-    text = closing_summary(_cfg(tmp_path), ["+recipe=qwen_grpo", "trainer.total_training_steps=4",
-                                            "+fsdpcfg.env.WANDB_API_KEY=abc123"])
+    text = closing_summary(
+        _cfg(tmp_path), ["+recipe=qwen_grpo", "trainer.total_training_steps=4", "+fsdpcfg.env.WANDB_API_KEY=abc123"]
+    )
     assert text.splitlines()[0].startswith("run finished: 4 step(s) in ")
     assert f"{tmp_path / 'ckpt' / 'global_step_4'}" in text
     assert f"tensorboard --logdir {tmp_path / 'run' / 'tensorboard'}" in text

@@ -46,9 +46,17 @@ def test_hub_id_uses_the_local_cache_only(tmp_path, monkeypatch):
     assert require_model_path("Org/Model-1.5B", offline=True) == st
 
 
-@pytest.mark.parametrize("path,kind", [("/no/such/cluster/path", "missing"), ("~/models/x-7b", "missing"),
-                                       ("not a model", "invalid"), ("a/b/c", "missing"), ("", "invalid"),
-                                       ("gpt2-nonexistent-legacy", "hub_id")])
+@pytest.mark.parametrize(
+    "path,kind",
+    [
+        ("/no/such/cluster/path", "missing"),
+        ("~/models/x-7b", "missing"),
+        ("not a model", "invalid"),
+        ("a/b/c", "missing"),
+        ("", "invalid"),
+        ("gpt2-nonexistent-legacy", "hub_id"),
+    ],
+)
 def test_unreachable(path, kind, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     assert model_path_status(path).kind == kind

@@ -49,8 +49,14 @@ def test_plus_keys_are_fields_of_the_named_dataclass():
 def test_verl_style_plus_keys_and_megatron_overrides_check_clean():
     from fsdpcfg.check import check_overrides
 
-    base = ["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm", "trainer=gpu_8x", "data.train_batch_size=64",
-            "actor_rollout_ref.actor.ppo_mini_batch_size=32"]
+    base = [
+        "+recipe=qwen_grpo",
+        "launcher=verl",
+        "rollout=vllm",
+        "trainer=gpu_8x",
+        "data.train_batch_size=64",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=32",
+    ]
     gdpo = ["algorithm.adv_estimator=gdpo", "+algorithm.gdpo_reward_keys=[format_reward,accuracy_reward]"]
     assert not [f.rule for f in check_overrides(base + gdpo) if f.severity == "error"]
     # verl 0.9.1 reads SAPO's tau_pos/tau_neg from the actor (ActorConfig), not from policy_loss as 0.9.0 did

@@ -3,7 +3,6 @@ key, the value and the allowed values."""
 
 from __future__ import annotations
 
-import typing
 from pathlib import Path
 
 import pytest
@@ -12,15 +11,19 @@ import yaml
 from fsdpcfg import paths, verlref
 from fsdpcfg.compose import compose
 from fsdpcfg.compose.provenance import yaml_leaf_lines
-from fsdpcfg.schema import RunConfig, keys as K, parse_run_config, validate_tree
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.schema import RunConfig, parse_run_config, validate_tree
+from fsdpcfg.schema import keys as K
 
 #: schema leaves verl 0.9.1's ppo_trainer.yaml does not list (its dataclasses accept them).
-NOT_IN_VERL_YAML = {"actor_rollout_ref.actor.fsdp_config.mixed_precision",
-                    "actor_rollout_ref.ref.fsdp_config.mixed_precision",
-                    "actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap",
-                    "actor_rollout_ref.ref.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap",
-                    "critic.fsdp.mixed_precision", "critic.fsdp.wrap_policy.transformer_layer_cls_to_wrap"}
+NOT_IN_VERL_YAML = {
+    "actor_rollout_ref.actor.fsdp_config.mixed_precision",
+    "actor_rollout_ref.ref.fsdp_config.mixed_precision",
+    "actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap",
+    "actor_rollout_ref.ref.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap",
+    "critic.fsdp.mixed_precision",
+    "critic.fsdp.wrap_policy.transformer_layer_cls_to_wrap",
+}
 
 
 def _is_sft(f: Path) -> bool:
@@ -32,8 +35,9 @@ def _tree_keys() -> set[str]:
     """Leaf keys of the PPO tree: the root config, its group options and the PPO recipes (the SFT tree,
     conf/sft, has its own schema, fsdpcfg/schema/sft.py)."""
     conf = paths.conf_dir()
-    files = [conf / "config.yaml"] + [f for d in conf.iterdir() if d.is_dir() and d.name != "sft"
-                                      for f in d.glob("*.yaml") if not _is_sft(f)]
+    files = [conf / "config.yaml"] + [
+        f for d in conf.iterdir() if d.is_dir() and d.name != "sft" for f in d.glob("*.yaml") if not _is_sft(f)
+    ]
     out: set[str] = set()
     for f in files:
         lines = yaml_leaf_lines(f)
@@ -105,15 +109,18 @@ def test_recipe_validates():
     assert rep.model.actor_rollout_ref.model.trust_remote_code is False
 
 
-@pytest.mark.parametrize("override,key,allowed", [
-    ("actor_rollout_ref.actor.strategy=fsdp3", "actor_rollout_ref.actor.strategy", "fsdp, fsdp2"),
-    ("rollout=hf actor_rollout_ref.rollout.name=tgi", "actor_rollout_ref.rollout.name", "hf, vllm, sglang, trtllm"),
-    ("actor_rollout_ref.actor.loss_agg_mode=mean", "actor_rollout_ref.actor.loss_agg_mode", "token-mean"),
-    ("actor_rollout_ref.actor.kl_loss_type=full", "actor_rollout_ref.actor.kl_loss_type", "low_var_kl"),
-    ("algorithm.adv_estimator=grpoo", "algorithm.adv_estimator", "reinforce_plus_plus"),
-    ("data.truncation=cut", "data.truncation", "error, left, right, middle"),
-    ("trainer.device=tpu", "trainer.device", "cpu, cuda, npu"),
-])
+@pytest.mark.parametrize(
+    "override,key,allowed",
+    [
+        ("actor_rollout_ref.actor.strategy=fsdp3", "actor_rollout_ref.actor.strategy", "fsdp, fsdp2"),
+        ("rollout=hf actor_rollout_ref.rollout.name=tgi", "actor_rollout_ref.rollout.name", "hf, vllm, sglang, trtllm"),
+        ("actor_rollout_ref.actor.loss_agg_mode=mean", "actor_rollout_ref.actor.loss_agg_mode", "token-mean"),
+        ("actor_rollout_ref.actor.kl_loss_type=full", "actor_rollout_ref.actor.kl_loss_type", "low_var_kl"),
+        ("algorithm.adv_estimator=grpoo", "algorithm.adv_estimator", "reinforce_plus_plus"),
+        ("data.truncation=cut", "data.truncation", "error, left, right, middle"),
+        ("trainer.device=tpu", "trainer.device", "cpu, cuda, npu"),
+    ],
+)
 def test_literal_messages_name_key_value_and_allowed(override, key, allowed):
     rep = validate_tree(_cfg(*override.split()))
     bad = override.split()[-1].split("=", 1)[1]
@@ -123,22 +130,31 @@ def test_literal_messages_name_key_value_and_allowed(override, key, allowed):
 
 
 def test_strategy_typo_is_reported_once_not_on_its_copies():
-    rep = validate_tree(_cfg("actor_rollout_ref.actor.strategy=fsdp3"),
-                        derived=frozenset({"actor_rollout_ref.ref.strategy",
-                                           "actor_rollout_ref.actor.fsdp_config.strategy",
-                                           "actor_rollout_ref.ref.fsdp_config.strategy"}))
+    rep = validate_tree(
+        _cfg("actor_rollout_ref.actor.strategy=fsdp3"),
+        derived=frozenset(
+            {
+                "actor_rollout_ref.ref.strategy",
+                "actor_rollout_ref.actor.fsdp_config.strategy",
+                "actor_rollout_ref.ref.fsdp_config.strategy",
+            }
+        ),
+    )
     assert [i.key for i in rep.issues] == ["actor_rollout_ref.actor.strategy"]
 
 
-@pytest.mark.parametrize("override,key,needle", [
-    ("actor_rollout_ref.rollout.n=0", "actor_rollout_ref.rollout.n", "greater than or equal to 1"),
-    ("data.train_batch_size='8'", "data.train_batch_size", "valid integer"),
-    ("actor_rollout_ref.model.trust_remote_code=1", "actor_rollout_ref.model.trust_remote_code", "boolean"),
-    ("actor_rollout_ref.rollout.top_p=1.5", "actor_rollout_ref.rollout.top_p", "less than or equal to 1"),
-    ("trainer.save_freq=0", "trainer.save_freq", "-1 (never)"),
-    ("actor_rollout_ref.actor.fsdp_config.fsdp_size=0", "actor_rollout_ref.actor.fsdp_config.fsdp_size", "-1"),
-    ("actor_rollout_ref.actor.optim.betas=[0.9]", "actor_rollout_ref.actor.optim.betas", "at least 2"),
-])
+@pytest.mark.parametrize(
+    "override,key,needle",
+    [
+        ("actor_rollout_ref.rollout.n=0", "actor_rollout_ref.rollout.n", "greater than or equal to 1"),
+        ("data.train_batch_size='8'", "data.train_batch_size", "valid integer"),
+        ("actor_rollout_ref.model.trust_remote_code=1", "actor_rollout_ref.model.trust_remote_code", "boolean"),
+        ("actor_rollout_ref.rollout.top_p=1.5", "actor_rollout_ref.rollout.top_p", "less than or equal to 1"),
+        ("trainer.save_freq=0", "trainer.save_freq", "-1 (never)"),
+        ("actor_rollout_ref.actor.fsdp_config.fsdp_size=0", "actor_rollout_ref.actor.fsdp_config.fsdp_size", "-1"),
+        ("actor_rollout_ref.actor.optim.betas=[0.9]", "actor_rollout_ref.actor.optim.betas", "at least 2"),
+    ],
+)
 def test_types_and_ranges(override, key, needle):
     rep = validate_tree(_cfg(override))
     msgs = [i.message for i in rep.issues if i.key == key]
@@ -162,46 +178,60 @@ def test_missing_required_value():
 
 
 def test_verl_only_keys_are_typed_by_verls_default():
-    rep = validate_tree(compose(["+recipe=qwen_grpo", "actor_rollout_ref.rollout.multi_turn.enable=yes",
-                                 "actor_rollout_ref.rollout.multi_turn.max_parallel_calls=4"]).to_container())
+    rep = validate_tree(
+        compose(
+            [
+                "+recipe=qwen_grpo",
+                "actor_rollout_ref.rollout.multi_turn.enable=yes",
+                "actor_rollout_ref.rollout.multi_turn.max_parallel_calls=4",
+            ]
+        ).to_container()
+    )
     assert [(i.kind, i.key) for i in rep.issues] == [("verl_type", "actor_rollout_ref.rollout.multi_turn.enable")]
     assert rep.verl_only["actor_rollout_ref.rollout.multi_turn.enable"] == "yes"
     assert rep.verl_only["actor_rollout_ref.rollout.multi_turn.max_parallel_calls"] == 4
 
 
-@pytest.mark.parametrize("key,kind", [
-    ("actor_rollout_ref.actor.ppo_micro_batch_size_pergpu", "unknown"),
-    ("actor_rollout_ref.model.override_config.rope_scaling.factor", "free"),
-    ("actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space", "free"),
-    ("actor_rollout_ref.rollout.n.x", "conflict"),
-    ("custom_reward_function.path", "legacy"),
-    ("reward_model.enable", "legacy"),
-    ("sandbox_fusion.url", "legacy"),
-    ("critic.ppo_epochs", "schema"),
-    ("critic.fsdp.qat.enable", "verl"),
-    ("actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "verl"),
-    ("ray_kwargs.ray_init.address", "free"),
-    ("ray_kwargs.ray_init.runtime_env.env_vars.NCCL_DEBUG", "free"),
-    ("fsdpcfg.launcher", "schema"),
-])
+@pytest.mark.parametrize(
+    "key,kind",
+    [
+        ("actor_rollout_ref.actor.ppo_micro_batch_size_pergpu", "unknown"),
+        ("actor_rollout_ref.model.override_config.rope_scaling.factor", "free"),
+        ("actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space", "free"),
+        ("actor_rollout_ref.rollout.n.x", "conflict"),
+        ("custom_reward_function.path", "legacy"),
+        ("reward_model.enable", "legacy"),
+        ("sandbox_fusion.url", "legacy"),
+        ("critic.ppo_epochs", "schema"),
+        ("critic.fsdp.qat.enable", "verl"),
+        ("actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "verl"),
+        ("ray_kwargs.ray_init.address", "free"),
+        ("ray_kwargs.ray_init.runtime_env.env_vars.NCCL_DEBUG", "free"),
+        ("fsdpcfg.launcher", "schema"),
+    ],
+)
 def test_classify(key, kind):
     assert K.classify(key) == kind
 
 
-@pytest.mark.parametrize("key,best", [
-    ("actor_rollout_ref.actor.ppo_micro_batch_size_pergpu", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"),
-    ("model.trust_remote_code", "actor_rollout_ref.model.trust_remote_code"),
-    ("trainer.nnode", "trainer.nnodes"),
-    ("actor_rollout_ref.rollout.gpu_mem_utilization", "actor_rollout_ref.rollout.gpu_memory_utilization"),
-])
+@pytest.mark.parametrize(
+    "key,best",
+    [
+        ("actor_rollout_ref.actor.ppo_micro_batch_size_pergpu", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"),
+        ("model.trust_remote_code", "actor_rollout_ref.model.trust_remote_code"),
+        ("trainer.nnode", "trainer.nnodes"),
+        ("actor_rollout_ref.rollout.gpu_mem_utilization", "actor_rollout_ref.rollout.gpu_memory_utilization"),
+    ],
+)
 def test_suggest(key, best):
     assert K.suggest(key)[0] == best
 
 
 def test_parse_run_config_raises_config_error():
     with pytest.raises(ConfigError) as e:
-        parse_run_config(compose(["+recipe=qwen_grpo", "actor_rollout_ref.actor.strategy=fsdp3",
-                                  "data.truncation=cut"]))
+        parse_run_config(
+            compose(["+recipe=qwen_grpo", "actor_rollout_ref.actor.strategy=fsdp3", "data.truncation=cut"])
+        )
     assert e.value.key == "actor_rollout_ref.actor.strategy" and "1 more" in str(e.value)
     assert parse_run_config(_cfg()).trainer.n_gpus_per_node == 2
 

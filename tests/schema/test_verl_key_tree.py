@@ -75,18 +75,31 @@ def test_every_verl_key_is_accepted_as_key_value(config, sections):
 def test_the_sections_issue_12_names_are_covered():
     cases = dict(CASES)
     sections = set(cases["ppo_trainer"])
-    assert {"critic", "reward_model", "reward", "ray_kwargs", "global_profiler", "transfer_queue",
-            "distillation", "custom_reward_function", "sandbox_fusion", "model_engine"} <= sections
+    assert {
+        "critic",
+        "reward_model",
+        "reward",
+        "ray_kwargs",
+        "global_profiler",
+        "transfer_queue",
+        "distillation",
+        "custom_reward_function",
+        "sandbox_fusion",
+        "model_engine",
+    } <= sections
     assert any(k.startswith("actor_rollout_ref.actor.megatron.") for k in verlref.keys("ppo_megatron_trainer"))
     assert {"engine", "model", "optim", "data", "trainer", "checkpoint", "profiler"} <= set(cases["sft_trainer_engine"])
 
 
-@pytest.mark.parametrize("override", [
-    "+ray_kwargs.ray_init.address=auto",                       # ray.init(**ray_init): verl lists two of its keys
-    "+ray_kwargs.ray_init.runtime_env.env_vars.NCCL_DEBUG=WARN",
-    "+actor_rollout_ref.model.override_config.attention_dropout=0.1",  # below a free mapping ({} in verl)
-    "+actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4",
-])
+@pytest.mark.parametrize(
+    "override",
+    [
+        "+ray_kwargs.ray_init.address=auto",  # ray.init(**ray_init): verl lists two of its keys
+        "+ray_kwargs.ray_init.runtime_env.env_vars.NCCL_DEBUG=WARN",
+        "+actor_rollout_ref.model.override_config.attention_dropout=0.1",  # below a free mapping ({} in verl)
+        "+actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4",
+    ],
+)
 def test_keys_verl_needs_plus_for_take_plus(override):
     findings = check(BASE["ppo_trainer"] + [override])
     assert not [f for f in findings if f.rule in KEY_RULES], [f.message for f in findings if f.rule in KEY_RULES]
@@ -109,8 +122,10 @@ def test_legacy_reward_model_keys_are_accepted_and_reported_as_ignored():
     findings = check(BASE["ppo_trainer"] + ["reward_model.enable=true", "sandbox_fusion.url=http://x"])
     assert not [f for f in findings if f.rule in KEY_RULES]
     legacy = sorted((f.keys[0], f.keys[1]) for f in findings if f.rule == "FC701")
-    assert legacy == [("reward_model.enable", "reward.reward_model.enable"),
-                      ("sandbox_fusion.url", "reward.sandbox_fusion.url")]
+    assert legacy == [
+        ("reward_model.enable", "reward.reward_model.enable"),
+        ("sandbox_fusion.url", "reward.sandbox_fusion.url"),
+    ]
 
 
 def test_reference_lists_every_composition_with_its_selection():

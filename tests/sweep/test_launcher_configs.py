@@ -24,8 +24,11 @@ def test_joblib_composes_with_n_jobs(tmp_path):
 
 def test_submitit_slurm_and_fsdpcfg_slurm_compose(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    hl = HydraLaunch("ppo", ["hydra/launcher=fsdpcfg_slurm", "hydra.launcher.partition=gpu",
-                             f"hydra.sweep.dir={tmp_path}"], [*POINT, "trainer=gpu_8x"])
+    hl = HydraLaunch(
+        "ppo",
+        ["hydra/launcher=fsdpcfg_slurm", "hydra.launcher.partition=gpu", f"hydra.sweep.dir={tmp_path}"],
+        [*POINT, "trainer=gpu_8x"],
+    )
     launcher = hl.cfg.hydra.launcher
     assert hl.launcher_target.endswith("SlurmLauncher")
     assert launcher.gpus_per_node == 8 and launcher.tasks_per_node == 1 and launcher.partition == "gpu"

@@ -21,8 +21,12 @@ N = "actor_rollout_ref.rollout.n"
 
 def test_comma_lists_expand_last_key_fastest_and_hydra_overrides_split_off():
     e = expand(["+recipe=qwen_grpo", f"{LR}=1e-6,3e-6", f"{N}=4,8", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"])
-    assert [p[1:] for p in e.points] == [[f"{LR}=1e-06", f"{N}=4"], [f"{LR}=1e-06", f"{N}=8"],
-                                         [f"{LR}=3e-06", f"{N}=4"], [f"{LR}=3e-06", f"{N}=8"]]
+    assert [p[1:] for p in e.points] == [
+        [f"{LR}=1e-06", f"{N}=4"],
+        [f"{LR}=1e-06", f"{N}=8"],
+        [f"{LR}=3e-06", f"{N}=4"],
+        [f"{LR}=3e-06", f"{N}=8"],
+    ]
     assert e.hydra_overrides == ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
     assert e.kind == "ppo" and not e.duplicates
 
@@ -35,10 +39,12 @@ def test_duplicates_are_removed_and_reported():
 
 def test_range_and_glob_over_group_options():
     e = expand(["+recipe=qwen_grpo", "engine=glob(fsdp*)", "trainer.total_training_steps=range(1,3)"])
-    assert [p[1:] for p in e.points] == [["engine=fsdp", "trainer.total_training_steps=1"],
-                                         ["engine=fsdp", "trainer.total_training_steps=2"],
-                                         ["engine=fsdp2", "trainer.total_training_steps=1"],
-                                         ["engine=fsdp2", "trainer.total_training_steps=2"]]
+    assert [p[1:] for p in e.points] == [
+        ["engine=fsdp", "trainer.total_training_steps=1"],
+        ["engine=fsdp", "trainer.total_training_steps=2"],
+        ["engine=fsdp2", "trainer.total_training_steps=1"],
+        ["engine=fsdp2", "trainer.total_training_steps=2"],
+    ]
     assert expand(["+recipe=glob(qwen_*,exclude=qwen_sft)"]).points == [["+recipe=qwen_grpo"]]
 
 
@@ -52,8 +58,10 @@ def test_mixed_config_trees_and_bad_syntax_are_usage_errors():
 
 
 def test_preflight_marks_failures_and_same_config_duplicates():
-    checks = preflight([["+recipe=qwen_grpo", f"{N}=1"], ["+recipe=qwen_grpo", f"{LR}=1e-6"],
-                        ["+recipe=qwen_grpo", f"{LR}=0.000001"]], echo=lambda s: None)
+    checks = preflight(
+        [["+recipe=qwen_grpo", f"{N}=1"], ["+recipe=qwen_grpo", f"{LR}=1e-6"], ["+recipe=qwen_grpo", f"{LR}=0.000001"]],
+        echo=lambda s: None,
+    )
     assert not checks[0].ok and {f.rule for f in checks[0].findings if f.severity == "error"} >= {"FC601"}
     assert checks[1].ok and checks[1].plan.world_size == 2
     assert checks[2].duplicate_of == 1  # same resolved config, spelled differently
@@ -61,9 +69,23 @@ def test_preflight_marks_failures_and_same_config_duplicates():
 
 def test_invalid_sweep_starts_nothing_exits_nonzero_within_10s_and_names_the_point(tmp_path):
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "fsdpcfg", "-m", "+recipe=qwen_grpo", f"{LR}=1e-6,3e-6", f"{N}=1,4",
-                           f"hydra.sweep.dir={tmp_path / 'sweep'}", f"fsdpcfg.run_dir={tmp_path / 'run'}"],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsdpcfg",
+            "-m",
+            "+recipe=qwen_grpo",
+            f"{LR}=1e-6,3e-6",
+            f"{N}=1,4",
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
+            f"fsdpcfg.run_dir={tmp_path / 'run'}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     elapsed = time.perf_counter() - t0
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert elapsed < 10, f"took {elapsed:.1f} s"
@@ -77,8 +99,17 @@ def test_invalid_sweep_starts_nothing_exits_nonzero_within_10s_and_names_the_poi
 
 
 def test_only_valid_dry_run_writes_the_valid_points_folders(tmp_path, capsys):
-    rc = main(["-m", "+recipe=qwen_grpo", f"{N}=1,4,8", f"hydra.sweep.dir={tmp_path}/sw", "--only-valid", "--dry-run",
-               f"trainer.default_local_dir={tmp_path}/ck"])
+    rc = main(
+        [
+            "-m",
+            "+recipe=qwen_grpo",
+            f"{N}=1,4,8",
+            f"hydra.sweep.dir={tmp_path}/sw",
+            "--only-valid",
+            "--dry-run",
+            f"trainer.default_local_dir={tmp_path}/ck",
+        ]
+    )
     assert rc == 0
     out = capsys.readouterr()
     assert "point 0" in out.err and "fails the checks" in out.err

@@ -19,9 +19,21 @@ CHEAP = ["trainer.total_training_steps=1", "data.max_response_length=8", "traine
 
 
 def _sweep(args: list[str], tmp_path: Path, timeout: int = 900) -> tuple[subprocess.CompletedProcess, dict]:
-    proc = subprocess.run([sys.executable, "-m", "fsdpcfg", *args, *CHEAP, f"hydra.sweep.dir={tmp_path / 'sw'}",
-                           f"trainer.default_local_dir={tmp_path / 'ck'}"], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsdpcfg",
+            *args,
+            *CHEAP,
+            f"hydra.sweep.dir={tmp_path / 'sw'}",
+            f"trainer.default_local_dir={tmp_path / 'ck'}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     summary = tmp_path / "sw" / "sweep_summary.json"
     assert summary.is_file(), (proc.stdout + proc.stderr)[-4000:]
     return proc, json.loads(summary.read_text())
@@ -68,7 +80,7 @@ def test_joblib_launcher_runs_two_points_at_a_time(tiny_model_path, tmp_path):
     assert "JoblibLauncher" in summary["launcher"]
     rows = _check_points(tmp_path, summary)
     spans = [(r["started"], r["ended"]) for r in rows]
-    overlapping = sum(1 for i, a in enumerate(spans) for b in spans[i + 1:] if a[0] < b[1] and b[0] < a[1])
+    overlapping = sum(1 for i, a in enumerate(spans) for b in spans[i + 1 :] if a[0] < b[1] and b[0] < a[1])
     assert overlapping >= 2, spans  # (0,1) and (2,3) at least ran together
     at_once = max(sum(1 for s in spans if s[0] <= t < s[1]) for t, _ in spans)
     assert at_once == 2, spans  # never more than n_jobs

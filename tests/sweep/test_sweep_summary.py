@@ -7,12 +7,38 @@ import json
 
 from fsdpcfg.sweep.summary import format_table, write_summary
 
-ROWS = [{"point": 0, "status": "ok", "final_reward": 0.125, "steps": 1, "wall_s": 31.5, "run_dir": "/s/0",
-         "overrides": ["+recipe=qwen_grpo", "lr=1e-06"], "error": None},
-        {"point": 1, "status": "failed", "final_reward": None, "steps": None, "wall_s": 12.0, "run_dir": "/s/1",
-         "overrides": ["+recipe=qwen_grpo", "lr=3e-06"], "error": "data.max_prompt_length: too short"},
-        {"point": 2, "status": "not started (fails the checks)", "final_reward": None, "steps": None, "wall_s": None,
-         "run_dir": None, "overrides": ["+recipe=qwen_grpo", "lr=0"], "error": "[FC601] ..."}]
+ROWS = [
+    {
+        "point": 0,
+        "status": "ok",
+        "final_reward": 0.125,
+        "steps": 1,
+        "wall_s": 31.5,
+        "run_dir": "/s/0",
+        "overrides": ["+recipe=qwen_grpo", "lr=1e-06"],
+        "error": None,
+    },
+    {
+        "point": 1,
+        "status": "failed",
+        "final_reward": None,
+        "steps": None,
+        "wall_s": 12.0,
+        "run_dir": "/s/1",
+        "overrides": ["+recipe=qwen_grpo", "lr=3e-06"],
+        "error": "data.max_prompt_length: too short",
+    },
+    {
+        "point": 2,
+        "status": "not started (fails the checks)",
+        "final_reward": None,
+        "steps": None,
+        "wall_s": None,
+        "run_dir": None,
+        "overrides": ["+recipe=qwen_grpo", "lr=0"],
+        "error": "[FC601] ...",
+    },
+]
 
 
 def test_table_shows_what_differs_and_marks_missing_values():

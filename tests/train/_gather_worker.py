@@ -17,19 +17,24 @@ def main(out: str) -> None:
     torch.manual_seed(0)
     report = {}
     cases = {
-        "even_rows_many_chunks": (torch.randn(64, 48), 0.001),   # 1 KiB chunks: many all_gathers
+        "even_rows_many_chunks": (torch.randn(64, 48), 0.001),  # 1 KiB chunks: many all_gathers
         "even_rows_one_chunk": (torch.randn(64, 48), 64.0),
-        "uneven_rows_fallback": (torch.randn(63, 5), 0.001),     # 63 rows over 2 ranks: full_tensor()
+        "uneven_rows_fallback": (torch.randn(63, 5), 0.001),  # 63 rows over 2 ranks: full_tensor()
         "vector": (torch.randn(10), 0.001),
     }
     for name, (full, mb) in cases.items():
         dt = distribute_tensor(full, mesh, [Shard(0)])
         got = gather_full(dt, chunk_megabytes=mb)
-        report[name] = {"equal": bool(torch.equal(got, full)), "shape": list(got.shape),
-                        "same_as_full_tensor": bool(torch.equal(got, dt.full_tensor()))}
+        report[name] = {
+            "equal": bool(torch.equal(got, full)),
+            "shape": list(got.shape),
+            "same_as_full_tensor": bool(torch.equal(got, dt.full_tensor())),
+        }
     plain = torch.randn(3, 3)
-    report["plain_clone"] = {"equal": bool(torch.equal(gather_full(plain), plain)),
-                             "copy": gather_full(plain).data_ptr() != plain.data_ptr()}
+    report["plain_clone"] = {
+        "equal": bool(torch.equal(gather_full(plain), plain)),
+        "copy": gather_full(plain).data_ptr() != plain.data_ptr(),
+    }
     if dist.get_rank() == 0:
         with open(out, "w") as fh:
             json.dump(report, fh)

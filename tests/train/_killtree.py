@@ -19,8 +19,14 @@ REPO = Path(__file__).resolve().parents[2]
 def start(args: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start ``python -m fsdpcfg ARGS`` in its own session, stdout and stderr to ``log``."""
     fh = open(log, "wb")
-    return subprocess.Popen([sys.executable, "-m", "fsdpcfg", *args], cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
-                            env={**os.environ, **(env or {})}, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "fsdpcfg", *args],
+        cwd=REPO,
+        stdout=fh,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+    )
 
 
 def descendants(pid: int) -> list[int]:

@@ -20,19 +20,38 @@ def main(model_dir: str, strategy: str, out: str) -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(0)
-    mcfg = {"path": model_dir, "tokenizer_path": None, "trust_remote_code": False, "external_lib": None,
-            "override_config": {}, "custom_chat_template": None}
+    mcfg = {
+        "path": model_dir,
+        "tokenizer_path": None,
+        "trust_remote_code": False,
+        "external_lib": None,
+        "override_config": {},
+        "custom_chat_template": None,
+    }
     tok = load_tokenizer(mcfg)
-    actor = shard_model(load_model(mcfg, torch.float32), strategy, Precision(torch.float32, torch.float32,
-                                                                             torch.float32), device=torch.device("cpu"))
+    actor = shard_model(
+        load_model(mcfg, torch.float32),
+        strategy,
+        Precision(torch.float32, torch.float32, torch.float32),
+        device=torch.device("cpu"),
+    )
     opt = torch.optim.AdamW(actor.parameters(), lr=1e-2)
-    rollout = HFRollout(load_model(mcfg, torch.float32, weights=False), torch.float32, [tok.eos_token_id],
-                        tok.pad_token_id)
+    rollout = HFRollout(
+        load_model(mcfg, torch.float32, weights=False), torch.float32, [tok.eos_token_id], tok.pad_token_id
+    )
     texts = [["What is 2+3?", "Name a colour."], ["Count to three.", "Hi"]][rank]
-    enc = tok([tok.apply_chat_template([{"role": "user", "content": t}], add_generation_prompt=True, tokenize=False)
-               for t in texts], return_tensors="pt", padding=True, padding_side="left")
-    gen = GenerationSettings(n=1, response_length=8, temperature=1.0, top_p=1.0, top_k=-1, do_sample=True,
-                             ignore_eos=False)
+    enc = tok(
+        [
+            tok.apply_chat_template([{"role": "user", "content": t}], add_generation_prompt=True, tokenize=False)
+            for t in texts
+        ],
+        return_tensors="pt",
+        padding=True,
+        padding_side="left",
+    )
+    gen = GenerationSettings(
+        n=1, response_length=8, temperature=1.0, top_p=1.0, top_k=-1, do_sample=True, ignore_eos=False
+    )
     report = {"strategy": strategy, "syncs": []}
     before = None
     for sync in (1, 2):
@@ -53,9 +72,16 @@ def main(model_dir: str, strategy: str, out: str) -> None:
                 old_lp, _ = response_log_probs(before, o.input_ids, o.attention_mask, R)
             moved = float((old_lp - replica_lp)[m].abs().max())
         before = _copy(rollout.model)
-        report["syncs"].append({"sync": sync, "max_abs_diff": float(diff), "buckets": len(buckets),
-                                "tensors": loaded, "replica_moved": moved,
-                                "dtype": str(next(rollout.model.parameters()).dtype)})
+        report["syncs"].append(
+            {
+                "sync": sync,
+                "max_abs_diff": float(diff),
+                "buckets": len(buckets),
+                "tensors": loaded,
+                "replica_moved": moved,
+                "dtype": str(next(rollout.model.parameters()).dtype),
+            }
+        )
         if sync == 1:  # one optimizer step on the actor: raise the log-prob of the sampled responses
             actor.train()
             lp, _ = response_log_probs(actor, o.input_ids, o.attention_mask, R)

@@ -32,11 +32,18 @@ def main(model_dir: str, strategy: str, adapter: str, out: str) -> dict:
     if strategy != "none":
         dist.init_process_group("gloo")
     rank = dist.get_rank() if dist.is_initialized() else 0
-    mcfg = {"path": model_dir, "tokenizer_path": None, "trust_remote_code": False, "external_lib": None,
-            "override_config": {}, "custom_chat_template": None}
+    mcfg = {
+        "path": model_dir,
+        "tokenizer_path": None,
+        "trust_remote_code": False,
+        "external_lib": None,
+        "override_config": {},
+        "custom_chat_template": None,
+    }
     tok = load_tokenizer(mcfg)
-    settings = LoraSettings.from_model_cfg({"lora_rank": 4, "lora_alpha": 8, "target_modules": "all-linear"},
-                                           adapter_name=adapter)
+    settings = LoraSettings.from_model_cfg(
+        {"lora_rank": 4, "lora_alpha": 8, "target_modules": "all-linear"}, adapter_name=adapter
+    )
     torch.manual_seed(0)
     model = apply_lora(load_model(mcfg, torch.float32), settings)
     with torch.no_grad():  # a non-zero adapter from the start: the first sync must carry it
@@ -46,14 +53,28 @@ def main(model_dir: str, strategy: str, adapter: str, out: str) -> dict:
     fp32 = Precision(torch.float32, torch.float32, torch.float32)
     actor = model if strategy == "none" else shard_model(model, strategy, fp32, device=torch.device("cpu"))
     opt = torch.optim.AdamW([p for p in actor.parameters() if p.requires_grad], lr=2e-2)
-    rollout = LoraHFRollout(load_model(mcfg, torch.float32, weights=False), settings.lora_config(), adapter,
-                            torch.float32, [tok.eos_token_id], tok.pad_token_id)
+    rollout = LoraHFRollout(
+        load_model(mcfg, torch.float32, weights=False),
+        settings.lora_config(),
+        adapter,
+        torch.float32,
+        [tok.eos_token_id],
+        tok.pad_token_id,
+    )
     sync = LoraWeightSync(actor, settings, bucket_megabytes=0.25)
     texts = [["What is 2+3?", "Name a colour."], ["Count to three.", "Hi"]][rank]
-    enc = tok([tok.apply_chat_template([{"role": "user", "content": t}], add_generation_prompt=True, tokenize=False)
-               for t in texts], return_tensors="pt", padding=True, padding_side="left")
-    gen = GenerationSettings(n=1, response_length=8, temperature=1.0, top_p=1.0, top_k=-1, do_sample=True,
-                             ignore_eos=False)
+    enc = tok(
+        [
+            tok.apply_chat_template([{"role": "user", "content": t}], add_generation_prompt=True, tokenize=False)
+            for t in texts
+        ],
+        return_tensors="pt",
+        padding=True,
+        padding_side="left",
+    )
+    gen = GenerationSettings(
+        n=1, response_length=8, temperature=1.0, top_p=1.0, top_k=-1, do_sample=True, ignore_eos=False
+    )
     report = {"strategy": strategy, "adapter": adapter, "syncs": []}
     previous = None
     for i, layered in enumerate((False, False, True)):
@@ -72,10 +93,19 @@ def main(model_dir: str, strategy: str, adapter: str, out: str) -> dict:
         import copy
 
         previous = copy.deepcopy(rollout.model)
-        report["syncs"].append({
-            "sync": i + 1, "layered": layered, "max_abs_diff": _max((actor_lp - replica_lp)[m].abs().max()),
-            "base_tensors": sent.base_tensors, "adapter_tensors": sent.adapter_tensors, "buckets": sent.buckets,
-            "base_names": sent.base_names, "adapter_names": sent.adapter_names, "replica_moved": moved})
+        report["syncs"].append(
+            {
+                "sync": i + 1,
+                "layered": layered,
+                "max_abs_diff": _max((actor_lp - replica_lp)[m].abs().max()),
+                "base_tensors": sent.base_tensors,
+                "adapter_tensors": sent.adapter_tensors,
+                "buckets": sent.buckets,
+                "base_names": sent.base_names,
+                "adapter_names": sent.adapter_names,
+                "replica_moved": moved,
+            }
+        )
         actor.train()  # one optimizer step on the adapter between syncs
         lp, _ = response_log_probs(actor, o.input_ids, o.attention_mask, R)
         (-(lp * m).sum() / m.sum()).backward()
@@ -91,9 +121,11 @@ def main(model_dir: str, strategy: str, adapter: str, out: str) -> dict:
     actor_lp = batched_log_probs(actor, o.input_ids, o.attention_mask, R, micro_batch=1)
     with torch.no_grad():
         plain_lp, _ = response_log_probs(plain, o.input_ids, o.attention_mask, R)
-    report["merged"] = {"max_abs_diff": _max((actor_lp - plain_lp)[m].abs().max()),
-                        "missing": [k for k in missing if not k.endswith("lm_head.weight")],
-                        "unexpected": list(unexpected)}
+    report["merged"] = {
+        "max_abs_diff": _max((actor_lp - plain_lp)[m].abs().max()),
+        "missing": [k for k in missing if not k.endswith("lm_head.weight")],
+        "unexpected": list(unexpected),
+    }
     if rank == 0:
         with open(out, "w") as fh:
             json.dump(report, fh)

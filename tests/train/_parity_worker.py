@@ -27,10 +27,10 @@ def batch(vocab: int):
     ids = torch.randint(3, min(vocab, 2000), (B, P + R), generator=g)
     mask = torch.ones(B, P + R, dtype=torch.long)
     for i in range(B):
-        mask[i, : i % 4] = 0                     # left padding of the prompt
+        mask[i, : i % 4] = 0  # left padding of the prompt
         k = (i * 3) % 5
         if k:
-            mask[i, -k:] = 0                     # right padding of the response
+            mask[i, -k:] = 0  # right padding of the response
     adv = torch.randn(B, R, generator=g)
     return ids, mask, adv
 
@@ -50,8 +50,14 @@ def main(model_dir: str, cases_path: str, out: str) -> None:
 
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
-    mcfg = {"path": model_dir, "tokenizer_path": None, "trust_remote_code": False, "external_lib": None,
-            "override_config": {}, "custom_chat_template": None}
+    mcfg = {
+        "path": model_dir,
+        "tokenizer_path": None,
+        "trust_remote_code": False,
+        "external_lib": None,
+        "override_config": {},
+        "custom_chat_template": None,
+    }
     base = load_model(mcfg, torch.float32)
     ids, mask, adv = batch(base.config.vocab_size)
     n_tokens = float(mask[:, -R:].sum())
@@ -71,12 +77,20 @@ def main(model_dir: str, cases_path: str, out: str) -> None:
     for case in json.loads(open(cases_path).read()):
         model = copy.deepcopy(base)
         applied = patches.apply_patches(model, case.get("patches", []), device="cpu")
-        fsdp_cfg = {"param_offload": False, "optimizer_offload": False, "offload_policy": False,
-                    "reshard_after_forward": True, "fsdp_size": case.get("fsdp_size", -1), "model_dtype": "fp32",
-                    "dtype": "float32", "mixed_precision": case.get("mixed_precision"),
-                    "wrap_policy": {"min_num_params": 0, "transformer_layer_cls_to_wrap": case.get("wrap")}}
-        module = shard_from_config(model, case["strategy"], fsdp_cfg, "actor_rollout_ref.actor",
-                                   device=torch.device("cpu"))
+        fsdp_cfg = {
+            "param_offload": False,
+            "optimizer_offload": False,
+            "offload_policy": False,
+            "reshard_after_forward": True,
+            "fsdp_size": case.get("fsdp_size", -1),
+            "model_dtype": "fp32",
+            "dtype": "float32",
+            "mixed_precision": case.get("mixed_precision"),
+            "wrap_policy": {"min_num_params": 0, "transformer_layer_cls_to_wrap": case.get("wrap")},
+        }
+        module = shard_from_config(
+            model, case["strategy"], fsdp_cfg, "actor_rollout_ref.actor", device=torch.device("cpu")
+        )
         module.train()
         opt = torch.optim.AdamW(module.parameters(), lr=LR)
         local = loss_of(module, ids[mine], mask[mine], adv[mine], n_tokens)
@@ -89,15 +103,20 @@ def main(model_dir: str, cases_path: str, out: str) -> None:
         weights[case["name"]] = after
         diff = max(float((after[k].float() - v).abs().max()) for k, v in ref_after.items() if k in after)
         report["cases"][case["name"]] = {
-            "loss": float(loss), "grad_norm": norm, "max_weight_diff_vs_reference": diff,
-            "params_compared": sum(k in after for k in ref_after), "patches": applied,
-            "sharding": _sharding(module)}
+            "loss": float(loss),
+            "grad_norm": norm,
+            "max_weight_diff_vs_reference": diff,
+            "params_compared": sum(k in after for k in ref_after),
+            "patches": applied,
+            "sharding": _sharding(module),
+        }
     names = list(weights)
     for a in names:  # pairwise: FSDP1 vs FSDP2 under the same settings
         for b in names:
             if a < b:
                 report.setdefault("pairs", {})[f"{a}|{b}"] = max(
-                    float((weights[a][k].float() - weights[b][k].float()).abs().max()) for k in weights[a])
+                    float((weights[a][k].float() - weights[b][k].float()).abs().max()) for k in weights[a]
+                )
     if rank == 0:
         with open(out, "w") as fh:
             json.dump(report, fh, indent=1)

@@ -10,8 +10,18 @@ import ast
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[2] / "fsdpcfg"
-COLLECTIVES = {"all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter", "gather", "scatter",
-               "all_to_all", "all_gather_into_tensor", "reduce_scatter_tensor"}
+COLLECTIVES = {
+    "all_reduce",
+    "all_gather",
+    "broadcast",
+    "reduce",
+    "reduce_scatter",
+    "gather",
+    "scatter",
+    "all_to_all",
+    "all_gather_into_tensor",
+    "reduce_scatter_tensor",
+}
 FACTORIES = {"tensor", "zeros", "ones", "empty", "full", "arange"}
 
 
@@ -20,8 +30,13 @@ def _bare_tensors(fn: ast.AST) -> set[str]:
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             f = node.value.func
-            if (isinstance(f, ast.Attribute) and f.attr in FACTORIES and isinstance(f.value, ast.Name)
-                    and f.value.id == "torch" and not any(k.arg == "device" for k in node.value.keywords)):
+            if (
+                isinstance(f, ast.Attribute)
+                and f.attr in FACTORIES
+                and isinstance(f.value, ast.Name)
+                and f.value.id == "torch"
+                and not any(k.arg == "device" for k in node.value.keywords)
+            ):
                 out.update(t.id for t in node.targets if isinstance(t, ast.Name))
     return out
 
@@ -34,9 +49,13 @@ def violations(tree: ast.AST) -> list[tuple[int, str]]:
             continue
         bare = _bare_tensors(fn)
         for node in ast.walk(fn):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in COLLECTIVES and isinstance(node.func.value, ast.Name)
-                    and node.func.value.id == "dist"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in COLLECTIVES
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "dist"
+            ):
                 for arg in node.args:
                     if isinstance(arg, ast.Name) and arg.id in bare:
                         found.append((node.lineno, arg.id))
@@ -53,8 +72,10 @@ def test_no_collective_on_a_tensor_without_a_device():
 
 
 def test_the_scan_finds_the_fault_it_is_for():
-    src = ("def f(x):\n    t = torch.tensor([x], dtype=torch.float64)\n    dist.all_reduce(t)\n"
-           "def g(x, d):\n    t = torch.tensor([x], device=d)\n    dist.all_reduce(t)\n")
+    src = (
+        "def f(x):\n    t = torch.tensor([x], dtype=torch.float64)\n    dist.all_reduce(t)\n"
+        "def g(x, d):\n    t = torch.tensor([x], device=d)\n    dist.all_reduce(t)\n"
+    )
     assert violations(ast.parse(src)) == [(3, "t")]
 
 

@@ -9,13 +9,16 @@ from fsdpcfg.errors import ConfigError
 from fsdpcfg.train.data import read_rows
 
 
-@pytest.mark.parametrize("name, content, says", [
-    ("bad.parquet", b"PAR1 not really parquet", "not a readable parquet file (Parquet magic bytes not found"),
-    ("empty.parquet", b"", "the file is empty (0 bytes)"),
-    ("bad.jsonl", b'{"prompt": []}\n{"prompt": [\n', "line 2 is not JSON ("),
-    ("list.jsonl", b'{"prompt": []}\n[1, 2]\n', "line 2: a row must be a JSON object, got list"),
-    ("latin1.jsonl", b'{"prompt": "caf\xe9"}\n', "line 1 is not JSON ('utf-8' codec can't decode byte 0xe9"),
-])
+@pytest.mark.parametrize(
+    "name, content, says",
+    [
+        ("bad.parquet", b"PAR1 not really parquet", "not a readable parquet file (Parquet magic bytes not found"),
+        ("empty.parquet", b"", "the file is empty (0 bytes)"),
+        ("bad.jsonl", b'{"prompt": []}\n{"prompt": [\n', "line 2 is not JSON ("),
+        ("list.jsonl", b'{"prompt": []}\n[1, 2]\n', "line 2: a row must be a JSON object, got list"),
+        ("latin1.jsonl", b'{"prompt": "caf\xe9"}\n', "line 1 is not JSON ('utf-8' codec can't decode byte 0xe9"),
+    ],
+)
 def test_corrupt_data_file_is_a_config_error_naming_it(tmp_path, name, content, says):
     path = tmp_path / name
     path.write_bytes(content)

@@ -23,10 +23,25 @@ TOL = 1e-5
 
 
 def _run(run_dir: Path, ckpt: Path, *overrides: str) -> str:
-    cmd = [sys.executable, "-m", "fsdpcfg", "+recipe=qwen_sft", f"fsdpcfg.run_dir={run_dir}",
-           f"trainer.default_local_dir={ckpt}", "trainer.save_freq=1", "trainer.logger=[console]", *overrides]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
-                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "fsdpcfg",
+        "+recipe=qwen_sft",
+        f"fsdpcfg.run_dir={run_dir}",
+        f"trainer.default_local_dir={ckpt}",
+        "trainer.save_freq=1",
+        "trainer.logger=[console]",
+        *overrides,
+    ]
+    proc = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     return out
@@ -145,13 +160,25 @@ def test_grpo_run_saved_on_2_ranks_resumes_on_1(tiny_model, tmp_path):
     ones (the SFT test above compares the weights); the lr schedule and the step counter continue."""
     tiny_model("tiny-qwen2-arith")
     run_dir, ckpt = tmp_path / "run", tmp_path / "ck"
-    common = ["+recipe=arith_grpo", f"fsdpcfg.run_dir={run_dir}", f"trainer.default_local_dir={ckpt}",
-              "trainer.save_freq=1", "trainer.logger=[console]", "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine",
-              "actor_rollout_ref.actor.optim.lr_warmup_steps=1", "trainer.total_training_steps=3"]
+    common = [
+        "+recipe=arith_grpo",
+        f"fsdpcfg.run_dir={run_dir}",
+        f"trainer.default_local_dir={ckpt}",
+        "trainer.save_freq=1",
+        "trainer.logger=[console]",
+        "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine",
+        "actor_rollout_ref.actor.optim.lr_warmup_steps=1",
+        "trainer.total_training_steps=3",
+    ]
 
     def run(*more: str) -> str:
-        proc = subprocess.run([sys.executable, "-m", "fsdpcfg", *common, *more], capture_output=True, text=True,
-                              timeout=900, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, "-m", "fsdpcfg", *common, *more],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            stdin=subprocess.DEVNULL,
+        )
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
         return proc.stdout + proc.stderr
 

@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from _killtree import REPO, descendants
 
 
@@ -22,10 +21,23 @@ def test_disk_full_at_the_first_save_is_one_message(tiny_model, tmp_path):
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1M", "tmpfs", str(full)], capture_output=True).returncode:
         pytest.skip("cannot mount a tmpfs here")
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "fsdpcfg", "+recipe=arith_grpo", f"fsdpcfg.run_dir={tmp_path}/run",
-                                 f"trainer.default_local_dir={full}/ckpt", "trainer.total_training_steps=1",
-                                 "trainer.save_freq=1", "trainer.logger=[console]"], cwd=REPO,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "fsdpcfg",
+                "+recipe=arith_grpo",
+                f"fsdpcfg.run_dir={tmp_path}/run",
+                f"trainer.default_local_dir={full}/ckpt",
+                "trainer.total_training_steps=1",
+                "trainer.save_freq=1",
+                "trainer.logger=[console]",
+            ],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         out, err = proc.communicate(timeout=400)
         left = descendants(proc.pid)
     finally:

@@ -31,8 +31,18 @@ CASES = [
 def run_worker(model_dir: Path, cases: list[dict], tmp_path: Path) -> dict:
     cases_file, out = tmp_path / "cases.json", tmp_path / "report.json"
     cases_file.write_text(json.dumps(cases))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(WORKER),
-           str(model_dir), str(cases_file), str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(WORKER),
+        str(model_dir),
+        str(cases_file),
+        str(out),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(out.read_text())
@@ -64,8 +74,17 @@ def test_fsdp1_fsdp2_parity_one_step(tiny_model_path, tmp_path):
 def _model(tiny_model_path):
     from fsdpcfg.train.model import load_model
 
-    return load_model({"path": str(tiny_model_path), "tokenizer_path": None, "trust_remote_code": False,
-                       "external_lib": None, "override_config": {}, "custom_chat_template": None}, torch.float32)
+    return load_model(
+        {
+            "path": str(tiny_model_path),
+            "tokenizer_path": None,
+            "trust_remote_code": False,
+            "external_lib": None,
+            "override_config": {},
+            "custom_chat_template": None,
+        },
+        torch.float32,
+    )
 
 
 def test_wrap_classes_that_do_not_resolve_list_the_model_classes(tiny_model_path):
@@ -80,14 +99,24 @@ def test_wrap_classes_that_do_not_resolve_list_the_model_classes(tiny_model_path
     assert "Qwen3DecoderLayer not found" in msg and "Qwen2DecoderLayer" in msg and "Qwen2RMSNorm" in msg
 
 
-@pytest.mark.parametrize("flag,strategy", [("param_offload", "fsdp2"), ("optimizer_offload", "fsdp"),
-                                           ("offload_policy", "fsdp2")])
+@pytest.mark.parametrize(
+    "flag,strategy", [("param_offload", "fsdp2"), ("optimizer_offload", "fsdp"), ("offload_policy", "fsdp2")]
+)
 def test_offload_on_cpu_is_a_config_error(flag, strategy, tiny_model_path):
     from fsdpcfg.train.engine.fsdp import shard_from_config
 
-    cfg = {"param_offload": False, "optimizer_offload": False, "offload_policy": False, "reshard_after_forward": True,
-           "fsdp_size": -1, "model_dtype": "fp32", "dtype": "float32", "mixed_precision": None,
-           "wrap_policy": {"min_num_params": 0}, flag: True}
+    cfg = {
+        "param_offload": False,
+        "optimizer_offload": False,
+        "offload_policy": False,
+        "reshard_after_forward": True,
+        "fsdp_size": -1,
+        "model_dtype": "fp32",
+        "dtype": "float32",
+        "mixed_precision": None,
+        "wrap_policy": {"min_num_params": 0},
+        flag: True,
+    }
     with pytest.raises(ConfigError) as e:  # raised before any process group is needed
         shard_from_config(_model(tiny_model_path), strategy, cfg, "actor_rollout_ref.actor", device=torch.device("cpu"))
     assert e.value.key == f"actor_rollout_ref.actor.fsdp_config.{flag}"

@@ -7,8 +7,13 @@ import math
 import pytest
 import torch
 
-from fsdpcfg.train.algorithm.grpo import (ActorLossConfig, grpo_advantages, policy_loss_vanilla, ppo_actor_loss,
-                                          token_level_rewards)
+from fsdpcfg.train.algorithm.grpo import (
+    ActorLossConfig,
+    grpo_advantages,
+    policy_loss_vanilla,
+    ppo_actor_loss,
+    token_level_rewards,
+)
 from fsdpcfg.train.algorithm.losses import agg_loss, entropy_from_logits, kl_penalty
 
 
@@ -47,23 +52,26 @@ def _two_sequences():
     #   t5: masked out.          sum over seq 1 = -1.2 - 0.5 + 0.8 + 3.0 = 2.1 over 4 tokens
     # Sequence 2, 2 valid tokens: A=+0.5, ratio 1 -> -0.5 each; sum -1.0 over 2 tokens
     old = torch.zeros(2, 5)
-    lp = torch.tensor([[math.log(1.5), math.log(0.5), math.log(0.5), math.log(5.0), 0.0],
-                       [0.0, 0.0, 0.0, 0.0, 0.0]])
+    lp = torch.tensor([[math.log(1.5), math.log(0.5), math.log(0.5), math.log(5.0), 0.0], [0.0, 0.0, 0.0, 0.0, 0.0]])
     adv = torch.tensor([[1.0, 1.0, -1.0, -1.0, -1.0], [0.5, 0.5, 0.0, 0.0, 0.0]])
     mask = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 0, 0, 0]])
     return old, lp, adv, mask
 
 
-@pytest.mark.parametrize("mode,expected", [
-    ("token-mean", (2.1 - 1.0) / 6),                     # all valid tokens: 1.1 / 6 = 0.18333
-    ("seq-mean-token-mean", (2.1 / 4 + -1.0 / 2) / 2),   # (0.525 - 0.5) / 2 = 0.0125
-    ("seq-mean-token-sum", (2.1 - 1.0) / 2),             # 0.55
-    ("seq-mean-token-sum-norm", (2.1 - 1.0) / 2 / 5),    # 0.55 / response length 5 = 0.11
-])
+@pytest.mark.parametrize(
+    "mode,expected",
+    [
+        ("token-mean", (2.1 - 1.0) / 6),  # all valid tokens: 1.1 / 6 = 0.18333
+        ("seq-mean-token-mean", (2.1 / 4 + -1.0 / 2) / 2),  # (0.525 - 0.5) / 2 = 0.0125
+        ("seq-mean-token-sum", (2.1 - 1.0) / 2),  # 0.55
+        ("seq-mean-token-sum-norm", (2.1 - 1.0) / 2 / 5),  # 0.55 / response length 5 = 0.11
+    ],
+)
 def test_clipped_dual_clip_loss_by_hand(mode, expected):
     old, lp, adv, mask = _two_sequences()
-    loss, m = policy_loss_vanilla(old, lp, adv, mask, clip_ratio_low=0.2, clip_ratio_high=0.2, clip_ratio_c=3.0,
-                                  loss_agg_mode=mode)
+    loss, m = policy_loss_vanilla(
+        old, lp, adv, mask, clip_ratio_low=0.2, clip_ratio_high=0.2, clip_ratio_c=3.0, loss_agg_mode=mode
+    )
     assert loss.item() == pytest.approx(expected, abs=1e-6)
     # clipped tokens: t1 and t3 of 6 valid tokens; the dual clip acts on t4 only
     assert m["actor/pg_clipfrac"] == pytest.approx(2 / 6)
@@ -76,14 +84,35 @@ def test_token_mean_over_ranks_and_micro_batches_equals_the_global_mean():
     # mean of the rank losses is the global token mean (2.1 - 1.0) / 6.
     old, lp, adv, mask = _two_sequences()
     full, _ = policy_loss_vanilla(old, lp, adv, mask, clip_ratio_low=0.2, clip_ratio_high=0.2)
-    parts = [policy_loss_vanilla(old[i:i + 1], lp[i:i + 1], adv[i:i + 1], mask[i:i + 1], clip_ratio_low=0.2,
-                                 clip_ratio_high=0.2, dp_size=2, batch_num_tokens=6)[0] for i in range(2)]
+    parts = [
+        policy_loss_vanilla(
+            old[i : i + 1],
+            lp[i : i + 1],
+            adv[i : i + 1],
+            mask[i : i + 1],
+            clip_ratio_low=0.2,
+            clip_ratio_high=0.2,
+            dp_size=2,
+            batch_num_tokens=6,
+        )[0]
+        for i in range(2)
+    ]
     assert sum(p.item() for p in parts) / 2 == pytest.approx(full.item(), abs=1e-7)
     with pytest.raises(ValueError, match="batch_num_tokens"):
         agg_loss(lp, mask, "token-mean", dp_size=2)
     # one rank, two micro-batches, batch_num_tokens = 6: the micro losses sum to the full loss
-    micro = [policy_loss_vanilla(old[i:i + 1], lp[i:i + 1], adv[i:i + 1], mask[i:i + 1], clip_ratio_low=0.2,
-                                 clip_ratio_high=0.2, batch_num_tokens=6)[0] for i in range(2)]
+    micro = [
+        policy_loss_vanilla(
+            old[i : i + 1],
+            lp[i : i + 1],
+            adv[i : i + 1],
+            mask[i : i + 1],
+            clip_ratio_low=0.2,
+            clip_ratio_high=0.2,
+            batch_num_tokens=6,
+        )[0]
+        for i in range(2)
+    ]
     assert sum(p.item() for p in micro) == pytest.approx(full.item(), abs=1e-7)
 
 
@@ -113,8 +142,16 @@ def test_kl_estimators_and_entropy_by_hand():
 
 def test_actor_loss_adds_kl_and_entropy_terms():
     old, lp, adv, mask = _two_sequences()
-    cfg = ActorLossConfig(clip_ratio_low=0.2, clip_ratio_high=0.2, clip_ratio_c=3.0, loss_agg_mode="token-mean",
-                          entropy_coeff=0.1, use_kl_loss=True, kl_loss_coef=0.5, kl_loss_type="low_var_kl")
+    cfg = ActorLossConfig(
+        clip_ratio_low=0.2,
+        clip_ratio_high=0.2,
+        clip_ratio_c=3.0,
+        loss_agg_mode="token-mean",
+        entropy_coeff=0.1,
+        use_kl_loss=True,
+        kl_loss_coef=0.5,
+        kl_loss_type="low_var_kl",
+    )
     ref = lp - math.log(2.0)  # ref - lp = -ln 2 everywhere -> k3 = 0.193147 on every token
     entropy = torch.full((2, 5), 2.0)
     loss, m = ppo_actor_loss(cfg, lp, entropy, old, adv, mask, ref)
@@ -131,9 +168,12 @@ def test_actor_loss_config_rejects_what_the_native_loop_cannot_do():
     actor = compose(["+recipe=qwen_grpo"]).to_container()["actor_rollout_ref"]["actor"]
     cfg = ActorLossConfig.from_actor_cfg(actor)
     assert (cfg.clip_ratio_low, cfg.clip_ratio_high, cfg.loss_agg_mode) == (0.2, 0.2, "token-mean")
-    for change, key in [({"loss_agg_mode": "mean"}, "loss_agg_mode"), ({"kl_loss_type": "k9"}, "kl_loss_type"),
-                        ({"clip_ratio_c": 1.0}, "clip_ratio_c"),
-                        ({"policy_loss": {"loss_mode": "gspo"}}, "policy_loss.loss_mode")]:
+    for change, key in [
+        ({"loss_agg_mode": "mean"}, "loss_agg_mode"),
+        ({"kl_loss_type": "k9"}, "kl_loss_type"),
+        ({"clip_ratio_c": 1.0}, "clip_ratio_c"),
+        ({"policy_loss": {"loss_mode": "gspo"}}, "policy_loss.loss_mode"),
+    ]:
         with pytest.raises(ConfigError) as e:
             ActorLossConfig.from_actor_cfg({**actor, **change})
         assert e.value.key == f"actor_rollout_ref.actor.{key}"

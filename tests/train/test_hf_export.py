@@ -23,8 +23,14 @@ def test_export_is_sharded_past_max_shard_size_and_loads(tiny_model_path, tmp_pa
             p.add_(0.01)  # not the base's weights: the export must carry these
     weights = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
     total = sum(t.numel() * t.element_size() for t in weights.values())
-    _write_hf_export(tmp_path, weights, model.config, AutoTokenizer.from_pretrained(tiny_model_path),
-                     model.generation_config, max_shard_size)
+    _write_hf_export(
+        tmp_path,
+        weights,
+        model.config,
+        AutoTokenizer.from_pretrained(tiny_model_path),
+        model.generation_config,
+        max_shard_size,
+    )
     index = tmp_path / "model.safetensors.index.json"
     if sharded:
         shards = sorted(p.name for p in tmp_path.glob("model-*-of-*.safetensors"))
@@ -42,10 +48,18 @@ def test_export_is_sharded_past_max_shard_size_and_loads(tiny_model_path, tmp_pa
 def test_model_card_states_base_config_step_version_and_last_metrics(tmp_path):
     from fsdpcfg.train.model_card import write_model_card
 
-    write_model_card(tmp_path / "README.md", step=7, base_model="Qwen/Qwen2.5-0.5B-Instruct", kind="grpo",
-                     version="0.1.0", date="2026-12-01 09:00 UTC", project="p", experiment="exp",
-                     run_dir="/runs/exp", metrics={"critic/score/mean": 0.5, "val-core/gsm8k/reward/mean@1": 0.25,
-                                                   "actor/lr": 1e-6})
+    write_model_card(
+        tmp_path / "README.md",
+        step=7,
+        base_model="Qwen/Qwen2.5-0.5B-Instruct",
+        kind="grpo",
+        version="0.1.0",
+        date="2026-12-01 09:00 UTC",
+        project="p",
+        experiment="exp",
+        run_dir="/runs/exp",
+        metrics={"critic/score/mean": 0.5, "val-core/gsm8k/reward/mean@1": 0.25, "actor/lr": 1e-6},
+    )
     from huggingface_hub import ModelCard
 
     card = ModelCard.load(tmp_path / "README.md")

@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 import pytest
-
 from _killtree import REPO, kill_tree, start, wait_for_line
 
 
@@ -22,8 +21,14 @@ from _killtree import REPO, kill_tree, start, wait_for_line
 def test_sigkill_during_save_then_resume_loads_the_previous_checkpoint(tiny_model, tmp_path):
     tiny_model("tiny-qwen2-arith")
     run_dir, ckpt = tmp_path / "run", tmp_path / "ckpt"
-    args = ["+recipe=arith_grpo", f"fsdpcfg.run_dir={run_dir}", f"trainer.default_local_dir={ckpt}",
-            "trainer.total_training_steps=2", "trainer.save_freq=1", "trainer.logger=[console]"]
+    args = [
+        "+recipe=arith_grpo",
+        f"fsdpcfg.run_dir={run_dir}",
+        f"trainer.default_local_dir={ckpt}",
+        "trainer.total_training_steps=2",
+        "trainer.save_freq=1",
+        "trainer.logger=[console]",
+    ]
     log = tmp_path / "killed.log"
     proc = start(args, log, env={"FSDPCFG_TEST_SAVE_PAUSE": "2:120"})
     try:
@@ -41,8 +46,9 @@ def test_sigkill_during_save_then_resume_loads_the_previous_checkpoint(tiny_mode
     assert not is_complete(tmp2) and is_complete(ckpt / "global_step_1")
     assert find_resume_folder({"resume_mode": "auto", "default_local_dir": str(ckpt)}) == ckpt / "global_step_1"
     # resume: loads global_step_1, trains step 2 again, writes a complete global_step_2
-    proc = subprocess.run([sys.executable, "-m", "fsdpcfg", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=400)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", *args], cwd=REPO, capture_output=True, text=True, timeout=400
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert f"resumed from {ckpt / 'global_step_1'} (step 1 of 2)" in out

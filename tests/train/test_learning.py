@@ -42,12 +42,26 @@ def test_grpo_learns_arith_fsdp2_two_ranks(tiny_model, tmp_path):
     data = tmp_path / "arith_sum7.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     run_dir = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "fsdpcfg", "+recipe=arith_grpo", f"data.train_files={data}",
-                           f"fsdpcfg.run_dir={run_dir}", f"trainer.default_local_dir={tmp_path / 'ckpt'}",
-                           f"trainer.total_training_steps={STEPS}", f"actor_rollout_ref.actor.optim.lr={LR}",
-                           "trainer.logger=[console]",
-                           "actor_rollout_ref.actor.strategy=fsdp2", "trainer.n_gpus_per_node=2"],
-                          cwd=REPO, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsdpcfg",
+            "+recipe=arith_grpo",
+            f"data.train_files={data}",
+            f"fsdpcfg.run_dir={run_dir}",
+            f"trainer.default_local_dir={tmp_path / 'ckpt'}",
+            f"trainer.total_training_steps={STEPS}",
+            f"actor_rollout_ref.actor.optim.lr={LR}",
+            "trainer.logger=[console]",
+            "actor_rollout_ref.actor.strategy=fsdp2",
+            "trainer.n_gpus_per_node=2",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rewards = [json.loads(line)["critic/rewards/mean"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert len(rewards) == STEPS
@@ -68,8 +82,9 @@ HELDOUT_MARGIN = 0.015
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "fsdpcfg", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", *args], cwd=cwd, capture_output=True, text=True, timeout=900
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 
@@ -79,12 +94,13 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 def test_grpo_after_sft_raises_heldout_reward(tiny_model, tmp_path):
     tiny_model("tiny-qwen2")  # the random-init model the SFT starts from, built outside the timed runs
     # step 1: the SFT recipe, from tmp_path so that its checkpoints/ land there (the recipes' relative layout)
-    _run(["+recipe=arith_sft", f"trainer.total_training_steps={SFT_STEPS}", f"trainer.save_freq={SFT_STEPS}"],
-         tmp_path)
+    _run(["+recipe=arith_sft", f"trainer.total_training_steps={SFT_STEPS}", f"trainer.save_freq={SFT_STEPS}"], tmp_path)
     assert (tmp_path / f"checkpoints/fsdpcfg/arith_sft/global_step_{SFT_STEPS}/MANIFEST.json").is_file()
     # step 2: the GRPO recipe, whose model path ${fsdpcfg_latest:checkpoints/fsdpcfg/arith_sft} is that checkpoint
-    _run(["+recipe=arith_grpo_sft", f"trainer.total_training_steps={GRPO_STEPS}", f"trainer.test_freq={TEST_FREQ}"],
-         tmp_path)
+    _run(
+        ["+recipe=arith_grpo_sft", f"trainer.total_training_steps={GRPO_STEPS}", f"trainer.test_freq={TEST_FREQ}"],
+        tmp_path,
+    )
     run_dir = tmp_path / "runs/fsdpcfg/arith_grpo_sft"
     saved = (run_dir / "config.yaml").read_text()
     assert f"checkpoints/fsdpcfg/arith_sft/global_step_{SFT_STEPS}" in saved

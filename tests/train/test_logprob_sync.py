@@ -18,8 +18,18 @@ WORKER = Path(__file__).with_name("_logprob_worker.py")
 @pytest.mark.parametrize("strategy", ["fsdp2", "fsdp"])
 def test_actor_and_replica_log_probs_match_after_each_sync(strategy, tiny_model_path, tmp_path):
     out = tmp_path / "report.json"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(WORKER),
-           str(tiny_model_path), strategy, str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(WORKER),
+        str(tiny_model_path),
+        strategy,
+        str(out),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(out.read_text())

@@ -18,11 +18,23 @@ import pytest
 @pytest.mark.slow
 def test_grpo_with_lora_two_steps(tiny_model_path, tmp_path):
     run_dir, ckpt = tmp_path / "run", tmp_path / "ckpt"
-    cmd = [sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", "actor_rollout_ref.model.lora_rank=4",
-           "actor_rollout_ref.model.lora_alpha=8", "actor_rollout_ref.actor.optim.lr=1e-2",
-           "trainer.total_training_steps=2", "trainer.save_freq=-1", f"fsdpcfg.run_dir={run_dir}",
-           f"trainer.default_local_dir={ckpt}", "trainer.logger=[console]"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "fsdpcfg",
+        "+recipe=qwen_grpo",
+        "actor_rollout_ref.model.lora_rank=4",
+        "actor_rollout_ref.model.lora_alpha=8",
+        "actor_rollout_ref.actor.optim.lr=1e-2",
+        "trainer.total_training_steps=2",
+        "trainer.save_freq=-1",
+        f"fsdpcfg.run_dir={run_dir}",
+        f"trainer.default_local_dir={ckpt}",
+        "trainer.logger=[console]",
+    ]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONWARNINGS": "ignore"}
+    )
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
     # step 0 is the recipe's validation before training (trainer.val_before_train)
     metrics = [m for m in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines()) if m["step"] > 0]

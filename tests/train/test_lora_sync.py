@@ -22,8 +22,9 @@ def _check(report: dict) -> None:
     for s in report["syncs"]:
         assert s["max_abs_diff"] <= 1e-6, s
         assert s["adapter_tensors"] == 28, s  # 7 linear layers x 2 blocks x (A, B)
-        assert all(".lora_" in n and ".base_layer" not in n and f".{report['adapter']}." not in n
-                   for n in s["adapter_names"]), s["adapter_names"][:4]
+        assert all(
+            ".lora_" in n and ".base_layer" not in n and f".{report['adapter']}." not in n for n in s["adapter_names"]
+        ), s["adapter_names"][:4]
     # first sync: the whole base under plain Hugging Face names, several buckets
     assert first["base_tensors"] == len(first["base_names"]) > 20 and first["buckets"] > 1, first
     assert not [n for n in first["base_names"] if "lora_" in n or "base_layer" in n or n.startswith("base_model.")]
@@ -42,8 +43,19 @@ def _check(report: dict) -> None:
 @pytest.mark.parametrize("strategy", ["fsdp2", "fsdp"])
 def test_lora_rollout_log_probs_match_after_each_sync_2_ranks(strategy, tiny_model_path, tmp_path):
     out = tmp_path / "report.json"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(WORKER),
-           str(tiny_model_path), strategy, "policy", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(WORKER),
+        str(tiny_model_path),
+        strategy,
+        "policy",
+        str(out),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-4000:]
     _check(json.loads(out.read_text()))
@@ -52,7 +64,11 @@ def test_lora_rollout_log_probs_match_after_each_sync_2_ranks(strategy, tiny_mod
 @pytest.mark.slow
 def test_lora_rollout_log_probs_match_after_each_sync_without_fsdp(tiny_model_path, tmp_path):
     out = tmp_path / "report.json"
-    proc = subprocess.run([sys.executable, str(WORKER), str(tiny_model_path), "none", "policy", str(out)],
-                          capture_output=True, text=True, timeout=400)
+    proc = subprocess.run(
+        [sys.executable, str(WORKER), str(tiny_model_path), "none", "policy", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     _check(json.loads(out.read_text()))

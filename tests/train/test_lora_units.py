@@ -15,27 +15,41 @@ peft = pytest.importorskip("peft")
 
 # ---- pure name mapping -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, expected", [
-    ("base_model.model.model.layers.0.self_attn.q_proj.base_layer.weight", "model.layers.0.self_attn.q_proj.weight"),
-    ("base_model.model.model.layers.0.self_attn.q_proj.base_layer.bias", "model.layers.0.self_attn.q_proj.bias"),
-    ("_fsdp_wrapped_module.base_model.model.model.layers.1._fsdp_wrapped_module.mlp.up_proj.base_layer.weight",
-     "model.layers.1.mlp.up_proj.weight"),
-    ("base_model.model.model.norm.weight", "model.norm.weight"),
-    ("model.embed_tokens.weight", "model.embed_tokens.weight"),  # a plain model passes through
-    ("base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight", None),
-    ("base_model.model.model.embed_tokens.lora_embedding_A.x", None),
-])
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        (
+            "base_model.model.model.layers.0.self_attn.q_proj.base_layer.weight",
+            "model.layers.0.self_attn.q_proj.weight",
+        ),
+        ("base_model.model.model.layers.0.self_attn.q_proj.base_layer.bias", "model.layers.0.self_attn.q_proj.bias"),
+        (
+            "_fsdp_wrapped_module.base_model.model.model.layers.1._fsdp_wrapped_module.mlp.up_proj.base_layer.weight",
+            "model.layers.1.mlp.up_proj.weight",
+        ),
+        ("base_model.model.model.norm.weight", "model.norm.weight"),
+        ("model.embed_tokens.weight", "model.embed_tokens.weight"),  # a plain model passes through
+        ("base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight", None),
+        ("base_model.model.model.embed_tokens.lora_embedding_A.x", None),
+    ],
+)
 def test_base_name(name, expected):
     assert names.base_name(name) == expected
 
 
 def test_adapter_key_keeps_only_the_named_adapter():
-    n = ("_fsdp_wrapped_module.base_model.model.model.layers.0.self_attn.q_proj.lora_B."
-         "policy._fsdp_wrapped_module.weight")
+    n = (
+        "_fsdp_wrapped_module.base_model.model.model.layers.0.self_attn.q_proj.lora_B."
+        "policy._fsdp_wrapped_module.weight"
+    )
     assert names.adapter_key(n, "policy") == "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight"
     assert names.adapter_key(n, "default") is None
     assert names.adapter_key("base_model.model.model.layers.0.self_attn.q_proj.base_layer.weight", "policy") is None
-    assert names.adapter_key("base_model.model.emb.lora_embedding_A.policy", "policy") == "base_model.model.emb.lora_embedding_A"
+    assert (
+        names.adapter_key("base_model.model.emb.lora_embedding_A.policy", "policy")
+        == "base_model.model.emb.lora_embedding_A"
+    )
     key = "base_model.model.model.layers.0.mlp.down_proj.lora_A.weight"
     assert names.adapter_key(names.adapter_param_name(key, "sft"), "sft") == key
     with pytest.raises(ValueError):
@@ -53,6 +67,7 @@ def test_layer_index_pattern():
 
 
 # ---- toy PEFT models ---------------------------------------------------------------------------------------------
+
 
 class Block(nn.Module):
     def __init__(self):
@@ -82,8 +97,9 @@ def _toy(adapters=("policy",)):
     from peft import LoraConfig, get_peft_model
 
     torch.manual_seed(0)
-    model = get_peft_model(Toy(), LoraConfig(r=2, lora_alpha=4, target_modules=["proj", "head"]),
-                           adapter_name=adapters[0])
+    model = get_peft_model(
+        Toy(), LoraConfig(r=2, lora_alpha=4, target_modules=["proj", "head"]), adapter_name=adapters[0]
+    )
     for a in adapters[1:]:
         model.add_adapter(a, LoraConfig(r=3, lora_alpha=3, target_modules=["out"]))
     with torch.no_grad():
@@ -99,8 +115,9 @@ def test_named_adapter_is_collected_alone_with_its_values():
     model = _toy(("policy", "other"))
     params = dict(model.named_parameters())
     got = dict(iter_adapter_params(model, "other"))
-    assert sorted(got) == sorted(f"base_model.model.transformer_blocks.{i}.out.lora_{ab}.weight"
-                                 for i in (0, 1) for ab in "AB")
+    assert sorted(got) == sorted(
+        f"base_model.model.transformer_blocks.{i}.out.lora_{ab}.weight" for i in (0, 1) for ab in "AB"
+    )
     for k, t in got.items():
         assert torch.equal(t, params[names.adapter_param_name(k, "other")])
     assert len(dict(iter_adapter_params(model, "policy"))) == 6  # proj x 2 blocks + head, A and B
@@ -136,16 +153,18 @@ def test_layered_before_the_base_was_sent_says_to_preload_it():
     from fsdpcfg.train.lora import LoraSettings
     from fsdpcfg.train.lora.rollout import LoraWeightSync
 
-    s = LoraSettings.from_model_cfg({"lora_rank": 2, "lora_alpha": 4}, rollout_cfg={"layered_summon": True,
-                                                                                     "load_format": "dummy"})
+    s = LoraSettings.from_model_cfg(
+        {"lora_rank": 2, "lora_alpha": 4}, rollout_cfg={"layered_summon": True, "load_format": "dummy"}
+    )
     sync = LoraWeightSync(_toy(), s, bucket_megabytes=1)
     assert not sync.base_sent
     with pytest.raises(ConfigError) as e:
         sync.base_stream()
     assert "preload the base" in e.value.message and e.value.key == "actor_rollout_ref.rollout.layered_summon"
     # a base read from disk by the rollout counts as sent: only adapters are synchronised
-    s2 = LoraSettings.from_model_cfg({"lora_rank": 2}, rollout_cfg={"layered_summon": True,
-                                                                    "load_format": "safetensors"})
+    s2 = LoraSettings.from_model_cfg(
+        {"lora_rank": 2}, rollout_cfg={"layered_summon": True, "load_format": "safetensors"}
+    )
     assert LoraWeightSync(_toy(), s2, bucket_megabytes=1).base_sent
 
 
@@ -167,14 +186,24 @@ def test_settings_from_config():
     from fsdpcfg.train.lora import LoraSettings
 
     assert LoraSettings.from_model_cfg({"lora_rank": 0}) is None
-    s = LoraSettings.from_model_cfg({"lora_rank": 8, "lora_alpha": 16, "target_modules": ["q_proj"],
-                                     "exclude_modules": None}, fsdpcfg_cfg={"lora_layer_prefixes": ["blocks."]},
-                                    adapter_name="sft")
-    assert (s.rank, s.alpha, s.target_modules, s.layer_prefixes, s.adapter_name) == (8, 16.0, ["q_proj"],
-                                                                                     ("blocks.",), "sft")
+    s = LoraSettings.from_model_cfg(
+        {"lora_rank": 8, "lora_alpha": 16, "target_modules": ["q_proj"], "exclude_modules": None},
+        fsdpcfg_cfg={"lora_layer_prefixes": ["blocks."]},
+        adapter_name="sft",
+    )
+    assert (s.rank, s.alpha, s.target_modules, s.layer_prefixes, s.adapter_name) == (
+        8,
+        16.0,
+        ["q_proj"],
+        ("blocks.",),
+        "sft",
+    )
     assert s.lora_config().r == 8 and s.lora_config().lora_dropout == 0.0
-    for bad, key in (({"lora_rank": -1}, "lora_rank"), ({"lora_rank": 4, "lora_alpha": 0}, "lora_alpha"),
-                     ({"lora_rank": 4, "target_modules": []}, "target_modules")):
+    for bad, key in (
+        ({"lora_rank": -1}, "lora_rank"),
+        ({"lora_rank": 4, "lora_alpha": 0}, "lora_alpha"),
+        ({"lora_rank": 4, "target_modules": []}, "target_modules"),
+    ):
         with pytest.raises(ConfigError) as e:
             LoraSettings.from_model_cfg(bad)
         assert e.value.key == f"actor_rollout_ref.model.{key}"

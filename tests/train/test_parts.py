@@ -16,26 +16,40 @@ from fsdpcfg.train.engine.optim import lr_lambda, warmup_steps
 from fsdpcfg.train.rollout.hf import response_mask_until_eos
 
 
-
 @pytest.fixture(scope="module")
 def tokenizer(tiny_model_path):
     from fsdpcfg.train.model import load_tokenizer
 
-    return load_tokenizer({"path": str(tiny_model_path), "tokenizer_path": None, "trust_remote_code": False,
-                           "custom_chat_template": None})
+    return load_tokenizer(
+        {"path": str(tiny_model_path), "tokenizer_path": None, "trust_remote_code": False, "custom_chat_template": None}
+    )
 
 
 def _data_cfg(path, **kw):
-    cfg = {"train_files": str(path), "prompt_key": "prompt", "max_prompt_length": 64, "truncation": "error",
-           "apply_chat_template_kwargs": {}, "train_max_samples": -1, "filter_overlong_prompts": False}
+    cfg = {
+        "train_files": str(path),
+        "prompt_key": "prompt",
+        "max_prompt_length": 64,
+        "truncation": "error",
+        "apply_chat_template_kwargs": {},
+        "train_max_samples": -1,
+        "filter_overlong_prompts": False,
+    }
     cfg.update(kw)
     return cfg
 
 
 @pytest.fixture()
 def rows_file(tmp_path):
-    rows = [{"data_source": "fsdpcfg/arith", "prompt": [{"role": "user", "content": "1+1=" + " x" * k}],
-             "reward_model": {"ground_truth": "2"}, "extra_info": {"index": k}} for k in (0, 3, 40)]
+    rows = [
+        {
+            "data_source": "fsdpcfg/arith",
+            "prompt": [{"role": "user", "content": "1+1=" + " x" * k}],
+            "reward_model": {"ground_truth": "2"},
+            "extra_info": {"index": k},
+        }
+        for k in (0, 3, 40)
+    ]
     f = tmp_path / "train.jsonl"
     f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     return f
@@ -76,8 +90,10 @@ def test_parquet_rows(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pq.write_table(pa.Table.from_pylist([{"prompt": [{"role": "user", "content": "hi"}], "data_source": "x"}]),
-                   tmp_path / "t.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([{"prompt": [{"role": "user", "content": "hi"}], "data_source": "x"}]),
+        tmp_path / "t.parquet",
+    )
     assert read_rows(str(tmp_path / "t.parquet"))[0]["prompt"][0]["content"] == "hi"
 
 
@@ -97,13 +113,19 @@ def test_sampler_epochs_drop_last_and_resume():
 
 
 def test_lr_schedules_as_verl():
-    cfg = {"lr_warmup_steps": -1, "lr_warmup_steps_ratio": 0.2, "lr_scheduler_type": "constant",
-           "min_lr_ratio": 0.0, "num_cycles": 0.5}
+    cfg = {
+        "lr_warmup_steps": -1,
+        "lr_warmup_steps_ratio": 0.2,
+        "lr_scheduler_type": "constant",
+        "min_lr_ratio": 0.0,
+        "num_cycles": 0.5,
+    }
     assert warmup_steps(cfg, 10) == 2
     f = lr_lambda(cfg, 10)
     assert [f(s) for s in range(4)] == [0.0, 0.5, 1.0, 1.0]
-    cos = lr_lambda(dict(cfg, lr_scheduler_type="cosine", lr_warmup_steps=0, lr_warmup_steps_ratio=0.0,
-                         min_lr_ratio=0.1), 10)
+    cos = lr_lambda(
+        dict(cfg, lr_scheduler_type="cosine", lr_warmup_steps=0, lr_warmup_steps_ratio=0.0, min_lr_ratio=0.1), 10
+    )
     # progress p: max(0.1, 0.45 cos(pi p) + 0.55): 1.0 at 0, 0.55 at 5, 0.1 at 10
     assert cos(0) == pytest.approx(1.0) and cos(5) == pytest.approx(0.55) and cos(10) == pytest.approx(0.1)
     assert cos(2) == pytest.approx(0.45 * math.cos(math.pi * 0.2) + 0.55)

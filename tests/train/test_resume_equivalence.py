@@ -14,11 +14,19 @@ import subprocess
 import sys
 
 import pytest
-
 from _killtree import REPO, kill_tree, start, wait_for_line
 
-COMPARED = ("critic/rewards/mean", "critic/score/mean", "critic/advantages/mean", "actor/pg_loss", "actor/lr",
-            "actor/grad_norm", "actor/pg_clipfrac", "response_length/mean", "training/epoch")
+COMPARED = (
+    "critic/rewards/mean",
+    "critic/score/mean",
+    "critic/advantages/mean",
+    "actor/pg_loss",
+    "actor/lr",
+    "actor/grad_norm",
+    "actor/pg_clipfrac",
+    "response_length/mean",
+    "training/epoch",
+)
 
 
 def _rows(run_dir):
@@ -35,15 +43,21 @@ def test_interrupted_and_resumed_run_equals_the_uninterrupted_one(tiny_model, tm
     tiny_model("tiny-qwen2-arith")
 
     def args(name):
-        return ["+recipe=arith_grpo", f"fsdpcfg.run_dir={tmp_path / name / 'run'}",
-                f"trainer.default_local_dir={tmp_path / name / 'ckpt'}", "trainer.total_training_steps=3",
-                "trainer.save_freq=1", "trainer.logger=[console]",
-                "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine",
-                "actor_rollout_ref.actor.optim.lr_warmup_steps=1"]
+        return [
+            "+recipe=arith_grpo",
+            f"fsdpcfg.run_dir={tmp_path / name / 'run'}",
+            f"trainer.default_local_dir={tmp_path / name / 'ckpt'}",
+            "trainer.total_training_steps=3",
+            "trainer.save_freq=1",
+            "trainer.logger=[console]",
+            "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine",
+            "actor_rollout_ref.actor.optim.lr_warmup_steps=1",
+        ]
 
     # uninterrupted
-    ref = subprocess.run([sys.executable, "-m", "fsdpcfg", *args("a")], cwd=REPO, capture_output=True, text=True,
-                         timeout=400)
+    ref = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", *args("a")], cwd=REPO, capture_output=True, text=True, timeout=400
+    )
     assert ref.returncode == 0, (ref.stdout + ref.stderr)[-3000:]
     # interrupted inside the save of step 2, then resumed
     log = tmp_path / "b.log"
@@ -52,8 +66,9 @@ def test_interrupted_and_resumed_run_equals_the_uninterrupted_one(tiny_model, tm
         wait_for_line(log, "pausing 120 s inside the save of step 2", proc, timeout=240)
     finally:
         kill_tree(proc)
-    res = subprocess.run([sys.executable, "-m", "fsdpcfg", *args("b")], cwd=REPO, capture_output=True, text=True,
-                         timeout=400)
+    res = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", *args("b")], cwd=REPO, capture_output=True, text=True, timeout=400
+    )
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
     assert "resumed from" in res.stdout + res.stderr and "global_step_1 (step 1 of 3)" in res.stdout + res.stderr
 

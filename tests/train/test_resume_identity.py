@@ -12,9 +12,9 @@ import pytest
 
 from fsdpcfg.cli.main import main
 from fsdpcfg.compose import compose
+from fsdpcfg.launch import _signals  # the launcher starts torchrun through run_forwarding
 from fsdpcfg.runinfo import run_config
 from fsdpcfg.train.ckpt_identity import differences, identity
-from fsdpcfg.launch import _signals  # the launcher starts torchrun through run_forwarding
 
 
 @pytest.fixture
@@ -36,8 +36,12 @@ def _checkpoint(root: Path, trained_from: dict | None, step: int = 1) -> Path:
     (d / "trainer_state" / "dcp").mkdir(parents=True)
     (d / "trainer_state" / "dcp" / ".metadata").write_bytes(b"m" * 8)
     files = ["model.safetensors", "trainer_state/dcp/.metadata"]
-    manifest = {"step": step, "world_size": 2, "files": files, "sizes": {"model.safetensors": 16,
-                                                                          "trainer_state/dcp/.metadata": 8}}
+    manifest = {
+        "step": step,
+        "world_size": 2,
+        "files": files,
+        "sizes": {"model.safetensors": 16, "trainer_state/dcp/.metadata": 8},
+    }
     if trained_from is not None:
         manifest["trained_from"] = trained_from
     (d / "MANIFEST.json").write_text(json.dumps(manifest))
@@ -46,8 +50,13 @@ def _checkpoint(root: Path, trained_from: dict | None, step: int = 1) -> Path:
 
 
 def _run(tmp_path: Path, model: Path, *more: str) -> list[str]:
-    return ["+recipe=qwen_grpo", f"fsdpcfg.run_dir={tmp_path}/run", f"trainer.default_local_dir={tmp_path}/ckpt",
-            f"actor_rollout_ref.model.path={model}", *more]
+    return [
+        "+recipe=qwen_grpo",
+        f"fsdpcfg.run_dir={tmp_path}/run",
+        f"trainer.default_local_dir={tmp_path}/ckpt",
+        f"actor_rollout_ref.model.path={model}",
+        *more,
+    ]
 
 
 def test_same_architecture_other_model_is_refused_at_resume(tmp_path, tiny_model, capsys, no_torchrun):
@@ -57,8 +66,11 @@ def test_same_architecture_other_model_is_refused_at_resume(tmp_path, tiny_model
     err = capsys.readouterr().err
     assert f"would resume {folder}, trained from {qwen}, but this run's model is {arith}" in err
     assert "weights: sha256" in err  # same files and sizes, other contents
-    for fix in ("trainer.experiment_name", "trainer.resume_mode=disable",
-                f"trainer.resume_mode=resume_path trainer.resume_from_path={folder}"):
+    for fix in (
+        "trainer.experiment_name",
+        "trainer.resume_mode=disable",
+        f"trainer.resume_mode=resume_path trainer.resume_from_path={folder}",
+    ):
         assert fix in err
     assert "Traceback" not in err and not (tmp_path / "run").exists()
     # the same model resumes
@@ -66,8 +78,10 @@ def test_same_architecture_other_model_is_refused_at_resume(tmp_path, tiny_model
     # resume_path: the user chose that checkpoint; another model of the same shapes is allowed, and said so
     capsys.readouterr()
     assert main(_run(tmp_path, arith, "trainer.resume_mode=resume_path", f"trainer.resume_from_path={folder}")) == 0
-    assert f"note: resuming {folder} (trained from {qwen}) with actor_rollout_ref.model.path={arith}" in \
-        capsys.readouterr().out
+    assert (
+        f"note: resuming {folder} (trained from {qwen}) with actor_rollout_ref.model.path={arith}"
+        in capsys.readouterr().out
+    )
     # disable: nothing is resumed, nothing compared
     assert main(_run(tmp_path, arith, "trainer.resume_mode=disable")) == 0 and len(no_torchrun) == 3
 
@@ -95,8 +109,9 @@ def test_other_lora_rank_is_refused(tmp_path, tiny_model, capsys, no_torchrun):
     qwen = tiny_model("tiny-qwen2")
     _checkpoint(tmp_path / "ckpt", identity(_cfg(f"actor_rollout_ref.model.path={qwen}")))
     assert main(_run(tmp_path, qwen, "actor_rollout_ref.model.lora_rank=8")) == 1 and not no_torchrun
-    assert '"actor_rollout_ref.model.lora_rank": 0} -> {"actor_rollout_ref.model.lora_rank": 8}' in \
-        capsys.readouterr().err
+    assert (
+        '"actor_rollout_ref.model.lora_rank": 0} -> {"actor_rollout_ref.model.lora_rank": 8}' in capsys.readouterr().err
+    )
 
 
 def test_checkpoint_without_a_record_resumes_with_a_note(tmp_path, tiny_model, capsys, no_torchrun):
@@ -125,8 +140,11 @@ def test_ranks_started_directly_check_the_identity_too(tmp_path, tiny_model, mon
 
     qwen, arith = tiny_model("tiny-qwen2"), tiny_model("tiny-qwen2-arith")
     _checkpoint(tmp_path / "ckpt", identity(_cfg(f"actor_rollout_ref.model.path={qwen}")))
-    cfg = _cfg(f"actor_rollout_ref.model.path={arith}", f"fsdpcfg.run_dir={tmp_path}/run",
-               f"trainer.default_local_dir={tmp_path}/ckpt")
+    cfg = _cfg(
+        f"actor_rollout_ref.model.path={arith}",
+        f"fsdpcfg.run_dir={tmp_path}/run",
+        f"trainer.default_local_dir={tmp_path}/ckpt",
+    )
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
     monkeypatch.delenv("FSDPCFG_ERROR_FILE", raising=False)
     monkeypatch.delenv(HOLDER_ENV, raising=False)

@@ -13,24 +13,42 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-METRIC_KEYS = ["critic/rewards/mean", "critic/rewards/max", "actor/pg_loss", "actor/kl_loss", "actor/pg_clipfrac",
-               "actor/grad_norm", "response_length/mean", "perf/throughput", "timing_s/step", "actor/lr",
-               "actor/entropy", "perf/max_rss_gb", "perf/cpu_memory_used_gb", "timing_per_token_ms/gen",
-               *(f"timing_s/{p}" for p in ("update_weights", "gen", "reward", "old_log_prob", "ref", "adv",
-                                           "update_actor"))]
+METRIC_KEYS = [
+    "critic/rewards/mean",
+    "critic/rewards/max",
+    "actor/pg_loss",
+    "actor/kl_loss",
+    "actor/pg_clipfrac",
+    "actor/grad_norm",
+    "response_length/mean",
+    "perf/throughput",
+    "timing_s/step",
+    "actor/lr",
+    "actor/entropy",
+    "perf/max_rss_gb",
+    "perf/cpu_memory_used_gb",
+    "timing_per_token_ms/gen",
+    *(f"timing_s/{p}" for p in ("update_weights", "gen", "reward", "old_log_prob", "ref", "adv", "update_actor")),
+]
 
 
 def _run(args: list[str], timeout: int = 400) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fsdpcfg", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_qwen_grpo_two_steps_then_resume(tiny_model_path, tmp_path):
     run_dir, ckpt_dir = tmp_path / "run", tmp_path / "ckpt"
-    common = ["+recipe=qwen_grpo", f"fsdpcfg.run_dir={run_dir}", f"trainer.default_local_dir={ckpt_dir}",
-              "data.max_response_length=8", "trainer.save_freq=1"]
+    common = [
+        "+recipe=qwen_grpo",
+        f"fsdpcfg.run_dir={run_dir}",
+        f"trainer.default_local_dir={ckpt_dir}",
+        "data.max_response_length=8",
+        "trainer.save_freq=1",
+    ]
     proc = _run(common + ["trainer.total_training_steps=2"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
@@ -40,8 +58,10 @@ def test_qwen_grpo_two_steps_then_resume(tiny_model_path, tmp_path):
         assert not missing, missing
         assert r["response_length/mean"] <= 8
         assert r["timing_s/step"] > 0 and r["perf/throughput"] > 0
-        phases = sum(r[f"timing_s/{p}"] for p in ("update_weights", "gen", "reward", "old_log_prob", "ref", "adv",
-                                                   "update_actor"))
+        phases = sum(
+            r[f"timing_s/{p}"]
+            for p in ("update_weights", "gen", "reward", "old_log_prob", "ref", "adv", "update_actor")
+        )
         assert phases <= r["timing_s/step"] * 1.001  # the phases are inside the step
         # a random tiny model is near uniform over Qwen2.5's 151,936 tokens: entropy just under ln(V) = 11.93
         assert 8.0 < r["actor/entropy"] < 11.94
@@ -62,7 +82,9 @@ def test_qwen_grpo_two_steps_then_resume(tiny_model_path, tmp_path):
     assert type(model).__name__ == "Qwen2ForCausalLM"
     assert tok("Hello world").input_ids == [9707, 1879]
     base = AutoModelForCausalLM.from_pretrained(tiny_model_path)
-    changed = any((a - b).abs().max() > 0 for a, b in zip(model.state_dict().values(), base.state_dict().values(), strict=True))
+    changed = any(
+        (a - b).abs().max() > 0 for a, b in zip(model.state_dict().values(), base.state_dict().values(), strict=True)
+    )
     assert changed, "two GRPO steps left every weight unchanged"
     # resume: one more step continues from global_step_2 (sampler, optimizer, scheduler restored)
     proc = _run(common + ["trainer.total_training_steps=3"])
@@ -77,8 +99,15 @@ def test_qwen_grpo_two_steps_then_resume(tiny_model_path, tmp_path):
 @pytest.mark.slow
 def test_worker_config_error_is_reported_without_traceback(tiny_model_path, tmp_path):
     # GSM8K prompts are ~80-200 tokens: max_prompt_length 16 with truncation=error fails in the workers.
-    proc = _run(["+recipe=qwen_grpo", f"fsdpcfg.run_dir={tmp_path / 'run'}",
-                 f"trainer.default_local_dir={tmp_path / 'ckpt'}", "data.max_prompt_length=16"], timeout=200)
+    proc = _run(
+        [
+            "+recipe=qwen_grpo",
+            f"fsdpcfg.run_dir={tmp_path / 'run'}",
+            f"trainer.default_local_dir={tmp_path / 'ckpt'}",
+            "data.max_prompt_length=16",
+        ],
+        timeout=200,
+    )
     assert proc.returncode == 1
     assert "data.max_prompt_length" in proc.stderr and "truncation" in proc.stderr
     assert not list((tmp_path / "ckpt").glob("global_step_*"))

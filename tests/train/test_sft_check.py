@@ -32,11 +32,17 @@ def test_rl_recipe_runs_no_sft_rule():
     assert not any(f.rule in ("FC150", "FC250", "FC251", "FC252") for f in check_overrides(["+recipe=qwen_grpo"]))
 
 
-@pytest.mark.parametrize("overrides, numbers", [
-    (["data.train_batch_size=6"], ["3 sequences (6 / 2 ranks)", "micro_batch_size_per_gpu 2", "dp 2 x micro 2 = 4"]),
-    (["data.train_batch_size=7"], ["7 does not split over 2 data-parallel ranks"]),
-    (["trainer.n_gpus_per_node=4", "data.micro_batch_size_per_gpu=4"], ["2 sequences (8 / 4 ranks)"]),
-])
+@pytest.mark.parametrize(
+    "overrides, numbers",
+    [
+        (
+            ["data.train_batch_size=6"],
+            ["3 sequences (6 / 2 ranks)", "micro_batch_size_per_gpu 2", "dp 2 x micro 2 = 4"],
+        ),
+        (["data.train_batch_size=7"], ["7 does not split over 2 data-parallel ranks"]),
+        (["trainer.n_gpus_per_node=4", "data.micro_batch_size_per_gpu=4"], ["2 sequences (8 / 4 ranks)"]),
+    ],
+)
 def test_batch_split_rule_reports_the_numbers(overrides, numbers):
     findings = [f for f in check_overrides(["+recipe=qwen_sft", *overrides]) if f.rule == "FC250"]
     assert len(findings) == 1 and findings[0].severity == "error"
@@ -79,12 +85,17 @@ def test_schema_defaults_are_verls():
 
 
 def test_check_cli_exit_codes():
-    ok = subprocess.run([sys.executable, "-m", "fsdpcfg", "check", "+recipe=qwen_sft"], capture_output=True,
-                        text=True, timeout=120)
+    ok = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", "check", "+recipe=qwen_sft"], capture_output=True, text=True, timeout=120
+    )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "grad_accum: 2 = batch_per_rank 4 / data.micro_batch_size_per_gpu 2" in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "fsdpcfg", "check", "+recipe=qwen_sft", "data.train_batch_size=6"],
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "fsdpcfg", "check", "+recipe=qwen_sft", "data.train_batch_size=6"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode != 0 and "FC250" in bad.stdout + bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -93,5 +104,6 @@ def test_validation_keys_under_the_native_sft_trainer_are_errors():
     found = [f for f in check_overrides(["+recipe=qwen_sft", "data.val_files=/tmp/val.jsonl"]) if f.rule == "FC253"]
     assert found and found[0].keys == ["data.val_files"]
     # verl's SFT trainer validates: no finding there
-    assert not [f for f in check_overrides(["+recipe=qwen_sft", "launcher=verl", "trainer.test_freq=2"])
-                if f.rule == "FC253"]
+    assert not [
+        f for f in check_overrides(["+recipe=qwen_sft", "launcher=verl", "trainer.test_freq=2"]) if f.rule == "FC253"
+    ]

@@ -12,9 +12,15 @@ from fsdpcfg.errors import ConfigError
 
 ROWS = [
     {"messages": [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "It is 4."}]},
-    {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"},
-                  {"role": "assistant", "content": "4"}, {"role": "user", "content": "and 3+3?"},
-                  {"role": "assistant", "content": "6"}]},
+    {
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "2+2?"},
+            {"role": "assistant", "content": "4"},
+            {"role": "user", "content": "and 3+3?"},
+            {"role": "assistant", "content": "6"},
+        ]
+    },
 ]
 
 
@@ -50,8 +56,10 @@ def test_truncation_and_row_errors(tmp_path, tok):
     with pytest.raises(ConfigError) as e:
         _ds(tmp_path, tok, max_length=n - 3)[0]
     assert e.value.key == "data.max_length" and f"{n} tokens" in e.value.message
-    right, left = _ds(tmp_path, tok, max_length=5, truncation="right")[0], _ds(tmp_path, tok, max_length=5,
-                                                                                truncation="left")[0]
+    right, left = (
+        _ds(tmp_path, tok, max_length=5, truncation="right")[0],
+        _ds(tmp_path, tok, max_length=5, truncation="left")[0],
+    )
     full = _ds(tmp_path, tok)[0]
     assert torch.equal(right.input_ids, full.input_ids[:5]) and torch.equal(left.loss_mask, full.loss_mask[-5:])
     with pytest.raises(ConfigError, match="no 'conversation' column"):
@@ -74,8 +82,12 @@ def test_collate_and_loss_over_target_positions(tmp_path, tok):
     full, count = sft_micro_loss(logits, ids, mb["loss_mask"])
     pos = target_positions(mb["loss_mask"])
     kept, count2 = sft_micro_loss(logits[:, pos], ids, mb["loss_mask"], pos)
-    manual = sum(-torch.log_softmax(logits[b, t - 1], -1)[ids[b, t]] for b in range(2)
-                 for t in range(1, ids.shape[1]) if mb["loss_mask"][b, t])
+    manual = sum(
+        -torch.log_softmax(logits[b, t - 1], -1)[ids[b, t]]
+        for b in range(2)
+        for t in range(1, ids.shape[1])
+        if mb["loss_mask"][b, t]
+    )
     assert count == count2 == int(mb["loss_mask"][:, 1:].sum())
     assert torch.allclose(full, manual) and torch.allclose(kept, manual)
     assert len(pos) < ids.shape[1] - 1  # prompts and padding never reach the LM head
@@ -94,8 +106,13 @@ def test_same_tokens_and_mask_as_verls_multiturn_dataset(tmp_path, tok):
     rows += ROWS
     f = tmp_path / "d.parquet"
     pd.DataFrame(rows).to_parquet(f)
-    theirs = MultiTurnSFTDataset(str(f), tok, OmegaConf.create({"messages_key": "messages", "max_length": 1024,
-                                                                "truncation": "error", "pad_mode": "no_padding"}))
+    theirs = MultiTurnSFTDataset(
+        str(f),
+        tok,
+        OmegaConf.create(
+            {"messages_key": "messages", "max_length": 1024, "truncation": "error", "pad_mode": "no_padding"}
+        ),
+    )
     ours = _ds(tmp_path, tok, rows=rows)
     for i in range(len(rows)):
         assert theirs[i]["input_ids"].tolist() == ours[i].input_ids.tolist()

@@ -16,10 +16,20 @@ import pytest
 
 def _run(tmp_path: Path, *overrides: str) -> tuple[list[dict], Path]:
     run_dir, ckpt = tmp_path / "run", tmp_path / "ckpt"
-    cmd = [sys.executable, "-m", "fsdpcfg", "+recipe=qwen_sft", f"fsdpcfg.run_dir={run_dir}",
-           f"trainer.default_local_dir={ckpt}", "trainer.save_freq=-1", "trainer.logger=[console]",
-           *overrides]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "fsdpcfg",
+        "+recipe=qwen_sft",
+        f"fsdpcfg.run_dir={run_dir}",
+        f"trainer.default_local_dir={ckpt}",
+        "trainer.save_freq=-1",
+        "trainer.logger=[console]",
+        *overrides,
+    ]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONWARNINGS": "ignore"}
+    )
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
     lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     return lines, ckpt
@@ -35,16 +45,22 @@ def test_sft_two_steps(strategy, tiny_model_path, tmp_path):
         assert math.isfinite(m["train/loss"]) and m["train/loss"] > 0 and m["train/grad_norm"] > 0
         assert m["train/target_tokens"] > 0
     final = ckpt / "global_step_2"
-    assert (final / "MANIFEST.json").is_file() and (ckpt / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
+    assert (final / "MANIFEST.json").is_file() and (
+        ckpt / "latest_checkpointed_iteration.txt"
+    ).read_text().strip() == "2"
     import torch
     from transformers import AutoModelForCausalLM
 
     trained = AutoModelForCausalLM.from_pretrained(final)
     start = AutoModelForCausalLM.from_pretrained(tiny_model_path)
-    moved = max(float((a - b).abs().max()) for a, b in zip(trained.state_dict().values(), start.state_dict().values(), strict=True))
+    moved = max(
+        float((a - b).abs().max())
+        for a, b in zip(trained.state_dict().values(), start.state_dict().values(), strict=True)
+    )
     assert moved > 1e-4  # two AdamW steps at lr 1e-3 changed the weights that were saved
     assert torch.equal(trained.model.embed_tokens.weight, trained.lm_head.weight) == bool(
-        trained.config.tie_word_embeddings)
+        trained.config.tie_word_embeddings
+    )
 
 
 @pytest.mark.distributed

@@ -16,7 +16,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from _killtree import descendants, start, wait_for_line
 
 #: how long the whole tree may take to go after the signal (the promise in docs/reliability.md).
@@ -38,15 +37,21 @@ def _wait_gone(pids: list[int], deadline: float) -> list[int]:
 
 
 def _snapshot(folder: Path) -> dict[str, int]:
-    return {str(p.relative_to(folder)): p.stat().st_size for p in folder.rglob("*") if p.is_file()} \
-        if folder.is_dir() else {}
+    return (
+        {str(p.relative_to(folder)): p.stat().st_size for p in folder.rglob("*") if p.is_file()}
+        if folder.is_dir()
+        else {}
+    )
 
 
 def _tree(proc) -> tuple[int, list[int]]:
     """The torchrun pid and every pid of the run's tree (launcher first), once both ranks are up."""
     pids = [proc.pid] + descendants(proc.pid)
-    cmdlines = {p: Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                for p in pids if Path(f"/proc/{p}/cmdline").exists()}
+    cmdlines = {
+        p: Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        for p in pids
+        if Path(f"/proc/{p}/cmdline").exists()
+    }
     torchrun = [p for p, c in cmdlines.items() if "torch.distributed.run" in c]
     ranks = [p for p, c in cmdlines.items() if "-m fsdpcfg.train" in c and "torch.distributed.run" not in c]
     assert len(torchrun) == 1 and len(ranks) == 2, cmdlines
@@ -62,8 +67,15 @@ def _no_secret(folder: Path) -> None:
 
 
 def _run_args(tmp_path: Path) -> list[str]:
-    return ["+recipe=arith_grpo", "+fsdpcfg.env.WANDB_API_KEY=${oc.env:MYKEY}", f"fsdpcfg.run_dir={tmp_path / 'run'}", f"trainer.default_local_dir={tmp_path / 'ckpt'}",
-            "trainer.total_training_steps=50", "trainer.save_freq=1", "trainer.logger=[console]"]
+    return [
+        "+recipe=arith_grpo",
+        "+fsdpcfg.env.WANDB_API_KEY=${oc.env:MYKEY}",
+        f"fsdpcfg.run_dir={tmp_path / 'run'}",
+        f"trainer.default_local_dir={tmp_path / 'ckpt'}",
+        "trainer.total_training_steps=50",
+        "trainer.save_freq=1",
+        "trainer.logger=[console]",
+    ]
 
 
 @pytest.mark.distributed
@@ -122,8 +134,11 @@ def test_ctrl_c_stops_a_sweep(tiny_model, tmp_path):
     tiny_model("tiny-qwen2-arith")
     sweep = tmp_path / "sweep"
     log = tmp_path / "sweep.log"
-    proc = start(["-m", *_run_args(tmp_path), "actor_rollout_ref.actor.optim.lr=1e-6,2e-6",
-                  f"hydra.sweep.dir={sweep}"], log, env={"MYKEY": SECRET})
+    proc = start(
+        ["-m", *_run_args(tmp_path), "actor_rollout_ref.actor.optim.lr=1e-6,2e-6", f"hydra.sweep.dir={sweep}"],
+        log,
+        env={"MYKEY": SECRET},
+    )
     try:
         first = sweep / "0" / "train.log"
         end = time.time() + 120

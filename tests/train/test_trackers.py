@@ -25,17 +25,37 @@ def test_mlflow_key_as_verl_sanitises():
 @pytest.mark.slow
 def test_four_sinks_written_and_resumed_into_the_same_runs(tiny_model_path, tmp_path, monkeypatch):
     run_dir, ckpt = tmp_path / "run", tmp_path / "ckpt"
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", "VERL_FILE_LOGGER_ROOT": str(tmp_path / "f"),
-           "MLFLOW_TRACKING_URI": (tmp_path / "mlruns").as_uri(), "MLFLOW_ALLOW_FILE_STORE": "true"}
+    env = {
+        **os.environ,
+        "WANDB_MODE": "offline",
+        "WANDB_SILENT": "true",
+        "VERL_FILE_LOGGER_ROOT": str(tmp_path / "f"),
+        "MLFLOW_TRACKING_URI": (tmp_path / "mlruns").as_uri(),
+        "MLFLOW_ALLOW_FILE_STORE": "true",
+    }
     env.pop("TENSORBOARD_DIR", None)
-    common = ["+recipe=qwen_grpo", f"fsdpcfg.run_dir={run_dir}", f"trainer.default_local_dir={ckpt}",
-              "trainer.logger=[console,tensorboard,wandb,file,mlflow]", "trainer.val_before_train=false",
-              "trainer.test_freq=-1", "data.max_response_length=8", "trainer.save_freq=1",
-              "trainer.project_name=trk", "trainer.experiment_name=e1"]
+    common = [
+        "+recipe=qwen_grpo",
+        f"fsdpcfg.run_dir={run_dir}",
+        f"trainer.default_local_dir={ckpt}",
+        "trainer.logger=[console,tensorboard,wandb,file,mlflow]",
+        "trainer.val_before_train=false",
+        "trainer.test_freq=-1",
+        "data.max_response_length=8",
+        "trainer.save_freq=1",
+        "trainer.project_name=trk",
+        "trainer.experiment_name=e1",
+    ]
 
     def run(steps: int) -> None:
-        proc = subprocess.run([sys.executable, "-m", "fsdpcfg", *common, f"trainer.total_training_steps={steps}"],
-                              cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "fsdpcfg", *common, f"trainer.total_training_steps={steps}"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
     run(2)

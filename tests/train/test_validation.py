@@ -34,8 +34,16 @@ def test_metrics_per_data_source_as_verl_names_them():
 
 
 def test_settings_come_from_val_kwargs():
-    r = {"n": 8, "response_length": 16, "temperature": 1.0, "top_p": 1.0, "top_k": -1, "do_sample": True,
-         "ignore_eos": False, "val_kwargs": {"n": 1, "temperature": 0, "top_p": 1.0, "top_k": -1, "do_sample": False}}
+    r = {
+        "n": 8,
+        "response_length": 16,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "top_k": -1,
+        "do_sample": True,
+        "ignore_eos": False,
+        "val_kwargs": {"n": 1, "temperature": 0, "top_p": 1.0, "top_k": -1, "do_sample": False},
+    }
     s = validation_settings(r)
     assert (s.n, s.do_sample, s.temperature, s.response_length) == (1, False, 0.0, 16)
 
@@ -45,10 +53,25 @@ def test_settings_come_from_val_kwargs():
 def test_validation_at_steps_0_2_4_on_two_ranks(tiny_model_path, tmp_path):
     run_dir = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", f"fsdpcfg.run_dir={run_dir}",
-         f"trainer.default_local_dir={tmp_path / 'ckpt'}", "trainer.total_training_steps=4", "trainer.save_freq=-1",
-         "trainer.test_freq=2", "trainer.val_before_train=true", "data.val_max_samples=6",
-         "data.max_response_length=8"], cwd=REPO, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "fsdpcfg",
+            "+recipe=qwen_grpo",
+            f"fsdpcfg.run_dir={run_dir}",
+            f"trainer.default_local_dir={tmp_path / 'ckpt'}",
+            "trainer.total_training_steps=4",
+            "trainer.save_freq=-1",
+            "trainer.test_freq=2",
+            "trainer.val_before_train=true",
+            "data.val_max_samples=6",
+            "data.max_response_length=8",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     key = "val-core/openai/gsm8k/reward/mean@1"

@@ -18,8 +18,11 @@ from fsdpcfg.compose import compose
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.verlcheck import compare
 
-pytestmark = [pytest.mark.verl, pytest.mark.slow,
-              pytest.mark.skipif(importlib.util.find_spec("verl") is None, reason="verl 0.9.1 is not installed")]
+pytestmark = [
+    pytest.mark.verl,
+    pytest.mark.slow,
+    pytest.mark.skipif(importlib.util.find_spec("verl") is None, reason="verl 0.9.1 is not installed"),
+]
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = REPO.parent / "shared" / "cases"
@@ -57,17 +60,26 @@ VERL_GAPS = {
     "C25": "auto_set_device rewrites trainer.device=cpu to cuda silently",
 }
 #: One config per check verl runs at config time: verl must reject each, and so must fsdpcfg.
-GPU = ["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm", "trainer=gpu_1x",
-       "actor_rollout_ref.rollout.tensor_model_parallel_size=1"]
+GPU = [
+    "+recipe=qwen_grpo",
+    "launcher=verl",
+    "rollout=vllm",
+    "trainer=gpu_1x",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+]
 VERL_CHECKS = {
-    "val do_sample needs temperature > 0": ["actor_rollout_ref.rollout.val_kwargs.do_sample=true",
-                                            "actor_rollout_ref.rollout.temperature=0"],
+    "val do_sample needs temperature > 0": [
+        "actor_rollout_ref.rollout.val_kwargs.do_sample=true",
+        "actor_rollout_ref.rollout.temperature=0",
+    ],
     "ref: both log-prob micro forms": ["actor_rollout_ref.ref.log_prob_micro_batch_size=8"],
     "rollout: no log-prob micro batch": ["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=null"],
     "ref: no log-prob micro batch": ["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=null"],
     "actor: no micro batch": ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null"],
-    "actor: global micro does not divide mini": ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
-                                                 "actor_rollout_ref.actor.ppo_micro_batch_size=3"],
+    "actor: global micro does not divide mini": [
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
+        "actor_rollout_ref.actor.ppo_micro_batch_size=3",
+    ],
     "actor: unknown loss_agg_mode": ["actor_rollout_ref.actor.loss_agg_mode=foo"],
     "vllm: lora rank above 512": ["actor_rollout_ref.model.lora_rank=600"],
     "actor: mini batch above train batch": ["actor_rollout_ref.actor.ppo_mini_batch_size=8"],

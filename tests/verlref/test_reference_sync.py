@@ -9,10 +9,15 @@ import pytest
 
 from fsdpcfg import paths, verlref
 
-pytestmark = [pytest.mark.verl, pytest.mark.slow,
-              pytest.mark.skipif(importlib.util.find_spec("verl") is None,
-                                 reason="verl is not installed, so there is nothing to compare the reference with "
-                                        "(CI installs verl[verl-core]==0.9.1)")]
+pytestmark = [
+    pytest.mark.verl,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("verl") is None,
+        reason="verl is not installed, so there is nothing to compare the reference with "
+        "(CI installs verl[verl-core]==0.9.1)",
+    ),
+]
 
 
 def test_reference_matches_installed_verl():
@@ -26,7 +31,8 @@ def test_reference_matches_installed_verl():
     fresh = json.loads(out.stdout)
     shipped = json.loads((paths.data_dir() / "verl_reference.json").read_text())
     assert fresh["verl_version"] == shipped["verl_version"] == verlref.VERL_VERSION, (
-        "installed verl differs from the pinned one: pin it or regenerate with scripts/gen_verl_reference.py")
+        "installed verl differs from the pinned one: pin it or regenerate with scripts/gen_verl_reference.py"
+    )
     for name in verlref.ENTRY_POINTS:
         new, old = fresh["configs"][name], shipped["configs"][name]
         added = sorted(set(new["raw"]) - set(old["raw"]))
@@ -34,5 +40,6 @@ def test_reference_matches_installed_verl():
         changed = sorted(k for k in set(new["raw"]) & set(old["raw"]) if new["raw"][k] != old["raw"][k])
         assert not (added or removed or changed), (
             f"{name}: reference out of date (run scripts/gen_verl_reference.py): added {added[:5]}, "
-            f"removed {removed[:5]}, changed defaults {changed[:5]}")
+            f"removed {removed[:5]}, changed defaults {changed[:5]}"
+        )
         assert new["defaults"] == old["defaults"] and new["entry_point"] == old["entry_point"]

@@ -4,8 +4,8 @@ them (``compute_grpo_outcome_advantage``, ``compute_policy_loss_vanilla``, ``ppo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -29,8 +29,14 @@ def token_level_rewards(scores: torch.Tensor, response_mask: torch.Tensor) -> to
     return out
 
 
-def grpo_advantages(token_rewards: torch.Tensor, response_mask: torch.Tensor, index: Sequence,
-                    *, norm_adv_by_std: bool = True, epsilon: float = 1e-6) -> torch.Tensor:
+def grpo_advantages(
+    token_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index: Sequence,
+    *,
+    norm_adv_by_std: bool = True,
+    epsilon: float = 1e-6,
+) -> torch.Tensor:
     """Group-normalised outcome advantages, broadcast over each response's tokens.
 
     A sequence's score is the sum of its token rewards; sequences with the same ``index`` (one prompt's
@@ -61,10 +67,18 @@ def grpo_advantages(token_rewards: torch.Tensor, response_mask: torch.Tensor, in
     return adv.unsqueeze(-1) * response_mask.float()
 
 
-def policy_loss_vanilla(old_log_prob: torch.Tensor, log_prob: torch.Tensor, advantages: torch.Tensor,
-                        response_mask: torch.Tensor, *, clip_ratio_low: float, clip_ratio_high: float,
-                        clip_ratio_c: float = 3.0, loss_agg_mode: str = "token-mean",
-                        **global_batch) -> tuple[torch.Tensor, dict[str, float]]:
+def policy_loss_vanilla(
+    old_log_prob: torch.Tensor,
+    log_prob: torch.Tensor,
+    advantages: torch.Tensor,
+    response_mask: torch.Tensor,
+    *,
+    clip_ratio_low: float,
+    clip_ratio_high: float,
+    clip_ratio_c: float = 3.0,
+    loss_agg_mode: str = "token-mean",
+    **global_batch,
+) -> tuple[torch.Tensor, dict[str, float]]:
     """Clipped PPO policy loss with dual clip (Ye et al. 2019), all inputs ``(batch, response_len)``.
 
     ``ratio = exp(clamp(lp - old, -20, 20))``; per token ``l1 = -A ratio``, ``l2 = -A clip(ratio, 1-low, 1+high)``,
@@ -112,7 +126,7 @@ class ActorLossConfig:
     kl_loss_type: str
 
     @classmethod
-    def from_actor_cfg(cls, actor: dict) -> "ActorLossConfig":
+    def from_actor_cfg(cls, actor: dict) -> ActorLossConfig:
         """Read the settings from the ``actor_rollout_ref.actor`` section; ``clip_ratio_low/high`` fall back to
         ``clip_ratio`` when null, as in verl.
 
@@ -126,28 +140,57 @@ class ActorLossConfig:
         key = "actor_rollout_ref.actor"
         mode = actor["policy_loss"]["loss_mode"]
         if mode != "vanilla":
-            raise ConfigError(f"policy loss {mode!r} is not implemented by the native launcher; allowed: vanilla",
-                              key=f"{key}.policy_loss.loss_mode", value=mode, fix="use vanilla, or launcher=verl")
+            raise ConfigError(
+                f"policy loss {mode!r} is not implemented by the native launcher; allowed: vanilla",
+                key=f"{key}.policy_loss.loss_mode",
+                value=mode,
+                fix="use vanilla, or launcher=verl",
+            )
         if actor["loss_agg_mode"] not in LOSS_AGG_MODES:
-            raise ConfigError(f"unknown loss_agg_mode {actor['loss_agg_mode']!r}; allowed: {', '.join(LOSS_AGG_MODES)}",
-                              key=f"{key}.loss_agg_mode", value=actor["loss_agg_mode"], fix="use token-mean")
+            raise ConfigError(
+                f"unknown loss_agg_mode {actor['loss_agg_mode']!r}; allowed: {', '.join(LOSS_AGG_MODES)}",
+                key=f"{key}.loss_agg_mode",
+                value=actor["loss_agg_mode"],
+                fix="use token-mean",
+            )
         if actor["use_kl_loss"] and actor["kl_loss_type"].rstrip("+") not in KL_TYPES:
-            raise ConfigError(f"unknown kl_loss_type {actor['kl_loss_type']!r}; allowed: {', '.join(KL_TYPES)}",
-                              key=f"{key}.kl_loss_type", value=actor["kl_loss_type"], fix="use low_var_kl")
+            raise ConfigError(
+                f"unknown kl_loss_type {actor['kl_loss_type']!r}; allowed: {', '.join(KL_TYPES)}",
+                key=f"{key}.kl_loss_type",
+                value=actor["kl_loss_type"],
+                fix="use low_var_kl",
+            )
         if float(actor["clip_ratio_c"]) <= 1.0:
-            raise ConfigError(f"clip_ratio_c must be > 1 for dual-clip PPO, got {actor['clip_ratio_c']}",
-                              key=f"{key}.clip_ratio_c", value=actor["clip_ratio_c"], fix="use 3.0 (verl's default)")
+            raise ConfigError(
+                f"clip_ratio_c must be > 1 for dual-clip PPO, got {actor['clip_ratio_c']}",
+                key=f"{key}.clip_ratio_c",
+                value=actor["clip_ratio_c"],
+                fix="use 3.0 (verl's default)",
+            )
         low = actor["clip_ratio_low"] if actor["clip_ratio_low"] is not None else actor["clip_ratio"]
         high = actor["clip_ratio_high"] if actor["clip_ratio_high"] is not None else actor["clip_ratio"]
-        return cls(clip_ratio_low=float(low), clip_ratio_high=float(high), clip_ratio_c=float(actor["clip_ratio_c"]),
-                   loss_agg_mode=actor["loss_agg_mode"], entropy_coeff=float(actor["entropy_coeff"]),
-                   use_kl_loss=bool(actor["use_kl_loss"]), kl_loss_coef=float(actor["kl_loss_coef"]),
-                   kl_loss_type=actor["kl_loss_type"])
+        return cls(
+            clip_ratio_low=float(low),
+            clip_ratio_high=float(high),
+            clip_ratio_c=float(actor["clip_ratio_c"]),
+            loss_agg_mode=actor["loss_agg_mode"],
+            entropy_coeff=float(actor["entropy_coeff"]),
+            use_kl_loss=bool(actor["use_kl_loss"]),
+            kl_loss_coef=float(actor["kl_loss_coef"]),
+            kl_loss_type=actor["kl_loss_type"],
+        )
 
 
-def ppo_actor_loss(cfg: ActorLossConfig, log_prob: torch.Tensor, entropy: torch.Tensor | None,
-                   old_log_prob: torch.Tensor, advantages: torch.Tensor, response_mask: torch.Tensor,
-                   ref_log_prob: torch.Tensor | None = None, **global_batch) -> tuple[torch.Tensor, dict[str, float]]:
+def ppo_actor_loss(
+    cfg: ActorLossConfig,
+    log_prob: torch.Tensor,
+    entropy: torch.Tensor | None,
+    old_log_prob: torch.Tensor,
+    advantages: torch.Tensor,
+    response_mask: torch.Tensor,
+    ref_log_prob: torch.Tensor | None = None,
+    **global_batch,
+) -> tuple[torch.Tensor, dict[str, float]]:
     """The actor's loss on one micro-batch: policy loss, minus ``entropy_coeff`` x entropy, plus
     ``kl_loss_coef`` x KL to the reference when ``use_kl_loss`` (all aggregated with ``loss_agg_mode``).
 
@@ -159,10 +202,17 @@ def ppo_actor_loss(cfg: ActorLossConfig, log_prob: torch.Tensor, entropy: torch.
         ``(loss, metrics)``; metrics hold ``actor/pg_loss``, ``actor/kl_loss``, ``actor/entropy`` as this
         micro-batch's contribution to the mini-batch value (they sum over micro-batches and average over ranks).
     """
-    pg_loss, metrics = policy_loss_vanilla(old_log_prob, log_prob, advantages, response_mask,
-                                           clip_ratio_low=cfg.clip_ratio_low, clip_ratio_high=cfg.clip_ratio_high,
-                                           clip_ratio_c=cfg.clip_ratio_c, loss_agg_mode=cfg.loss_agg_mode,
-                                           **global_batch)
+    pg_loss, metrics = policy_loss_vanilla(
+        old_log_prob,
+        log_prob,
+        advantages,
+        response_mask,
+        clip_ratio_low=cfg.clip_ratio_low,
+        clip_ratio_high=cfg.clip_ratio_high,
+        clip_ratio_c=cfg.clip_ratio_c,
+        loss_agg_mode=cfg.loss_agg_mode,
+        **global_batch,
+    )
     metrics["actor/pg_loss"] = pg_loss.item()
     loss = pg_loss
     mask = response_mask.float()

@@ -21,10 +21,16 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (values * mask).sum() / mask.sum().clamp_min(1)
 
 
-def agg_loss(loss_mat: torch.Tensor, loss_mask: torch.Tensor, loss_agg_mode: str, *, dp_size: int = 1,
-             batch_num_tokens: float | torch.Tensor | None = None,
-             global_batch_size: float | torch.Tensor | None = None,
-             loss_scale_factor: float | None = None) -> torch.Tensor:
+def agg_loss(
+    loss_mat: torch.Tensor,
+    loss_mask: torch.Tensor,
+    loss_agg_mode: str,
+    *,
+    dp_size: int = 1,
+    batch_num_tokens: float | torch.Tensor | None = None,
+    global_batch_size: float | torch.Tensor | None = None,
+    loss_scale_factor: float | None = None,
+) -> torch.Tensor:
     """Aggregate a ``(batch, response_len)`` loss matrix of one micro-batch into the scalar to backpropagate.
 
     The normaliser is the whole mini-batch over all data-parallel ranks (``batch_num_tokens`` valid tokens,

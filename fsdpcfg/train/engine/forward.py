@@ -16,9 +16,15 @@ def position_ids_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     return (attention_mask.long().cumsum(dim=-1) - 1).clamp_min(0)
 
 
-def response_log_probs(module: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                       response_len: int, *, with_entropy: bool = False, temperature: float = 1.0
-                       ) -> tuple[torch.Tensor, torch.Tensor | None]:
+def response_log_probs(
+    module: nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    response_len: int,
+    *,
+    with_entropy: bool = False,
+    temperature: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-probs of the last ``response_len`` tokens of each sequence.
 
     Args:
@@ -36,11 +42,16 @@ def response_log_probs(module: nn.Module, input_ids: torch.Tensor, attention_mas
         (:func:`fsdpcfg.train.patches.remove_padding.packed_response_log_probs`).
     """
     if is_packed(module):  # remove_padding patch: the same numbers from the real tokens only
-        return packed_response_log_probs(module, input_ids, attention_mask, response_len,
-                                         with_entropy=with_entropy, temperature=temperature)
-    out = module(input_ids=input_ids, attention_mask=attention_mask,
-                 position_ids=position_ids_from_mask(attention_mask), use_cache=False,
-                 logits_to_keep=response_len + 1)
+        return packed_response_log_probs(
+            module, input_ids, attention_mask, response_len, with_entropy=with_entropy, temperature=temperature
+        )
+    out = module(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=position_ids_from_mask(attention_mask),
+        use_cache=False,
+        logits_to_keep=response_len + 1,
+    )
     logits = out.logits[:, :-1, :].float()
     if temperature != 1.0:
         logits = logits / temperature
@@ -51,17 +62,30 @@ def response_log_probs(module: nn.Module, input_ids: torch.Tensor, attention_mas
 
 
 @torch.no_grad()
-def batched_log_probs(module: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int,
-                      micro_batch: int, *, temperature: float = 1.0) -> torch.Tensor:
+def batched_log_probs(
+    module: nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    response_len: int,
+    micro_batch: int,
+    *,
+    temperature: float = 1.0,
+) -> torch.Tensor:
     """:func:`response_log_probs` over ``micro_batch`` sequences at a time, without gradients:
     ``(batch, seq) -> (batch, response_len)``."""
     return _batched(module, input_ids, attention_mask, response_len, micro_batch, temperature, False)[0]
 
 
 @torch.no_grad()
-def batched_log_probs_and_entropy(module: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                                  response_len: int, micro_batch: int, *, temperature: float = 1.0
-                                  ) -> tuple[torch.Tensor, torch.Tensor]:
+def batched_log_probs_and_entropy(
+    module: nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    response_len: int,
+    micro_batch: int,
+    *,
+    temperature: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`batched_log_probs` and the per-token entropy of the same pass (verl's old-log-prob pass reports
     ``actor/entropy`` from it): two ``(batch, response_len)`` tensors."""
     lp, ent = _batched(module, input_ids, attention_mask, response_len, micro_batch, temperature, True)
@@ -69,12 +93,25 @@ def batched_log_probs_and_entropy(module: nn.Module, input_ids: torch.Tensor, at
     return lp, ent
 
 
-def _batched(module: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int,
-             micro_batch: int, temperature: float, with_entropy: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _batched(
+    module: nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    response_len: int,
+    micro_batch: int,
+    temperature: float,
+    with_entropy: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     lps, ents = [], []
     for i in range(0, input_ids.shape[0], micro_batch):
-        lp, ent = response_log_probs(module, input_ids[i:i + micro_batch], attention_mask[i:i + micro_batch],
-                                     response_len, temperature=temperature, with_entropy=with_entropy)
+        lp, ent = response_log_probs(
+            module,
+            input_ids[i : i + micro_batch],
+            attention_mask[i : i + micro_batch],
+            response_len,
+            temperature=temperature,
+            with_entropy=with_entropy,
+        )
         lps.append(lp)
         if ent is not None:
             ents.append(ent)

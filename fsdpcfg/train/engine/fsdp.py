@@ -8,8 +8,8 @@ Mixed precision follows verl 0.9.1 (``verl/workers/engine/fsdp/transformer_impl.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 import torch
 import torch.distributed as dist
@@ -30,7 +30,7 @@ class Precision:
     buffer: torch.dtype
 
     @classmethod
-    def from_fsdp_config(cls, fsdp_cfg: dict, section: str) -> "Precision":
+    def from_fsdp_config(cls, fsdp_cfg: dict, section: str) -> Precision:
         """Read ``<section>.fsdp_config``: ``mixed_precision`` when set, else ``dtype`` for compute, fp32 reduce.
 
         Raises:
@@ -40,18 +40,27 @@ class Precision:
         if mp:
             unknown = set(mp) - {"param_dtype", "reduce_dtype", "buffer_dtype"}
             if unknown:
-                raise ConfigError(f"unknown entries {sorted(unknown)}; allowed: param_dtype, reduce_dtype, buffer_dtype",
-                                  key=f"{section}.fsdp_config.mixed_precision")
-            return cls(param=to_dtype(mp.get("param_dtype", "bf16"), f"{section}.fsdp_config.mixed_precision"),
-                       reduce=to_dtype(mp.get("reduce_dtype", "fp32"), f"{section}.fsdp_config.mixed_precision"),
-                       buffer=to_dtype(mp.get("buffer_dtype", "fp32"), f"{section}.fsdp_config.mixed_precision"))
-        return cls(param=to_dtype(fsdp_cfg["dtype"], f"{section}.fsdp_config.dtype"), reduce=torch.float32,
-                   buffer=torch.float32)
+                raise ConfigError(
+                    f"unknown entries {sorted(unknown)}; allowed: param_dtype, reduce_dtype, buffer_dtype",
+                    key=f"{section}.fsdp_config.mixed_precision",
+                )
+            return cls(
+                param=to_dtype(mp.get("param_dtype", "bf16"), f"{section}.fsdp_config.mixed_precision"),
+                reduce=to_dtype(mp.get("reduce_dtype", "fp32"), f"{section}.fsdp_config.mixed_precision"),
+                buffer=to_dtype(mp.get("buffer_dtype", "fp32"), f"{section}.fsdp_config.mixed_precision"),
+            )
+        return cls(
+            param=to_dtype(fsdp_cfg["dtype"], f"{section}.fsdp_config.dtype"),
+            reduce=torch.float32,
+            buffer=torch.float32,
+        )
 
 
-def decoder_layer_classes(model: nn.Module, names: str | list[str] | None = None,
-                          key: str = "actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap"
-                          ) -> set[type]:
+def decoder_layer_classes(
+    model: nn.Module,
+    names: str | list[str] | None = None,
+    key: str = "actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap",
+) -> set[type]:
     """The module classes to shard one by one, found by class name in ``model``.
 
     Args:
@@ -66,17 +75,27 @@ def decoder_layer_classes(model: nn.Module, names: str | list[str] | None = None
             the module classes the model has.
     """
     configured = names is not None
-    wanted = [names] if isinstance(names, str) else list(names if configured else
-                                                         (getattr(model, "_no_split_modules", None) or []))
+    wanted = (
+        [names]
+        if isinstance(names, str)
+        else list(names if configured else (getattr(model, "_no_split_modules", None) or []))
+    )
     present = {type(m).__name__: type(m) for m in model.modules()}
     missing = [n for n in wanted if n not in present]
     classes = {present[n] for n in wanted if n in present}
     if (configured and missing) or not classes:
-        what = (f"{key} = {wanted}: {', '.join(missing)} not found" if configured else
-                f"cannot find the decoder layers of {type(model).__name__} (_no_split_modules={wanted})")
-        raise ConfigError(f"{what}; the model's module classes are: {', '.join(sorted(present))}", key=key,
-                          value=names, fix=f"set {key} to the decoder layer class (one of the classes above), or "
-                                           "null for the model's _no_split_modules")
+        what = (
+            f"{key} = {wanted}: {', '.join(missing)} not found"
+            if configured
+            else f"cannot find the decoder layers of {type(model).__name__} (_no_split_modules={wanted})"
+        )
+        raise ConfigError(
+            f"{what}; the model's module classes are: {', '.join(sorted(present))}",
+            key=key,
+            value=names,
+            fix=f"set {key} to the decoder layer class (one of the classes above), or "
+            "null for the model's _no_split_modules",
+        )
     return classes
 
 
@@ -94,15 +113,26 @@ def build_mesh(device: torch.device, fsdp_size: int):
     if fsdp_size < 0 or fsdp_size >= world:
         return init_device_mesh(device.type, (world,), mesh_dim_names=("fsdp",))
     if fsdp_size == 0 or world % fsdp_size:
-        raise ConfigError(f"fsdp_size {fsdp_size} does not divide the world size {world}",
-                          key="actor_rollout_ref.actor.fsdp_config.fsdp_size", value=fsdp_size,
-                          fix="set fsdp_size to -1 (shard over all ranks) or a divisor of the world size")
+        raise ConfigError(
+            f"fsdp_size {fsdp_size} does not divide the world size {world}",
+            key="actor_rollout_ref.actor.fsdp_config.fsdp_size",
+            value=fsdp_size,
+            fix="set fsdp_size to -1 (shard over all ranks) or a divisor of the world size",
+        )
     return init_device_mesh(device.type, (world // fsdp_size, fsdp_size), mesh_dim_names=("ddp", "fsdp"))
 
 
-def shard_model(model: nn.Module, strategy: str, precision: Precision, *, device: torch.device,
-                reshard_after_forward: bool = True, wrap_classes: str | list[str] | None = None,
-                fsdp_size: int = -1, offload_policy: bool = False) -> nn.Module:
+def shard_model(
+    model: nn.Module,
+    strategy: str,
+    precision: Precision,
+    *,
+    device: torch.device,
+    reshard_after_forward: bool = True,
+    wrap_classes: str | list[str] | None = None,
+    fsdp_size: int = -1,
+    offload_policy: bool = False,
+) -> nn.Module:
     """Shard ``model`` (it must already be on ``device`` or the CPU, in its master dtype), as verl's
     ``FSDPEngine._build_fsdp_module`` does.
 
@@ -127,17 +157,24 @@ def shard_model(model: nn.Module, strategy: str, precision: Precision, *, device
     """
     layers = decoder_layer_classes(model, wrap_classes)
     if offload_policy and (device.type == "cpu" or strategy != "fsdp2"):
-        raise ConfigError("offload_policy (FSDP2 CPUOffloadPolicy) needs strategy fsdp2 on an accelerator, got "
-                          f"strategy {strategy} on {device.type}",
-                          key="actor_rollout_ref.actor.fsdp_config.offload_policy",
-                          value=True, fix="set actor_rollout_ref.actor.fsdp_config.offload_policy=false")
+        raise ConfigError(
+            "offload_policy (FSDP2 CPUOffloadPolicy) needs strategy fsdp2 on an accelerator, got "
+            f"strategy {strategy} on {device.type}",
+            key="actor_rollout_ref.actor.fsdp_config.offload_policy",
+            value=True,
+            fix="set actor_rollout_ref.actor.fsdp_config.offload_policy=false",
+        )
     mesh = build_mesh(device, fsdp_size)
     if strategy == "fsdp2":
         from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 
         mp = MixedPrecisionPolicy(param_dtype=precision.param, reduce_dtype=precision.reduce, cast_forward_inputs=True)
-        kw = dict(mesh=mesh, mp_policy=mp, reshard_after_forward=reshard_after_forward,
-                  offload_policy=CPUOffloadPolicy(pin_memory=True) if offload_policy else OffloadPolicy())
+        kw = dict(
+            mesh=mesh,
+            mp_policy=mp,
+            reshard_after_forward=reshard_after_forward,
+            offload_policy=CPUOffloadPolicy(pin_memory=True) if offload_policy else OffloadPolicy(),
+        )
         for module in list(model.modules()):
             if type(module) in layers:
                 fully_shard(module, **kw)
@@ -160,26 +197,43 @@ def shard_model(model: nn.Module, strategy: str, precision: Precision, *, device
                 w = getattr(m, "weight", None)
                 return not list(m.children()) and isinstance(w, torch.Tensor) and w.requires_grad
 
-            policy = functools.partial(_or_policy, policies=[
-                policy, functools.partial(lambda_auto_wrap_policy, lambda_fn=_trainable_leaf)])
+            policy = functools.partial(
+                _or_policy, policies=[policy, functools.partial(lambda_auto_wrap_policy, lambda_fn=_trainable_leaf)]
+            )
         mp = MixedPrecision(param_dtype=precision.param, reduce_dtype=precision.reduce, buffer_dtype=precision.buffer)
         if mesh.ndim == 1:
             sharding = ShardingStrategy.FULL_SHARD if reshard_after_forward else ShardingStrategy.SHARD_GRAD_OP
         elif mesh.shape[1] == 1:  # rule FC364: FSDP1 turns this into NO_SHARD without the cross-replica all-reduce
-            raise ConfigError("strategy fsdp with fsdp_size=1: FSDP1's HYBRID_SHARD over shard groups of one rank "
-                              "falls back to NO_SHARD and never all-reduces gradients across the replicas",
-                              key="actor_rollout_ref.actor.fsdp_config.fsdp_size", value=1,
-                              fix="use strategy fsdp2 (its HSDP mesh replicates correctly), or fsdp_size -1 or > 1")
+            raise ConfigError(
+                "strategy fsdp with fsdp_size=1: FSDP1's HYBRID_SHARD over shard groups of one rank "
+                "falls back to NO_SHARD and never all-reduces gradients across the replicas",
+                key="actor_rollout_ref.actor.fsdp_config.fsdp_size",
+                value=1,
+                fix="use strategy fsdp2 (its HSDP mesh replicates correctly), or fsdp_size -1 or > 1",
+            )
         else:
             sharding = ShardingStrategy.HYBRID_SHARD if reshard_after_forward else ShardingStrategy._HYBRID_SHARD_ZERO2
-        return FSDP(model, auto_wrap_policy=policy, mixed_precision=mp, sharding_strategy=sharding,
-                    device_id=device, device_mesh=mesh, sync_module_states=False, use_orig_params=False)
-    raise ConfigError(f"unknown strategy {strategy!r}; allowed: fsdp, fsdp2", key="actor_rollout_ref.actor.strategy",
-                      value=strategy, fix="set actor_rollout_ref.actor.strategy=fsdp2 (or fsdp)")
+        return FSDP(
+            model,
+            auto_wrap_policy=policy,
+            mixed_precision=mp,
+            sharding_strategy=sharding,
+            device_id=device,
+            device_mesh=mesh,
+            sync_module_states=False,
+            use_orig_params=False,
+        )
+    raise ConfigError(
+        f"unknown strategy {strategy!r}; allowed: fsdp, fsdp2",
+        key="actor_rollout_ref.actor.strategy",
+        value=strategy,
+        fix="set actor_rollout_ref.actor.strategy=fsdp2 (or fsdp)",
+    )
 
 
-def shard_from_config(model: nn.Module, strategy: str, fsdp_cfg: dict, section: str, *,
-                      device: torch.device) -> nn.Module:
+def shard_from_config(
+    model: nn.Module, strategy: str, fsdp_cfg: dict, section: str, *, device: torch.device
+) -> nn.Module:
     """:func:`shard_model` with the settings of ``<section>.fsdp_config`` (``section`` is
     ``actor_rollout_ref.actor`` or ``actor_rollout_ref.ref``): mixed precision, ``reshard_after_forward``,
     ``wrap_policy.transformer_layer_cls_to_wrap``, ``fsdp_size``, ``offload_policy``.
@@ -193,20 +247,32 @@ def shard_from_config(model: nn.Module, strategy: str, fsdp_cfg: dict, section: 
     key = f"{section}.fsdp_config"
     for flag in ("param_offload", "optimizer_offload"):
         if fsdp_cfg.get(flag):
-            raise ConfigError(f"{flag}=true is not implemented by the native engine"
-                              + (" (on a CPU run the parameters already live in host memory)" if device.type == "cpu"
-                                 else ""), key=f"{key}.{flag}", value=True,
-                              fix=f"set {key}.{flag}=false" + ("" if device.type == "cpu" else
-                                                              ", or launcher=verl (or offload_policy=true with fsdp2)"))
+            raise ConfigError(
+                f"{flag}=true is not implemented by the native engine"
+                + (" (on a CPU run the parameters already live in host memory)" if device.type == "cpu" else ""),
+                key=f"{key}.{flag}",
+                value=True,
+                fix=f"set {key}.{flag}=false"
+                + ("" if device.type == "cpu" else ", or launcher=verl (or offload_policy=true with fsdp2)"),
+            )
     wrap = fsdp_cfg.get("wrap_policy") or {}
     if (wrap.get("min_num_params") or 0) > 0:
-        raise ConfigError(f"size-based wrapping (min_num_params={wrap['min_num_params']}) is not implemented by the "
-                          "native engine", key=f"{key}.wrap_policy.min_num_params", value=wrap["min_num_params"],
-                          fix=f"set {key}.wrap_policy.min_num_params=0 (wrap the decoder layers)")
-    return shard_model(model, strategy, Precision.from_fsdp_config(fsdp_cfg, section), device=device,
-                       reshard_after_forward=bool(fsdp_cfg["reshard_after_forward"]),
-                       wrap_classes=wrap.get("transformer_layer_cls_to_wrap"), fsdp_size=int(fsdp_cfg["fsdp_size"]),
-                       offload_policy=bool(fsdp_cfg.get("offload_policy")))
+        raise ConfigError(
+            f"size-based wrapping (min_num_params={wrap['min_num_params']}) is not implemented by the native engine",
+            key=f"{key}.wrap_policy.min_num_params",
+            value=wrap["min_num_params"],
+            fix=f"set {key}.wrap_policy.min_num_params=0 (wrap the decoder layers)",
+        )
+    return shard_model(
+        model,
+        strategy,
+        Precision.from_fsdp_config(fsdp_cfg, section),
+        device=device,
+        reshard_after_forward=bool(fsdp_cfg["reshard_after_forward"]),
+        wrap_classes=wrap.get("transformer_layer_cls_to_wrap"),
+        fsdp_size=int(fsdp_cfg["fsdp_size"]),
+        offload_policy=bool(fsdp_cfg.get("offload_policy")),
+    )
 
 
 def is_fsdp1(module: nn.Module) -> bool:
@@ -250,7 +316,7 @@ def gather_full(t: torch.Tensor, chunk_megabytes: float = 4.0) -> torch.Tensor:
     group = mesh.get_group()
     for r in range(0, rows, step):
         e = min(rows, r + step)
-        dist.all_gather([out[i * rows + r:i * rows + e] for i in range(world)], local[r:e], group=group)
+        dist.all_gather([out[i * rows + r : i * rows + e] for i in range(world)], local[r:e], group=group)
     return out
 
 
@@ -285,8 +351,9 @@ def _persistent_buffers(module: nn.Module) -> Iterator[tuple[str, torch.Tensor]]
                 yield (f"{mod_name}.{bname}" if mod_name else bname), b
 
 
-def bucketed(pairs: Iterator[tuple[str, torch.Tensor]], bucket_megabytes: float
-             ) -> Iterator[list[tuple[str, torch.Tensor]]]:
+def bucketed(
+    pairs: Iterator[tuple[str, torch.Tensor]], bucket_megabytes: float
+) -> Iterator[list[tuple[str, torch.Tensor]]]:
     """Group a stream of ``(name, tensor)`` pairs into lists of at most ``bucket_megabytes`` MiB each (a single
     tensor larger than the limit forms a bucket of its own)."""
     limit = bucket_megabytes * 2**20

@@ -19,10 +19,18 @@ def build_optimizer(params, optim_cfg: dict) -> torch.optim.Optimizer:
     """
     name = optim_cfg["optimizer"]
     if str(name).lower() != "adamw":
-        raise ConfigError(f"optimizer {name!r} is not implemented by the native launcher; allowed: AdamW",
-                          key="actor_rollout_ref.actor.optim.optimizer", value=name, fix="set it to AdamW")
-    return torch.optim.AdamW(params, lr=float(optim_cfg["lr"]), betas=tuple(float(b) for b in optim_cfg["betas"]),
-                             weight_decay=float(optim_cfg["weight_decay"]))
+        raise ConfigError(
+            f"optimizer {name!r} is not implemented by the native launcher; allowed: AdamW",
+            key="actor_rollout_ref.actor.optim.optimizer",
+            value=name,
+            fix="set it to AdamW",
+        )
+    return torch.optim.AdamW(
+        params,
+        lr=float(optim_cfg["lr"]),
+        betas=tuple(float(b) for b in optim_cfg["betas"]),
+        weight_decay=float(optim_cfg["weight_decay"]),
+    )
 
 
 def warmup_steps(optim_cfg: dict, total_steps: int) -> int:
@@ -59,8 +67,12 @@ def lr_lambda(optim_cfg: dict, total_steps: int):
             return max(mn, math.cos(math.pi * cycles * 2.0 * progress) * coef + intercept)
 
         return cosine
-    raise ConfigError(f"unknown lr_scheduler_type {kind!r}; allowed: constant, cosine",
-                      key="actor_rollout_ref.actor.optim.lr_scheduler_type", value=kind, fix="use constant or cosine")
+    raise ConfigError(
+        f"unknown lr_scheduler_type {kind!r}; allowed: constant, cosine",
+        key="actor_rollout_ref.actor.optim.lr_scheduler_type",
+        value=kind,
+        fix="use constant or cosine",
+    )
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, optim_cfg: dict, total_steps: int) -> LambdaLR:

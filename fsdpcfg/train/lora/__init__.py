@@ -10,5 +10,13 @@ Public API:
 from fsdpcfg.train.lora.collect import find_layer_blocks, iter_adapter_params, iter_base_params, iter_merged_params
 from fsdpcfg.train.lora.setup import LoraSettings, apply_lora, is_peft_model, peft_inner
 
-__all__ = ["LoraSettings", "apply_lora", "find_layer_blocks", "is_peft_model", "iter_adapter_params",
-           "iter_base_params", "iter_merged_params", "peft_inner"]
+__all__ = [
+    "LoraSettings",
+    "apply_lora",
+    "find_layer_blocks",
+    "is_peft_model",
+    "iter_adapter_params",
+    "iter_base_params",
+    "iter_merged_params",
+    "peft_inner",
+]

@@ -15,7 +15,7 @@ on a single process the module is a plain ``PeftModel``. Tensors are detached fu
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 import torch
 from torch import nn
@@ -53,13 +53,17 @@ def _adapter_pairs(pairs, adapter_name: str, prefix: str = "") -> Iterator[Pair]
 
 def _check_nonempty(n: int, adapter_name: str, settings_key: str, detail: str) -> None:
     if n == 0:
-        raise ConfigError(f"collected no LoRA parameters of adapter {adapter_name!r} ({detail})", key=settings_key,
-                          fix="check the adapter name and target_modules; for a model whose blocks are not named "
-                              "`layers`, set fsdpcfg.lora_layer_prefixes (e.g. [transformer_blocks.])")
+        raise ConfigError(
+            f"collected no LoRA parameters of adapter {adapter_name!r} ({detail})",
+            key=settings_key,
+            fix="check the adapter name and target_modules; for a model whose blocks are not named "
+            "`layers`, set fsdpcfg.lora_layer_prefixes (e.g. [transformer_blocks.])",
+        )
 
 
-def iter_adapter_params(module: nn.Module, adapter_name: str, *, layered: bool = False,
-                        layer_prefixes: tuple[str, ...] = ("layers.",)) -> Iterator[Pair]:
+def iter_adapter_params(
+    module: nn.Module, adapter_name: str, *, layered: bool = False, layer_prefixes: tuple[str, ...] = ("layers.",)
+) -> Iterator[Pair]:
     """Yield ``(adapter_key, full_tensor)`` for every weight of adapter ``adapter_name``.
 
     Keys are PEFT's adapter-file keys (``base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight``).
@@ -111,13 +115,22 @@ def find_layer_blocks(module: nn.Module, layer_prefixes: tuple[str, ...]) -> lis
         seen.add(clean)
         blocks.append((qname, m))
     if not blocks:
-        numbered = sorted({names.strip_wrappers(q).rsplit(".", 1)[0].rsplit(".", 1)[-1] + "."
-                           for q, _ in module.named_modules() if q.rsplit(".", 1)[-1].isdigit()})
-        raise ConfigError(f"no layer block found: no module name ends with one of the layer prefixes tried "
-                          f"{list(layer_prefixes)} and an index; numbered containers in this model: "
-                          f"{numbered or 'none'}", key="fsdpcfg.lora_layer_prefixes", value=list(layer_prefixes),
-                          fix=f"set fsdpcfg.lora_layer_prefixes to the model's block container "
-                              f"(e.g. {numbered[:1] or ['transformer_blocks.']})")
+        numbered = sorted(
+            {
+                names.strip_wrappers(q).rsplit(".", 1)[0].rsplit(".", 1)[-1] + "."
+                for q, _ in module.named_modules()
+                if q.rsplit(".", 1)[-1].isdigit()
+            }
+        )
+        raise ConfigError(
+            f"no layer block found: no module name ends with one of the layer prefixes tried "
+            f"{list(layer_prefixes)} and an index; numbered containers in this model: "
+            f"{numbered or 'none'}",
+            key="fsdpcfg.lora_layer_prefixes",
+            value=list(layer_prefixes),
+            fix=f"set fsdpcfg.lora_layer_prefixes to the model's block container "
+            f"(e.g. {numbered[:1] or ['transformer_blocks.']})",
+        )
     return blocks
 
 
@@ -147,13 +160,18 @@ def _iter_layered(module: nn.Module, adapter_name: str, layer_prefixes: tuple[st
                 own = [(n, p) for n, p in m.named_parameters() if n.split(".").count("_fsdp_wrapped_module") <= 1]
                 got = list(_adapter_pairs(own, adapter_name, prefix=qname + "."))
         else:
-            got = list(_adapter_pairs(m.named_parameters(recurse=False), adapter_name,
-                                      prefix=(qname + ".") if qname else ""))
+            got = list(
+                _adapter_pairs(m.named_parameters(recurse=False), adapter_name, prefix=(qname + ".") if qname else "")
+            )
         for pair in got:
             count += 1
             yield pair
-    _check_nonempty(count, adapter_name, "fsdpcfg.lora_layer_prefixes",
-                    f"layered gather over {len(blocks)} blocks; layer prefixes tried: {list(layer_prefixes)}")
+    _check_nonempty(
+        count,
+        adapter_name,
+        "fsdpcfg.lora_layer_prefixes",
+        f"layered gather over {len(blocks)} blocks; layer prefixes tried: {list(layer_prefixes)}",
+    )
 
 
 @contextlib.contextmanager

@@ -48,7 +48,7 @@ def base_name(name: str) -> str | None:
     if is_lora_name(name):
         return None
     if name.startswith(PEFT_PREFIX):
-        name = name[len(PEFT_PREFIX):]
+        name = name[len(PEFT_PREFIX) :]
     return ".".join(p for p in name.split(".") if p != "base_layer")
 
 
@@ -64,7 +64,7 @@ def adapter_key(name: str, adapter_name: str) -> str | None:
         if p.startswith("lora_"):
             if parts[i + 1] != adapter_name:
                 return None
-            return ".".join(parts[:i + 1] + parts[i + 2:])
+            return ".".join(parts[: i + 1] + parts[i + 2 :])
     return None
 
 
@@ -77,7 +77,7 @@ def adapter_param_name(key: str, adapter_name: str) -> str:
     parts = key.split(".")
     for i, p in enumerate(parts):
         if p.startswith("lora_"):
-            return ".".join(parts[:i + 1] + [adapter_name] + parts[i + 1:])
+            return ".".join(parts[: i + 1] + [adapter_name] + parts[i + 1 :])
     raise ValueError(f"{key!r} is not a LoRA adapter key (no lora_* segment)")
 
 

@@ -11,8 +11,8 @@ SGLang adapters do with ``base_sync_done`` (base once, then adapters).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import torch
 from torch import nn
@@ -38,13 +38,23 @@ class LoraHFRollout(HFRollout):
         base_loaded: the base weights are already in ``base_model`` (preloaded from disk).
     """
 
-    def __init__(self, base_model: nn.Module, lora_config, adapter_name: str, dtype: torch.dtype,
-                 eos_token_ids: list[int], pad_token_id: int, *, base_loaded: bool = False) -> None:
+    def __init__(
+        self,
+        base_model: nn.Module,
+        lora_config,
+        adapter_name: str,
+        dtype: torch.dtype,
+        eos_token_ids: list[int],
+        pad_token_id: int,
+        *,
+        base_loaded: bool = False,
+    ) -> None:
         from peft import get_peft_model
 
         self.adapter_name = adapter_name
-        super().__init__(get_peft_model(base_model, lora_config, adapter_name=adapter_name), dtype, eos_token_ids,
-                         pad_token_id)
+        super().__init__(
+            get_peft_model(base_model, lora_config, adapter_name=adapter_name), dtype, eos_token_ids, pad_token_id
+        )
         self.base_loaded = base_loaded
         self.adapter_syncs = 0
         params = dict(self.model.named_parameters(remove_duplicate=False))
@@ -53,8 +63,7 @@ class LoraHFRollout(HFRollout):
             hf = names.base_name(n)
             if hf is not None:
                 self._base_targets.setdefault(hf, []).append(t)
-        self._adapter_targets = {k: params[n] for n in params
-                                 if (k := names.adapter_key(n, adapter_name)) is not None}
+        self._adapter_targets = {k: params[n] for n in params if (k := names.adapter_key(n, adapter_name)) is not None}
 
     def update_weights(self, buckets: Iterable[Bucket]) -> int:
         """Load base weights sent under Hugging Face names into the replica's base layers (first sync).
@@ -71,13 +80,19 @@ class LoraHFRollout(HFRollout):
             for name, tensor in drain(buckets):
                 targets = self._base_targets.get(name)
                 if targets is None:
-                    raise RuntimeError(f"weight sync: the LoRA replica has no base weight named {name!r}"
-                                       + (" (an adapter key: send it with update_adapter)"
-                                          if names.is_lora_name(name) or "base_layer" in name else ""))
+                    raise RuntimeError(
+                        f"weight sync: the LoRA replica has no base weight named {name!r}"
+                        + (
+                            " (an adapter key: send it with update_adapter)"
+                            if names.is_lora_name(name) or "base_layer" in name
+                            else ""
+                        )
+                    )
                 for t in targets:
                     if t.shape != tensor.shape:
-                        raise RuntimeError(f"weight sync: {name} has shape {tuple(tensor.shape)}, the replica "
-                                           f"expects {tuple(t.shape)}")
+                        raise RuntimeError(
+                            f"weight sync: {name} has shape {tuple(tensor.shape)}, the replica expects {tuple(t.shape)}"
+                        )
                     t.copy_(tensor.to(device=t.device, dtype=t.dtype))
                 loaded.add(name)
                 del tensor  # not kept alive while the engine gathers the next bucket (see drain)
@@ -85,8 +100,9 @@ class LoraHFRollout(HFRollout):
             self.model.get_base_model().tie_weights()
         missing = {k for k in set(self._base_targets) - loaded if not self._is_tied_copy(k, loaded)}
         if missing:
-            raise RuntimeError(f"weight sync: no base weights arrived for {sorted(missing)[:5]} ({len(missing)} "
-                               "tensors)")
+            raise RuntimeError(
+                f"weight sync: no base weights arrived for {sorted(missing)[:5]} ({len(missing)} tensors)"
+            )
         self.base_loaded = True
         self.model.eval()
         return len(loaded)
@@ -108,18 +124,21 @@ class LoraHFRollout(HFRollout):
             for key, tensor in drain(buckets):
                 target = self._adapter_targets.get(key)
                 if target is None:
-                    raise RuntimeError(f"weight sync: the replica's adapter {self.adapter_name!r} has no weight "
-                                       f"{key!r}")
+                    raise RuntimeError(
+                        f"weight sync: the replica's adapter {self.adapter_name!r} has no weight {key!r}"
+                    )
                 if target.shape != tensor.shape:
-                    raise RuntimeError(f"weight sync: {key} has shape {tuple(tensor.shape)}, the replica expects "
-                                       f"{tuple(target.shape)}")
+                    raise RuntimeError(
+                        f"weight sync: {key} has shape {tuple(tensor.shape)}, the replica expects {tuple(target.shape)}"
+                    )
                 target.copy_(tensor.to(device=target.device, dtype=target.dtype))
                 loaded.add(key)
                 del tensor  # not kept alive while the engine gathers the next bucket (see drain)
         missing = set(self._adapter_targets) - loaded
         if missing:
-            raise RuntimeError(f"weight sync: no adapter weights arrived for {sorted(missing)[:5]} ({len(missing)} "
-                               "tensors)")
+            raise RuntimeError(
+                f"weight sync: no adapter weights arrived for {sorted(missing)[:5]} ({len(missing)} tensors)"
+            )
         self.model.eval()
         self.adapter_syncs += 1
         self.syncs += 1
@@ -162,18 +181,23 @@ class LoraWeightSync:
                 preloaded in the rollout.
         """
         if self.settings.layered_summon:
-            raise ConfigError("layered_summon gathers only the adapter weights, one layer at a time, and the base "
-                              "model has not been sent to the rollout yet: preload the base in the rollout",
-                              key="actor_rollout_ref.rollout.layered_summon", value=True,
-                              fix="set actor_rollout_ref.rollout.load_format=safetensors (the rollout reads the base "
-                                  "from model.path), or actor_rollout_ref.rollout.layered_summon=false")
+            raise ConfigError(
+                "layered_summon gathers only the adapter weights, one layer at a time, and the base "
+                "model has not been sent to the rollout yet: preload the base in the rollout",
+                key="actor_rollout_ref.rollout.layered_summon",
+                value=True,
+                fix="set actor_rollout_ref.rollout.load_format=safetensors (the rollout reads the base "
+                "from model.path), or actor_rollout_ref.rollout.layered_summon=false",
+            )
         return bucketed(iter_base_params(self.actor), self.bucket_megabytes)
 
     def adapter_stream(self):
         """The adapter weights of ``settings.adapter_name``, bucketed (collective; layered when configured)."""
         s = self.settings
-        return bucketed(iter_adapter_params(self.actor, s.adapter_name, layered=s.layered_summon,
-                                            layer_prefixes=s.layer_prefixes), self.bucket_megabytes)
+        return bucketed(
+            iter_adapter_params(self.actor, s.adapter_name, layered=s.layered_summon, layer_prefixes=s.layer_prefixes),
+            self.bucket_megabytes,
+        )
 
     def __call__(self, rollout: LoraHFRollout) -> SyncReport:
         """Run one synchronisation; return what it sent."""
@@ -193,8 +217,13 @@ class LoraWeightSync:
             base_n = rollout.update_weights(counted(self.base_stream(), base_names))
             self.base_sent = True
         adapter_n = rollout.update_adapter(counted(self.adapter_stream(), adapter_names))
-        return SyncReport(base_tensors=base_n, adapter_tensors=adapter_n, buckets=n_buckets, base_names=base_names,
-                          adapter_names=adapter_names)
+        return SyncReport(
+            base_tensors=base_n,
+            adapter_tensors=adapter_n,
+            buckets=n_buckets,
+            base_names=base_names,
+            adapter_names=adapter_names,
+        )
 
 
 def lora_settings_for_run(cfg: dict) -> LoraSettings | None:
@@ -209,14 +238,28 @@ def lora_settings_for_run(cfg: dict) -> LoraSettings | None:
     return LoraSettings.from_model_cfg(arr["model"], rollout_cfg=arr["rollout"], fsdpcfg_cfg=cfg.get("fsdpcfg"))
 
 
-def build_lora_rollout(actor: nn.Module, model_cfg: dict, settings: LoraSettings, dtype: torch.dtype,
-                       eos_token_ids: list[int], pad_token_id: int, device: torch.device, bucket_megabytes: float
-                       ) -> tuple[LoraHFRollout, LoraWeightSync]:
+def build_lora_rollout(
+    actor: nn.Module,
+    model_cfg: dict,
+    settings: LoraSettings,
+    dtype: torch.dtype,
+    eos_token_ids: list[int],
+    pad_token_id: int,
+    device: torch.device,
+    bucket_megabytes: float,
+) -> tuple[LoraHFRollout, LoraWeightSync]:
     """The PEFT replica of a LoRA actor (its base read from ``model.path`` when ``load_format`` is not ``dummy``)
     and the synchronisation that feeds it."""
     from fsdpcfg.train.model import load_model
 
     replica = load_model(model_cfg, dtype, weights=settings.base_preloaded).to(device)
-    rollout = LoraHFRollout(replica, settings.lora_config(), settings.adapter_name, dtype, eos_token_ids,
-                            pad_token_id, base_loaded=settings.base_preloaded)
+    rollout = LoraHFRollout(
+        replica,
+        settings.lora_config(),
+        settings.adapter_name,
+        dtype,
+        eos_token_ids,
+        pad_token_id,
+        base_loaded=settings.base_preloaded,
+    )
     return rollout, LoraWeightSync(actor, settings, bucket_megabytes)

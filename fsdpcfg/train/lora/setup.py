@@ -47,9 +47,15 @@ class LoraSettings:
     key_prefix: str = "actor_rollout_ref.model"
 
     @classmethod
-    def from_model_cfg(cls, model_cfg: dict, *, rollout_cfg: dict | None = None, fsdpcfg_cfg: dict | None = None,
-                       key_prefix: str = "actor_rollout_ref.model", adapter_name: str = DEFAULT_ADAPTER
-                       ) -> "LoraSettings | None":
+    def from_model_cfg(
+        cls,
+        model_cfg: dict,
+        *,
+        rollout_cfg: dict | None = None,
+        fsdpcfg_cfg: dict | None = None,
+        key_prefix: str = "actor_rollout_ref.model",
+        adapter_name: str = DEFAULT_ADAPTER,
+    ) -> LoraSettings | None:
         """Read the LoRA keys of a ``model`` section; ``None`` when ``lora_rank`` is 0 (no LoRA).
 
         Raises:
@@ -57,39 +63,66 @@ class LoraSettings:
         """
         rank = model_cfg.get("lora_rank", 0) or 0
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            raise ConfigError(f"must be an integer >= 0 (0 = no LoRA), got {rank!r}", key=f"{key_prefix}.lora_rank",
-                              value=rank, fix=f"set {key_prefix}.lora_rank=8 (or 0 to train all weights)")
+            raise ConfigError(
+                f"must be an integer >= 0 (0 = no LoRA), got {rank!r}",
+                key=f"{key_prefix}.lora_rank",
+                value=rank,
+                fix=f"set {key_prefix}.lora_rank=8 (or 0 to train all weights)",
+            )
         if rank == 0:
             return None
         alpha = model_cfg.get("lora_alpha", 16)
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
-            raise ConfigError(f"must be a positive number, got {alpha!r}", key=f"{key_prefix}.lora_alpha",
-                              value=alpha, fix=f"set {key_prefix}.lora_alpha=16")
+            raise ConfigError(
+                f"must be a positive number, got {alpha!r}",
+                key=f"{key_prefix}.lora_alpha",
+                value=alpha,
+                fix=f"set {key_prefix}.lora_alpha=16",
+            )
         targets = model_cfg.get("target_modules", "all-linear")
         if not targets:
-            raise ConfigError("names no module to adapt", key=f"{key_prefix}.target_modules", value=targets,
-                              fix=f"set {key_prefix}.target_modules=all-linear or a list such as [q_proj,v_proj]")
+            raise ConfigError(
+                "names no module to adapt",
+                key=f"{key_prefix}.target_modules",
+                value=targets,
+                fix=f"set {key_prefix}.target_modules=all-linear or a list such as [q_proj,v_proj]",
+            )
         rollout_cfg = rollout_cfg or {}
         prefixes = tuple((fsdpcfg_cfg or {}).get("lora_layer_prefixes") or DEFAULT_LAYER_PREFIXES)
         if any(not isinstance(p, str) or not p for p in prefixes):
-            raise ConfigError(f"layer-name prefixes must be non-empty strings, got {list(prefixes)!r}",
-                              key="fsdpcfg.lora_layer_prefixes", fix="e.g. [layers.] or [transformer_blocks.]")
-        return cls(rank=rank, alpha=float(alpha), target_modules=_plain(targets),
-                   exclude_modules=_plain(model_cfg.get("exclude_modules")), adapter_name=adapter_name,
-                   adapter_path=model_cfg.get("lora_adapter_path"),
-                   layered_summon=bool(rollout_cfg.get("layered_summon", False)),
-                   base_preloaded="dummy" not in str(rollout_cfg.get("load_format", "dummy")),
-                   layer_prefixes=prefixes, key_prefix=key_prefix)
+            raise ConfigError(
+                f"layer-name prefixes must be non-empty strings, got {list(prefixes)!r}",
+                key="fsdpcfg.lora_layer_prefixes",
+                fix="e.g. [layers.] or [transformer_blocks.]",
+            )
+        return cls(
+            rank=rank,
+            alpha=float(alpha),
+            target_modules=_plain(targets),
+            exclude_modules=_plain(model_cfg.get("exclude_modules")),
+            adapter_name=adapter_name,
+            adapter_path=model_cfg.get("lora_adapter_path"),
+            layered_summon=bool(rollout_cfg.get("layered_summon", False)),
+            base_preloaded="dummy" not in str(rollout_cfg.get("load_format", "dummy")),
+            layer_prefixes=prefixes,
+            key_prefix=key_prefix,
+        )
 
     def lora_config(self, base_model: str | None = None):
         """The ``peft.LoraConfig`` (causal LM, no bias, no dropout: rollout and actor must compute alike);
         ``base_model`` is recorded as its ``base_model_name_or_path`` (what a saved adapter was trained on)."""
         from peft import LoraConfig, TaskType
 
-        return LoraConfig(task_type=TaskType.CAUSAL_LM, r=self.rank, lora_alpha=self.alpha,
-                          base_model_name_or_path=base_model,
-                          target_modules=self.target_modules, exclude_modules=self.exclude_modules,
-                          lora_dropout=0.0, bias="none")
+        return LoraConfig(
+            task_type=TaskType.CAUSAL_LM,
+            r=self.rank,
+            lora_alpha=self.alpha,  # type: ignore[arg-type]  # peft annotates int; a float alpha (verl's) works
+            base_model_name_or_path=base_model,
+            target_modules=self.target_modules,
+            exclude_modules=self.exclude_modules,
+            lora_dropout=0.0,
+            bias="none",
+        )
 
 
 def _plain(v: Any) -> Any:
@@ -112,14 +145,18 @@ def apply_lora(model: nn.Module, settings: LoraSettings) -> nn.Module:
 
     try:
         if settings.adapter_path:
-            peft_model = PeftModel.from_pretrained(model, settings.adapter_path, adapter_name=settings.adapter_name,
-                                                   is_trainable=True)
+            peft_model = PeftModel.from_pretrained(
+                model, settings.adapter_path, adapter_name=settings.adapter_name, is_trainable=True
+            )
         else:
             peft_model = get_peft_model(model, settings.lora_config(), adapter_name=settings.adapter_name)
     except (ValueError, OSError) as e:
         key = "lora_adapter_path" if settings.adapter_path else "target_modules"
-        raise ConfigError(f"cannot add the LoRA adapter: {str(e).splitlines()[0]}", key=f"{settings.key_prefix}.{key}",
-                          fix="name modules the model has (e.g. [q_proj,k_proj,v_proj,o_proj]) or all-linear") from None
+        raise ConfigError(
+            f"cannot add the LoRA adapter: {str(e).splitlines()[0]}",
+            key=f"{settings.key_prefix}.{key}",
+            fix="name modules the model has (e.g. [q_proj,k_proj,v_proj,o_proj]) or all-linear",
+        ) from None
     base_dtype = next((p.dtype for p in peft_model.parameters() if not p.requires_grad), None)
     if base_dtype is not None:
         for p in peft_model.parameters():

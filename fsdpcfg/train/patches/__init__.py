@@ -16,7 +16,8 @@ With every patch off the model is the plain padded Hugging Face model, untouched
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.train.patches import gradient_checkpointing, liger, remove_padding, ulysses
@@ -26,8 +27,18 @@ from fsdpcfg.train.patches.remove_padding import is_packed
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["REGISTRY", "Patch", "PatchConflict", "PatchRegistry", "Problem", "apply_patches", "is_packed",
-           "problems", "selected", "target_conflicts"]
+__all__ = [
+    "REGISTRY",
+    "Patch",
+    "PatchConflict",
+    "PatchRegistry",
+    "Problem",
+    "apply_patches",
+    "is_packed",
+    "problems",
+    "selected",
+    "target_conflicts",
+]
 
 REGISTRY = PatchRegistry([remove_padding.PATCH, gradient_checkpointing.PATCH, liger.PATCH, ulysses.PATCH])
 
@@ -49,13 +60,14 @@ def selected(cfg: dict) -> list[str]:
     return REGISTRY.selected(_getter(cfg))
 
 
-def problems(names: Iterable[str], *, model_type: str | None, device: str | None,
-             launcher: str | None) -> list[Problem]:
+def problems(
+    names: Iterable[str], *, model_type: str | None, device: str | None, launcher: str | None
+) -> list[Problem]:
     """Everything that keeps ``names`` from running (see :meth:`PatchRegistry.problems`)."""
     return REGISTRY.problems(names, model_type=model_type, device=device, launcher=launcher)
 
 
-def apply_patches(model: "nn.Module", names: Iterable[str], *, device: str, launcher: str = "native") -> list[str]:
+def apply_patches(model: nn.Module, names: Iterable[str], *, device: str, launcher: str = "native") -> list[str]:
     """Apply the patches ``names`` to the unsharded HF ``model`` (before FSDP wraps it), dispatched on
     ``model.config.model_type``; with no names the model is left exactly as loaded.
 
@@ -77,7 +89,8 @@ def apply_patches(model: "nn.Module", names: Iterable[str], *, device: str, laun
     for n in names:
         fn = REGISTRY[n].impl_for(model_type)
         if fn is None:  # declared but run by another launcher only: problems() already refused it
-            raise ConfigError(f"patch {n!r} has no native implementation", key=REGISTRY[n].config_key,
-                              fix="use launcher=verl")
+            raise ConfigError(
+                f"patch {n!r} has no native implementation", key=REGISTRY[n].config_key, fix="use launcher=verl"
+            )
         fn(model)
     return names

@@ -11,8 +11,9 @@ the engine applies them at launch (:func:`fsdpcfg.train.patches.apply_patches`).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 
 class PatchConflict(ValueError):
@@ -112,8 +113,10 @@ class PatchRegistry:
         if patch.name in self._patches:
             raise PatchConflict(f"patch {patch.name!r} is registered twice")
         for target, first, second in target_conflicts([*self._patches.values(), patch]):
-            raise PatchConflict(f"patches {first!r} and {second!r} both claim the target {target!r}; "
-                                "a target may be patched by one patch only")
+            raise PatchConflict(
+                f"patches {first!r} and {second!r} both claim the target {target!r}; "
+                "a target may be patched by one patch only"
+            )
         self._patches[patch.name] = patch
         return patch
 
@@ -134,42 +137,84 @@ class PatchRegistry:
         """Names of the patches the config turns on; ``get(key)`` returns a config value (or None)."""
         return [p.name for p in self if p.is_on(get(p.config_key))]
 
-    def problems(self, names: Iterable[str], *, model_type: str | None, device: str | None,
-                 launcher: str | None, extra: Iterable[Patch] = ()) -> list[Problem]:
+    def problems(
+        self,
+        names: Iterable[str],
+        *,
+        model_type: str | None,
+        device: str | None,
+        launcher: str | None,
+        extra: Iterable[Patch] = (),
+    ) -> list[Problem]:
         """Everything that keeps the selection ``names`` (plus ``extra`` patches from elsewhere, e.g. another
         registry) from running on ``model_type`` / ``device`` / ``launcher``. ``None`` skips that check."""
         out: list[Problem] = []
         chosen: list[Patch] = []
         for n in names:
             if n not in self:
-                out.append(Problem("unknown", n, f"unknown patch {n!r}; known: {', '.join(self.names())}",
-                                   f"choose one of {', '.join(self.names())}"))
+                out.append(
+                    Problem(
+                        "unknown",
+                        n,
+                        f"unknown patch {n!r}; known: {', '.join(self.names())}",
+                        f"choose one of {', '.join(self.names())}",
+                    )
+                )
             else:
                 chosen.append(self[n])
         chosen += list(extra)
         for target, first, second in target_conflicts(chosen):
-            out.append(Problem("conflict", second, f"patches {first!r} and {second!r} both claim the target "
-                               f"{target!r}", f"select only one of {first}, {second}"))
+            out.append(
+                Problem(
+                    "conflict",
+                    second,
+                    f"patches {first!r} and {second!r} both claim the target {target!r}",
+                    f"select only one of {first}, {second}",
+                )
+            )
         have = {p.name for p in chosen}
         for p in chosen:
             if model_type is not None and not p.supports(model_type):
-                out.append(Problem("model_type", p.name, f"patch {p.name!r} does not support model_type "
-                                   f"{model_type!r} (it supports: {', '.join(sorted(p.model_types or ()))})",
-                                   f"turn it off ({p.config_key}=false), or use a model of a supported type"))
+                out.append(
+                    Problem(
+                        "model_type",
+                        p.name,
+                        f"patch {p.name!r} does not support model_type "
+                        f"{model_type!r} (it supports: {', '.join(sorted(p.model_types or ()))})",
+                        f"turn it off ({p.config_key}=false), or use a model of a supported type",
+                    )
+                )
             devices = p.verl_devices if launcher == "verl" else p.devices
             if device is not None and device not in devices:
                 who = "verl runs" if launcher == "verl" else "runs"
-                out.append(Problem("device", p.name, f"patch {p.name!r} {who} on {' or '.join(devices)} only, "
-                                   f"not on trainer.device={device}",
-                                   f"turn it off ({p.config_key}={_off(p)}), or run on {devices[0]}"))
+                out.append(
+                    Problem(
+                        "device",
+                        p.name,
+                        f"patch {p.name!r} {who} on {' or '.join(devices)} only, not on trainer.device={device}",
+                        f"turn it off ({p.config_key}={_off(p)}), or run on {devices[0]}",
+                    )
+                )
             if launcher is not None and launcher not in p.launchers:
-                out.append(Problem("launcher", p.name, f"patch {p.name!r} is run by launcher="
-                                   f"{' or '.join(p.launchers)} only, not by launcher={launcher}",
-                                   f"use launcher={p.launchers[0]}, or turn it off ({p.config_key}={_off(p)})"))
+                out.append(
+                    Problem(
+                        "launcher",
+                        p.name,
+                        f"patch {p.name!r} is run by launcher="
+                        f"{' or '.join(p.launchers)} only, not by launcher={launcher}",
+                        f"use launcher={p.launchers[0]}, or turn it off ({p.config_key}={_off(p)})",
+                    )
+                )
             for r in p.requires:
                 if r not in have:
-                    out.append(Problem("requires", p.name, f"patch {p.name!r} needs patch {r!r}",
-                                       f"turn on {self[r].config_key if r in self else r}"))
+                    out.append(
+                        Problem(
+                            "requires",
+                            p.name,
+                            f"patch {p.name!r} needs patch {r!r}",
+                            f"turn on {self[r].config_key if r in self else r}",
+                        )
+                    )
         return out
 
 

@@ -29,15 +29,17 @@ PATCH = Patch(
 )
 
 
-def apply(model: "nn.Module") -> None:
+def apply(model: nn.Module) -> None:
     """Enable non-reentrant gradient checkpointing on ``model`` (an unsharded HF ``PreTrainedModel``).
 
     Raises:
         ConfigError: the model class does not support gradient checkpointing (names its model_type).
     """
     if not getattr(model, "supports_gradient_checkpointing", False):
-        raise ConfigError(f"gradient_checkpointing: {type(model).__name__} (model_type "
-                          f"{getattr(model.config, 'model_type', '?')!r}) does not support gradient checkpointing",
-                          key="actor_rollout_ref.model.enable_gradient_checkpointing",
-                          fix="set actor_rollout_ref.model.enable_gradient_checkpointing=false (patches=none)")
+        raise ConfigError(
+            f"gradient_checkpointing: {type(model).__name__} (model_type "
+            f"{getattr(model.config, 'model_type', '?')!r}) does not support gradient checkpointing",
+            key="actor_rollout_ref.model.enable_gradient_checkpointing",
+            fix="set actor_rollout_ref.model.enable_gradient_checkpointing=false (patches=none)",
+        )
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})

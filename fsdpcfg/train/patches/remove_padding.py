@@ -38,15 +38,16 @@ PATCH = Patch(
     targets=("model.forward:packed", "attention.mask:packed"),
     config_key="actor_rollout_ref.model.use_remove_padding",
     is_on=bool,
-    model_types=frozenset({"qwen2", "qwen3", "llama", "mistral", "mixtral", "gemma", "gemma2", "phi3", "deepseek_v2",
-                           "qwen3_moe"}),
+    model_types=frozenset(
+        {"qwen2", "qwen3", "llama", "mistral", "mixtral", "gemma", "gemma2", "phi3", "deepseek_v2", "qwen3_moe"}
+    ),
     impls={"*": "fsdpcfg.train.patches.remove_padding:apply"},
     source="verl/workers/engine/fsdp/transformer_impl.py (use_remove_padding); transformers "
-           "masking_utils.find_packed_sequence_indices",
+    "masking_utils.find_packed_sequence_indices",
 )
 
 
-def apply(model: "nn.Module") -> None:
+def apply(model: nn.Module) -> None:
     """Mark ``model`` (an unsharded HF causal LM) for the packed forward.
 
     Raises:
@@ -55,21 +56,21 @@ def apply(model: "nn.Module") -> None:
     """
     impl = getattr(model.config, "_attn_implementation", None) or "eager"
     if impl not in MASK_ATTENTION:
-        raise ConfigError(f"remove_padding: model_type {model.config.model_type!r} uses attention {impl!r}, which "
-                          f"the native packed forward does not drive (it needs one of {', '.join(MASK_ATTENTION)})",
-                          key="actor_rollout_ref.model.use_remove_padding",
-                          fix="set +actor_rollout_ref.model.override_config.attn_implementation=sdpa, or "
-                              "patches=none")
+        raise ConfigError(
+            f"remove_padding: model_type {model.config.model_type!r} uses attention {impl!r}, which "
+            f"the native packed forward does not drive (it needs one of {', '.join(MASK_ATTENTION)})",
+            key="actor_rollout_ref.model.use_remove_padding",
+            fix="set +actor_rollout_ref.model.override_config.attn_implementation=sdpa, or patches=none",
+        )
     setattr(model, LAYOUT_ATTR, "packed")
 
 
-def is_packed(module: "nn.Module") -> bool:
+def is_packed(module: nn.Module) -> bool:
     """True when ``module`` (plain, FSDP1-wrapped or FSDP2-sharded) was marked by :func:`apply`."""
     return getattr(module, LAYOUT_ATTR, "padded") == "packed"
 
 
-def pack(input_ids: "torch.Tensor", attention_mask: "torch.Tensor"
-         ) -> tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]:
+def pack(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Concatenate the real tokens of every row.
 
     Args:
@@ -89,9 +90,15 @@ def pack(input_ids: "torch.Tensor", attention_mask: "torch.Tensor"
     return input_ids[keep].unsqueeze(0), pos[keep].unsqueeze(0), index
 
 
-def packed_response_log_probs(module: "nn.Module", input_ids: "torch.Tensor", attention_mask: "torch.Tensor",
-                              response_len: int, *, with_entropy: bool = False, temperature: float = 1.0
-                              ) -> tuple["torch.Tensor", "torch.Tensor | None"]:
+def packed_response_log_probs(
+    module: nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    response_len: int,
+    *,
+    with_entropy: bool = False,
+    temperature: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The packed twin of ``fsdpcfg.train.engine.forward.response_log_probs`` (same arguments and shapes).
 
     Returns:
@@ -107,10 +114,10 @@ def packed_response_log_probs(module: "nn.Module", input_ids: "torch.Tensor", at
         raise ValueError(f"response_len {response_len} must be between 1 and seq - 1 = {input_ids.shape[1] - 1}")
     ids, pos, index = pack(input_ids, attention_mask)
     cols = torch.arange(input_ids.shape[1] - response_len, input_ids.shape[1], device=input_ids.device)
-    src = index[:, cols - 1]                                   # packed column predicting each response token
+    src = index[:, cols - 1]  # packed column predicting each response token
     valid = attention_mask[:, cols].bool() & (src >= 0)
     out = module(input_ids=ids, position_ids=pos, use_cache=False, logits_to_keep=src[valid])
-    logits = out.logits[0].float()                             # (n_valid, vocab)
+    logits = out.logits[0].float()  # (n_valid, vocab)
     if temperature != 1.0:
         logits = logits / temperature
     logp = torch.zeros(valid.shape, dtype=torch.float32, device=input_ids.device)

@@ -32,5 +32,5 @@ PATCH = Patch(
     requires=("remove_padding",),
     requires_checked_by="FC303",
     source="verl/models/transformers/monkey_patch.py (apply_monkey_patch); "
-           "verl/workers/engine/fsdp/transformer_impl.py (needs use_remove_padding)",
+    "verl/workers/engine/fsdp/transformer_impl.py (needs use_remove_padding)",
 )

@@ -7,8 +7,8 @@ Each rank generates only for its own shard of (prompt, sample) pairs from its ow
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import torch
 from torch import nn
@@ -37,11 +37,17 @@ class GenerationSettings:
     ignore_eos: bool
 
     @classmethod
-    def from_rollout_cfg(cls, r: dict) -> "GenerationSettings":
+    def from_rollout_cfg(cls, r: dict) -> GenerationSettings:
         """Read the ``actor_rollout_ref.rollout`` section."""
-        return cls(n=int(r["n"]), response_length=int(r["response_length"]), temperature=float(r["temperature"]),
-                   top_p=float(r["top_p"]), top_k=int(r["top_k"]), do_sample=bool(r["do_sample"]),
-                   ignore_eos=bool(r["ignore_eos"]))
+        return cls(
+            n=int(r["n"]),
+            response_length=int(r["response_length"]),
+            temperature=float(r["temperature"]),
+            top_p=float(r["top_p"]),
+            top_k=int(r["top_k"]),
+            do_sample=bool(r["do_sample"]),
+            ignore_eos=bool(r["ignore_eos"]),
+        )
 
 
 @dataclass
@@ -115,8 +121,10 @@ class HFRollout:
                 if target is None:
                     raise RuntimeError(f"weight sync: the rollout replica has no tensor named {name!r}")
                 if target.shape != tensor.shape:
-                    raise RuntimeError(f"weight sync: {name} has shape {tuple(tensor.shape)}, the replica "
-                                       f"expects {tuple(target.shape)}")
+                    raise RuntimeError(
+                        f"weight sync: {name} has shape {tuple(tensor.shape)}, the replica "
+                        f"expects {tuple(target.shape)}"
+                    )
                 target.copy_(tensor.to(device=target.device, dtype=target.dtype))
                 loaded.add(name)
                 del tensor  # not kept alive while the engine gathers the next bucket (see drain)
@@ -137,8 +145,13 @@ class HFRollout:
         self.model.eval()
 
     @torch.no_grad()
-    def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, settings: GenerationSettings,
-                 generator_seed: int | None = None) -> RolloutOutput:
+    def generate(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        settings: GenerationSettings,
+        generator_seed: int | None = None,
+    ) -> RolloutOutput:
         """Generate one response per row (the caller repeats each prompt ``n`` times).
 
         Args:
@@ -155,29 +168,49 @@ class HFRollout:
         if self.syncs == 0:
             raise RuntimeError("generate() before the first weight synchronisation")
         if settings.do_sample and settings.temperature <= 0:
-            raise ConfigError("sampling needs temperature > 0", key="actor_rollout_ref.rollout.temperature",
-                              value=settings.temperature, fix="set rollout.do_sample=false for greedy decoding")
+            raise ConfigError(
+                "sampling needs temperature > 0",
+                key="actor_rollout_ref.rollout.temperature",
+                value=settings.temperature,
+                fix="set rollout.do_sample=false for greedy decoding",
+            )
         if generator_seed is not None:
             torch.manual_seed(generator_seed)
         dev = self.device
-        kwargs = dict(max_new_tokens=settings.response_length, do_sample=settings.do_sample,
-                      pad_token_id=self.pad_token_id, use_cache=True,
-                      eos_token_id=None if settings.ignore_eos else self.eos_token_ids)
+        kwargs = dict(
+            max_new_tokens=settings.response_length,
+            do_sample=settings.do_sample,
+            pad_token_id=self.pad_token_id,
+            use_cache=True,
+            eos_token_id=None if settings.ignore_eos else self.eos_token_ids,
+        )
         if settings.do_sample:
-            kwargs.update(temperature=settings.temperature, top_p=settings.top_p,
-                          top_k=settings.top_k if settings.top_k > 0 else 0)
+            kwargs.update(
+                temperature=settings.temperature,
+                top_p=settings.top_p,
+                top_k=settings.top_k if settings.top_k > 0 else 0,
+            )
         if settings.ignore_eos:
             kwargs["min_new_tokens"] = settings.response_length
         out = self.model.generate(input_ids=input_ids.to(dev), attention_mask=attention_mask.to(dev), **kwargs)
         prompt_len = input_ids.shape[1]
         responses = out[:, prompt_len:].cpu()
         if responses.shape[1] < settings.response_length:
-            pad = torch.full((responses.shape[0], settings.response_length - responses.shape[1]), self.pad_token_id,
-                             dtype=responses.dtype)
+            pad = torch.full(
+                (responses.shape[0], settings.response_length - responses.shape[1]),
+                self.pad_token_id,
+                dtype=responses.dtype,
+            )
             responses = torch.cat([responses, pad], dim=1)
-        mask = (torch.ones_like(responses) if settings.ignore_eos
-                else response_mask_until_eos(responses, self.eos_token_ids))
+        mask = (
+            torch.ones_like(responses)
+            if settings.ignore_eos
+            else response_mask_until_eos(responses, self.eos_token_ids)
+        )
         responses = torch.where(mask.bool(), responses, torch.full_like(responses, self.pad_token_id))
-        return RolloutOutput(input_ids=torch.cat([input_ids.cpu(), responses], dim=1),
-                             attention_mask=torch.cat([attention_mask.cpu().long(), mask], dim=1),
-                             responses=responses, response_mask=mask)
+        return RolloutOutput(
+            input_ids=torch.cat([input_ids.cpu(), responses], dim=1),
+            attention_mask=torch.cat([attention_mask.cpu().long(), mask], dim=1),
+            responses=responses,
+            response_mask=mask,
+        )

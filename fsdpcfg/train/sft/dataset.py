@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from fsdpcfg.errors import ConfigError
 from fsdpcfg.datafiles import read_rows
+from fsdpcfg.errors import ConfigError
 
 
 def _ids(out: Any) -> list[int]:
@@ -52,7 +52,7 @@ def system_and_generation_prompt(tokenizer, **kwargs: Any) -> tuple[list[int], l
         before = _ids(tokenizer.apply_chat_template([user, asst], tokenize=True, **kwargs))
         turn = len(_ids(tokenizer.apply_chat_template([user, asst, user], tokenize=True, **kwargs))) - len(before)
     gen = _ids(tokenizer.apply_chat_template([user], add_generation_prompt=True, tokenize=True, **kwargs))
-    return one[: len(one) - turn], gen[len(one):]
+    return one[: len(one) - turn], gen[len(one) :]
 
 
 @dataclass
@@ -87,16 +87,23 @@ class SFTDataset:
         self.max_length = int(data_cfg["max_length"])
         self.truncation = data_cfg["truncation"]
         if self.truncation not in ("error", "left", "right"):
-            raise ConfigError(f"unknown truncation {self.truncation!r}; allowed: error, left, right",
-                              key="data.truncation", value=self.truncation, fix="use error, left or right")
+            raise ConfigError(
+                f"unknown truncation {self.truncation!r}; allowed: error, left, right",
+                key="data.truncation",
+                value=self.truncation,
+                fix="use error, left or right",
+            )
         self.template_kwargs = dict(data_cfg.get("apply_chat_template_kwargs") or {})
         self.rows = read_rows(data_cfg["train_files"], data_cfg.get("train_max_samples", -1))
         if not self.rows:
             raise ConfigError("the training files hold no rows", key="data.train_files", value=data_cfg["train_files"])
         if self.messages_key not in self.rows[0]:
-            raise ConfigError(f"rows have no {self.messages_key!r} column (columns: {sorted(self.rows[0])})",
-                              key="data.messages_key", value=self.messages_key,
-                              fix="set data.messages_key to the column holding the chat messages")
+            raise ConfigError(
+                f"rows have no {self.messages_key!r} column (columns: {sorted(self.rows[0])})",
+                key="data.messages_key",
+                value=self.messages_key,
+                fix="set data.messages_key to the column holding the chat messages",
+            )
         self.system_prompt, self.generation_prompt = system_and_generation_prompt(tokenizer, **self.template_kwargs)
         self._cache: dict[int, Example] = {}
 
@@ -107,12 +114,17 @@ class SFTDataset:
         kwargs = dict(self.template_kwargs)
         if thinking is not None:
             kwargs["enable_thinking"] = thinking
-        ids = _ids(self.tokenizer.apply_chat_template([message], tools=tools, add_generation_prompt=False,
-                                                      tokenize=True, **kwargs))
-        if i != 0 and message["role"] != "system" and ids[:len(self.system_prompt)] == self.system_prompt:
-            ids = ids[len(self.system_prompt):]
+        ids = _ids(
+            self.tokenizer.apply_chat_template(
+                [message], tools=tools, add_generation_prompt=False, tokenize=True, **kwargs
+            )
+        )
+        if i != 0 and message["role"] != "system" and ids[: len(self.system_prompt)] == self.system_prompt:
+            ids = ids[len(self.system_prompt) :]
         if message["role"] == "assistant":
-            mask = [0] * min(len(self.generation_prompt), len(ids)) + [1] * max(0, len(ids) - len(self.generation_prompt))
+            mask = [0] * min(len(self.generation_prompt), len(ids)) + [1] * max(
+                0, len(ids) - len(self.generation_prompt)
+            )
         else:
             mask = [0] * len(ids)
         return ids, mask
@@ -143,19 +155,24 @@ class SFTDataset:
         def render(msgs: list[dict[str, Any]], gen: bool = False) -> list[int]:
             if not msgs:
                 return []
-            return _ids(self.tokenizer.apply_chat_template(
-                msgs, tools=tools, add_generation_prompt=gen, tokenize=True, **kwargs))
+            return _ids(
+                self.tokenizer.apply_chat_template(
+                    msgs, tools=tools, add_generation_prompt=gen, tokenize=True, **kwargs
+                )
+            )
 
         ids: list[int] = []
         mask: list[int] = []
         for i, m in enumerate(messages):
             cur = render(messages[: i + 1])
             if cur[: len(ids)] != ids:
-                raise ConfigError(f"row {index}: the chat template does not render message {i} as an extension of "
-                                  "the messages before it, so assistant tokens cannot be told apart",
-                                  key="model.custom_chat_template",
-                                  fix="set model.custom_chat_template to a template that renders turn by turn")
-            new = cur[len(ids):]
+                raise ConfigError(
+                    f"row {index}: the chat template does not render message {i} as an extension of "
+                    "the messages before it, so assistant tokens cannot be told apart",
+                    key="model.custom_chat_template",
+                    fix="set model.custom_chat_template to a template that renders turn by turn",
+                )
+            new = cur[len(ids) :]
             head = 0
             if m["role"] == "assistant":
                 gen = render(messages[:i], gen=True)
@@ -175,10 +192,16 @@ class SFTDataset:
             return self._cache[index]
         row = self.rows[index]
         messages = row.get(self.messages_key)
-        if not isinstance(messages, list) or not messages or not all(
-                isinstance(m, dict) and "role" in m and "content" in m for m in messages):
-            raise ConfigError(f"row {index}: {self.messages_key!r} must be a non-empty list of {{role, content}} "
-                              "messages", key="data.messages_key", value=self.messages_key)
+        if (
+            not isinstance(messages, list)
+            or not messages
+            or not all(isinstance(m, dict) and "role" in m and "content" in m for m in messages)
+        ):
+            raise ConfigError(
+                f"row {index}: {self.messages_key!r} must be a non-empty list of {{role, content}} messages",
+                key="data.messages_key",
+                value=self.messages_key,
+            )
         tools = row.get(self.tools_key) or None
         thinking = row.get(self.thinking_key, self.thinking_default)
         try:
@@ -189,9 +212,12 @@ class SFTDataset:
             ids, mask = self._by_prefix(index, messages, tools, thinking)
         if len(ids) > self.max_length:
             if self.truncation == "error":
-                raise ConfigError(f"row {index} has {len(ids)} tokens, more than data.max_length {self.max_length}",
-                                  key="data.max_length", value=self.max_length,
-                                  fix=f"raise data.max_length to at least {len(ids)}, or set data.truncation=right")
+                raise ConfigError(
+                    f"row {index} has {len(ids)} tokens, more than data.max_length {self.max_length}",
+                    key="data.max_length",
+                    value=self.max_length,
+                    fix=f"raise data.max_length to at least {len(ids)}, or set data.truncation=right",
+                )
             keep = slice(None, self.max_length) if self.truncation == "right" else slice(-self.max_length, None)
             ids, mask = ids[keep], mask[keep]
         ex = Example(torch.tensor(ids, dtype=torch.long), torch.tensor(mask, dtype=torch.long))

@@ -13,7 +13,6 @@ from typing import Any
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.plan._plan import Described, config_value, positive_int
 
-
 _HINT = "compose the config with `python -m fsdpcfg +recipe=qwen_sft` (conf/sft/config.yaml lists the key)"
 
 
@@ -62,34 +61,62 @@ def make_sft_plan(cfg: dict) -> SftPlan:
     world = nnodes * nproc
     device = _get(cfg, "trainer.device")
     if device not in ("cpu", "cuda"):
-        raise ConfigError(f"unknown device {device!r}; allowed: cpu, cuda", key="trainer.device", value=device,
-                          fix="set trainer.device=cpu (gloo) or cuda (NCCL)")
+        raise ConfigError(
+            f"unknown device {device!r}; allowed: cpu, cuda",
+            key="trainer.device",
+            value=device,
+            fix="set trainer.device=cpu (gloo) or cuda (NCCL)",
+        )
     if _get(cfg, "data.use_dynamic_bsz"):
-        raise ConfigError("token-budget micro-batches are implemented by launcher=verl, not by the native SFT "
-                          "trainer", key="data.use_dynamic_bsz", value=True,
-                          fix="set data.use_dynamic_bsz=false, or launcher=verl")
+        raise ConfigError(
+            "token-budget micro-batches are implemented by launcher=verl, not by the native SFT trainer",
+            key="data.use_dynamic_bsz",
+            value=True,
+            fix="set data.use_dynamic_bsz=false, or launcher=verl",
+        )
     if _get(cfg, "engine.ulysses_sequence_parallel_size") != 1:
-        raise ConfigError("Ulysses sequence parallelism is implemented by launcher=verl, not by the native trainer",
-                          key="engine.ulysses_sequence_parallel_size",
-                          value=_get(cfg, "engine.ulysses_sequence_parallel_size"),
-                          fix="set engine.ulysses_sequence_parallel_size=1, or launcher=verl")
+        raise ConfigError(
+            "Ulysses sequence parallelism is implemented by launcher=verl, not by the native trainer",
+            key="engine.ulysses_sequence_parallel_size",
+            value=_get(cfg, "engine.ulysses_sequence_parallel_size"),
+            fix="set engine.ulysses_sequence_parallel_size=1, or launcher=verl",
+        )
     tbs = _pos_int(cfg, "data.train_batch_size")
     micro = _pos_int(cfg, "data.micro_batch_size_per_gpu")
-    d = {"world_size": f"{world} = trainer.nnodes {nnodes} x trainer.n_gpus_per_node {nproc}",
-         "backend": f"{'gloo' if device == 'cpu' else 'nccl'} (trainer.device={device})"}
+    d = {
+        "world_size": f"{world} = trainer.nnodes {nnodes} x trainer.n_gpus_per_node {nproc}",
+        "backend": f"{'gloo' if device == 'cpu' else 'nccl'} (trainer.device={device})",
+    }
     if tbs % world:
-        raise ConfigError(f"data.train_batch_size {tbs} does not split over {world} ranks", key="data.train_batch_size",
-                          value=tbs, fix=f"make data.train_batch_size a multiple of {world}")
+        raise ConfigError(
+            f"data.train_batch_size {tbs} does not split over {world} ranks",
+            key="data.train_batch_size",
+            value=tbs,
+            fix=f"make data.train_batch_size a multiple of {world}",
+        )
     per = tbs // world
     d["batch_per_rank"] = f"{per} = data.train_batch_size {tbs} / world {world}"
     if per % micro:
-        raise ConfigError(f"{d['batch_per_rank']} is not a multiple of data.micro_batch_size_per_gpu {micro}",
-                          key="data.micro_batch_size_per_gpu", value=micro, fix=f"choose a divisor of {per}")
+        raise ConfigError(
+            f"{d['batch_per_rank']} is not a multiple of data.micro_batch_size_per_gpu {micro}",
+            key="data.micro_batch_size_per_gpu",
+            value=micro,
+            fix=f"choose a divisor of {per}",
+        )
     d["grad_accum"] = f"{per // micro} = batch_per_rank {per} / data.micro_batch_size_per_gpu {micro}"
-    return SftPlan(nnodes=nnodes, nproc_per_node=nproc, world_size=world, device=device,
-                   backend="gloo" if device == "cpu" else "nccl", strategy=_get(cfg, "engine.strategy"),
-                   train_batch_size=tbs, batch_per_rank=per, micro_batch_per_rank=micro, grad_accum=per // micro,
-                   derivations=d)
+    return SftPlan(
+        nnodes=nnodes,
+        nproc_per_node=nproc,
+        world_size=world,
+        device=device,
+        backend="gloo" if device == "cpu" else "nccl",
+        strategy=_get(cfg, "engine.strategy"),
+        train_batch_size=tbs,
+        batch_per_rank=per,
+        micro_batch_per_rank=micro,
+        grad_accum=per // micro,
+        derivations=d,
+    )
 
 
 def total_sft_steps(cfg: dict, num_rows: int) -> int:
@@ -103,6 +130,10 @@ def total_sft_steps(cfg: dict, num_rows: int) -> int:
         return _pos_int(cfg, "trainer.total_training_steps")
     tbs = _pos_int(cfg, "data.train_batch_size")
     if num_rows < tbs:
-        raise ConfigError(f"the training set has {num_rows} conversations, fewer than one batch of {tbs}",
-                          key="data.train_batch_size", value=tbs, fix="lower data.train_batch_size or add data")
+        raise ConfigError(
+            f"the training set has {num_rows} conversations, fewer than one batch of {tbs}",
+            key="data.train_batch_size",
+            value=tbs,
+            fix="lower data.train_batch_size or add data",
+        )
     return _pos_int(cfg, "trainer.total_epochs") * (num_rows // tbs)

@@ -22,8 +22,8 @@ import yaml
 
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.train import checkpoint as ckpt
-from fsdpcfg.train.ckpt_identity import identity
 from fsdpcfg.train.algorithm.losses import token_log_probs
+from fsdpcfg.train.ckpt_identity import identity
 from fsdpcfg.train.data import StatefulSampler
 from fsdpcfg.train.engine.fsdp import Precision, clip_grad_norm, gradient_sync, iter_full_params, shard_model
 from fsdpcfg.train.engine.optim import build_optimizer, build_scheduler
@@ -50,8 +50,9 @@ def target_positions(loss_mask: torch.Tensor) -> torch.Tensor:
     return torch.nonzero(loss_mask[:, 1:].any(dim=0), as_tuple=False).flatten()
 
 
-def sft_micro_loss(logits: torch.Tensor, input_ids: torch.Tensor, loss_mask: torch.Tensor,
-                   positions: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def sft_micro_loss(
+    logits: torch.Tensor, input_ids: torch.Tensor, loss_mask: torch.Tensor, positions: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Summed negative log-likelihood of the masked target tokens of one micro-batch.
 
     Args:
@@ -85,13 +86,20 @@ class SFTTrainer:
         self.device = init_distributed(self.plan.device, self.plan.backend)
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         if self.world != self.plan.world_size:
-            raise ConfigError(f"torchrun started {self.world} ranks, the config plans {self.plan.world_size}",
-                              key="trainer.n_gpus_per_node", fix="launch with python -m fsdpcfg")
+            raise ConfigError(
+                f"torchrun started {self.world} ranks, the config plans {self.plan.world_size}",
+                key="trainer.n_gpus_per_node",
+                fix="launch with python -m fsdpcfg",
+            )
         self.model_cfg, self.engine_cfg, tr = cfg["model"], cfg["engine"], cfg["trainer"]
         for flag in ("param_offload", "optimizer_offload"):
             if self.engine_cfg.get(flag):
-                raise ConfigError(f"{flag}=true is not implemented by the native SFT trainer", key=f"engine.{flag}",
-                                  value=True, fix=f"set engine.{flag}=false, or launcher=verl")
+                raise ConfigError(
+                    f"{flag}=true is not implemented by the native SFT trainer",
+                    key=f"engine.{flag}",
+                    value=True,
+                    fix=f"set engine.{flag}=false, or launcher=verl",
+                )
         torch.manual_seed(int(self.engine_cfg["seed"]))
         self.tokenizer = load_tokenizer(self.model_cfg)
         self.dataset = SFTDataset(cfg["data"], self.tokenizer)
@@ -125,22 +133,28 @@ class SFTTrainer:
                 model.enable_input_require_grads()
             model = apply_lora(model, self.lora)
         wrap = (eng.get("wrap_policy") or {}).get("transformer_layer_cls_to_wrap")
-        self.model = shard_model(model, self.plan.strategy, Precision.from_fsdp_config(dict(eng, mixed_precision=None),
-                                                                                       "engine"),
-                                 device=self.device, reshard_after_forward=bool(eng["reshard_after_forward"]),
-                                 wrap_classes=wrap, fsdp_size=int(eng.get("fsdp_size", -1)),
-                                 offload_policy=bool(eng.get("offload_policy", False)))
+        self.model = shard_model(
+            model,
+            self.plan.strategy,
+            Precision.from_fsdp_config(dict(eng, mixed_precision=None), "engine"),
+            device=self.device,
+            reshard_after_forward=bool(eng["reshard_after_forward"]),
+            wrap_classes=wrap,
+            fsdp_size=int(eng.get("fsdp_size", -1)),
+            offload_policy=bool(eng.get("offload_policy", False)),
+        )
         optim_cfg = self.cfg["optim"]
         self.optimizer = build_optimizer([p for p in self.model.parameters() if p.requires_grad], optim_cfg)
         sched = optim_cfg["total_training_steps"]
-        self.scheduler = build_scheduler(self.optimizer, optim_cfg,
-                                         self.total_steps if sched is None or sched <= 0 else sched)
+        self.scheduler = build_scheduler(
+            self.optimizer, optim_cfg, self.total_steps if sched is None or sched <= 0 else sched
+        )
 
     def step(self, step: int) -> dict[str, float]:
         """Run optimizer step ``step`` (1-based) on the next global batch; return global metrics (all ranks)."""
         t0 = time.perf_counter()
         per, micro = self.plan.batch_per_rank, self.plan.micro_batch_per_rank
-        idx = self.sampler.next_batch()[self.rank * per:(self.rank + 1) * per]
+        idx = self.sampler.next_batch()[self.rank * per : (self.rank + 1) * per]
         examples = [self.dataset[i] for i in idx]
         local_targets = float(sum(int(e.loss_mask[1:].sum()) for e in examples))
         local_tokens = float(sum(len(e.input_ids) for e in examples))
@@ -151,12 +165,19 @@ class SFTTrainer:
         nll = 0.0
         lr = self.scheduler.get_last_lr()[0]
         for j in range(self.plan.grad_accum):
-            mb = {k: v.to(self.device) for k, v in collate(examples[j * micro:(j + 1) * micro],
-                                                           self.tokenizer.pad_token_id).items()}
+            mb = {
+                k: v.to(self.device)
+                for k, v in collate(examples[j * micro : (j + 1) * micro], self.tokenizer.pad_token_id).items()
+            }
             with gradient_sync(self.model, enabled=(j == self.plan.grad_accum - 1)):
                 pos = target_positions(mb["loss_mask"])
-                out = self.model(input_ids=mb["input_ids"], attention_mask=mb["attention_mask"],
-                                 position_ids=mb["position_ids"], use_cache=False, logits_to_keep=pos)
+                out = self.model(
+                    input_ids=mb["input_ids"],
+                    attention_mask=mb["attention_mask"],
+                    position_ids=mb["position_ids"],
+                    use_cache=False,
+                    logits_to_keep=pos,
+                )
                 s, _ = sft_micro_loss(out.logits, mb["input_ids"], mb["loss_mask"], pos)
                 (s / denom * self.world).backward()
             nll += float(s.detach())
@@ -169,32 +190,64 @@ class SFTTrainer:
         self.scheduler.step()
         (global_nll,) = _all_sum([nll], self.device)
         dt = _all_sum([time.perf_counter() - t0], self.device)[0] / self.world
-        return {"train/loss": global_nll / denom, "train/grad_norm": grad_norm, "train/lr": float(lr),
-                "train/target_tokens": global_targets, "perf/total_num_tokens": global_tokens,
-                "perf/throughput": global_tokens / dt / self.world, "timing_s/step": dt,
-                "training/global_step": float(step), "training/epoch": float(self.sampler.epoch)}
+        return {
+            "train/loss": global_nll / denom,
+            "train/grad_norm": grad_norm,
+            "train/lr": float(lr),
+            "train/target_tokens": global_targets,
+            "perf/total_num_tokens": global_tokens,
+            "perf/throughput": global_tokens / dt / self.world,
+            "timing_s/step": dt,
+            "training/global_step": float(step),
+            "training/epoch": float(self.sampler.epoch),
+        }
 
     def save(self, step: int) -> None:
         """Write checkpoint ``global_step_<step>`` (collective): a Hugging Face folder plus the trainer state."""
         from fsdpcfg.train.lora import iter_adapter_params, iter_merged_params
 
         tr = self.cfg["trainer"]
-        weights = (iter_merged_params(self.model, self.lora.adapter_name) if self.lora is not None
-                   else iter_full_params(self.model))
-        adapter = None if self.lora is None else (self.lora.lora_config(base_model=self.model_cfg["path"]),
-                                                  iter_adapter_params(self.model, self.lora.adapter_name))
-        ckpt.save_checkpoint(tr["default_local_dir"], step, model=self.model, full_weights=weights, adapter=adapter,
-                             card=ckpt.card_facts(self.cfg, self.model_cfg["path"], self.last_metrics),
-                             hf_config=self.hf_config,
-                             tokenizer=self.tokenizer, optimizer=self.optimizer,
-                             generation_config=self.generation_config, scheduler=self.scheduler,
-                             trainer_state={"step": step, "sampler": self.sampler.state_dict()},
-                             keep=tr["max_ckpt_to_keep"], trained_from=self.trained_from)
+        weights = (
+            iter_merged_params(self.model, self.lora.adapter_name)
+            if self.lora is not None
+            else iter_full_params(self.model)
+        )
+        adapter = (
+            None
+            if self.lora is None
+            else (
+                self.lora.lora_config(base_model=self.model_cfg["path"]),
+                iter_adapter_params(self.model, self.lora.adapter_name),
+            )
+        )
+        ckpt.save_checkpoint(
+            tr["default_local_dir"],
+            step,
+            model=self.model,
+            full_weights=weights,
+            adapter=adapter,
+            card=ckpt.card_facts(self.cfg, self.model_cfg["path"], self.last_metrics),
+            hf_config=self.hf_config,
+            tokenizer=self.tokenizer,
+            optimizer=self.optimizer,
+            generation_config=self.generation_config,
+            scheduler=self.scheduler,
+            trainer_state={"step": step, "sampler": self.sampler.state_dict()},
+            keep=tr["max_ckpt_to_keep"],
+            trained_from=self.trained_from,
+        )
 
     def fit(self) -> None:
         """Run the remaining steps, logging each, checkpointing every ``trainer.save_freq`` steps and at the end."""
-        logger = MetricsLogger.for_run(self.cfg, self.total_steps, self.start_step, enabled=self.rank == 0, desc="SFT",
-                                        bar_keys=BAR_KEYS, line_keys=LINE_KEYS)
+        logger = MetricsLogger.for_run(
+            self.cfg,
+            self.total_steps,
+            self.start_step,
+            enabled=self.rank == 0,
+            desc="SFT",
+            bar_keys=BAR_KEYS,
+            line_keys=LINE_KEYS,
+        )
         save_freq = int(self.cfg["trainer"]["save_freq"])
         if self.resume_from is not None:
             logger.message(f"fsdpcfg: resumed from {self.resume_from} (step {self.start_step} of {self.total_steps})")
@@ -211,7 +264,6 @@ class SFTTrainer:
 def main(config_path: str) -> int:
     """Entry point of one rank: read the resolved SFT config, train, tear down. Returns the exit code."""
     from fsdpcfg.train.entry import close_process_group
-
     from fsdpcfg.train.loop import save_resolved_config
 
     path = Path(config_path)
