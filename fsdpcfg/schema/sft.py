@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fsdpcfg.schema._base import F, FSDPStrategy, Precision, Section, Sub
+from fsdpcfg.schema.trainer import Logger
 
 
 class SftModel(Section):
@@ -138,7 +139,10 @@ class SftTrainer(Section):
     experiment_name: str = F("test", description="experiment name (logging, folders)")
     total_epochs: int = F(4, gt=0, description="passes over the data when total_training_steps is null")
     total_training_steps: int | None = F(None, gt=0, description="optimizer steps; null: from total_epochs")
-    logger: list[str] = F(default_factory=lambda: ["console", "wandb"], description="metric sinks (verl names)")
+    logger: Logger | list[Logger] = F(
+        default_factory=lambda: ["console", "wandb"],
+        description="metric sinks (verl names; one name or a list, as verl's Tracking takes either)",
+    )
     seed: int = F(1, description="data shuffling seed")
     save_freq: int = F(-1, description="checkpoint every N steps; -1: only at the end (native) / never (verl)")
     test_freq: int = F(-1, description="validate every N steps; -1: never")

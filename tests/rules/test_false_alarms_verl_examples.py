@@ -35,3 +35,8 @@ def test_distillation_without_task_rewards_runs_one_sample_per_prompt():
     assert "FC601" not in _rules(one + distill)
     # with task rewards the GRPO advantage is used again: n=1 is still wrong
     assert "FC601" in _rules(one + ["distillation.enabled=true"])
+
+
+def test_sft_logger_may_be_one_name_as_verls_tracking_takes():
+    assert "FC150" not in _rules(["+recipe=qwen_sft", "trainer.logger=console"])
+    assert "FC150" in _rules(["+recipe=qwen_sft", "trainer.logger=conso1e"])
