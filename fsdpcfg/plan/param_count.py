@@ -133,12 +133,18 @@ def _dense_mlp(H: int, inter: int, bias: bool = False) -> tuple[int, list[int]]:
     return sum(t), t
 
 
+def _qwen_experts(c: dict) -> int:
+    """Routed experts of a Qwen MoE config: ``num_experts`` in the hub's config.json files, ``num_local_experts``
+    in the files transformers 5 writes (``Qwen3MoeConfig`` renamed it)."""
+    return int(_g(c, "num_experts", 0) or _g(c, "num_local_experts", 0) or 0)
+
+
 def _is_moe_layer(c: dict, mt: str, i: int) -> bool:
     if mt == "mixtral":
         return True
     if mt in ("qwen2_moe", "qwen3_moe"):
         return (
-            int(_g(c, "num_experts", 0)) > 0
+            _qwen_experts(c) > 0
             and i not in (c.get("mlp_only_layers") or [])
             and (i + 1) % int(_g(c, "decoder_sparse_step", 1)) == 0
         )
@@ -162,7 +168,7 @@ def _mlp(c: dict, mt: str, i: int) -> tuple[int, int, list[int]]:
         E, inter, k = int(c["num_local_experts"]), int(c["intermediate_size"]), int(c["num_experts_per_tok"])
         shared, shared_gate = 0, 0
     elif mt in ("qwen2_moe", "qwen3_moe"):
-        E, inter, k = int(c["num_experts"]), int(c["moe_intermediate_size"]), int(c["num_experts_per_tok"])
+        E, inter, k = _qwen_experts(c), int(c["moe_intermediate_size"]), int(c["num_experts_per_tok"])
         shared = int(_g(c, "shared_expert_intermediate_size", 0)) if mt == "qwen2_moe" else 0
         shared_gate = H if shared else 0
     else:
