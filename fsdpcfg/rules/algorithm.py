@@ -8,46 +8,19 @@ estimators), ``verl/workers/config/actor.py`` ``ActorConfig.__post_init__`` (los
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import get_args
 
 from fsdpcfg.rules._common import A, flag, num, val
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
+from fsdpcfg.schema.algorithm import GROUP_ESTIMATORS, AdvEstimator
 
 ADV, N = "algorithm.adv_estimator", f"{A}.rollout.n"
 
-#: Every estimator verl 0.9.1 registers (verl/trainer/ppo/core_algos.py ``AdvantageEstimator``).
-ESTIMATORS = (
-    "gae",
-    "grpo",
-    "reinforce_plus_plus",
-    "reinforce_plus_plus_baseline",
-    "remax",
-    "rloo",
-    "opo",
-    "grpo_passk",
-    "gpg",
-    "rloo_vectorized",
-    "grpo_vectorized",
-    "optimal_token_baseline",
-    "tir_optimal_token_baseline",
-    "gdpo",
-)
-#: Estimators whose baseline is computed over the ``n`` samples of one prompt (the ``index``/uid groups in
-#: core_algos.py): with one sample there is no group.
-GROUP_ESTIMATORS = (
-    "grpo",
-    "grpo_vectorized",
-    "gdpo",
-    "grpo_passk",
-    "rloo",
-    "rloo_vectorized",
-    "opo",
-    "gpg",
-    "reinforce_plus_plus_baseline",
-    "optimal_token_baseline",
-    "tir_optimal_token_baseline",
-)
+#: Every estimator verl 0.9.1 registers, and those whose baseline is the group of ``n`` samples of one prompt:
+#: one home, the schema (``fsdpcfg/schema/algorithm.py``, from verl/trainer/ppo/core_algos.py).
+ESTIMATORS = get_args(AdvEstimator)
 #: verl/workers/config/actor.py ``ActorConfig.__post_init__``.
 LOSS_AGG_MODES = ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 
