@@ -61,12 +61,15 @@ def native(model_path: str, steps: int, run_dir: Path) -> list[dict]:
         f"trainer.default_local_dir={run_dir}/ckpt",
         f"fsdpcfg.run_dir={run_dir}",
         "trainer.logger=[console]",
+        "trainer.val_before_train=false",  # the step is timed, not validation
+        "trainer.test_freq=-1",
         "trainer.resume_mode=disable",
     ]
     p = subprocess.run([sys.executable, "-m", "fsdpcfg", *ovs], capture_output=True, text=True, cwd=ROOT, env=ENV)
     if p.returncode:
         raise SystemExit(f"native run failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
     recs = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    recs = [r for r in recs if "timing_s/step" in r]  # training steps only
     return [
         {
             "step_s": r["timing_s/step"],

@@ -9,6 +9,7 @@ config (for the derived numbers). Nothing here runs the script, imports the user
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,9 +88,9 @@ def check_yaml_file(path: Path) -> Checked:
             ],
         )
     except ConfigError as e:  # past a bound of fsdpcfg.yamlio (alias bomb, depth, size), not UTF-8, unreadable
-        return Checked(
-            label, [Finding("FC100", "error", [], e.message, e.fix or "fix the file", location=(label, None))]
-        )
+        line = re.match(rf"{re.escape(label)}:(\d+):", e.message)  # yamlio names the line of a syntax error
+        where = (label, int(line.group(1)) if line else None)
+        return Checked(label, [Finding("FC100", "error", [], e.message, e.fix or "fix the file", location=where)])
     if info.kind == "unrelated":
         return Checked(label, [not_a_config("FC130", label, info.why)])
     try:

@@ -201,11 +201,13 @@ def read(path: Path) -> tuple[Any, ConfigFile]:
     from fsdpcfg.errors import ConfigError
 
     text = yamlio.read_text(path)
+    scan_error = None
     try:
         yamlio.scan(text, str(path))
     except ConfigError as e:
         if "not valid YAML" not in e.message:
             raise  # a limit passed: refused before anything is built
+        scan_error = e  # reported below unless the file is an unrelated template
     try:
         docs = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except yaml.YAMLError:
@@ -217,6 +219,8 @@ def read(path: Path) -> tuple[Any, ConfigFile]:
                 f"top-level keys ({', '.join(sorted(set(keys))[:5])}) is a "
                 "verl or fsdpcfg section",
             )
+        if scan_error is not None:
+            raise scan_error from None  # the scan's message: the same libyaml error, with its line
         raise
     if len(docs) > 1:
         return None, ConfigFile("unrelated", why=f"it holds {len(docs)} YAML documents (a config is one mapping)")
