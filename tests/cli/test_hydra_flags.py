@@ -89,8 +89,14 @@ def test_shell_completion_script_and_queries(capsys, monkeypatch):
     assert rc == 0 and "complete -F _fsdpcfg_complete fsdpcfg" in script
     subprocess.run(["bash", "-n"], input=script, text=True, check=True)  # valid bash
     cases = {
-        "fsdpcfg engine=": {"engine=fsdp", "engine=fsdp2"},
-        "fsdpcfg +recipe=": {"+recipe=qwen_grpo", "+recipe=arith_grpo", "+recipe=qwen_sft"},
+        "fsdpcfg engine=": {"engine=fsdp", "engine=fsdp2", "engine=megatron", "engine=torchtitan", "engine=veomni"},
+        "fsdpcfg +recipe=": {
+            "+recipe=qwen_grpo",
+            "+recipe=arith_grpo",
+            "+recipe=qwen_sft",
+            "+recipe=arith_sft",
+            "+recipe=arith_grpo_sft",
+        },
         "fsdpcfg +recipe=qwen_grpo actor_rollout_ref.act": {"actor_rollout_ref.actor."},
     }
     for line, want in cases.items():
@@ -98,7 +104,7 @@ def test_shell_completion_script_and_queries(capsys, monkeypatch):
         monkeypatch.delenv("COMP_POINT", raising=False)
         rc, out, _ = _out(capsys, "-sc", "query=bash")
         assert rc == 0 and set(out.split()) == want, line
-    monkeypatch.setenv("COMP_LINE", "fsdpcfg +recipe=qwen_grpo actor_rollout_ref.actor.optim.lr_s")
+    monkeypatch.setenv("COMP_LINE", "fsdpcfg +recipe=qwen_grpo actor_rollout_ref.actor.optim.lr_sc")
     _, out, _ = _out(capsys, "-sc", "query=bash")
     assert out.split() == ["actor_rollout_ref.actor.optim.lr_scheduler_type="]
     rc, _, err = _out(capsys, "-sc", "install=tcsh")

@@ -107,9 +107,9 @@ def test_inspection_imports_nothing_heavy(shared_models):
         "import sys; sys.path.insert(0, 'tests/rules'); from rule_helpers import make_ctx; "
         "import fsdpcfg.rules.batch, fsdpcfg.rules.parallel, fsdpcfg.rules.model_rules, "
         "fsdpcfg.rules.rollout_engine, fsdpcfg.rules.algorithm, fsdpcfg.rules.traps; "
-        "from fsdpcfg.rules.registry import RULES; "
+        "from fsdpcfg.rules.registry import RULES; from fsdpcfg.check import load_rule_modules; load_rule_modules(); "
         "ctx = make_ctx('launcher=verl', 'rollout=vllm', model='Qwen__Qwen3-8B__resaved'); "
-        "[list(r.fn(ctx)) for r in RULES.values()]; "
+        "[list(r.fn(ctx)) for r in list(RULES.values())]; "
         "print(sorted(m for m in ('torch', 'transformers', 'verl') if m in sys.modules))"
     )
     out = subprocess.run(
