@@ -89,8 +89,8 @@ def check_yaml_file(path: Path) -> Checked:
         )
     except ConfigError as e:  # past a bound of fsdpcfg.yamlio (alias bomb, depth, size), not UTF-8, unreadable
         line = re.match(rf"{re.escape(label)}:(\d+):", e.message)  # yamlio names the line of a syntax error
-        where = (label, int(line.group(1)) if line else None)
-        return Checked(label, [Finding("FC100", "error", [], e.message, e.fix or "fix the file", location=where)])
+        loc: tuple[str, int | None] = (label, int(line.group(1)) if line else None)
+        return Checked(label, [Finding("FC100", "error", [], e.message, e.fix or "fix the file", location=loc)])
     if info.kind == "unrelated":
         return Checked(label, [not_a_config("FC130", label, info.why)])
     try:
