@@ -52,7 +52,10 @@ def test_qwen_grpo_two_steps_then_resume(tiny_model_path, tmp_path):
     proc = _run(common + ["trainer.total_training_steps=2"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows] == [1, 2]
+    # qwen_grpo validates before the first step (a row of its own at step 0) and after the last
+    assert [r["step"] for r in rows] == [0, 1, 2]
+    assert "val-core/openai/gsm8k/reward/mean@1" in rows[0] and "timing_s/step" not in rows[0]
+    rows = rows[1:]
     for r in rows:
         missing = [k for k in METRIC_KEYS if k not in r]
         assert not missing, missing
@@ -91,7 +94,7 @@ def test_qwen_grpo_two_steps_then_resume(tiny_model_path, tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "resumed from" in proc.stdout + proc.stderr
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert [r["step"] for r in rows] == [0, 1, 2, 3]  # one row per step; the resumed run does not re-validate
     assert (ckpt_dir / "latest_checkpointed_iteration.txt").read_text().strip() == "3"
 
 
