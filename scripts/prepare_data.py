@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         print(f"wrote {path} ({text.count(chr(10))} rows)")
-        if rel == "gsm8k_sft/train.jsonl":
+        if rel in ("gsm8k_sft/train.jsonl", "arith_heldout/sft.jsonl"):  # SFT data: verl reads parquet only
             rows = [json.loads(line) for line in text.splitlines()]
             write_parquet(rows, path.with_suffix(".parquet"))
             print(f"wrote {path.with_suffix('.parquet')} ({len(rows)} rows)")
