@@ -32,7 +32,8 @@ from fsdpcfg.cli.main import main
 from fsdpcfg.compose._compose import GROUPS, available_options
 from fsdpcfg.schema import keys as K
 
-#: the whole test runs for minutes (1,000 override sets and 200 files by default); each input is bounded by BUDGET_S instead of pytest-timeout's 900 s
+#: the whole test runs for minutes (1,000 override sets and 200 files by default); each input is bounded by
+#: BUDGET_S instead of pytest-timeout's 900 s
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(6 * 3600)]
 
 N_OVERRIDES = int(os.environ.get("FSDPCFG_PROPERTY_OVERRIDES", "1000"))
