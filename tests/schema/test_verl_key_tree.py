@@ -28,20 +28,10 @@ BASE = {
 
 
 def _hydra_value(v) -> str:
-    """``v`` in Hydra's override grammar (strings quoted, so ``1e-5`` or ``true`` text stays text)."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    if isinstance(v, list):
-        return "[" + ",".join(_hydra_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ",".join(f"{k}:{_hydra_value(x)}" for k, x in v.items()) + "}"
-    raise TypeError(type(v))
+    """``v`` in Hydra's override grammar: the one writer run scripts use (strings quoted, so ``1e-5`` stays text)."""
+    from fsdpcfg.runscript.translate import hydra_value
+
+    return hydra_value(v)
 
 
 def _overrides(config: str, section: str) -> list[str]:
