@@ -20,11 +20,12 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from fsdpcfg import _fastyaml, verlref
+from fsdpcfg import _fastparse, _fastyaml, verlref
 from fsdpcfg.errors import ConfigError, UsageError
 from fsdpcfg.rules.finding import Finding
 
 _fastyaml.install()  # Hydra parses the config tree with libyaml: the same trees, composed faster
+_fastparse.install()  # each ${...} string is parsed once: the same values, resolved faster
 
 #: modules of fsdpcfg.rules that hold machinery, not rules.
 _NOT_RULES = {"context", "finding", "registry"}

@@ -253,3 +253,14 @@ def compose_node(text: str, label: str = "<yaml>") -> Any:
         return yaml.compose(text, Loader=_LOADER)
     except yaml.YAMLError as e:
         raise _not_yaml(label, e) from None
+
+
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter when PyYAML has it
+
+
+def dump(data: Any, **options: Any) -> str:
+    """``yaml.safe_dump(data, sort_keys=False, **options)`` with libyaml's emitter (the same text as PyYAML's
+    pure-Python one, ~10x faster for a run config): the one writer of config YAML (``config.yaml`` of a run
+    folder, ``overrides.yaml``, ``--cfg job``)."""
+    options.setdefault("sort_keys", False)
+    return yaml.dump(data, Dumper=_DUMPER, **options)

@@ -73,9 +73,9 @@ def cfg_text(overrides: list[str], which: str, *, package: str | None = None, re
         UsageError: an unknown ``which`` or ``package``.
         ConfigError: the overrides do not compose, or an interpolation does not resolve with ``resolve``.
     """
-    import yaml
     from omegaconf import OmegaConf
 
+    from fsdpcfg import yamlio
     from fsdpcfg.compose import compose
 
     if which not in CFG_CHOICES:
@@ -87,7 +87,7 @@ def cfg_text(overrides: list[str], which: str, *, package: str | None = None, re
     if which in ("hydra", "all"):
         hydra = composed.hydra_cfg
         doc["hydra"] = {} if hydra is None else OmegaConf.to_container(hydra, resolve=False)
-    return yaml.safe_dump(_select(doc, package), sort_keys=False, default_flow_style=False, width=120)
+    return yamlio.dump(_select(doc, package), default_flow_style=False, width=120)
 
 
 def info_text(overrides: list[str], mode: str = "all") -> str:

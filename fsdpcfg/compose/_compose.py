@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -12,10 +13,12 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from fsdpcfg import paths, verlref, yamlio
-from fsdpcfg.compose import resolvers, verl_base
+from fsdpcfg import _fasthydra, paths, verlref, yamlio
+from fsdpcfg.compose import resolvers, tree_cache, verl_base
 from fsdpcfg.compose.provenance import Provenance
 from fsdpcfg.errors import ConfigError, UsageError, did_you_mean
+
+_fasthydra.install()  # a compose does not deep-copy Hydra's ConfigStore (verl's stored trees)
 
 #: the file suffixes a recipe or config file may have; Hydra itself only looks for ``NAME.yaml``.
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -32,7 +35,14 @@ def _safe_load(path: Path):
 
 def groups(kind: str = "ppo") -> tuple[str, ...]:
     """Return the config groups of the ``kind`` tree, in the order its root ``config.yaml`` lists them."""
-    data = _safe_load(paths.conf_dir(kind) / "config.yaml") or {}
+    root = paths.conf_dir(kind) / "config.yaml"
+    st = root.stat()
+    return _groups_of(root, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _groups_of(root: Path, _mtime_ns: int, _size: int) -> tuple[str, ...]:
+    data = _safe_load(root) or {}
     out = []
     for entry in data.get("defaults", []):
         if isinstance(entry, dict):
@@ -255,11 +265,12 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
     verl_base.register(kind, [engine] if engine is not None else [])
     try:
         try:
-            cfg = _hydra_compose(overrides + search, parsed, kind)
+            cfg = _hydra_compose(overrides, parsed, kind, search, extra_dirs)
         except ConfigError:
             if not verl_base.register_all_if_missing():
                 raise
-            cfg = _hydra_compose(overrides + search, parsed, kind)  # the engine was chosen where we did not look
+            # the engine was chosen where we did not look
+            cfg = _hydra_compose(overrides, parsed, kind, search, extra_dirs)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -415,16 +426,47 @@ def available_options(group: str, kind: str = "ppo") -> list[str]:
     return sorted(p.stem for p in Path(d).glob("*.yaml"))
 
 
-def _hydra_compose(overrides: list[str], parsed, kind: str = "ppo") -> DictConfig:
+def _hydra_compose(
+    overrides: list[str],
+    parsed,
+    kind: str = "ppo",
+    search: list[str] | None = None,
+    extra_dirs: list[Path] | None = None,
+    *,
+    cache: bool = True,
+) -> DictConfig:
+    """Hydra's compose of ``overrides`` (parsed: ``parsed``) plus the ``search`` path overrides, with Hydra's
+    config node; the group choices' tree is composed once per process (:mod:`fsdpcfg.compose.tree_cache`,
+    ``cache=False``: compose it all anew)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import ConfigCompositionException, MissingConfigException
 
+    search = list(search or [])
+    stages = tree_cache.split(list(parsed), [*groups(kind), "recipe", verl_base.GROUP]) if cache else None
+    first = [o.input_line for o in stages[0]] if stages else overrides
+    # the search path names a new temporary folder each time: the files it links (extra_dirs) are the key
+    folders = dict.fromkeys([paths.conf_dir("ppo"), paths.conf_dir(kind), *(extra_dirs or [])])
+    k = tree_cache.key(kind, first, folders, verl_base.stored()) if stages else None
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(paths.conf_dir(kind)), version_base="1.3"):
-            return hydra_compose(config_name="config", overrides=overrides, return_hydra_config=True)
+        cfg = tree_cache.get(k) if k is not None else None
+        if cfg is None:
+            try:
+                with initialize_config_dir(config_dir=str(paths.conf_dir(kind)), version_base="1.3"):
+                    cfg = hydra_compose(config_name="config", overrides=first + search, return_hydra_config=True)
+            except Exception as e:
+                if k is not None:
+                    tree_cache.put_error(k, e)
+                raise
+            if k is not None:
+                tree_cache.put(k, cfg)
+        if stages:
+            from hydra.core.override_parser.overrides_parser import OverridesParser
+
+            tree_cache.second_stage(cfg, stages[1], list(parsed) + OverridesParser.create().parse_overrides(search))
+        return cfg
     except MissingConfigException as e:
         raise _missing_option(e, parsed, kind) from None
     except ConfigCompositionException as e:

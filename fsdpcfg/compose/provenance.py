@@ -7,6 +7,7 @@ line numbers, and each leaf key is attributed to the last source that set it or 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,16 @@ def yaml_leaf_lines(path: Path) -> dict[str, int]:
     Raises:
         ConfigError: invalid YAML, or a file past a limit of :data:`fsdpcfg.yamlio.LIMITS`.
     """
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return dict(_leaf_lines(Path(path), -1, -1))  # raises the reader's error
+    return dict(_leaf_lines(Path(path), st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=256)
+def _leaf_lines(path: Path, _mtime_ns: int, _size: int) -> dict[str, int]:
+    """:func:`yaml_leaf_lines` of one version of a file (its time and size): each file is read once."""
     from fsdpcfg import yamlio
 
     node = yamlio.compose_node(yamlio.read_text(path), str(path))  # bounded work (fsdpcfg.yamlio)

@@ -109,6 +109,11 @@ def register(kind: str, engines: Iterable[str] | None = None) -> None:
         _stored.add(name)
 
 
+def stored() -> frozenset[str]:
+    """The :data:`GROUP` options stored in Hydra's ConfigStore so far (a composition depends on them)."""
+    return frozenset(_stored)
+
+
 def register_all_if_missing() -> bool:
     """Store every option of :data:`GROUP` (both trees); return ``False`` when all were stored already (a
     compose that failed then failed for another reason)."""

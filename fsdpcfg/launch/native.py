@@ -16,9 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from fsdpcfg import paths
+from fsdpcfg import paths, yamlio
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.plan import Plan, make_plan, torchrun_command
 
@@ -74,7 +72,7 @@ def write_run_config(cfg: dict[str, Any], folder: str | Path | None = None) -> P
 
     cfg = redact(cfg)
     run_dir = Path(folder if folder is not None else cfg["fsdpcfg"]["run_dir"]).expanduser()
-    return write_file_in(run_dir, "config.yaml", yaml.safe_dump(cfg, sort_keys=False), "fsdpcfg.run_dir")
+    return write_file_in(run_dir, "config.yaml", yamlio.dump(cfg), "fsdpcfg.run_dir")
 
 
 def absolutise(cfg: dict[str, Any]) -> dict[str, Any]:

@@ -37,9 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from fsdpcfg import paths, verlref
+from fsdpcfg import paths, verlref, yamlio
 from fsdpcfg.errors import ConfigError
 
 #: fsdpcfg config kind -> verl entry-point config name (see :data:`fsdpcfg.verlref.ENTRY_POINTS`).
@@ -348,10 +346,7 @@ def build_verl_invocation(
     tree = scrub(tree)  # a secret verl reads (runtime_env.env_vars) becomes ${oc.env:NAME}: verl resolves it
     notes = _notes(tree, config)
     doc = {"defaults": verl_defaults_list(config), "hydra": {"searchpath": [VERL_SEARCHPATH]}, **tree}
-    text = scrub_text(
-        _header(config, entry, composed, notes)
-        + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=120)
-    )
+    text = scrub_text(_header(config, entry, composed, notes) + yamlio.dump(doc, default_flow_style=False, width=120))
     cfg_args = [f"--config-path={config_dir}", f"--config-name={Path(CONFIG_FILE).stem}"]
     py = python or "python3"
     if kind == "ppo":

@@ -24,8 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from fsdpcfg import yamlio
 from fsdpcfg.runinfo._collect import git_info, hardware, package_versions
 from fsdpcfg.runinfo.audit import AUDIT_FILE, audit_startup, check_audit_file, compare_audit, expected_audit
 from fsdpcfg.runinfo.redact import REDACTED, contains_secret, redact, scrub_text, write_private
@@ -121,5 +120,5 @@ def write_run_info(
         "plan": plan.to_dict() if plan is not None else None,
         **(extra or {}),
     }
-    _atomic_write(run_dir, OVERRIDES_FILE, yaml.safe_dump(overrides, sort_keys=False))
+    _atomic_write(run_dir, OVERRIDES_FILE, yamlio.dump(overrides))
     return _atomic_write(run_dir, RUN_INFO_FILE, json.dumps(info, indent=2, default=str) + "\n")

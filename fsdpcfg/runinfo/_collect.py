@@ -6,6 +6,7 @@ hardware from the OS (``/proc/meminfo``, ``nvidia-smi`` when present).
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import shutil
@@ -43,7 +44,13 @@ PACKAGES = (
 
 
 def package_versions() -> dict[str, str | None]:
-    """``{distribution: version or None}`` for :data:`PACKAGES`, from the installed metadata."""
+    """``{distribution: version or None}`` for :data:`PACKAGES`, from the installed metadata (read once per
+    process)."""
+    return dict(_versions())
+
+
+@functools.cache
+def _versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for name in PACKAGES:
         try:

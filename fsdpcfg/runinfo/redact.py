@@ -43,15 +43,19 @@ _ENV_REF = re.compile(r"\$\{oc\.env:\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:,[^}]*)?\}"
 #: secret value -> the environment variable it came from (``None``: written as a literal).
 _KNOWN: dict[str, str | None] = {}
 _env_seen: set[tuple[str, str]] = set()
+#: the keys of ``_KNOWN``, longest first (a secret containing another is replaced whole); ``None``: to sort again.
+_longest_first: list[str] | None = None
 
 
 def register(value: Any, env_name: str | None = None) -> None:
     """Remember ``value`` (a string of at least 6 characters; shorter ones and non-strings are ignored) as a
     secret: :func:`scrub_text` replaces it by ``${oc.env:<env_name>}``, or ``<redacted>`` without a name."""
+    global _longest_first
     if isinstance(value, str) and len(value) >= _MIN_SEARCH_LEN and (value not in _KNOWN or env_name):
         # as written into JSON (escaped quotes, backslashes) and single-quoted YAML (doubled quotes) too
         for form in {value, json.dumps(value)[1:-1], value.replace("'", "''")}:
             _KNOWN[form] = env_name
+        _longest_first = None
 
 
 def register_environment(environ: Mapping[str, str] | None = None) -> None:
@@ -103,7 +107,17 @@ def scrub_text(text: str) -> str:
     if not isinstance(text, str) or not text:
         return text
     register_environment()
-    for value in sorted(_KNOWN, key=len, reverse=True):
+    return _scrub_registered(text)
+
+
+def _scrub_registered(text: str) -> str:
+    """:func:`scrub_text` without looking at the environment again (the caller just did)."""
+    global _longest_first
+    if not text:
+        return text
+    if _longest_first is None:
+        _longest_first = sorted(_KNOWN, key=len, reverse=True)
+    for value in _longest_first:
         if value in text:
             text = text.replace(value, _reference(_KNOWN[value]))
     text = TOKEN_SHAPES.sub(REDACTED, text)
@@ -115,12 +129,17 @@ def scrub_text(text: str) -> str:
 
 def scrub(obj: Any) -> Any:
     """:func:`scrub_text` applied to every string (keys and values) of nested dicts and lists; a copy."""
+    register_environment()
+    return _scrub_tree(obj)
+
+
+def _scrub_tree(obj: Any) -> Any:
     if isinstance(obj, str):
-        return scrub_text(obj)
+        return _scrub_registered(obj)
     if isinstance(obj, dict):
-        return {scrub(k): scrub(v) for k, v in obj.items()}
+        return {_scrub_tree(k): _scrub_tree(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return type(obj)(scrub(v) for v in obj)
+        return type(obj)(_scrub_tree(v) for v in obj)
     return obj
 
 

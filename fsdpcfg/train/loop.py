@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 import yaml
 
+from fsdpcfg import yamlio
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.plan import make_plan, total_training_steps
 from fsdpcfg.train import checkpoint as ckpt
@@ -470,7 +471,7 @@ def save_resolved_config(cfg: dict, config_path: Path) -> None:
 
     target = Path(cfg["fsdpcfg"]["run_dir"]) / "config.yaml"
     if not target.exists() or target.resolve() != config_path.resolve():
-        write_file_in(cfg["fsdpcfg"]["run_dir"], "config.yaml", yaml.safe_dump(cfg, sort_keys=False), "fsdpcfg.run_dir")
+        write_file_in(cfg["fsdpcfg"]["run_dir"], "config.yaml", yamlio.dump(cfg), "fsdpcfg.run_dir")
 
 
 def main(config_path: str) -> int:

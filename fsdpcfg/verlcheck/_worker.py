@@ -46,6 +46,7 @@ from typing import Any
 
 import yaml
 
+from fsdpcfg import yamlio
 from fsdpcfg.verlref import flatten
 
 CONFIGS = {"ppo": "ppo_trainer", "sft": "sft_trainer_engine"}
@@ -75,7 +76,7 @@ def _compose(config: str, tree: dict[str, Any] | None):
 
     doc = {"defaults": _defaults_list(config), "hydra": {"searchpath": ["pkg://verl.trainer.config"]}, **(tree or {})}
     with tempfile.TemporaryDirectory(prefix="fsdpcfg-verlcheck-") as d:
-        Path(d, "config.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        Path(d, "config.yaml").write_text(yamlio.dump(doc))
         GlobalHydra.instance().clear()
         try:
             with initialize_config_dir(config_dir=d, version_base=None):
