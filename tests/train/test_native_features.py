@@ -31,12 +31,10 @@ KL_RUN = [
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=32",  # the actor's: the same numbers at step 1
 ]
 LAYERED_RUN = [
-    "+recipe=qwen_grpo",
+    "+recipe=arith_grpo",
     "actor_rollout_ref.model.lora_rank=4",
     "actor_rollout_ref.model.lora_alpha=8",
-    "actor_rollout_ref.actor.optim.lr=1e-2",
     "actor_rollout_ref.rollout.load_format=safetensors",
-    "data.max_response_length=8",
 ]
 COMMON = ["trainer.total_training_steps=2", "trainer.save_freq=-1", "trainer.val_before_train=false",
           "trainer.test_freq=-1", "trainer.logger=[console]"]  # fmt: skip
@@ -184,7 +182,8 @@ def test_use_kl_in_reward_runs_on_two_ranks(tiny_model, tmp_path):
 
 @pytest.mark.distributed
 @pytest.mark.slow
-def test_layered_summon_runs_on_two_ranks_with_the_same_numbers(tiny_model_path, tmp_path):
+def test_layered_summon_runs_on_two_ranks_with_the_same_numbers(tiny_model, tmp_path):
+    tiny_model("tiny-qwen2-arith")
     layered = [*LAYERED_RUN, "actor_rollout_ref.rollout.layered_summon=true"]
     proc = _check(layered)
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -203,5 +202,7 @@ def test_layered_summon_runs_on_two_ranks_with_the_same_numbers(tiny_model_path,
     for a, b in zip(results[True], results[False], strict=True):
         assert a["step"] == b["step"]
         assert {k: a[k] for k in names} == {k: b[k] for k in names}
-    # step 2 generates from the adapter step 1 trained: the same responses need the same adapter in the replica
-    assert results[True][1]["actor/grad_norm"] > 0
+    # step 1 trains the adapter (B starts at 0), so step 2 generates from a non-zero adapter gathered layer by
+    # layer: the same responses and losses need the same adapter in the replica
+    assert results[True][0]["actor/grad_norm"] > 0
+    assert results[True][1]["actor/pg_loss"] != results[True][0]["actor/pg_loss"]
