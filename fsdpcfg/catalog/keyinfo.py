@@ -5,7 +5,7 @@
 * verl's default: :mod:`fsdpcfg.verlref` (the pinned verl release's own config);
 * where the tree sets it: the YAML files of ``conf/`` and ``recipes/`` (file:line);
 * the rules that read it: ``RULES[...].keys`` of the rule table;
-* whether the native launcher implements it: :mod:`fsdpcfg.schema.keys`.
+* whether the native launcher implements it: :mod:`fsdpcfg.train.support`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ class KeyInfo:
         verl_default: verl's default as written (``_UNSET`` when verl does not know the key).
         set_in: ``file:line`` of every tree file that sets the key, root config first.
         rules: ``(rule ID, title)`` of every rule that reads the key.
-        native: why the native launcher does not implement it, or the values it runs, else ``None``.
+        native: why the native launcher does not implement it, the values it runs, or how it implements it,
+            else ``None``.
         children: for a section, ``(child key, description)`` of its direct members.
         parent: for an entry of a free-form mapping, the mapping's key.
     """
@@ -179,8 +180,21 @@ def key_info(key: str) -> KeyInfo | None:
         info.children = [(k, "") for k in sorted(raw_verl) if k.startswith(key + ".") and "." not in k[len(key) + 1 :]]
     if info.kind == "free":
         info.parent = keys.known_parent(key)
-    if key in keys.NATIVE_UNSUPPORTED:
-        info.native = f"not implemented by the native launcher ({keys.NATIVE_UNSUPPORTED[key]}); use launcher=verl"
-    elif key in keys.NATIVE_VALUES:
-        info.native = "the native launcher runs only: " + ", ".join(map(str, keys.NATIVE_VALUES[key]))
+    info.native = _native_text(key)
     return info
+
+
+def _native_text(key: str) -> str | None:
+    """What the native launcher does with ``key`` (:mod:`fsdpcfg.train.support`), or ``None`` when undeclared."""
+    from fsdpcfg.train import support
+
+    if key in support.NATIVE_UNSUPPORTED:
+        return f"not implemented by the native launcher ({support.NATIVE_UNSUPPORTED[key]}); use launcher=verl"
+    if key in support.NATIVE_VALUES:
+        when = support.NATIVE_WHEN.get(key)
+        only = f" (with {when[0]}={str(when[1]).lower()})" if when is not None else ""
+        return f"the native launcher runs only{only}: " + ", ".join(map(str, support.NATIVE_VALUES[key]))
+    feature = support.feature_of(key)
+    if isinstance(feature, support.Native) and feature.note:
+        return f"implemented by the native launcher: {feature.note}"
+    return None

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.train import support
 
 _MISSING = object()
 
@@ -174,13 +175,14 @@ def make_plan(cfg: dict) -> Plan:
             value=True,
             fix="set actor_rollout_ref.actor.use_dynamic_bsz=false, or launcher=verl",
         )
-    if _get(cfg, "algorithm.use_kl_in_reward") and _get(cfg, "algorithm.kl_ctrl.type") != "fixed":
+    kl_types = support.NATIVE_VALUES["algorithm.kl_ctrl.type"]  # declared with the loop (train/support.py)
+    if _get(cfg, "algorithm.use_kl_in_reward") and _get(cfg, "algorithm.kl_ctrl.type") not in kl_types:
         raise ConfigError(
-            f"the native launcher applies the in-reward KL with a fixed coefficient only, got "
+            f"the native launcher applies the in-reward KL with a {' or '.join(kl_types)} coefficient only, got "
             f"{_get(cfg, 'algorithm.kl_ctrl.type')!r}",
             key="algorithm.kl_ctrl.type",
             value=_get(cfg, "algorithm.kl_ctrl.type"),
-            fix="set algorithm.kl_ctrl.type=fixed, or launcher=verl",
+            fix=f"set algorithm.kl_ctrl.type={kl_types[0]}, or launcher=verl",
         )
     tbs = _pos_int(cfg, "data.train_batch_size")
     n = _pos_int(cfg, "actor_rollout_ref.rollout.n")

@@ -4,7 +4,8 @@ fsdpcfg checks the FSDP engines in depth. A role whose ``strategy`` is another e
 (``EngineRegistry.register`` in ``verl/workers/engine/*/transformer_impl.py``) gets none of the FSDP-only rules
 (they read :func:`fsdpcfg.rules._common.fsdp_sections`, which lists FSDP roles only); the engine-independent rules
 (batch arithmetic, rollout, data, reward, trainer, model files) still run. The native launcher runs FSDP only:
-``actor_rollout_ref.actor.strategy`` is in ``NATIVE_VALUES`` (rule FC803 names launcher=verl).
+``actor_rollout_ref.actor.strategy`` is declared with its values in :mod:`fsdpcfg.train.support` (rule FC803
+names launcher=verl).
 """
 
 from __future__ import annotations

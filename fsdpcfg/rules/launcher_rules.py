@@ -1,6 +1,7 @@
 """FC8xx: what each launcher can run. The native launcher (fsdpcfg/train under torchrun) implements a
 subset of verl's keys; verl (Ray) runs the inference-engine rollouts. Which keys the native launcher
-honours is data in :mod:`fsdpcfg.schema.keys` (``NATIVE_UNSUPPORTED``, ``NATIVE_VALUES``).
+honours is declared beside its code in :mod:`fsdpcfg.train.support` (``FEATURES``, read as ``NATIVE_UNSUPPORTED``,
+``NATIVE_VALUES`` and ``NATIVE_WHEN``; importable without torch).
 
 Source: DESIGN.md "A key that verl knows but the chosen launcher does not implement is an error that says so
 and names the launcher that does (no silent no-ops)"; issue 2.3 (rollout backend per launcher).
@@ -16,6 +17,7 @@ from fsdpcfg.rules.registry import rule
 from fsdpcfg.rules.schema_rules import schema_report
 from fsdpcfg.schema import keys as K
 from fsdpcfg.schema.rollout import BACKEND_LAUNCHERS
+from fsdpcfg.train import support
 
 if TYPE_CHECKING:
     from fsdpcfg.rules.context import Context
@@ -68,7 +70,7 @@ def _differs(value: Any, default: Any) -> bool:
 @rule(
     "FC802",
     "every key set away from verl's default is implemented by the native launcher",
-    keys=tuple(K.NATIVE_UNSUPPORTED),
+    keys=tuple(support.NATIVE_UNSUPPORTED),
     example=("+recipe=qwen_grpo", "actor_rollout_ref.rollout.gpu_memory_utilization=0.6"),
 )
 def native_unsupported_key(ctx: Context) -> Iterator[Finding]:
@@ -79,7 +81,7 @@ def native_unsupported_key(ctx: Context) -> Iterator[Finding]:
     if ctx.launcher != "native":
         return
     derived = ctx.derived
-    for key, why in K.NATIVE_UNSUPPORTED.items():
+    for key, why in support.NATIVE_UNSUPPORTED.items():
         if key in derived or not ctx.is_set(key):
             continue
         value, default = ctx.get(key), _default(ctx, key)
@@ -112,26 +114,33 @@ def native_unsupported_key(ctx: Context) -> Iterator[Finding]:
 @rule(
     "FC803",
     "values the native launcher implements",
-    keys=tuple(K.NATIVE_VALUES),
+    keys=tuple(support.NATIVE_VALUES),
     example=("+recipe=qwen_grpo", "algorithm.adv_estimator=rloo"),
 )
 def native_unsupported_value(ctx: Context) -> Iterator[Finding]:
     """Under ``fsdpcfg.launcher=native``: keys whose values the native loop implements only in part
-    (``NATIVE_VALUES``: GRPO advantages, the vanilla PPO-clip loss, AdamW, no validation before training).
-    The rollout backend is FC801's. Source: fsdpcfg/train (algorithm/grpo.py, engine/optim.py, loop.py)."""
+    (``NATIVE_VALUES``: GRPO advantages, the vanilla PPO-clip loss, AdamW, the FSDP engines, no critic, a fixed
+    in-reward KL coefficient, the load formats the hf replica reads), each while its ``NATIVE_WHEN`` condition
+    holds (``kl_ctrl.type`` only with ``algorithm.use_kl_in_reward``). A value the schema rejects is the schema
+    rule's; the rollout backend is FC801's. Source: :mod:`fsdpcfg.train.support` (each entry names its code)."""
     if ctx.launcher != "native":
         return
-    for key, allowed in K.NATIVE_VALUES.items():
+    for key, allowed in support.NATIVE_VALUES.items():
         if key == NAME:
             continue
+        cond = support.NATIVE_WHEN.get(key)
+        if cond is not None and ctx.get(cond[0]) != cond[1]:
+            continue
         value = ctx.get(key)
-        known = value in K.allowed_values(key) or isinstance(value, bool) or key.endswith("optimizer")
+        literal = K.allowed_values(key)
+        known = not literal or value in literal or isinstance(value, bool)
         if value not in allowed and known:
+            only = f" with {cond[0]}={_text(cond[1])}" if cond is not None else ""
             yield ctx.finding(
                 "FC803",
-                [key, LAUNCHER],
+                [key, LAUNCHER, *([cond[0]] if cond is not None else [])],
                 f"{key}={_text(value)} is not implemented by the native "
-                f"launcher (it implements {', '.join(map(_text, allowed))})",
+                f"launcher{only} (it implements {', '.join(map(_text, allowed))})",
                 f"use launcher=verl to run {key}={_text(value)}, or set {key}={_text(allowed[0])}",
             )
 

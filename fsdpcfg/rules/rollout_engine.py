@@ -196,14 +196,16 @@ def lora_rank_vllm(ctx: Context) -> Iterable[Finding]:
     ],
 )
 def layered_summon(ctx: Context) -> Iterable[Finding]:
-    """With LoRA, ``layered_summon`` syncs only adapter weights layer by layer, so the engine must already
-    hold the base model: a ``dummy`` load_format leaves it random and verl raises at the first sync.
+    """With LoRA, ``layered_summon`` syncs only adapter weights layer by layer, so the rollout must already
+    hold the base model: a ``dummy`` load_format leaves it random and verl raises at the first sync. The native
+    loop's hf replica follows the same contract (it reads the base from ``model.path`` unless load_format is
+    dummy) and raises at its first sync too, so the rule holds for every rollout.
 
     Source: verl/utils/fsdp_utils.py ``collect_lora_params`` ("To use layered_summon, you must make sure
     base-model is preloaded in vllm, e.g. let rollout.load_format=safetensors"); verl/workers/engine_workers.py
-    (``base_sync_done = "dummy" not in load_format``).
+    (``base_sync_done = "dummy" not in load_format``); fsdpcfg/train/lora/rollout.py ``LoraWeightSync.base_stream``.
     """
-    if not engine_rollout(ctx) or not flag(ctx.get(f"{R}.layered_summon")) or _lora_rank(ctx) <= 0:
+    if not flag(ctx.get(f"{R}.layered_summon")) or _lora_rank(ctx) <= 0:
         return
     lf = str(ctx.get(f"{R}.load_format"))
     if "dummy" in lf:

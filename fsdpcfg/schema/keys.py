@@ -1,5 +1,5 @@
-"""The key universe: which dotted keys the schema defines, which verl 0.9.1 knows, which are free-form, and
-which ones the native launcher implements.
+"""The key universe: which dotted keys the schema defines, which verl 0.9.1 knows and which are free-form.
+Which ones the native launcher implements is declared beside its code (:mod:`fsdpcfg.train.support`).
 
 Every key of a composed config is classified by :func:`classify` as one of
 
@@ -77,50 +77,6 @@ VERL_DICT_FIELDS = frozenset(
 VERL_PLUS_KEYS: dict[str, tuple[str, str]] = {
     "algorithm.gdpo_reward_keys": ("trainer/config/algorithm.py", "AlgoConfig"),
     "algorithm.gdpo_reward_weights": ("trainer/config/algorithm.py", "AlgoConfig"),
-}
-
-#: Keys the native launcher does not implement: a value other than verl's default is an error (FC802) that
-#: names ``launcher=verl``. The training loop is fsdpcfg/train; extend this table when it grows.
-NATIVE_UNSUPPORTED: dict[str, str] = {
-    "actor_rollout_ref.actor.use_dynamic_bsz": "the native loop uses fixed micro-batches",
-    "actor_rollout_ref.ref.log_prob_use_dynamic_bsz": "the native loop uses fixed micro-batches",
-    "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz": "the native loop uses fixed micro-batches",
-    "actor_rollout_ref.actor.ulysses_sequence_parallel_size": "the native loop has no sequence parallelism",
-    "actor_rollout_ref.ref.ulysses_sequence_parallel_size": "the native loop has no sequence parallelism",
-    "actor_rollout_ref.model.use_liger": "the native loop has no Liger kernels",
-    "actor_rollout_ref.model.use_fused_kernels": "the native loop has no fused log-prob kernels",
-    "algorithm.use_kl_in_reward": "the native loop applies KL as a loss term only (actor.use_kl_loss)",
-    **{
-        f"actor_rollout_ref.rollout.{k}": "the hf rollout has no inference-engine settings"
-        for k in (
-            "gpu_memory_utilization",
-            "enforce_eager",
-            "free_cache_engine",
-            "tensor_model_parallel_size",
-            "data_parallel_size",
-            "expert_parallel_size",
-            "pipeline_model_parallel_size",
-            "max_num_batched_tokens",
-            "max_model_len",
-            "max_num_seqs",
-            "enable_chunked_prefill",
-            "enable_prefix_caching",
-            "load_format",
-            "layered_summon",
-        )
-    },
-}
-
-#: Keys whose values the native launcher implements only in part: key -> the values it runs (FC803).
-NATIVE_VALUES: dict[str, tuple[Any, ...]] = {
-    "algorithm.adv_estimator": ("grpo",),
-    "actor_rollout_ref.actor.policy_loss.loss_mode": ("vanilla",),
-    "actor_rollout_ref.actor.optim.optimizer": ("AdamW",),
-    "actor_rollout_ref.rollout.name": ("hf",),
-    # the native loop trains the policy only: no value model (GAE/PPO needs launcher=verl; issue 12)
-    "critic.enable": (None, False),
-    # the native loop is fsdpcfg/train/engine (FSDP1/FSDP2); verl runs its other engines (engine=megatron ...)
-    "actor_rollout_ref.actor.strategy": ("fsdp", "fsdp2"),
 }
 
 

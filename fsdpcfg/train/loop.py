@@ -19,7 +19,7 @@ from fsdpcfg import yamlio
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.plan import make_plan, total_training_steps
 from fsdpcfg.train import checkpoint as ckpt
-from fsdpcfg.train import patches
+from fsdpcfg.train import patches, support
 from fsdpcfg.train.actor import ActorBatch, update_actor
 from fsdpcfg.train.algorithm.grpo import ActorLossConfig, grpo_advantages, token_level_rewards
 from fsdpcfg.train.algorithm.losses import kl_penalty
@@ -94,18 +94,22 @@ class Trainer:
             )
         arr = cfg["actor_rollout_ref"]
         self.actor_cfg, self.rollout_cfg, self.model_cfg = arr["actor"], arr["rollout"], arr["model"]
-        if self.cfg["algorithm"]["adv_estimator"] != "grpo":
+        # the values declared in train/support.py (rules FC801/FC803 report the same before launch)
+        estimators = support.NATIVE_VALUES["algorithm.adv_estimator"]
+        if self.cfg["algorithm"]["adv_estimator"] not in estimators:
             raise ConfigError(
                 f"adv_estimator {cfg['algorithm']['adv_estimator']!r} is not implemented by the "
-                "native launcher; allowed: grpo",
+                f"native launcher; allowed: {', '.join(estimators)}",
                 key="algorithm.adv_estimator",
-                fix="set algorithm=grpo, or launcher=verl",
+                fix=f"set algorithm={estimators[0]}, or launcher=verl",
             )
-        if self.rollout_cfg["name"] != "hf":
+        backends = support.NATIVE_VALUES["actor_rollout_ref.rollout.name"]
+        if self.rollout_cfg["name"] not in backends:
             raise ConfigError(
-                f"rollout {self.rollout_cfg['name']!r} runs only under launcher=verl; the native launcher has: hf",
+                f"rollout {self.rollout_cfg['name']!r} runs only under launcher=verl; the native launcher has: "
+                + ", ".join(backends),
                 key="actor_rollout_ref.rollout.name",
-                fix="set rollout=hf",
+                fix=f"set rollout={backends[0]}",
             )
         torch.manual_seed(int(self.actor_cfg["fsdp_config"]["seed"]))
         self.tokenizer = load_tokenizer(self.model_cfg)
@@ -257,9 +261,6 @@ class Trainer:
                     self.actor, ids, amask, R, self.plan.log_prob_micro_batch_per_rank, temperature=self.gen.temperature
                 )
                 old_lp, entropy = old_lp.cpu(), entropy.cpu()
-            _dump_first_step(
-                step, self.rank, ids=ids.cpu(), attention_mask=amask.cpu(), response_mask=rmask, old_log_probs=old_lp
-            )
             # 5. reference log-probs, for the KL loss (actor.use_kl_loss) or penalty (use_kl_in_reward) -> [b, R]
             ref_lp = None
             if self.ref is not None:
@@ -276,6 +277,16 @@ class Trainer:
             #    each prompt's group of n samples (GRPO) -> this rank's [b, R]
             with timed("adv", timing):
                 adv, batch = self._advantages(prompts.uids, scores, rmask, old_lp, ref_lp)
+            _dump_step(
+                step,
+                self.rank,
+                ids=ids.cpu(),
+                attention_mask=amask.cpu(),
+                response_mask=rmask,
+                old_log_probs=old_lp,
+                ref_log_prob=ref_lp,
+                **{f"batch_{k}": v for k, v in batch.items()},
+            )
             # 7. actor update: ppo_epochs x mini-batches, each a gradient accumulation over micro-batches
             with timed("update_actor", timing):
                 lr = self.scheduler.get_last_lr()[0]
@@ -353,6 +364,7 @@ class Trainer:
         R = rmask.shape[1]
         if "kl_penalty" in batch:
             metrics["actor/reward_kl_penalty"] = float(batch["kl_penalty"].mean())
+            metrics["actor/reward_kl_penalty_coeff"] = float(self.cfg["algorithm"]["kl_ctrl"]["kl_coef"])
         metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
         for name, tokens in (
             ("gen", response_tokens),
@@ -456,13 +468,17 @@ class Trainer:
             logger.close()
 
 
-def _dump_first_step(step: int, rank: int, **tensors: torch.Tensor) -> None:
-    """Test hook: with ``$FSDPCFG_DUMP_STEP1`` set to a folder, write this rank's step-1 sequences and old
-    log-probs there (``rank<r>.pt``), so two runs (e.g. patches=none vs remove_padding) can be compared."""
-    folder = os.environ.get("FSDPCFG_DUMP_STEP1")
-    if folder and step == 1:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        torch.save(tensors, Path(folder) / f"rank{rank}.pt")
+def _dump_step(step: int, rank: int, **tensors: torch.Tensor | None) -> None:
+    """Test hook: with ``$FSDPCFG_DUMP_STEP1`` set to a folder, write this rank's step-1 tensors there
+    (``rank<r>.pt``); with ``$FSDPCFG_DUMP_STEPS`` set, every step's (``step<s>/rank<r>.pt``), so two runs (e.g.
+    patches=none vs remove_padding) can be compared, or a step's rewards recomputed. The tensors: this rank's
+    ``ids``, ``attention_mask``, ``response_mask``, ``old_log_probs``, ``ref_log_prob`` (with a reference model)
+    ``[b, ...]``, and the step's global ``batch_*`` ``[B*n]`` (``Trainer._advantages``)."""
+    kept = {k: v for k, v in tensors.items() if v is not None}
+    first, every = os.environ.get("FSDPCFG_DUMP_STEP1"), os.environ.get("FSDPCFG_DUMP_STEPS")
+    for folder in ([Path(first)] if first and step == 1 else []) + ([Path(every) / f"step{step}"] if every else []):
+        folder.mkdir(parents=True, exist_ok=True)
+        torch.save(kept, folder / f"rank{rank}.pt")
 
 
 def save_resolved_config(cfg: dict, config_path: Path) -> None:

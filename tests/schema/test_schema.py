@@ -234,11 +234,3 @@ def test_parse_run_config_raises_config_error():
         )
     assert e.value.key == "actor_rollout_ref.actor.strategy" and "1 more" in str(e.value)
     assert parse_run_config(_cfg()).trainer.n_gpus_per_node == 2
-
-
-def test_native_tables_name_real_keys():
-    for key in list(K.NATIVE_UNSUPPORTED) + list(K.NATIVE_VALUES):
-        assert key in K.schema_keys(), key
-    for key, values in K.NATIVE_VALUES.items():
-        allowed = K.allowed_values(key)
-        assert not allowed or set(values) <= set(allowed), key

@@ -135,16 +135,18 @@ class ActorLossConfig:
                 ``clip_ratio_c <= 1``.
         """
         from fsdpcfg.errors import ConfigError
+        from fsdpcfg.train import support
         from fsdpcfg.train.algorithm.losses import KL_TYPES, LOSS_AGG_MODES
 
         key = "actor_rollout_ref.actor"
         mode = actor["policy_loss"]["loss_mode"]
-        if mode != "vanilla":
+        modes = support.NATIVE_VALUES[f"{key}.policy_loss.loss_mode"]  # declared in train/support.py (FC803)
+        if mode not in modes:
             raise ConfigError(
-                f"policy loss {mode!r} is not implemented by the native launcher; allowed: vanilla",
+                f"policy loss {mode!r} is not implemented by the native launcher; allowed: {', '.join(modes)}",
                 key=f"{key}.policy_loss.loss_mode",
                 value=mode,
-                fix="use vanilla, or launcher=verl",
+                fix=f"use {modes[0]}, or launcher=verl",
             )
         if actor["loss_agg_mode"] not in LOSS_AGG_MODES:
             raise ConfigError(

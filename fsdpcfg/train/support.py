@@ -1,0 +1,201 @@
+"""What the native loop (fsdpcfg/train under torchrun) runs of verl's keys: one declaration per feature, each
+naming the code that implements it, the values it runs, or why it is not implemented.
+
+Pattern: the patch registry (:mod:`fsdpcfg.train.patches`): the facts live beside the code, in data that
+``fsdpcfg check`` reads without importing torch, and the code reads the same data when it refuses a value at
+launch. Three kinds of entry:
+
+- :class:`Native`: implemented. ``impl`` names the functions that read the keys (``"module:Qualname"``);
+  ``values``, when given, are the only values run (rule FC803 refuses the others, optionally only ``when``
+  another key has a value).
+- :class:`Native` with ``impl=()``: a component the loop does not have, whose "off" values are the only ones
+  it runs (``critic.enable``): nothing in fsdpcfg/train reads the key.
+- :class:`NotNative`: not implemented; a value other than verl's default is an error (rule FC802) naming
+  ``launcher=verl``, and nothing in fsdpcfg/train reads the key (a patch declared for ``launcher=verl``
+  only is refused by the patch registry, which reads its key to refuse it).
+
+``tests/train/test_support.py`` holds the declaration against the code: every key of a :class:`Native` entry is
+read by its ``impl`` functions, and no key of a :class:`NotNative` entry is read anywhere in fsdpcfg/train (the
+SFT trainer, fsdpcfg/train/sft, reads its own tree: FC114). Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+A = "actor_rollout_ref"
+R = f"{A}.rollout"
+
+
+@dataclass(frozen=True)
+class Native:
+    """A feature the native loop implements.
+
+    Attributes:
+        name: a short name (``kl_in_reward``).
+        keys: the verl keys it reads.
+        impl: ``"module:Qualname"`` of each function that reads them (``fsdpcfg.train.loop:Trainer._advantages``);
+            empty for a component the loop does not have (only its "off" ``values`` run).
+        values: key -> the only values the loop runs (FC803); keys not named run every value verl accepts.
+        when: ``(key, value)``: ``values`` are enforced only while ``key`` has ``value``.
+        note: how it is implemented, for ``fsdpcfg explain`` and the docs.
+        source: verl's implementation it follows.
+    """
+
+    name: str
+    keys: tuple[str, ...]
+    impl: tuple[str, ...]
+    values: dict[str, tuple[Any, ...]] | None = None
+    when: tuple[str, Any] | None = None
+    note: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class NotNative:
+    """A feature the native loop does not implement: ``keys`` away from verl's default are refused (FC802).
+
+    Attributes:
+        name: a short name; keys: the verl keys; reason: why (shown in the finding, which names launcher=verl).
+    """
+
+    name: str
+    keys: tuple[str, ...]
+    reason: str
+
+
+FEATURES: tuple[Native | NotNative, ...] = (
+    Native(
+        "grpo_advantages",
+        ("algorithm.adv_estimator", "algorithm.norm_adv_by_std_in_grpo"),
+        ("fsdpcfg.train.loop:Trainer.__init__", "fsdpcfg.train.loop:Trainer._advantages"),
+        values={"algorithm.adv_estimator": ("grpo",)},
+        note="group-normalised outcome advantages (algorithm/grpo.py grpo_advantages)",
+        source="verl/trainer/ppo/core_algos.py compute_grpo_outcome_advantage",
+    ),
+    Native(
+        "kl_in_reward",
+        ("algorithm.use_kl_in_reward", "algorithm.kl_ctrl.kl_coef", "algorithm.kl_penalty"),
+        ("fsdpcfg.train.loop:Trainer._advantages",),
+        note="token rewards = scores - kl_coef * kl_penalty(old_log_probs, ref_log_prob) on response tokens; "
+        "logs actor/reward_kl_penalty and actor/reward_kl_penalty_coeff",
+        source="verl/trainer/ppo/ray_trainer.py apply_kl_penalty",
+    ),
+    Native(
+        "kl_ctrl_fixed",
+        ("algorithm.kl_ctrl.type",),
+        ("fsdpcfg.plan._plan:make_plan",),
+        values={"algorithm.kl_ctrl.type": ("fixed",)},
+        when=("algorithm.use_kl_in_reward", True),
+        note="a fixed coefficient (kl_ctrl.kl_coef); the adaptive controller runs under launcher=verl",
+        source="verl/trainer/ppo/core_algos.py get_kl_controller (FixedKLController)",
+    ),
+    Native(
+        "vanilla_policy_loss",
+        (f"{A}.actor.policy_loss.loss_mode",),
+        ("fsdpcfg.train.algorithm.grpo:ActorLossConfig.from_actor_cfg",),
+        values={f"{A}.actor.policy_loss.loss_mode": ("vanilla",)},
+        note="PPO-clip with dual clip (algorithm/losses.py)",
+        source="verl/trainer/ppo/core_algos.py compute_policy_loss_vanilla",
+    ),
+    Native(
+        "adamw",
+        (f"{A}.actor.optim.optimizer",),
+        ("fsdpcfg.train.engine.optim:build_optimizer",),
+        values={f"{A}.actor.optim.optimizer": ("AdamW",)},
+        source="verl/workers/config/optimizer.py build_optimizer",
+    ),
+    Native(
+        "hf_rollout",
+        (f"{R}.name",),
+        ("fsdpcfg.train.loop:Trainer.__init__",),
+        values={f"{R}.name": ("hf",)},
+        note="an unsharded Hugging Face replica that generates (train/rollout/hf.py); engines run under verl "
+        "(rule FC801)",
+    ),
+    Native(
+        "fsdp_engine",
+        (f"{A}.actor.strategy",),
+        ("fsdpcfg.plan._plan:make_plan",),
+        values={f"{A}.actor.strategy": ("fsdp", "fsdp2")},
+        note="FSDP1/FSDP2 (train/engine); verl runs its other engines (engine=megatron ...)",
+    ),
+    Native(
+        "no_critic",
+        ("critic.enable",),
+        (),
+        values={"critic.enable": (None, False)},
+        note="the loop trains the policy only: no value model (GAE/PPO needs launcher=verl)",
+    ),
+    Native(
+        "lora_layered_summon",
+        (f"{R}.layered_summon", f"{R}.load_format"),
+        ("fsdpcfg.train.lora.setup:LoraSettings.from_model_cfg",),
+        values={f"{R}.load_format": ("dummy", "auto", "safetensors")},
+        note="with LoRA (model.lora_rank > 0): a load_format other than dummy makes the replica read the base "
+        "from model.path, so the first sync sends the adapter only; layered_summon gathers the adapter one "
+        "block (fsdpcfg.lora_layer_prefixes) at a time and needs that preloaded base (FC504). Without LoRA "
+        "every sync sends the full weights and neither key changes a number (as in verl)",
+        source="verl/utils/fsdp_utils.py collect_lora_params; verl/workers/engine_workers.py base_sync_done",
+    ),
+    NotNative(
+        "dynamic_bsz",
+        (f"{A}.actor.use_dynamic_bsz", f"{A}.ref.log_prob_use_dynamic_bsz", f"{R}.log_prob_use_dynamic_bsz"),
+        "the native loop uses fixed micro-batches",
+    ),
+    NotNative(
+        "ulysses",
+        (f"{A}.actor.ulysses_sequence_parallel_size", f"{A}.ref.ulysses_sequence_parallel_size"),
+        "the native loop has no sequence parallelism",
+    ),
+    NotNative("liger", (f"{A}.model.use_liger",), "the native loop has no Liger kernels"),
+    NotNative("fused_kernels", (f"{A}.model.use_fused_kernels",), "the native loop has no fused log-prob kernels"),
+    NotNative(
+        "inference_engine",
+        tuple(
+            f"{R}.{k}"
+            for k in (
+                "gpu_memory_utilization",
+                "enforce_eager",
+                "free_cache_engine",
+                "tensor_model_parallel_size",
+                "data_parallel_size",
+                "expert_parallel_size",
+                "pipeline_model_parallel_size",
+                "max_num_batched_tokens",
+                "max_model_len",
+                "max_num_seqs",
+                "enable_chunked_prefill",
+                "enable_prefix_caching",
+            )
+        ),
+        "the hf rollout has no inference-engine settings",
+    ),
+)
+
+
+def _tables() -> tuple[dict[str, str], dict[str, tuple[Any, ...]], dict[str, tuple[str, Any]]]:
+    unsupported: dict[str, str] = {}
+    values: dict[str, tuple[Any, ...]] = {}
+    when: dict[str, tuple[str, Any]] = {}
+    for f in FEATURES:
+        if isinstance(f, NotNative):
+            unsupported.update(dict.fromkeys(f.keys, f.reason))
+            continue
+        for key, allowed in (f.values or {}).items():
+            values[key] = allowed
+            if f.when is not None:
+                when[key] = f.when
+    return unsupported, values, when
+
+
+#: key -> why the native loop does not implement it (FC802 refuses a value other than verl's default).
+#: NATIVE_VALUES: key -> the only values the native loop runs (FC803); NATIVE_WHEN: key -> ``(key, value)``
+#: under which its NATIVE_VALUES apply (always when absent).
+NATIVE_UNSUPPORTED, NATIVE_VALUES, NATIVE_WHEN = _tables()
+
+
+def feature_of(key: str) -> Native | NotNative | None:
+    """The declaration naming ``key``, or ``None`` (a schema key the loop reads without a restriction)."""
+    return next((f for f in FEATURES if key in f.keys), None)
