@@ -1,7 +1,9 @@
 """Everything known about one config key, from the single sources that hold it.
 
-* type, allowed values, range, default and description: the Pydantic models (via their JSON Schema, the
-  same text editors show);
+* type, allowed values, range and description: the Pydantic models (via their JSON Schema, the same text
+  editors show);
+* the default: the composed default tree (:mod:`fsdpcfg.catalog.defaults`: what a run gets when nothing is
+  overridden, ``fsdpcfg show``'s value), for the RL tree and the SFT tree;
 * verl's default: :mod:`fsdpcfg.verlref` (the pinned verl release's own config);
 * where the tree sets it: the YAML files of ``conf/`` and ``recipes/`` (file:line);
 * the rules that read it: ``RULES[...].keys`` of the rule table;
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fsdpcfg import paths, verlref
+from fsdpcfg.catalog import defaults
 
 _UNSET = object()
 
@@ -31,7 +34,11 @@ class KeyInfo:
         description: the schema field's description ("" when not modelled).
         type: the value type in words (``integer, >= 1``).
         allowed: the literal values the schema accepts (empty when any value of the type is fine).
-        default: the schema's default (``_UNSET`` when the key is required or not modelled).
+        default: the default of the RL (``ppo``) tree (:mod:`fsdpcfg.catalog.defaults`); for a key the tree does
+            not hold, the schema's (``_UNSET`` when the key is required or neither knows it).
+        default_source: where that default is written (``conf/config.yaml:199``, ``trainer=cpu (...)``);
+            ``schema`` for the schema's default, ``""`` when there is none.
+        sft_default: the default of the SFT tree when it holds the key (``_UNSET`` otherwise).
         verl_default: verl's default as written (``_UNSET`` when verl does not know the key).
         set_in: ``file:line`` of every tree file that sets the key, root config first.
         rules: ``(rule ID, title)`` of every rule that reads the key.
@@ -47,6 +54,8 @@ class KeyInfo:
     type: str = ""
     allowed: list[Any] = field(default_factory=list)
     default: Any = _UNSET
+    default_source: str = ""
+    sft_default: Any = _UNSET
     verl_default: Any = _UNSET
     set_in: list[str] = field(default_factory=list)
     rules: list[tuple[str, str]] = field(default_factory=list)
@@ -155,13 +164,17 @@ def key_info(key: str) -> KeyInfo | None:
 
     kind = keys.classify(key)
     where = set_in(key)
-    if kind in ("unknown", "conflict") and not where:
+    in_tree = any(key in defaults.tree(k) for k in ("ppo", "sft"))
+    if kind in ("unknown", "conflict") and not where and not in_tree:
         return None
     node = schema_node(key)
     info = KeyInfo(key, kind, set_in=where, rules=rules_reading(key))
     raw_verl = verlref.defaults(resolved=False)
+    raw_sft = verlref.defaults("sft_trainer_engine", resolved=False)
     if key in raw_verl:
         info.verl_default = raw_verl[key]
+    elif key in raw_sft:
+        info.verl_default = raw_sft[key]
     if node is not None:
         model = _deref(node)
         info.description = node.get("description") or model.get("description", "")
@@ -171,13 +184,24 @@ def key_info(key: str) -> KeyInfo | None:
         else:
             info.type = type_text(node)
             info.allowed = keys.allowed_values(key)
-            try:
-                info.default = keys.schema_default(key)
-            except KeyError:
-                pass
+            if key not in defaults.tree("ppo"):
+                try:
+                    info.default, info.default_source = keys.schema_default(key), "schema"
+                except KeyError:
+                    pass
     elif kind == "verl" and key not in raw_verl:
         info.kind = "section"
         info.children = [(k, "") for k in sorted(raw_verl) if k.startswith(key + ".") and "." not in k[len(key) + 1 :]]
+    if info.kind != "section":
+        for tree_kind in ("ppo", "sft"):
+            tree = defaults.tree(tree_kind)
+            if key not in tree:
+                continue
+            value = tree[key] if defaults.is_set(tree[key]) else _UNSET
+            if tree_kind == "ppo":
+                info.default, info.default_source = value, defaults.source(key, tree_kind)
+            else:
+                info.sft_default = value
     if info.kind == "free":
         info.parent = keys.known_parent(key)
     info.native = _native_text(key)

@@ -89,6 +89,32 @@ def _rules_section() -> list[str]:
     return out
 
 
+def _defaults_section() -> list[str]:
+    from fsdpcfg.catalog import deliberate_defaults
+    from fsdpcfg.catalog.flat import format_value
+
+    out = [
+        f"## Defaults that differ from verl {verlref.VERL_VERSION}",
+        "",
+        "A key's default is its value in the default run (`fsdpcfg show` with no recipe: verl's composition, then",
+        "`conf/config.yaml` and the group options it picks); `fsdpcfg explain KEY` and the JSON Schema state the",
+        "same value. These keys differ from verl's own default on purpose "
+        "(`fsdpcfg/catalog/deliberate_defaults.py`; a test fails on any other difference).",
+    ]
+    for kind in tree.kinds():
+        out += [
+            "",
+            f"### The `{kind}` tree (verl's `{deliberate_defaults.COMPOSITION[kind]}`)",
+            "",
+            "| key | fsdpcfg | verl | why |",
+            "|---|---|---|---|",
+        ]
+        for key, ours, theirs, why in deliberate_defaults.rows(kind):
+            verl = theirs if theirs == deliberate_defaults.NOT_IN_VERL else f"`{_cell(format_value(theirs))}`"
+            out.append(f"| `{key}` | `{_cell(format_value(ours))}` | {verl} | {_cell(why)} |")
+    return out
+
+
 def render() -> str:
     """Return the reference page's Markdown."""
     head = [
@@ -100,7 +126,7 @@ def render() -> str:
         "`fsdpcfg explain RULE_ID` print the same information from the installed package.",
         "",
     ]
-    return "\n".join(head + _groups_section() + [""] + _rules_section()) + "\n"
+    return "\n".join(head + _groups_section() + [""] + _defaults_section() + [""] + _rules_section()) + "\n"
 
 
 def stale(path: Path = REFERENCE) -> bool:

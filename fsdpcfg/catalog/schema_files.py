@@ -14,6 +14,9 @@ Two files per config layout, written to ``schemas/``:
 * ``fsdpcfg.strict.schema.json`` -- the models' schema as it is: a complete, resolved config (a dumped
   config, ``fsdpcfg export`` output) with its required keys and exact types.
 
+Every ``default`` is the composed default tree's value (:mod:`fsdpcfg.catalog.defaults`): what a run gets
+when the key is not set, as ``fsdpcfg show`` and ``fsdpcfg explain`` print it.
+
 A test regenerates both in memory and compares them with the checked-in files; ``fsdpcfg schema`` rewrites
 them after a model changes.
 """
@@ -131,6 +134,73 @@ def _add_verl_keys(doc: dict[str, Any], config: str) -> None:
             node = nxt
 
 
+#: file stem -> the config kind whose default tree gives the schema's ``default`` values.
+KINDS = {"fsdpcfg": "ppo", "fsdpcfg.sft": "sft"}
+
+
+def _ref_name(prop: dict[str, Any]) -> str | None:
+    ref = prop.get("$ref") or next((p["$ref"] for p in prop.get("allOf", []) if "$ref" in p), None)
+    return ref.rsplit("/", 1)[-1] if ref else None
+
+
+def _inline(doc: dict[str, Any], names: set[str]) -> None:
+    """Replace every use of the ``$defs`` models ``names`` by a copy of the model (one per use), and drop them."""
+    defs = doc["$defs"]
+    models = [doc, *defs.values()]
+    while models:
+        model = models.pop()
+        for name, prop in list(model.get("properties", {}).items()):
+            ref = _ref_name(prop)
+            if ref in names:
+                extra = {k: v for k, v in prop.items() if k not in ("$ref", "allOf")}
+                prop = model["properties"][name] = {**copy.deepcopy(defs[ref]), **extra}
+            if "properties" in prop:
+                models.append(prop)
+    for name in names:
+        del defs[name]
+
+
+def _set_defaults(doc: dict[str, Any], kind: str) -> None:
+    """Set every property's ``default`` to the composed default tree's value (:mod:`fsdpcfg.catalog.defaults`,
+    the one home of defaults); a value that must be set (``???``) has no ``default``. A property the tree does
+    not reach keeps the models' default (verl's). A ``$defs`` model two keys share (``FSDPConfig`` for the
+    actor and the reference) whose keys default differently per role is inlined, one copy per role."""
+    from fsdpcfg.catalog import defaults
+
+    tree = defaults.tree(kind)
+    while True:
+        defs = doc.get("$defs", {})
+        owner: dict[int, tuple[str, Any]] = {}
+        found: list[tuple[dict[str, Any], Any]] = []
+        conflicts: set[str] = set()
+        for key, value in tree.items():
+            node: dict[str, Any] | None = doc
+            parts = key.split(".")
+            model_name = None
+            for part in parts[:-1]:
+                prop = (node or {}).get("properties", {}).get(part)
+                if prop is None:
+                    node = None
+                    break
+                model_name = _ref_name(prop)
+                node = defs[model_name] if model_name else (prop if "properties" in prop else None)
+            prop = (node or {}).get("properties", {}).get(parts[-1])
+            if prop is None or _is_section(prop):
+                continue
+            seen = owner.setdefault(id(prop), (key, value))
+            if seen[1] != value and model_name is not None:
+                conflicts.add(model_name)
+            found.append((prop, value))
+        if not conflicts:
+            break
+        _inline(doc, conflicts)
+    for prop, value in found:
+        if defaults.is_set(value):
+            prop["default"] = value
+        else:
+            prop.pop("default", None)
+
+
 def _with_version(doc: Any) -> Any:
     from fsdpcfg import verlref
 
@@ -169,6 +239,7 @@ def build() -> dict[str, dict[str, Any]]:
     for stem, model in _roots().items():
         strict = model.model_json_schema()
         _add_verl_keys(strict, VERL_KEYS[stem])
+        _set_defaults(strict, KINDS[stem])
         strict = _with_version(strict)
         desc = strict.get("description", "")
         out[f"{stem}.schema.json"] = editor_schema(

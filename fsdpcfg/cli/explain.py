@@ -84,8 +84,15 @@ def key_page(key: str, tokens: list[str]) -> str:
     if info.allowed:
         rows.append(("allowed", ", ".join(_fmt(v) for v in info.allowed)))
     if info.kind != "section":
-        if info.kind == "schema":
-            rows.append(("default", _fmt(info.default) if info.has(info.default) else "none (required)"))
+        if info.has(info.default) or info.default_source or info.kind == "schema":
+            rows.append(
+                (
+                    "default",
+                    f"{_fmt(info.default)}  ({info.default_source})" if info.has(info.default) else "none (required)",
+                )
+            )
+        if info.has(info.sft_default) and not (info.has(info.default) and info.sft_default == info.default):
+            rows.append(("sft default", _fmt(info.sft_default)))
         if info.kind != "free" or info.has(info.verl_default):
             rows.append(
                 (

@@ -209,9 +209,14 @@ def _parse_overrides(overrides: list[str]):
         ) from None
 
 
-def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path] | None = None) -> Composed:
+def compose(
+    overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path] | None = None, kind: str = "ppo"
+) -> Composed:
     """Compose the root config with ``overrides`` (Hydra syntax: ``key=value``, ``+key=value``, ``~key``,
     ``group=option``, ``+recipe=NAME``).
+
+    ``kind`` is the tree (``ppo`` or ``sft``, :data:`fsdpcfg.paths.KINDS`) composed when no recipe selects one:
+    a recipe's kind (:func:`recipe_kind`) wins. ``compose([], kind="sft")`` is the SFT tree's default config.
 
     ``extra_recipe_dirs`` adds folders whose ``*.yaml`` files can be selected as ``+recipe=NAME`` (used to
     check users' own recipe files). ``+recipe=PATH.yaml`` selects a recipe file anywhere (its folder is added).
@@ -257,7 +262,6 @@ def compose(overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path]
             (tmp / "recipe" / f"{name}.yaml").unlink(missing_ok=True)
             (tmp / "recipe" / f"{name}.yaml").write_text("# @package _global_\n" + f.read_text(encoding="utf-8"))
         search = [f"hydra.searchpath=[file://{tmp}]"]
-    kind = "ppo"
     for o in parsed:
         if o.key_or_group == "recipe" and isinstance(o.value(), str):
             kind = recipe_kind(o.value(), extra_dirs)

@@ -91,13 +91,20 @@ def _bytes(name: Any, default: int = 4) -> int:
     return _BYTES.get(str(name).lower(), default) if name is not None else default
 
 
-def _get(cfg: dict, key: str, default: Any = None) -> Any:
+def _get(cfg: dict, key: str, if_null: Any = None) -> Any:
+    """The value of dotted ``key`` in ``cfg``; ``if_null`` where it is null (what a null value means for the
+    estimate, e.g. an unset micro-batch size counts as 1). A key ``cfg`` lacks reads as its default in the
+    default tree (:mod:`fsdpcfg.catalog.defaults`, the one home of defaults): a verl config file has no
+    ``fsdpcfg`` section."""
     node: Any = cfg
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
-            return default
+            from fsdpcfg.catalog import defaults
+
+            node = defaults.tree().get(key)
+            break
         node = node[part]
-    return default if node is None else node
+    return if_null if node is None else node
 
 
 @dataclass
@@ -190,7 +197,7 @@ def read_model_config(cfg: dict) -> dict | None:
                 continue
     if not isinstance(config, dict):
         return None
-    return {**config, **(_get(cfg, "actor_rollout_ref.model.override_config", {}) or {})}
+    return {**config, **(_get(cfg, "actor_rollout_ref.model.override_config") or {})}
 
 
 def device_memory(cfg: dict) -> tuple[int | None, str]:
@@ -200,7 +207,7 @@ def device_memory(cfg: dict) -> tuple[int | None, str]:
     declared = _get(cfg, "fsdpcfg.device_memory_gb")
     if declared:
         return int(float(declared) * GIB), "fsdpcfg.device_memory_gb"
-    if _get(cfg, "trainer.device", "cuda") == "cpu":
+    if _get(cfg, "trainer.device") == "cpu":
         try:
             kib = next(
                 int(line.split()[1])
@@ -209,7 +216,7 @@ def device_memory(cfg: dict) -> tuple[int | None, str]:
             )
         except (OSError, StopIteration, ValueError):
             return None, "RAM unknown"
-        nproc = int(_get(cfg, "trainer.n_gpus_per_node", 1))
+        nproc = int(_get(cfg, "trainer.n_gpus_per_node"))
         return kib * 1024 // nproc, f"this machine's {kib * 1024 / GIB:.1f} GiB RAM / {nproc} ranks"
     name = gpu_name()
     for sub, gib in KNOWN_GPUS:
@@ -260,32 +267,32 @@ def estimate_memory(cfg: dict, model_config: dict | None = None, *, suggest: boo
 
 def _estimate(cfg: dict, pc: ParamCounts, mc: dict) -> MemoryEstimate:
     a = "actor_rollout_ref.actor.fsdp_config."
-    world = int(_get(cfg, "trainer.nnodes", 1)) * int(_get(cfg, "trainer.n_gpus_per_node", 1))
-    native = _get(cfg, "fsdpcfg.launcher", "native") == "native"
-    cpu = _get(cfg, "trainer.device", "cuda") == "cpu"
+    world = int(_get(cfg, "trainer.nnodes")) * int(_get(cfg, "trainer.n_gpus_per_node"))
+    native = _get(cfg, "fsdpcfg.launcher") == "native"
+    cpu = _get(cfg, "trainer.device") == "cpu"
     P, H, V, L = pc.total, pc.hidden_size, pc.vocab_size, len(pc.layers)
-    S = _shard(int(_get(cfg, a + "fsdp_size", -1)), world)
-    pm = _bytes(_get(cfg, a + "model_dtype", "fp32"))
+    S = _shard(int(_get(cfg, a + "fsdp_size")), world)
+    pm = _bytes(_get(cfg, a + "model_dtype"))
     mp = _get(cfg, a + "mixed_precision") or {}
-    pcb = _bytes(mp.get("param_dtype") if mp else _get(cfg, a + "dtype", "bf16"))
-    lora = int(_get(cfg, "actor_rollout_ref.model.lora_rank", 0)) > 0
+    pcb = _bytes(mp.get("param_dtype") if mp else _get(cfg, a + "dtype"))
+    lora = int(_get(cfg, "actor_rollout_ref.model.lora_rank")) > 0
     trainable = 0 if lora else P
     on_dev = not cpu  # offload moves state from the device to the host; on the CPU nothing leaves
-    p_off = on_dev and bool(_get(cfg, a + "param_offload", False))
-    o_off = on_dev and bool(_get(cfg, a + "optimizer_offload", False))
-    policy = on_dev and bool(_get(cfg, a + "offload_policy", False))
-    prompt, resp = int(_get(cfg, "data.max_prompt_length", 512)), int(_get(cfg, "data.max_response_length", 512))
+    p_off = on_dev and bool(_get(cfg, a + "param_offload"))
+    o_off = on_dev and bool(_get(cfg, a + "optimizer_offload"))
+    policy = on_dev and bool(_get(cfg, a + "offload_policy"))
+    prompt, resp = int(_get(cfg, "data.max_prompt_length")), int(_get(cfg, "data.max_response_length"))
     seq = prompt + resp
-    micro = int(_get(cfg, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", 1) or 1)
+    micro = int(_get(cfg, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", if_null=1) or 1)
     tokens = (
-        int(_get(cfg, "actor_rollout_ref.actor.ppo_max_token_len_per_gpu", seq))
-        if _get(cfg, "actor_rollout_ref.actor.use_dynamic_bsz", False)
+        int(_get(cfg, "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"))
+        if _get(cfg, "actor_rollout_ref.actor.use_dynamic_bsz")
         else micro * seq
     )
-    lp_micro = int(_get(cfg, "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", micro) or micro)
-    ckpt = bool(_get(cfg, "actor_rollout_ref.model.enable_gradient_checkpointing", False))
-    n = int(_get(cfg, "actor_rollout_ref.rollout.n", 1))
-    seqs_rank = int(_get(cfg, "data.train_batch_size", 1)) * n // max(world, 1)
+    lp_micro = int(_get(cfg, "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", if_null=micro) or micro)
+    ckpt = bool(_get(cfg, "actor_rollout_ref.model.enable_gradient_checkpointing"))
+    n = int(_get(cfg, "actor_rollout_ref.rollout.n"))
+    seqs_rank = int(_get(cfg, "data.train_batch_size")) * n // max(world, 1)
     root = pc.embedding + pc.lm_head + pc.final_norm
     # -- resident state
     c: dict[str, int] = {}
@@ -310,30 +317,28 @@ def _estimate(cfg: dict, pc: ParamCounts, mc: dict) -> MemoryEstimate:
         pcb
         + (4 if pcb != 4 else 0)
         + 4
-        + (4 if float(_get(cfg, "actor_rollout_ref.rollout.temperature", 1.0)) != 1.0 else 0)
+        + (4 if float(_get(cfg, "actor_rollout_ref.rollout.temperature")) != 1.0 else 0)
     )
-    ent = float(_get(cfg, "actor_rollout_ref.actor.entropy_coeff", 0) or 0) != 0
+    ent = float(_get(cfg, "actor_rollout_ref.actor.entropy_coeff") or 0) != 0
     c["logits"] = logit_pos * V * (fwd_b + 8 + (8 if ent else 0))
     logits_nograd = lp_pos * V * fwd_b
     act_nograd = lp_micro * seq * (H * 2 + max(pc.activation_widths, default=0)) * pcb
-    use_ref = bool(_get(cfg, "actor_rollout_ref.actor.use_kl_loss", False)) or bool(
-        _get(cfg, "algorithm.use_kl_in_reward", False)
-    )
+    use_ref = bool(_get(cfg, "actor_rollout_ref.actor.use_kl_loss")) or bool(_get(cfg, "algorithm.use_kl_in_reward"))
     r = "actor_rollout_ref.ref.fsdp_config."
-    ref_b = _bytes(_get(cfg, r + "model_dtype", "fp32"))
-    ref_S = _shard(int(_get(cfg, r + "fsdp_size", -1)), world)
-    ref_off = on_dev and bool(_get(cfg, r + "param_offload", False))
+    ref_b = _bytes(_get(cfg, r + "model_dtype"))
+    ref_S = _shard(int(_get(cfg, r + "fsdp_size")), world)
+    ref_off = on_dev and bool(_get(cfg, r + "param_offload"))
     c["reference"] = P * ref_b // ref_S if use_ref else 0
     ref_mp = _get(cfg, r + "mixed_precision") or {}
-    ref_cb = _bytes(ref_mp.get("param_dtype") if ref_mp else _get(cfg, r + "dtype", "bf16"))
+    ref_cb = _bytes(ref_mp.get("param_dtype") if ref_mp else _get(cfg, r + "dtype"))
     ref_ws = (root + 2 * pc.largest_layer) * ref_cb if use_ref else 0
     # FSDP2 keeps a root unit gathered after a forward without backward: the reference model's root stays
     # gathered from its log-prob pass on (its reshard waits for a backward that never comes)
     ref_root = root * ref_cb if use_ref and ref_S > 1 and _get(cfg, "actor_rollout_ref.ref.strategy") == "fsdp2" else 0
     c["reference root (gathered)"] = ref_root
     # -- rollout
-    rname = _get(cfg, "actor_rollout_ref.rollout.name", "vllm")
-    rb = _bytes(_get(cfg, "actor_rollout_ref.rollout.dtype", "bf16"), 2)
+    rname = _get(cfg, "actor_rollout_ref.rollout.name")
+    rb = _bytes(_get(cfg, "actor_rollout_ref.rollout.dtype"), 2)
     kv_tok = pc.kv_elements_per_token * rb
     kv_info = None
     dev_bytes, _ = device_memory(cfg)
@@ -343,8 +348,8 @@ def _estimate(cfg: dict, pc: ParamCounts, mc: dict) -> MemoryEstimate:
         gen_extra = seqs_rank * (prompt * (H * 4) * rb + V * 4 * 3)  # prefill hidden states, last-token logits
         rollout_mem = c["rollout replica"] + c["kv cache"] + gen_extra
     else:
-        gmu = float(_get(cfg, "actor_rollout_ref.rollout.gpu_memory_utilization", 0.5))
-        tp = int(_get(cfg, "actor_rollout_ref.rollout.tensor_model_parallel_size", 1))
+        gmu = float(_get(cfg, "actor_rollout_ref.rollout.gpu_memory_utilization"))
+        tp = int(_get(cfg, "actor_rollout_ref.rollout.tensor_model_parallel_size"))
         rollout_mem = int(gmu * dev_bytes) if dev_bytes else 0
         c["rollout reservation"] = rollout_mem
         if dev_bytes:
@@ -352,8 +357,8 @@ def _estimate(cfg: dict, pc: ParamCounts, mc: dict) -> MemoryEstimate:
             split = 1 if pc.model_type.startswith("deepseek") else min(tp, nkv)
             room = max(0, rollout_mem - P * rb // tp)
             replicas = max(1, world // tp)
-            want = math.ceil(int(_get(cfg, "data.train_batch_size", 1)) * n / replicas)
-            want = min(want, int(_get(cfg, "actor_rollout_ref.rollout.max_num_seqs", want)))
+            want = math.ceil(int(_get(cfg, "data.train_batch_size")) * n / replicas)
+            want = min(want, int(_get(cfg, "actor_rollout_ref.rollout.max_num_seqs")))
             kv_info = {
                 "capacity_tokens": room // max(1, kv_tok // split),
                 "demand_tokens": want * seq,
@@ -369,7 +374,7 @@ def _estimate(cfg: dict, pc: ParamCounts, mc: dict) -> MemoryEstimate:
         ph["build"] = max(P * pm, c["actor params"] + P * ref_b * use_ref, c["actor params"] + c["reference"] + replica)
     ph["rollout"] = state + ref_res + rollout_mem
     if native:
-        bucket = int(float(_get(cfg, "fsdpcfg.update_weights_bucket_megabytes", 512)) * MIB)
+        bucket = int(float(_get(cfg, "fsdpcfg.update_weights_bucket_megabytes")) * MIB)
         ph["weight sync"] = (
             state + ref_res + replica + min(P * pm, bucket + pc.largest_tensor * pm) + pc.largest_tensor * pm
         )
@@ -409,42 +414,42 @@ def _estimate(cfg: dict, pc: ParamCounts, mc: dict) -> MemoryEstimate:
 def _candidates(cfg: dict) -> list[tuple[str, dict[str, Any]]]:
     """Settings worth trying for this config: ``[(override as typed, {key: value})]``."""
     a = "actor_rollout_ref.actor."
-    cpu = _get(cfg, "trainer.device", "cuda") == "cpu"
-    verl = _get(cfg, "fsdpcfg.launcher", "native") == "verl"
+    cpu = _get(cfg, "trainer.device") == "cpu"
+    verl = _get(cfg, "fsdpcfg.launcher") == "verl"
     out: list[tuple[str, dict[str, Any]]] = []
-    if not _get(cfg, "actor_rollout_ref.model.enable_gradient_checkpointing", False):
+    if not _get(cfg, "actor_rollout_ref.model.enable_gradient_checkpointing"):
         out.append(("patches=gradient_checkpointing", {"actor_rollout_ref.model.enable_gradient_checkpointing": True}))
-    micro = int(_get(cfg, a + "ppo_micro_batch_size_per_gpu", 1) or 1)
+    micro = int(_get(cfg, a + "ppo_micro_batch_size_per_gpu", if_null=1) or 1)
     if micro > 1:
         out.append((f"{a}ppo_micro_batch_size_per_gpu={micro // 2}", {a + "ppo_micro_batch_size_per_gpu": micro // 2}))
-    lp = int(_get(cfg, "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", 1) or 1)
+    lp = int(_get(cfg, "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", if_null=1) or 1)
     if lp > 1:
         k = "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"
         out.append((f"{k}={lp // 2}", {k: lp // 2}))
-    if int(_get(cfg, a + "fsdp_config.fsdp_size", -1)) > 0:
+    if int(_get(cfg, a + "fsdp_config.fsdp_size")) > 0:
         out.append((f"{a}fsdp_config.fsdp_size=-1", {a + "fsdp_config.fsdp_size": -1}))
     if not cpu and verl:
         for k in ("param_offload", "optimizer_offload"):
-            if not _get(cfg, f"{a}fsdp_config.{k}", False):
+            if not _get(cfg, f"{a}fsdp_config.{k}"):
                 out.append((f"{a}fsdp_config.{k}=true", {f"{a}fsdp_config.{k}": True}))
-        if not _get(cfg, "actor_rollout_ref.ref.fsdp_config.param_offload", False):
+        if not _get(cfg, "actor_rollout_ref.ref.fsdp_config.param_offload"):
             out.append(
                 (
                     "actor_rollout_ref.ref.fsdp_config.param_offload=true",
                     {"actor_rollout_ref.ref.fsdp_config.param_offload": True},
                 )
             )
-    if not cpu and _get(cfg, a + "strategy") == "fsdp2" and not _get(cfg, a + "fsdp_config.offload_policy", False):
+    if not cpu and _get(cfg, a + "strategy") == "fsdp2" and not _get(cfg, a + "fsdp_config.offload_policy"):
         out.append((f"{a}fsdp_config.offload_policy=true", {a + "fsdp_config.offload_policy": True}))
     gmu = _get(cfg, "actor_rollout_ref.rollout.gpu_memory_utilization")
     if _get(cfg, "actor_rollout_ref.rollout.name") != "hf" and gmu and float(gmu) > 0.3:
         k = "actor_rollout_ref.rollout.gpu_memory_utilization"
         out.append((f"{k}={float(gmu) - 0.1:.1f}", {k: round(float(gmu) - 0.1, 2)}))
-    if _get(cfg, "fsdpcfg.launcher", "native") == "native":
-        mb = float(_get(cfg, "fsdpcfg.update_weights_bucket_megabytes", 512))
+    if _get(cfg, "fsdpcfg.launcher") == "native":
+        mb = float(_get(cfg, "fsdpcfg.update_weights_bucket_megabytes"))
         if mb > 64:
             out.append(("fsdpcfg.update_weights_bucket_megabytes=64", {"fsdpcfg.update_weights_bucket_megabytes": 64}))
-    if _bytes(_get(cfg, "actor_rollout_ref.ref.fsdp_config.model_dtype", "fp32")) == 4 and not cpu:
+    if _bytes(_get(cfg, "actor_rollout_ref.ref.fsdp_config.model_dtype")) == 4 and not cpu:
         out.append(
             (
                 "actor_rollout_ref.ref.fsdp_config.model_dtype=bf16",

@@ -98,9 +98,15 @@ def _is_mapping(annotation: Any) -> bool:
 
 @cache
 def _schema_index() -> tuple[dict[str, Any], frozenset[str]]:
-    """Return ({leaf key: FieldInfo}, {section prefixes})."""
+    """Return ({leaf key: FieldInfo}, {section prefixes}) of :class:`~fsdpcfg.schema.root.RunConfig`."""
     from fsdpcfg.schema.root import RunConfig
 
+    return model_index(RunConfig)
+
+
+def model_index(root: type[BaseModel]) -> tuple[dict[str, Any], frozenset[str]]:
+    """Return ``({dotted leaf key: FieldInfo}, {dotted section keys})`` of a root model (``RunConfig``,
+    ``SftRunConfig``): the one walk over a schema's fields."""
     leaves: dict[str, Any] = {}
     prefixes: set[str] = set()
 
@@ -114,7 +120,7 @@ def _schema_index() -> tuple[dict[str, Any], frozenset[str]]:
             else:
                 leaves[key] = info
 
-    walk(RunConfig, "")
+    walk(root, "")
     return leaves, frozenset(prefixes)
 
 

@@ -164,7 +164,9 @@ class SftFsdpcfg(Section):
     launcher: Literal["native", "verl"] = F(
         "native", description="who runs the trainer: native (torchrun, built-in FSDP SFT trainer) or verl"
     )
-    run_dir: str = F("runs/fsdpcfg/run", description="run folder (metrics, resolved config)")
+    run_dir: str = F(
+        "runs/gsm8k-sft/test", description="run folder (metrics, resolved config): runs/PROJECT/EXPERIMENT"
+    )
     env: dict[str, str | int | float | bool] = F(
         default_factory=dict, description="environment variables for the launched run (NAME: value)"
     )

@@ -18,7 +18,8 @@ def test_key_page_has_type_defaults_tree_and_rules(capsys):
     out = _page(capsys, "actor_rollout_ref.rollout.n")
     assert out.startswith("actor_rollout_ref.rollout.n\n  responses per prompt")
     assert "  type:        integer, >= 1, <= 4096\n" in out  # MAX_SAMPLES (fsdpcfg/schema/_base.py)
-    assert "  default:     1\n" in out and "  verl 0.9.1:  1\n" in out
+    # the default run's value (algorithm=grpo sets it), not verl's (issue 13 item 2)
+    assert "  default:     8  (algorithm=grpo (conf/algorithm/grpo.yaml:" in out and "  verl 0.9.1:  1\n" in out
     assert "recipes/qwen_grpo.yaml:" in out and "conf/config.yaml:" in out
     rules = {rid for rid, _ in keyinfo.rules_reading("actor_rollout_ref.rollout.n")}
     assert "FC601" in rules

@@ -18,13 +18,15 @@ import torch
 from fsdpcfg.errors import ConfigError
 
 WORKER = Path(__file__).with_name("_parity_worker.py")
+#: bf16 compute; every entry given (fsdpcfg/train/engine/fsdp.py keeps no dtype default in code)
+_BF16 = {"param_dtype": "bf16", "reduce_dtype": "fp32", "buffer_dtype": "fp32"}
 CASES = [
     {"name": "fsdp2", "strategy": "fsdp2"},
     {"name": "fsdp", "strategy": "fsdp"},
     {"name": "fsdp2_hsdp", "strategy": "fsdp2", "fsdp_size": 1},
     {"name": "fsdp2_wrap", "strategy": "fsdp2", "wrap": ["Qwen2DecoderLayer"]},
-    {"name": "fsdp2_bf16", "strategy": "fsdp2", "mixed_precision": {"param_dtype": "bf16"}},
-    {"name": "fsdp_bf16", "strategy": "fsdp", "mixed_precision": {"param_dtype": "bf16"}},
+    {"name": "fsdp2_bf16", "strategy": "fsdp2", "mixed_precision": _BF16},
+    {"name": "fsdp_bf16", "strategy": "fsdp", "mixed_precision": _BF16},
 ]
 
 

@@ -16,6 +16,15 @@ peft = pytest.importorskip("peft")
 # ---- pure name mapping -------------------------------------------------------------------------------------------
 
 
+def _m(entries: dict) -> dict:
+    """A composed ``actor_rollout_ref.model`` section (the default tree's) with ``entries`` set."""
+    from fsdpcfg.catalog import defaults
+
+    p = "actor_rollout_ref.model."
+    base = {k[len(p) :]: v for k, v in defaults.tree().items() if k.startswith(p) and "." not in k[len(p) :]}
+    return {**base, **entries}
+
+
 @pytest.mark.parametrize(
     "name, expected",
     [
@@ -154,7 +163,7 @@ def test_layered_before_the_base_was_sent_says_to_preload_it():
     from fsdpcfg.train.lora.rollout import LoraWeightSync
 
     s = LoraSettings.from_model_cfg(
-        {"lora_rank": 2, "lora_alpha": 4}, rollout_cfg={"layered_summon": True, "load_format": "dummy"}
+        _m({"lora_rank": 2, "lora_alpha": 4}), rollout_cfg={"layered_summon": True, "load_format": "dummy"}
     )
     sync = LoraWeightSync(_toy(), s, bucket_megabytes=1)
     assert not sync.base_sent
@@ -163,7 +172,7 @@ def test_layered_before_the_base_was_sent_says_to_preload_it():
     assert "preload the base" in e.value.message and e.value.key == "actor_rollout_ref.rollout.layered_summon"
     # a base read from disk by the rollout counts as sent: only adapters are synchronised
     s2 = LoraSettings.from_model_cfg(
-        {"lora_rank": 2}, rollout_cfg={"layered_summon": True, "load_format": "safetensors"}
+        _m({"lora_rank": 2}), rollout_cfg={"layered_summon": True, "load_format": "safetensors"}
     )
     assert LoraWeightSync(_toy(), s2, bucket_megabytes=1).base_sent
 
@@ -185,9 +194,9 @@ def test_base_params_have_hf_names_and_merged_weights_equal_the_adapted_forward(
 def test_settings_from_config():
     from fsdpcfg.train.lora import LoraSettings
 
-    assert LoraSettings.from_model_cfg({"lora_rank": 0}) is None
+    assert LoraSettings.from_model_cfg(_m({"lora_rank": 0})) is None
     s = LoraSettings.from_model_cfg(
-        {"lora_rank": 8, "lora_alpha": 16, "target_modules": ["q_proj"], "exclude_modules": None},
+        _m({"lora_rank": 8, "lora_alpha": 16, "target_modules": ["q_proj"], "exclude_modules": None}),
         fsdpcfg_cfg={"lora_layer_prefixes": ["blocks."]},
         adapter_name="sft",
     )
@@ -205,5 +214,5 @@ def test_settings_from_config():
         ({"lora_rank": 4, "target_modules": []}, "target_modules"),
     ):
         with pytest.raises(ConfigError) as e:
-            LoraSettings.from_model_cfg(bad)
+            LoraSettings.from_model_cfg(_m(bad))
         assert e.value.key == f"actor_rollout_ref.model.{key}"

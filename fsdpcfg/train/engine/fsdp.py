@@ -31,23 +31,30 @@ class Precision:
 
     @classmethod
     def from_fsdp_config(cls, fsdp_cfg: dict, section: str) -> Precision:
-        """Read ``<section>.fsdp_config``: ``mixed_precision`` when set, else ``dtype`` for compute, fp32 reduce.
+        """Read ``<section>.fsdp_config``: ``mixed_precision`` when set (all three of ``param_dtype``,
+        ``reduce_dtype``, ``buffer_dtype``: no dtype default lives in code), else ``dtype`` for compute, fp32
+        reduce and buffers.
 
         Raises:
-            ConfigError: an unknown dtype name.
+            ConfigError: an unknown dtype name; a ``mixed_precision`` mapping with unknown or missing entries.
         """
         mp = fsdp_cfg["mixed_precision"]
         if mp:
-            unknown = set(mp) - {"param_dtype", "reduce_dtype", "buffer_dtype"}
-            if unknown:
+            entries = ("param_dtype", "reduce_dtype", "buffer_dtype")
+            unknown, missing = set(mp) - set(entries), [e for e in entries if e not in mp]
+            if unknown or missing:
                 raise ConfigError(
-                    f"unknown entries {sorted(unknown)}; allowed: param_dtype, reduce_dtype, buffer_dtype",
+                    (f"unknown entries {sorted(unknown)}; " if unknown else f"missing entries {missing}; ")
+                    + "mixed_precision takes param_dtype, reduce_dtype and buffer_dtype",
                     key=f"{section}.fsdp_config.mixed_precision",
+                    fix="give all three (verl's engine fills in bf16, fp32, fp32), or null: compute in "
+                    f"{section}.fsdp_config.dtype, reduce and buffers in fp32",
                 )
+            key = f"{section}.fsdp_config.mixed_precision"
             return cls(
-                param=to_dtype(mp.get("param_dtype", "bf16"), f"{section}.fsdp_config.mixed_precision"),
-                reduce=to_dtype(mp.get("reduce_dtype", "fp32"), f"{section}.fsdp_config.mixed_precision"),
-                buffer=to_dtype(mp.get("buffer_dtype", "fp32"), f"{section}.fsdp_config.mixed_precision"),
+                param=to_dtype(mp["param_dtype"], key),
+                reduce=to_dtype(mp["reduce_dtype"], key),
+                buffer=to_dtype(mp["buffer_dtype"], key),
             )
         return cls(
             param=to_dtype(fsdp_cfg["dtype"], f"{section}.fsdp_config.dtype"),

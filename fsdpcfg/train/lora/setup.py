@@ -61,7 +61,7 @@ class LoraSettings:
         Raises:
             ConfigError: a negative rank, a non-positive alpha, empty target modules or layer prefixes.
         """
-        rank = model_cfg.get("lora_rank", 0) or 0
+        rank = model_cfg["lora_rank"] or 0
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
             raise ConfigError(
                 f"must be an integer >= 0 (0 = no LoRA), got {rank!r}",
@@ -71,7 +71,7 @@ class LoraSettings:
             )
         if rank == 0:
             return None
-        alpha = model_cfg.get("lora_alpha", 16)
+        alpha = model_cfg["lora_alpha"]
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
             raise ConfigError(
                 f"must be a positive number, got {alpha!r}",
@@ -79,7 +79,7 @@ class LoraSettings:
                 value=alpha,
                 fix=f"set {key_prefix}.lora_alpha=16",
             )
-        targets = model_cfg.get("target_modules", "all-linear")
+        targets = model_cfg["target_modules"]
         if not targets:
             raise ConfigError(
                 "names no module to adapt",
@@ -102,8 +102,9 @@ class LoraSettings:
             exclude_modules=_plain(model_cfg.get("exclude_modules")),
             adapter_name=adapter_name,
             adapter_path=model_cfg.get("lora_adapter_path"),
-            layered_summon=bool(rollout_cfg.get("layered_summon", False)),
-            base_preloaded="dummy" not in str(rollout_cfg.get("load_format", "dummy")),
+            # no rollout section (SFT): nothing to summon, no engine holding the base weights
+            layered_summon=bool(rollout_cfg["layered_summon"]) if rollout_cfg else False,
+            base_preloaded=bool(rollout_cfg) and "dummy" not in str(rollout_cfg["load_format"]),
             layer_prefixes=prefixes,
             key_prefix=key_prefix,
         )

@@ -80,9 +80,9 @@ class SFTDataset:
     def __init__(self, data_cfg: dict, tokenizer) -> None:
         self.tokenizer = tokenizer
         self.messages_key = data_cfg["messages_key"]
-        self.tools_key = data_cfg.get("tools_key", "tools")
-        self.thinking_key = data_cfg.get("enable_thinking_key", "enable_thinking")
-        default = data_cfg.get("enable_thinking_default", "none")
+        self.tools_key = data_cfg["tools_key"]
+        self.thinking_key = data_cfg["enable_thinking_key"]
+        default = data_cfg["enable_thinking_default"]
         self.thinking_default = None if default is None or str(default).lower() == "none" else bool(default)
         self.max_length = int(data_cfg["max_length"])
         self.truncation = data_cfg["truncation"]
@@ -94,7 +94,7 @@ class SFTDataset:
                 fix="use error, left or right",
             )
         self.template_kwargs = dict(data_cfg.get("apply_chat_template_kwargs") or {})
-        self.rows = read_rows(data_cfg["train_files"], data_cfg.get("train_max_samples", -1))
+        self.rows = read_rows(data_cfg["train_files"], data_cfg["train_max_samples"])
         if not self.rows:
             raise ConfigError("the training files hold no rows", key="data.train_files", value=data_cfg["train_files"])
         if self.messages_key not in self.rows[0]:

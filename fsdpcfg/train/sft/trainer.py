@@ -140,8 +140,8 @@ class SFTTrainer:
             device=self.device,
             reshard_after_forward=bool(eng["reshard_after_forward"]),
             wrap_classes=wrap,
-            fsdp_size=int(eng.get("fsdp_size", -1)),
-            offload_policy=bool(eng.get("offload_policy", False)),
+            fsdp_size=int(eng["fsdp_size"]),
+            offload_policy=bool(eng["offload_policy"]),
         )
         optim_cfg = self.cfg["optim"]
         self.optimizer = build_optimizer([p for p in self.model.parameters() if p.requires_grad], optim_cfg)
