@@ -3,6 +3,7 @@ against TRL 1.16's ``GRPOTrainer``, both as 2 CPU processes under ``torchrun --n
 (native, TRL, native, TRL, ...) on the same machine.
 
     python benchmarks/grpo_step.py [--model tiny-qwen2] [--steps 4] [--warmup 1] [--repeats 5] [--write]
+    python benchmarks/grpo_step.py --only native --trl-compact-lm-head --repeats 3 --raw diag.json  # diagnostic
 
 Matched work (TRL's defaults differ: bf16, gradient checkpointing, beta 0, logging every 10 steps, a linear
 schedule, shuffling): the same model folder, the GSM8K prompts of ``fsdpcfg/data/datasets/gsm8k/train.jsonl`` in
@@ -35,7 +36,8 @@ Differences in the work done that remain (this list is copied into benchmarks/RE
    its backward recomputes the logits tile by tile (trl/kernels/chunked_logprob.py: memory for time), one more
    LM-head matmul per update forward than the native backward. With tiny-qwen2 (hidden 64, vocab 151936) the LM
    head is nearly all of a forward's arithmetic, so this dominates the ref and update phases; no GRPOConfig
-   setting changes it.
+   setting changes it. ``--trl-compact-lm-head`` adds a diagnostic TRL run with the CUDA path forced
+   (``trl.trainer.utils._use_triton`` patched in the worker), to measure what this difference costs.
 3. weight sync: the native rollout is a separate unsharded replica (``rollout.name=hf``) fed by a bucketed weight
    stream from the FSDP2 actor every step; TRL (no vLLM) generates with the training model itself: 0 s.
 4. parallelism: native FSDP2 (parameters sharded, all-gathered per forward and backward, gradients
@@ -417,7 +419,23 @@ def report(
             + ", ".join(f"{k} {_busy(runs[k])}" for k in ("native", "trl"))
             + ": the wall ratio carries how much of the shared machine each run happened to get.",
         ]
+    if both and "trl_compact" in runs:
+        tc, base = runs["trl_compact"], "native_diag" if "native_diag" in runs else "native"
+        where = ""
+        if diag_loads:
+            lo, hi = min(diag_loads), max(diag_loads)
+            where = f" (a separate interleaved set after the main one, load average {lo:.1f}-{hi:.1f})"
+        out += [
+            "",
+            "**Diagnostic of difference 2** (not a setting TRL offers): TRL with its LM head made to score only the "
+            "completion positions, the path it takes on CUDA (`trl.trainer.utils._use_triton` patched to return "
+            f"True in the worker): {med(r['completion_positions'] for r in tc):.0f} positions per step; ref "
+            f"{med(r['cpu']['ref'] for r in tc):.3f} CPU s, update {med(r['cpu']['update_actor'] for r in tc):.3f} "
+            f"CPU s, step {med(r['cpu']['step'] for r in tc):.3f} CPU s; native / this, tokens per CPU second{where}: "
+            f"{ratio('tok_cpu_s', 'trl_compact', base)}; equal work {ratio('tok_cpu_s_eq', 'trl_compact', base)}.",
+        ]
     cols = [k for k in ("native", "trl") if k in runs]
+    diag = both and "trl_compact" in runs
     head = " | ".join(f"{k} wall s | {k} CPU s" for k in cols)
     out += [
         "",
@@ -425,8 +443,11 @@ def report(
         + (", ratio TRL / native of the CPU seconds" if both else "")
         + ":",
         "",
-        f"| phase | {head} |" + (" CPU ratio TRL / native |" if both else "") + " notes |",
-        "|---|" + "---|---|" * len(cols) + ("---|" if both else "") + "---|",
+        f"| phase | {head} |"
+        + (" CPU ratio TRL / native |" if both else "")
+        + (" diagnostic: TRL compact LM head CPU s |" if diag else "")
+        + " notes |",
+        "|---|" + "---|---|" * len(cols) + ("---|" if both else "") + ("---|" if diag else "") + "---|",
     ]
     for ph in PHASES:
         vals = {k: (med(r["wall"][ph] for r in runs[k]), med(r["cpu"][ph] for r in runs[k])) for k in cols}
@@ -434,6 +455,8 @@ def report(
         if both:
             n, t = vals["native"][1], vals["trl"][1]
             row += f" {t / n:.2f} |" if n > 0.0005 else " - |"
+        if diag:
+            row += f" {med(r['cpu'][ph] for r in runs['trl_compact']):.3f} |"
         out.append(row + f" {NOTES[ph]} |")
     if "trl" in runs:
         per = PROMPTS * N * (RESPONSE + 1)  # the native loop's LM head: logits_to_keep = R + 1 per row
@@ -445,21 +468,6 @@ def report(
             f"{med(r['completion_positions'] for r in runs['trl']):.0f} are completion positions; native {2 * per} "
             f"({RESPONSE + 1} per row, `logits_to_keep`), and {per} more in its old log-prob pass. With tiny-qwen2 "
             "(hidden 64, vocab 151936, tied) the LM head is almost all of a forward's arithmetic.",
-        ]
-    if both and "trl_compact" in runs:
-        tc, base = runs["trl_compact"], "native_diag" if "native_diag" in runs else "native"
-        where = ""
-        if diag_loads:
-            lo, hi = min(diag_loads), max(diag_loads)
-            where = f" (a separate interleaved set after the main one, load average {lo:.1f}-{hi:.1f})"
-        out += [
-            "",
-            "Diagnostic of difference 2 (not a setting TRL offers): TRL with its LM head made to score only the "
-            "completion positions, the path it takes on CUDA (`trl.trainer.utils._use_triton` patched to return "
-            f"True in the worker): {med(r['completion_positions'] for r in tc):.0f} positions per step; ref "
-            f"{med(r['cpu']['ref'] for r in tc):.3f} CPU s, update {med(r['cpu']['update_actor'] for r in tc):.3f} "
-            f"CPU s, step {med(r['cpu']['step'] for r in tc):.3f} CPU s; native / this, tokens per CPU second{where}: "
-            f"{ratio('tok_cpu_s', 'trl_compact', base)}; equal work {ratio('tok_cpu_s_eq', 'trl_compact', base)}.",
         ]
     out += ["", "Differences in the work done (benchmarks/grpo_step.py's docstring):", "", _differences()]
     lo = f"{min(loads):.1f}-{max(loads):.1f} (median {med(loads):.1f})" if loads else "?"
