@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 pytestmark = pytest.mark.slow
+PHASES = ("update_weights", "gen", "reward", "old_log_prob", "ref", "adv", "update_actor", "step")  # the tables' rows
 
 
 def _run(script: str, *args: str, timeout: int = 900) -> str:
@@ -36,12 +37,28 @@ def test_memory_validation_table():
     assert predicted > 0 and measured > 0
 
 
+def _phases(out: str) -> dict[str, tuple[float, float]]:
+    """The per-phase table's (wall s, CPU s) of the one engine run."""
+    rows = [line.split("|") for line in out.splitlines() if line.startswith("| ")]
+    return {r[1].strip(): (float(r[2]), float(r[3])) for r in rows if r[1].strip() in PHASES}
+
+
 def test_grpo_step_native_side():
-    out = _run("grpo_step.py", "--only", "native", "--steps", "2", "--warmup", "1")
+    out = _run("grpo_step.py", "--only", "native", "--steps", "2", "--warmup", "1", "--repeats", "1")
     assert "| fsdpcfg native" in out
+    ph = _phases(out)
+    assert set(ph) == set(PHASES)
+    for name in ("update_weights", "gen", "old_log_prob", "ref", "update_actor"):  # the native loop runs each
+        assert ph[name][0] > 0 and ph[name][1] > 0, (name, ph[name])
+    assert sum(ph[k][0] for k in PHASES if k != "step") <= ph["step"][0] * 1.01  # the phases lie in the step
 
 
 @pytest.mark.skipif(importlib.util.find_spec("trl") is None, reason="TRL is not installed (pip install .[bench])")
 def test_grpo_step_trl_side():
-    out = _run("grpo_step.py", "--only", "trl", "--steps", "1", "--warmup", "0")
+    out = _run("grpo_step.py", "--only", "trl", "--steps", "1", "--warmup", "0", "--repeats", "1")
     assert "| TRL " in out
+    ph = _phases(out)
+    assert ph["update_weights"] == (0.0, 0.0) and ph["old_log_prob"] == (0.0, 0.0)  # no sync, on-policy
+    for name in ("gen", "ref", "update_actor"):
+        assert ph[name][0] > 0 and ph[name][1] > 0, (name, ph[name])
+    assert "LM-head positions scored per step" in out
