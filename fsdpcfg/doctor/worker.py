@@ -52,7 +52,7 @@ def main(spec_path: str) -> int:
     from fsdpcfg.doctor.stage_grpo import run_grpo
     from fsdpcfg.doctor.stage_match import run_match
     from fsdpcfg.doctor.stage_sft import run_sft
-    from fsdpcfg.train.loop import init_distributed
+    from fsdpcfg.train.base import init_distributed
 
     hf_logging.set_verbosity_error()
     spec = json.loads(Path(spec_path).read_text())

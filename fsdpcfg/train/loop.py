@@ -13,39 +13,23 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import yaml
 
-from fsdpcfg import yamlio
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.plan import make_plan, total_training_steps
-from fsdpcfg.train import checkpoint as ckpt
 from fsdpcfg.train import patches, support
 from fsdpcfg.train.actor import ActorBatch, update_actor
 from fsdpcfg.train.algorithm.grpo import ActorLossConfig, grpo_advantages, token_level_rewards
 from fsdpcfg.train.algorithm.losses import kl_penalty
-from fsdpcfg.train.ckpt_identity import identity
+from fsdpcfg.train.base import TrainerBase, train_rank
 from fsdpcfg.train.data import PromptDataset, StatefulSampler
 from fsdpcfg.train.engine.forward import batched_log_probs, batched_log_probs_and_entropy
 from fsdpcfg.train.engine.fsdp import bucketed, iter_full_params, shard_from_config
 from fsdpcfg.train.engine.optim import build_optimizer, build_scheduler
-from fsdpcfg.train.metrics import MetricsLogger, masked_aggregate, memory_metrics, timed
+from fsdpcfg.train.metrics import masked_aggregate, memory_metrics, timed
 from fsdpcfg.train.model import load_model, load_tokenizer, to_dtype
 from fsdpcfg.train.reward import make_reward_fn, score_responses
 from fsdpcfg.train.rollout.hf import GenerationSettings, HFRollout
 from fsdpcfg.train.validate import Validator, is_validation_step
-
-
-def init_distributed(device: str, backend: str) -> torch.device:
-    """Join the torchrun process group; return this rank's device (``cpu`` or ``cuda:<local_rank>``)."""
-    if device == "cuda":
-        local = int(os.environ.get("LOCAL_RANK", "0"))
-        torch.cuda.set_device(local)
-        dev = torch.device("cuda", local)
-    else:
-        dev = torch.device("cpu")
-    if not dist.is_initialized():
-        dist.init_process_group(backend=backend)
-    return dev
 
 
 def collective_device() -> torch.device:
@@ -71,8 +55,9 @@ def _all_mean(metrics: dict[str, float], device: torch.device) -> dict[str, floa
     return dict(zip(keys, t.tolist(), strict=True))
 
 
-class Trainer:
-    """Builds every part of a run from the resolved config and runs its steps.
+class Trainer(TrainerBase):
+    """Builds every part of a GRPO run from the resolved config and runs its steps (the set-up, resume, loop and
+    checkpoint it shares with the SFT trainer: :class:`fsdpcfg.train.base.TrainerBase`).
 
     Args:
         cfg: the resolved config (plain dicts, verl key names plus ``fsdpcfg``).
@@ -83,15 +68,7 @@ class Trainer:
 
     def __init__(self, cfg: dict[str, Any]) -> None:
         self.cfg = cfg
-        self.plan = make_plan(cfg)
-        self.device = init_distributed(self.plan.device, self.plan.backend)
-        self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        if self.world != self.plan.world_size:
-            raise ConfigError(
-                f"torchrun started {self.world} ranks, the config plans {self.plan.world_size}",
-                key="trainer.n_gpus_per_node",
-                fix="launch with python -m fsdpcfg",
-            )
+        self.start(make_plan(cfg))
         arr = cfg["actor_rollout_ref"]
         self.actor_cfg, self.rollout_cfg, self.model_cfg = arr["actor"], arr["rollout"], arr["model"]
         # the values declared in train/support.py (rules FC801/FC803 report the same before launch)
@@ -119,9 +96,6 @@ class Trainer:
             len(self.dataset), self.plan.train_batch_prompts, bool(cfg["data"]["shuffle"]), int(seed)
         )
         self.total_steps = total_training_steps(cfg, len(self.dataset))
-        self.resume_from = ckpt.find_resume_folder(cfg["trainer"])
-        # what the checkpoints record they were trained from (compared by the launcher before a resume)
-        self.trained_from = identity(cfg) if self.rank == 0 else None
         self._build_models()
         self.loss_cfg = ActorLossConfig.from_actor_cfg(self.actor_cfg)
         self.gen = GenerationSettings.from_rollout_cfg(self.rollout_cfg)
@@ -132,12 +106,7 @@ class Trainer:
         self.validator = Validator(self) if wants_val else None
         #: ``(step, metrics)`` of each validation pass, in order (the closing summary reads first and last)
         self.val_history: list[tuple[int, dict[str, float]]] = []
-        self.start_step = 0
-        self.last_metrics: dict[str, float] | None = None  # the model card states them
-        if self.resume_from is not None:
-            state = ckpt.load_checkpoint(self.resume_from, self.actor, self.optimizer, self.scheduler)
-            self.sampler.load_state_dict(state["sampler"])
-            self.start_step = int(state["step"])
+        self.resume(self.actor)
 
     def _build_models(self) -> None:
         fsdp_cfg = self.actor_cfg["fsdp_config"]
@@ -403,69 +372,32 @@ class Trainer:
         )
         return metrics
 
-    def _checkpoint_weights(self):
-        """The Hugging Face weights a checkpoint holds: merged (``W + s B A``) for a LoRA actor."""
-        if self.lora is not None:
-            from fsdpcfg.train.lora import iter_merged_params
-
-            return iter_merged_params(self.actor, self.lora.adapter_name)
-        return iter_full_params(self.actor)
-
-    def _checkpoint_adapter(self):
-        """A LoRA actor's ``(LoraConfig, adapter weights)`` for the checkpoint's ``lora_adapter/``, else ``None``."""
+    def checkpoint_parts(self):
+        """The sharded actor, its Hugging Face weights (merged ``W + s B A`` for a LoRA actor) and, for LoRA, the
+        ``(LoraConfig, adapter weights)`` of the checkpoint's ``lora_adapter/``."""
         if self.lora is None:
-            return None
-        from fsdpcfg.train.lora import iter_adapter_params
+            return self.actor, iter_full_params(self.actor), None
+        from fsdpcfg.train.lora import iter_adapter_params, iter_merged_params
 
-        return self.lora.lora_config(base_model=self.model_cfg["path"]), iter_adapter_params(
-            self.actor, self.lora.adapter_name
+        adapter = (
+            self.lora.lora_config(base_model=self.model_cfg["path"]),
+            iter_adapter_params(self.actor, self.lora.adapter_name),
         )
+        return self.actor, iter_merged_params(self.actor, self.lora.adapter_name), adapter
 
-    def save(self, step: int) -> None:
-        """Write checkpoint ``global_step_<step>`` (collective)."""
-        tr = self.cfg["trainer"]
-        ckpt.save_checkpoint(
-            tr["default_local_dir"],
-            step,
-            model=self.actor,
-            full_weights=self._checkpoint_weights(),
-            adapter=self._checkpoint_adapter(),
-            card=ckpt.card_facts(self.cfg, self.model_cfg["path"], self.last_metrics),
-            hf_config=self.hf_config,
-            tokenizer=self.tokenizer,
-            optimizer=self.optimizer,
-            generation_config=self.generation_config,
-            scheduler=self.scheduler,
-            trainer_state={"step": step, "sampler": self.sampler.state_dict()},
-            keep=tr["max_actor_ckpt_to_keep"],
-            trained_from=self.trained_from,
-        )
+    def cfg_model_path(self) -> str:
+        return self.model_cfg["path"]
 
-    def fit(self) -> None:
-        """Run the remaining steps, logging each and checkpointing every ``trainer.save_freq`` and at the end."""
-        logger = MetricsLogger.for_run(self.cfg, self.total_steps, self.start_step, enabled=self.rank == 0)
-        save_freq = int(self.cfg["trainer"]["save_freq"])
-        if self.resume_from is not None:
-            logger.message(f"fsdpcfg: resumed from {self.resume_from} (step {self.start_step} of {self.total_steps})")
-            if self.start_step >= self.total_steps:
-                logger.message(
-                    "fsdpcfg: trainer.total_training_steps already reached; nothing to do "
-                    "(raise it, or trainer.resume_mode=disable to start over)"
-                )
-        try:
-            if self.validator is not None and self.cfg["trainer"]["val_before_train"] and self.start_step == 0:
-                # before the first step only: a resumed run's start step already has its row in metrics.jsonl
-                logger.log(0, self.validate(0), advance=False)
-            for step in range(self.start_step + 1, self.total_steps + 1):
-                metrics = self.step(step)
-                if self.validator is not None and is_validation_step(step, self.total_steps, self.test_freq):
-                    metrics.update(self.validate(step))
-                logger.log(step, metrics)
-                self.last_metrics = metrics
-                if (save_freq > 0 and step % save_freq == 0) or step == self.total_steps:
-                    self.save(step)
-        finally:
-            logger.close()
+    def validate_before_steps(self) -> dict[str, float] | None:
+        """The validation pass at step 0 (``trainer.val_before_train``)."""
+        if self.validator is not None and self.cfg["trainer"]["val_before_train"]:
+            return self.validate(0)
+        return None
+
+    def after_step(self, step: int, metrics: dict[str, float]) -> None:
+        """A validation pass every ``trainer.test_freq`` steps and after the last one."""
+        if self.validator is not None and is_validation_step(step, self.total_steps, self.test_freq):
+            metrics.update(self.validate(step))
 
 
 def _dump_step(step: int, rank: int, **tensors: torch.Tensor | None) -> None:
@@ -481,31 +413,6 @@ def _dump_step(step: int, rank: int, **tensors: torch.Tensor | None) -> None:
         torch.save(kept, folder / f"rank{rank}.pt")
 
 
-def save_resolved_config(cfg: dict, config_path: Path) -> None:
-    """Write the resolved config to ``<fsdpcfg.run_dir>/config.yaml`` unless it was launched from that file."""
-    from fsdpcfg.runinfo.faults import write_file_in
-
-    target = Path(cfg["fsdpcfg"]["run_dir"]) / "config.yaml"
-    if not target.exists() or target.resolve() != config_path.resolve():
-        write_file_in(cfg["fsdpcfg"]["run_dir"], "config.yaml", yamlio.dump(cfg), "fsdpcfg.run_dir")
-
-
 def main(config_path: str) -> int:
-    """Entry point of one rank: read the resolved config, train, tear down. Returns the exit code."""
-    from fsdpcfg.train.entry import close_process_group
-
-    path = Path(config_path)
-    cfg = yaml.safe_load(path.read_text())
-    trainer = Trainer(cfg)
-    try:
-        if trainer.rank == 0:
-            save_resolved_config(cfg, path)
-        from fsdpcfg.runinfo import audit_startup
-
-        audit_startup(trainer)  # <run_dir>/startup_audit.json; built != asked stops every rank here
-        trainer.fit()
-    except BaseException:
-        close_process_group(clean=False)  # no barrier: the other ranks may be inside a collective
-        raise
-    close_process_group(clean=True)
-    return 0
+    """Entry point of one GRPO rank: read the resolved config, train (with the start-up audit), tear down."""
+    return train_rank(config_path, Trainer, audit=True)

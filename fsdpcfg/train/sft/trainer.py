@@ -13,22 +13,17 @@ clipping (``optim.clip_grad``), one AdamW step, the lr schedule. Checkpoints are
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
-import yaml
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.train import checkpoint as ckpt
 from fsdpcfg.train.algorithm.losses import token_log_probs
-from fsdpcfg.train.ckpt_identity import identity
+from fsdpcfg.train.base import TrainerBase, train_rank
 from fsdpcfg.train.data import StatefulSampler
 from fsdpcfg.train.engine.fsdp import Precision, clip_grad_norm, gradient_sync, iter_full_params, shard_model
 from fsdpcfg.train.engine.optim import build_optimizer, build_scheduler
-from fsdpcfg.train.loop import init_distributed
-from fsdpcfg.train.metrics import MetricsLogger
 from fsdpcfg.train.model import load_model, load_tokenizer, to_dtype
 from fsdpcfg.train.sft.dataset import SFTDataset, collate
 from fsdpcfg.train.sft.plan import make_sft_plan, total_sft_steps
@@ -71,26 +66,22 @@ def sft_micro_loss(
     return -(logp * mask).sum(), mask.sum()
 
 
-class SFTTrainer:
-    """Builds an SFT run from the resolved config (verl's sft_trainer_engine keys) and runs its steps.
+class SFTTrainer(TrainerBase):
+    """Builds an SFT run from the resolved config (verl's sft_trainer_engine keys) and runs its steps (the set-up,
+    resume, loop and checkpoint it shares with the GRPO trainer: :class:`fsdpcfg.train.base.TrainerBase`).
 
     Raises:
         ConfigError: a setting the native trainer cannot honour (named key, value and fix).
     """
 
+    keep_key = "max_ckpt_to_keep"
+    logger_options = {"desc": "SFT", "bar_keys": BAR_KEYS, "line_keys": LINE_KEYS}
+
     def __init__(self, cfg: dict[str, Any]) -> None:
         from fsdpcfg.train.lora import LoraSettings
 
         self.cfg = cfg
-        self.plan = make_sft_plan(cfg)
-        self.device = init_distributed(self.plan.device, self.plan.backend)
-        self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        if self.world != self.plan.world_size:
-            raise ConfigError(
-                f"torchrun started {self.world} ranks, the config plans {self.plan.world_size}",
-                key="trainer.n_gpus_per_node",
-                fix="launch with python -m fsdpcfg",
-            )
+        self.start(make_sft_plan(cfg))
         self.model_cfg, self.engine_cfg, tr = cfg["model"], cfg["engine"], cfg["trainer"]
         for flag in ("param_offload", "optimizer_offload"):
             if self.engine_cfg.get(flag):
@@ -106,16 +97,8 @@ class SFTTrainer:
         self.sampler = StatefulSampler(len(self.dataset), self.plan.train_batch_size, True, int(tr["seed"]))
         self.total_steps = total_sft_steps(cfg, len(self.dataset))
         self.lora = LoraSettings.from_model_cfg(self.model_cfg, key_prefix="model")
-        self.resume_from = ckpt.find_resume_folder(tr)
-        # what the checkpoints record they were trained from (compared by the launcher before a resume)
-        self.trained_from = identity(cfg) if self.rank == 0 else None
         self._build()
-        self.start_step = 0
-        self.last_metrics: dict[str, float] | None = None  # the model card states them
-        if self.resume_from is not None:
-            state = ckpt.load_checkpoint(self.resume_from, self.model, self.optimizer, self.scheduler)
-            self.sampler.load_state_dict(state["sampler"])
-            self.start_step = int(state["step"])
+        self.resume(self.model)
 
     def _build(self) -> None:
         from fsdpcfg.train.lora import apply_lora
@@ -202,79 +185,22 @@ class SFTTrainer:
             "training/epoch": float(self.sampler.epoch),
         }
 
-    def save(self, step: int) -> None:
-        """Write checkpoint ``global_step_<step>`` (collective): a Hugging Face folder plus the trainer state."""
+    def checkpoint_parts(self):
+        """The sharded model, its Hugging Face weights (merged for LoRA) and the LoRA adapter (or ``None``)."""
+        if self.lora is None:
+            return self.model, iter_full_params(self.model), None
         from fsdpcfg.train.lora import iter_adapter_params, iter_merged_params
 
-        tr = self.cfg["trainer"]
-        weights = (
-            iter_merged_params(self.model, self.lora.adapter_name)
-            if self.lora is not None
-            else iter_full_params(self.model)
-        )
         adapter = (
-            None
-            if self.lora is None
-            else (
-                self.lora.lora_config(base_model=self.model_cfg["path"]),
-                iter_adapter_params(self.model, self.lora.adapter_name),
-            )
+            self.lora.lora_config(base_model=self.model_cfg["path"]),
+            iter_adapter_params(self.model, self.lora.adapter_name),
         )
-        ckpt.save_checkpoint(
-            tr["default_local_dir"],
-            step,
-            model=self.model,
-            full_weights=weights,
-            adapter=adapter,
-            card=ckpt.card_facts(self.cfg, self.model_cfg["path"], self.last_metrics),
-            hf_config=self.hf_config,
-            tokenizer=self.tokenizer,
-            optimizer=self.optimizer,
-            generation_config=self.generation_config,
-            scheduler=self.scheduler,
-            trainer_state={"step": step, "sampler": self.sampler.state_dict()},
-            keep=tr["max_ckpt_to_keep"],
-            trained_from=self.trained_from,
-        )
+        return self.model, iter_merged_params(self.model, self.lora.adapter_name), adapter
 
-    def fit(self) -> None:
-        """Run the remaining steps, logging each, checkpointing every ``trainer.save_freq`` steps and at the end."""
-        logger = MetricsLogger.for_run(
-            self.cfg,
-            self.total_steps,
-            self.start_step,
-            enabled=self.rank == 0,
-            desc="SFT",
-            bar_keys=BAR_KEYS,
-            line_keys=LINE_KEYS,
-        )
-        save_freq = int(self.cfg["trainer"]["save_freq"])
-        if self.resume_from is not None:
-            logger.message(f"fsdpcfg: resumed from {self.resume_from} (step {self.start_step} of {self.total_steps})")
-        try:
-            for step in range(self.start_step + 1, self.total_steps + 1):
-                self.last_metrics = self.step(step)
-                logger.log(step, self.last_metrics)
-                if (save_freq > 0 and step % save_freq == 0) or step == self.total_steps:
-                    self.save(step)
-        finally:
-            logger.close()
+    def cfg_model_path(self) -> str:
+        return self.model_cfg["path"]
 
 
 def main(config_path: str) -> int:
-    """Entry point of one rank: read the resolved SFT config, train, tear down. Returns the exit code."""
-    from fsdpcfg.train.entry import close_process_group
-    from fsdpcfg.train.loop import save_resolved_config
-
-    path = Path(config_path)
-    cfg = yaml.safe_load(path.read_text())
-    trainer = SFTTrainer(cfg)
-    try:
-        if trainer.rank == 0:
-            save_resolved_config(cfg, path)
-        trainer.fit()
-    except BaseException:
-        close_process_group(clean=False)
-        raise
-    close_process_group(clean=True)
-    return 0
+    """Entry point of one SFT rank: read the resolved SFT config, train, tear down. Returns the exit code."""
+    return train_rank(config_path, SFTTrainer)

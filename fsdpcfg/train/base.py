@@ -1,0 +1,200 @@
+"""What every native trainer does around its own steps (the GRPO :class:`fsdpcfg.train.loop.Trainer` and the
+:class:`fsdpcfg.train.sft.trainer.SFTTrainer`): join the process group the plan asks for, restore the newest
+checkpoint, run the remaining steps with logging and checkpoints, write a checkpoint, and the entry point of one
+rank. A trainer builds its models and implements :meth:`TrainerBase.step`; the rest is here, once.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+import torch.distributed as dist
+import yaml
+
+from fsdpcfg import yamlio
+from fsdpcfg.errors import ConfigError
+from fsdpcfg.train import checkpoint as ckpt
+from fsdpcfg.train.ckpt_identity import identity
+
+
+def init_distributed(device: str, backend: str) -> torch.device:
+    """Join the torchrun process group (``backend``: gloo or nccl); return this rank's device (``cpu`` or
+    ``cuda:<LOCAL_RANK>``, set as the current CUDA device before the group starts)."""
+    if device == "cuda":
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        dev = torch.device("cuda", local)
+    else:
+        dev = torch.device("cpu")
+    if not dist.is_initialized():
+        dist.init_process_group(backend=backend)
+    return dev
+
+
+class TrainerBase:
+    """The set-up, resume, step loop and checkpoint shared by the native trainers.
+
+    A subclass sets, in its ``__init__``: ``cfg`` (the resolved config), then calls :meth:`start` with its plan,
+    builds ``sampler`` / ``total_steps`` / its models, optimizer and scheduler, and calls :meth:`resume` with the
+    model to restore. It implements :meth:`step` (one optimizer step: ``{metric: value}``) and may override
+    :meth:`validate_before_steps` / :meth:`after_step` (validation) and :meth:`checkpoint_parts`.
+
+    Attributes:
+        rank, world: this process's rank and the world size (checked against the plan).
+        start_step: the last step already done (0, or the resumed checkpoint's step).
+        last_metrics: the metrics of the last step (the model card states them).
+    """
+
+    #: the ``trainer.*`` key holding how many checkpoints to keep (verl's names differ between trainers)
+    keep_key: ClassVar[str] = "max_actor_ckpt_to_keep"
+    #: keyword arguments of :meth:`fsdpcfg.train.metrics.MetricsLogger.for_run` (progress-bar title and keys)
+    logger_options: ClassVar[dict[str, Any]] = {}
+
+    cfg: dict[str, Any]
+    plan: Any
+    sampler: Any
+    total_steps: int
+    optimizer: Any
+    scheduler: Any
+    tokenizer: Any
+    hf_config: Any
+    generation_config: Any
+
+    def start(self, plan: Any) -> None:
+        """Join the process group ``plan`` names (``plan.device``, ``plan.backend``, ``plan.world_size``) and find
+        the checkpoint to resume from (``trainer.resume_mode``).
+
+        Raises:
+            ConfigError: torchrun started another number of ranks than the plan (only a launch by hand can).
+        """
+        self.plan = plan
+        self.device = init_distributed(plan.device, plan.backend)
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        if self.world != plan.world_size:
+            raise ConfigError(
+                f"torchrun started {self.world} ranks, the config plans {plan.world_size}",
+                key="trainer.n_gpus_per_node",
+                fix="launch with python -m fsdpcfg",
+            )
+        self.resume_from = ckpt.find_resume_folder(self.cfg["trainer"])
+        # what the checkpoints record they were trained from (compared by the launcher before a resume)
+        self.trained_from = identity(self.cfg) if self.rank == 0 else None
+        self.start_step = 0
+        self.last_metrics: dict[str, float] | None = None
+
+    def resume(self, model: torch.nn.Module) -> None:
+        """Load the checkpoint found by :meth:`start` (if any) into ``model``, the optimizer, the scheduler and
+        the sampler; set :attr:`start_step` (collective)."""
+        if self.resume_from is not None:
+            state = ckpt.load_checkpoint(self.resume_from, model, self.optimizer, self.scheduler)
+            self.sampler.load_state_dict(state["sampler"])
+            self.start_step = int(state["step"])
+
+    def step(self, step: int) -> dict[str, float]:
+        """Run training step ``step`` (1-based) on every rank; return its metrics (the same on every rank)."""
+        raise NotImplementedError
+
+    def checkpoint_parts(self) -> tuple[torch.nn.Module, Any, Any]:
+        """``(sharded model, Hugging Face weights stream, LoRA (LoraConfig, adapter weights) or None)``."""
+        raise NotImplementedError
+
+    def save(self, step: int) -> None:
+        """Write checkpoint ``global_step_<step>`` (collective): the sharded state, the Hugging Face folder (and
+        a LoRA adapter folder), the trainer state; atomic (:func:`fsdpcfg.train.checkpoint.save_checkpoint`)."""
+        tr = self.cfg["trainer"]
+        model, weights, adapter = self.checkpoint_parts()
+        ckpt.save_checkpoint(
+            tr["default_local_dir"],
+            step,
+            model=model,
+            full_weights=weights,
+            adapter=adapter,
+            card=ckpt.card_facts(self.cfg, self.cfg_model_path(), self.last_metrics),
+            hf_config=self.hf_config,
+            tokenizer=self.tokenizer,
+            optimizer=self.optimizer,
+            generation_config=self.generation_config,
+            scheduler=self.scheduler,
+            trainer_state={"step": step, "sampler": self.sampler.state_dict()},
+            keep=tr[self.keep_key],
+            trained_from=self.trained_from,
+        )
+
+    def cfg_model_path(self) -> str:
+        """The ``model.path`` the run trains (the model card names it)."""
+        raise NotImplementedError
+
+    def validate_before_steps(self) -> dict[str, float] | None:
+        """Metrics of a validation pass before the first step (``trainer.val_before_train``), or ``None``."""
+        return None
+
+    def after_step(self, step: int, metrics: dict[str, float]) -> None:
+        """Add what runs after step ``step`` (a validation pass) to ``metrics``, in place."""
+
+    def fit(self) -> None:
+        """Run the remaining steps, logging each and checkpointing every ``trainer.save_freq`` steps and at the end."""
+        from fsdpcfg.train.metrics import MetricsLogger
+
+        logger = MetricsLogger.for_run(
+            self.cfg, self.total_steps, self.start_step, enabled=self.rank == 0, **self.logger_options
+        )
+        save_freq = int(self.cfg["trainer"]["save_freq"])
+        if self.resume_from is not None:
+            logger.message(f"fsdpcfg: resumed from {self.resume_from} (step {self.start_step} of {self.total_steps})")
+            if self.start_step >= self.total_steps:
+                logger.message(
+                    "fsdpcfg: trainer.total_training_steps already reached; nothing to do "
+                    "(raise it, or trainer.resume_mode=disable to start over)"
+                )
+        try:
+            if self.start_step == 0:
+                # before the first step only: a resumed run's start step already has its row in metrics.jsonl
+                before = self.validate_before_steps()
+                if before is not None:
+                    logger.log(0, before, advance=False)
+            for step in range(self.start_step + 1, self.total_steps + 1):
+                metrics = self.step(step)
+                self.after_step(step, metrics)
+                logger.log(step, metrics)
+                self.last_metrics = metrics
+                if (save_freq > 0 and step % save_freq == 0) or step == self.total_steps:
+                    self.save(step)
+        finally:
+            logger.close()
+
+
+def save_resolved_config(cfg: dict, config_path: Path) -> None:
+    """Write the resolved config to ``<fsdpcfg.run_dir>/config.yaml`` unless it was launched from that file."""
+    from fsdpcfg.runinfo.faults import write_file_in
+
+    target = Path(cfg["fsdpcfg"]["run_dir"]) / "config.yaml"
+    if not target.exists() or target.resolve() != config_path.resolve():
+        write_file_in(cfg["fsdpcfg"]["run_dir"], "config.yaml", yamlio.dump(cfg), "fsdpcfg.run_dir")
+
+
+def train_rank(config_path: str, trainer_cls: type[TrainerBase], *, audit: bool = False) -> int:
+    """Entry point of one rank: read the resolved config at ``config_path``, build ``trainer_cls`` from it, write
+    the config into the run folder (rank 0), audit what was built against what was asked (``audit``:
+    ``<run_dir>/startup_audit.json``; a mismatch stops every rank), train, tear the process group down.
+    Returns the exit code (0)."""
+    from fsdpcfg.train.entry import close_process_group
+
+    path = Path(config_path)
+    cfg = yaml.safe_load(path.read_text())
+    trainer = trainer_cls(cfg)  # type: ignore[call-arg]
+    try:
+        if trainer.rank == 0:
+            save_resolved_config(cfg, path)
+        if audit:
+            from fsdpcfg.runinfo import audit_startup
+
+            audit_startup(trainer)
+        trainer.fit()
+    except BaseException:
+        close_process_group(clean=False)  # no barrier: the other ranks may be inside a collective
+        raise
+    close_process_group(clean=True)
+    return 0
