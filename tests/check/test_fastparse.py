@@ -7,7 +7,7 @@ import pytest
 from omegaconf import OmegaConf
 from omegaconf.errors import GrammarParseError
 
-from fsdpcfg import _fastparse
+from fsdpcfg.check import _fastparse
 from fsdpcfg.compose import compose
 from fsdpcfg.compose._compose import available_options
 

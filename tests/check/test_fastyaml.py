@@ -12,7 +12,7 @@ import yaml
 SCRIPT = r"""
 import json, sys
 if sys.argv[1] == "c":
-    from fsdpcfg import _fastyaml
+    from fsdpcfg.check import _fastyaml
     assert _fastyaml.install()
 from omegaconf import OmegaConf
 from fsdpcfg.compose import compose
@@ -42,7 +42,7 @@ def test_same_trees_with_and_without_libyaml():
 def test_duplicate_keys_still_rejected():
     from omegaconf import OmegaConf
 
-    import fsdpcfg.check  # noqa: F401  (installs the loader)
+    import fsdpcfg.check.config  # noqa: F401  (installs the loader)
 
     with pytest.raises(Exception, match="duplicate key"):
         OmegaConf.create("a: 1\na: 2\n")
