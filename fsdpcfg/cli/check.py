@@ -311,7 +311,7 @@ def _plan_section(composed: Any) -> str:
     cfg, _, _ = resolve(composed)
     planner: Callable[[dict], Any] = make_plan
     if getattr(composed, "kind", "ppo") == "sft":
-        from fsdpcfg.train.sft.plan import make_sft_plan
+        from fsdpcfg.plan.sft import make_sft_plan
 
         planner = make_sft_plan
     try:

@@ -21,8 +21,8 @@ from fsdpcfg.errors import ConfigError
 from fsdpcfg.plan import Plan, make_plan, torchrun_command
 
 if TYPE_CHECKING:
-    from fsdpcfg.train.sft.plan import SftPlan
-from fsdpcfg.plan._plan import format_command
+    from fsdpcfg.plan.sft import SftPlan
+from fsdpcfg.plan import format_command
 
 #: file in the run folder where a worker reports a ConfigError (read back by :func:`launch_native`).
 ERROR_FILE = "error.txt"
@@ -158,7 +158,7 @@ def launch_native(
 
     cfg = absolutise(cfg)
     if plan is None and cfg["fsdpcfg"].get("kind") == "sft":
-        from fsdpcfg.train.sft.plan import make_sft_plan
+        from fsdpcfg.plan.sft import make_sft_plan
 
         plan = make_sft_plan(cfg)
     plan = plan or make_plan(cfg)

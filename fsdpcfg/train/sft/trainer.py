@@ -21,6 +21,7 @@ import torch.distributed as dist
 import yaml
 
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.plan.sft import make_sft_plan, total_sft_steps
 from fsdpcfg.train import checkpoint as ckpt
 from fsdpcfg.train.algorithm.losses import token_log_probs
 from fsdpcfg.train.ckpt_identity import identity
@@ -31,7 +32,6 @@ from fsdpcfg.train.loop import init_distributed
 from fsdpcfg.train.metrics import MetricsLogger
 from fsdpcfg.train.model import load_model, load_tokenizer, to_dtype
 from fsdpcfg.train.sft.dataset import SFTDataset, collate
-from fsdpcfg.train.sft.plan import make_sft_plan, total_sft_steps
 
 BAR_KEYS = {"train/loss": "loss", "train/grad_norm": "gnorm", "timing_s/step": "s/step"}
 LINE_KEYS = ("train/loss", "train/grad_norm", "train/lr", "train/target_tokens", "perf/throughput", "timing_s/step")
