@@ -1,4 +1,4 @@
-"""torchrun worker of test_fsdp_parity.py and tests/models/test_patches_fsdp2.py: one optimizer step of the same
+"""torchrun worker of test_fsdp_parity.py and tests/train/patches/test_patches_fsdp2.py: one optimizer step of the same
 loss on the same data under several engine settings, each compared with the same step taken by the plain
 unsharded model in this process. Writes a JSON report (rank 0).
 
