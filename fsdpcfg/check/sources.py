@@ -110,8 +110,7 @@ def _compose_recipe_file(path: Path) -> Any:
     its ``defaults`` may still name the shipped recipe or other files of its folder."""
     import tempfile
 
-    from fsdpcfg.compose import compose
-    from fsdpcfg.compose._compose import available_options
+    from fsdpcfg.compose import available_options, compose
 
     folder = path.parent.resolve()
     if path.stem not in available_options("recipe"):

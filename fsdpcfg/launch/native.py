@@ -144,7 +144,7 @@ def launch_native(
     ``composed``, ``run_info.json`` and ``overrides.yaml`` are written too (``run_info``: extra entries). A dry
     run writes into the run folder only when it holds no run (:func:`fsdpcfg.launch.folders.dry_run_folder`).
 
-    torchrun runs under :func:`fsdpcfg.launch._signals.run_forwarding`: a SIGINT/SIGTERM/SIGHUP here stops it
+    torchrun runs under :func:`fsdpcfg.launch.signals.run_forwarding`: a SIGINT/SIGTERM/SIGHUP here stops it
     and its ranks, and the ranks die with this process whatever kills it.
 
     Raises:
@@ -181,7 +181,7 @@ def launch_native(
         err = paths.within(run_dir, ERROR_FILE)
         err.unlink(missing_ok=True)
         sys.stdout.flush()
-        from fsdpcfg.launch._signals import run_forwarding
+        from fsdpcfg.launch.signals import run_forwarding
 
         # SIGINT/SIGTERM/SIGHUP are forwarded and waited for; torchrun and the ranks die with this process.
         # torchrun shares the locks: they stay held while it lives, even if this process is killed first

@@ -16,7 +16,7 @@ if sys.argv[1] == "c":
     assert _fastyaml.install()
 from omegaconf import OmegaConf
 from fsdpcfg.compose import compose
-from fsdpcfg.compose._compose import available_options
+from fsdpcfg.compose import available_options
 out = {}
 for r in available_options("recipe"):
     for extra in ([], ["launcher=verl", "rollout=vllm", "trainer=gpu_8x"]):

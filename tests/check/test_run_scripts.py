@@ -35,7 +35,7 @@ def header(path: Path) -> dict[str, list[str]]:
 
 
 def _engine_megatron_exists() -> bool:
-    from fsdpcfg.compose._compose import available_options
+    from fsdpcfg.compose import available_options
 
     return "megatron" in available_options("engine")
 

@@ -11,8 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from fsdpcfg.compose import _fasthydra, compose, tree_cache
-from fsdpcfg.compose._compose import GROUPS, available_options
+from fsdpcfg.compose import GROUPS, _fasthydra, available_options, compose, tree_cache
 from fsdpcfg.errors import ConfigError, UsageError
 
 #: Hydra node entries that differ between any two composes (a new temporary search folder each time)

@@ -16,8 +16,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from fsdpcfg import paths
-from fsdpcfg.compose import Composed, compose
-from fsdpcfg.compose._compose import recipe_kind
+from fsdpcfg.compose import Composed, compose, recipe_kind
 from fsdpcfg.launch.verl import build_verl_invocation, require_valid
 from fsdpcfg.launch.verl_export import export_verl
 

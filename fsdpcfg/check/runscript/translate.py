@@ -93,7 +93,7 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
     Raises:
         ConfigError: composing the base tree fails (a group option of the script that does not exist).
     """
-    from fsdpcfg.compose._compose import available_options, groups
+    from fsdpcfg.compose import available_options, groups
 
     kind = vc.kind
     notes: list[Finding] = []
