@@ -73,7 +73,7 @@ def patch_model_type(ctx: Context) -> Iterable[Finding]:
 def fsdp1_hybrid_size_one(ctx: Context) -> Iterable[Finding]:
     """``fsdp_size=1`` below the world size builds a ``(world, 1)`` mesh; FSDP1's ``HYBRID_SHARD`` then sees a
     shard group of one rank, switches to ``NO_SHARD`` over that group, and gradients are never all-reduced
-    across the replicas: every rank trains on its own data (measured: tests/train/test_fsdp_parity.py, the
+    across the replicas: every rank trains on its own data (measured: tests/train/engine/test_fsdp_parity.py, the
     grad norm differs from the unsharded step). FSDP2's 2-D mesh replicates correctly.
 
     Source: torch/distributed/fsdp/fully_sharded_data_parallel.py (``_init_core_state``: "switching to use
