@@ -43,7 +43,7 @@ def verl_overrides() -> list[str]:
     """The recipe's settings as overrides of verl's own config (keys verl knows, values off its default)."""
     sys.path.insert(0, str(ROOT))
     from fsdpcfg import verlref
-    from fsdpcfg.check_sources import hydra_value
+    from fsdpcfg.check.sources import hydra_value
     from fsdpcfg.compose import compose
 
     cfg = verlref.flatten(compose(RECIPE).to_container())

@@ -46,7 +46,7 @@ only through reduction order (batch shape, padding, kernels). The logits leave t
 bits: relative rounding 2^-8, one ulp 2^-7 relative) and are upcast before the log-softmax, so one ulp of a logit
 of magnitude |z| is up to 2^-7·|z|; a log-prob ``z_t - logsumexp(z)`` of magnitude |lp| ~ 12 (151,936 words,
 random weights: nearly uniform) is bounded here by ``gpu_check_report.logprob_bound`` = 4 ulps at max(|lp|, 1):
-4·2^-7·12 = 0.375 for the largest, against 0.0 measured on the CPU in fp32 (tests/train/test_logprob_sync.py).
+4·2^-7·12 = 0.375 for the largest, against 0.0 measured on the CPU in fp32 (tests/train/rollout/test_logprob_sync.py).
 
 The one command a later session runs (tool ``run``, results under ``$OUT``)::
 

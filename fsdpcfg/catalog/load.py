@@ -18,8 +18,8 @@ from pathlib import Path
 import yaml
 
 from fsdpcfg import paths
-from fsdpcfg.compose._compose import YAML_SUFFIXES as _SUFFIXES
-from fsdpcfg.compose._compose import validate_recipe_file
+from fsdpcfg.compose import YAML_SUFFIXES as _SUFFIXES
+from fsdpcfg.compose import validate_recipe_file
 from fsdpcfg.errors import UsageError
 
 

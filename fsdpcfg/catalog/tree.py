@@ -109,7 +109,7 @@ def group_options(group: str, kind: str = "ppo") -> list[Option]:
 
 def recipes() -> list[Option]:
     """Return the shipped recipes (``recipes/*.yaml``), sorted by name, each with the kind it extends."""
-    from fsdpcfg.compose._compose import recipe_kind
+    from fsdpcfg.compose import recipe_kind
 
     folder = paths.recipes_dir()
     return [Option("recipe", f.stem, f, recipe_kind(f.stem), describe(f)) for f in sorted(folder.glob("*.yaml"))]

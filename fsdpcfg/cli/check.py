@@ -14,7 +14,7 @@ document (:func:`render`, shape in docs/cli.md), also for a usage error. Exit co
 error finding (warnings and infos only), 1 an error finding in any input (or verl rejects with ``--verl``), 2 a
 usage error. YAML that is not a fsdpcfg or verl config is skipped with the info FC130 in every mode.
 Extending: add options in :func:`add_arguments` and pass their results through :func:`collect` (one
-:class:`fsdpcfg.check_sources.Checked` per input) to :func:`render`.
+:class:`fsdpcfg.check.sources.Checked` per input) to :func:`render`.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--verl",
         action="store_true",
         help="also run verl 0.9.1's own validation (a subprocess importing verl, ~10 s) and report "
-        "where it disagrees (fsdpcfg.verlcheck); exit 1 when verl rejects",
+        "where it disagrees (fsdpcfg.check.verl_opinion); exit 1 when verl rejects",
     )
 
 
@@ -135,13 +135,13 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
 
 
 def collect(args: argparse.Namespace) -> list[Any]:
-    """Check every input and return one :class:`~fsdpcfg.check_sources.Checked` per config.
+    """Check every input and return one :class:`~fsdpcfg.check.sources.Checked` per config.
 
     Raises:
         UsageError: files mixed with overrides, a missing file, an unparsable override.
     """
     from fsdpcfg.check import check_config, compose_for_check
-    from fsdpcfg.check_sources import Checked, check_run_script, check_yaml_file
+    from fsdpcfg.check.sources import Checked, check_run_script, check_yaml_file
 
     kinds = [_kind(a) for a in args.inputs]
     files = [a for a, k in zip(args.inputs, kinds, strict=True) if k != "override"]
@@ -195,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
     text = render(results, fmt=args.format, plan=show_plan)
     verl_rejects = False
     if getattr(args, "verl", False):
-        from fsdpcfg.verlcheck import second_opinion
+        from fsdpcfg.check.verl_opinion import second_opinion
 
         op = second_opinion(results)
         verl_rejects = op.verl_rejects
@@ -311,7 +311,7 @@ def _plan_section(composed: Any) -> str:
     cfg, _, _ = resolve(composed)
     planner: Callable[[dict], Any] = make_plan
     if getattr(composed, "kind", "ppo") == "sft":
-        from fsdpcfg.train.sft.plan import make_sft_plan
+        from fsdpcfg.plan.sft import make_sft_plan
 
         planner = make_sft_plan
     try:

@@ -107,8 +107,7 @@ def child_text(name: str, src: Path, dest: Path) -> str:
 
 def expanded_text(name: str, dirs: list[Path], dest: Path) -> str:
     """Return a flat recipe equal to ``name``: all group choices pinned, every key its recipe chain sets."""
-    from fsdpcfg.compose import compose
-    from fsdpcfg.compose._compose import recipe_chain
+    from fsdpcfg.compose import compose, recipe_chain
 
     composed = compose([f"+recipe={name}"], extra_recipe_dirs=dirs or None)
     chain = recipe_chain(name, dirs)

@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {n}")
     print(f"run it: bash {res.script}")
     if args.verl_check:
-        from fsdpcfg.verlcheck import VerlUnavailable, verl_opinion
+        from fsdpcfg.check.verl_opinion import VerlUnavailable, verl_opinion
 
         try:
             op = verl_opinion(composed)

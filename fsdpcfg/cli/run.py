@@ -23,7 +23,7 @@ from fsdpcfg.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
     from fsdpcfg.plan import Plan
-    from fsdpcfg.train.sft.plan import SftPlan
+    from fsdpcfg.plan.sft import SftPlan
 
 PASS_THROUGH = True
 
@@ -233,7 +233,7 @@ def prepare(overrides: list[str]):
         return composed, cfg, None
     plan: Plan | SftPlan
     if composed.kind == "sft":  # verl's sft_trainer_engine layout: the native SFT trainer
-        from fsdpcfg.train.sft.plan import make_sft_plan
+        from fsdpcfg.plan.sft import make_sft_plan
 
         plan = make_sft_plan(cfg)
     else:

@@ -1,8 +1,32 @@
 """Stage 1, compose: Hydra composes ``conf/`` + ``recipes/`` + overrides into one config in verl's key names.
 
-Public API: :func:`compose`, :class:`Composed`, :func:`load_yaml_config`.
+Public API: :func:`compose`, :class:`Composed`, :func:`load_yaml_config`; the tree's groups and their options
+(:data:`GROUPS`, :func:`groups`, :func:`available_options`); recipes (:func:`recipe_kind`, :func:`recipe_chain`,
+:func:`validate_recipe_file`, :data:`YAML_SUFFIXES`).
 """
 
-from fsdpcfg.compose._compose import Composed, compose, load_yaml_config
+from fsdpcfg.compose._compose import (
+    GROUPS,
+    YAML_SUFFIXES,
+    Composed,
+    available_options,
+    compose,
+    groups,
+    load_yaml_config,
+    recipe_chain,
+    recipe_kind,
+    validate_recipe_file,
+)
 
-__all__ = ["Composed", "compose", "load_yaml_config"]
+__all__ = [
+    "GROUPS",
+    "YAML_SUFFIXES",
+    "Composed",
+    "available_options",
+    "compose",
+    "groups",
+    "load_yaml_config",
+    "recipe_chain",
+    "recipe_kind",
+    "validate_recipe_file",
+]

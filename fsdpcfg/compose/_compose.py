@@ -13,8 +13,8 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from fsdpcfg import _fasthydra, paths, verlref, yamlio
-from fsdpcfg.compose import resolvers, tree_cache, verl_base
+from fsdpcfg import paths, verlref, yamlio
+from fsdpcfg.compose import _fasthydra, resolvers, tree_cache, verl_base
 from fsdpcfg.compose.provenance import Provenance
 from fsdpcfg.errors import ConfigError, UsageError, did_you_mean
 

@@ -65,6 +65,7 @@ _FRAMES: list[tuple[str, frozenset[str] | None, str]] = [
     ("fsdpcfg.train.sft.dataset", None, MODEL),  # the tokenizer's chat template applied to the data
     ("fsdpcfg.train.data", None, MODEL),
     ("fsdpcfg.train.patches", None, MODEL),
+    ("fsdpcfg.patches", None, MODEL),
     ("fsdpcfg.train.model", None, MODEL),
 ]
 

@@ -36,9 +36,9 @@ CLAIMS: list[Claim] = [
         "gemma-2-2b-it (docs/algo/baseline.md); its remove-padding note names llama, mistral, gemma1 and qwen only "
         "(docs/perf/perf_tuning.rst).",
         ("tiny-gemma2",),
-        "transformers 5.10's sdpa skips attention logit soft-capping (tests/models/test_gemma2.py: sdpa's logits "
-        "with a cap equal its logits without), eager and flash-attention apply it: rule FC471 warns on the native "
-        "launcher's sdpa default and the matrix runs Gemma 2 with "
+        "transformers 5.10's sdpa skips attention logit soft-capping (tests/train/patches/test_gemma2.py: sdpa's "
+        "logits with a cap equal its logits without), eager and flash-attention apply it: rule FC471 warns on the "
+        "native launcher's sdpa default and the matrix runs Gemma 2 with "
         "`override_config.attn_implementation=eager` (the native loader now honours that key). remove_padding: "
         "packed log-probs equal padded ones with a sliding window that bites (window 3, both sdpa and eager), so "
         "gemma2 is a supported model type of the patch; the hf rollout replica loads with the same attention "
@@ -65,7 +65,7 @@ CLAIMS: list[Claim] = [
         "strategy fsdp2 and offload (v0.9.0 examples/sapo_trainer/run_qwen3_30b_a3b_fsdp.sh).",
         ("tiny-mixtral", "tiny-qwen3-moe"),
         "both MoE classes shard per decoder layer under FSDP1 and FSDP2 and pass remove_padding's packed-vs-padded "
-        "comparison (tests/models/test_remove_padding.py).",
+        "comparison (tests/train/patches/test_remove_padding.py).",
     ),
     Claim(
         "a config.json whose architectures names a class transformers does not define",

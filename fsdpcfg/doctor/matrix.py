@@ -99,7 +99,7 @@ def find_conditions(overrides: list[str]) -> tuple[list[str], list[str], list[st
 
 def _native_patches(path: Path) -> list[str]:
     """The native patches declaring support for the model type in ``path``/config.json."""
-    from fsdpcfg.train.patches import REGISTRY
+    from fsdpcfg.patches import REGISTRY
 
     model_type = json.loads((path / "config.json").read_text()).get("model_type")
     return [

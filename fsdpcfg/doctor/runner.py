@@ -176,7 +176,7 @@ def _launch(spec: dict, work: Path, timeout: float, say: Callable[[str], None]) 
     )
     timed_out = False
     with out_file.open("w") as log:
-        from fsdpcfg.launch._signals import child_setup
+        from fsdpcfg.launch.signals import child_setup
 
         # torchrun dies with the doctor (PR_SET_PDEATHSIG), its ranks with torchrun (fsdpcfg.doctor.worker)
         proc = subprocess.Popen(

@@ -154,7 +154,7 @@ def sft_config(ppo_cfg: dict[str, Any], engine: str, work: Path, world: int = WO
         ConfigError: the SFT recipe cannot be composed or planned.
     """
     from fsdpcfg.compose import compose
-    from fsdpcfg.train.sft.plan import make_sft_plan
+    from fsdpcfg.plan.sft import make_sft_plan
 
     cfg = compose(["+recipe=qwen_sft"]).to_container(resolve=True)
     arr = ppo_cfg["actor_rollout_ref"]

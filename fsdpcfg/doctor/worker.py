@@ -43,7 +43,7 @@ def _finish(log: _Log, result) -> None:
 
 def main(spec_path: str) -> int:
     """Run the stages of ``spec_path`` on this rank; return 0 when every stage passed."""
-    from fsdpcfg.launch._signals import die_with_parent
+    from fsdpcfg.launch.signals import die_with_parent
 
     die_with_parent()  # the doctor's torchrun starts ranks in sessions of their own
     import torch.distributed as dist

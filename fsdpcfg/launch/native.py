@@ -21,8 +21,8 @@ from fsdpcfg.errors import ConfigError
 from fsdpcfg.plan import Plan, make_plan, torchrun_command
 
 if TYPE_CHECKING:
-    from fsdpcfg.train.sft.plan import SftPlan
-from fsdpcfg.plan._plan import format_command
+    from fsdpcfg.plan.sft import SftPlan
+from fsdpcfg.plan import format_command
 
 #: file in the run folder where a worker reports a ConfigError (read back by :func:`launch_native`).
 ERROR_FILE = "error.txt"
@@ -144,7 +144,7 @@ def launch_native(
     ``composed``, ``run_info.json`` and ``overrides.yaml`` are written too (``run_info``: extra entries). A dry
     run writes into the run folder only when it holds no run (:func:`fsdpcfg.launch.folders.dry_run_folder`).
 
-    torchrun runs under :func:`fsdpcfg.launch._signals.run_forwarding`: a SIGINT/SIGTERM/SIGHUP here stops it
+    torchrun runs under :func:`fsdpcfg.launch.signals.run_forwarding`: a SIGINT/SIGTERM/SIGHUP here stops it
     and its ranks, and the ranks die with this process whatever kills it.
 
     Raises:
@@ -158,7 +158,7 @@ def launch_native(
 
     cfg = absolutise(cfg)
     if plan is None and cfg["fsdpcfg"].get("kind") == "sft":
-        from fsdpcfg.train.sft.plan import make_sft_plan
+        from fsdpcfg.plan.sft import make_sft_plan
 
         plan = make_sft_plan(cfg)
     plan = plan or make_plan(cfg)
@@ -181,7 +181,7 @@ def launch_native(
         err = paths.within(run_dir, ERROR_FILE)
         err.unlink(missing_ok=True)
         sys.stdout.flush()
-        from fsdpcfg.launch._signals import run_forwarding
+        from fsdpcfg.launch.signals import run_forwarding
 
         # SIGINT/SIGTERM/SIGHUP are forwarded and waited for; torchrun and the ranks die with this process.
         # torchrun shares the locks: they stay held while it lives, even if this process is killed first

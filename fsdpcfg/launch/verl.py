@@ -439,7 +439,7 @@ def launch_verl(
     Raises:
         ConfigError: the machine cannot run verl (a GPU-less machine: use launcher=native), or the config
             cannot be handed over (see :func:`build_verl_invocation`).
-        Interrupted: a signal stopped verl (:func:`fsdpcfg.launch._signals.run_forwarding`).
+        Interrupted: a signal stopped verl (:func:`fsdpcfg.launch.signals.run_forwarding`).
     """
     from fsdpcfg.rules.verl_launch import launch_findings
 
@@ -464,7 +464,7 @@ def launch_verl(
     if dry_run:
         return 0
     sys.stdout.flush()
-    from fsdpcfg.launch._signals import run_forwarding
+    from fsdpcfg.launch.signals import run_forwarding
 
     # as for torchrun: SIGINT/SIGTERM/SIGHUP forwarded and waited for, verl dies with this process
     return run_forwarding(inv.argv, {**os.environ, **inv.env}, say=echo)

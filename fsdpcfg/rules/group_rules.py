@@ -27,7 +27,7 @@ def _option_values(kind: str, group: str, option: str) -> dict[str, Any]:
 def _command_line(ctx: Context) -> tuple[dict[str, str], list[str]]:
     groups: dict[str, str] = {}
     keys: list[str] = []
-    from fsdpcfg.compose._compose import groups as tree_groups
+    from fsdpcfg.compose import groups as tree_groups
 
     names = set(tree_groups(ctx.composed.kind))
     for o in ctx.composed.overrides:

@@ -2,7 +2,7 @@
 
 A repository's pre-commit run hands the hook every YAML and shell file its ``files:`` pattern matches; a GitHub
 workflow, a docker-compose file, a Kubernetes manifest or a build script must not fail the commit. These
-findings are made by :mod:`fsdpcfg.check_sources` for an input, before any config exists, through
+findings are made by :mod:`fsdpcfg.check.sources` for an input, before any config exists, through
 :func:`not_a_config`; the rule entries carry their ID, title and source for ``fsdpcfg explain`` and the
 reference page. Source: issue 12 item 5 (pre-commit hooks failed on unrelated files).
 """
@@ -27,7 +27,7 @@ def unrelated_yaml(ctx: Context) -> Iterator[Finding]:
     ``trainer``, ``model``, ``fsdpcfg``, ``defaults`` ...; :func:`fsdpcfg.compose.config_file.classify`), one
     whose only known sections are generic names (a Kubernetes ConfigMap's ``data:``) beside keys verl does not
     have, a file of several YAML documents, or a top-level list, is not a config: ``check`` skips it with this info
-    in every mode (exit 0). Made per input by :func:`fsdpcfg.check_sources.check_yaml_file` through
+    in every mode (exit 0). Made per input by :func:`fsdpcfg.check.sources.check_yaml_file` through
     :func:`not_a_config`, before any config exists; over a composed config (which is a config) it finds
     nothing. Source: issue 12 item 5."""
     return iter(())

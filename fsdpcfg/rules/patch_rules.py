@@ -1,7 +1,7 @@
 """FC36x/FC86x: patch sets (the ``patches=`` group) and the FSDP engine settings the native engine shards with.
 
 Which patch a config selects, what it supports and what it needs are the declarations of
-:mod:`fsdpcfg.train.patches` (a registry importable without torch); these rules report them before launch, and
+:mod:`fsdpcfg.patches` (declarations importable without torch); these rules report them before launch, and
 the engine refuses the same selections at launch (``apply_patches``). The model's ``model_type`` is read from
 its config.json as JSON (``ctx.model``), never by importing the model.
 
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from fsdpcfg.patches import REGISTRY, Problem
 from fsdpcfg.rules._common import A, fsdp_sections, num, src, val, world
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
-from fsdpcfg.train.patches import REGISTRY, Problem
 
 
 def _selected(ctx: Context) -> list[str]:
@@ -54,8 +54,8 @@ def patch_model_type(ctx: Context) -> Iterable[Finding]:
     (remove_padding: the packed forward is verified per architecture) or be skipped silently (verl's liger
     call logs and does nothing for a type liger-kernel does not know).
 
-    Source: fsdpcfg/train/patches (each patch's ``model_types``); liger_kernel/transformers/monkey_patch.py
-    ``MODEL_TYPE_TO_APPLY_LIGER_FN``; tests/models/test_remove_padding.py for the verified types.
+    Source: fsdpcfg/patches (each patch's ``model_types``); liger_kernel/transformers/monkey_patch.py
+    ``MODEL_TYPE_TO_APPLY_LIGER_FN``; tests/train/patches/test_remove_padding.py for the verified types.
     """
     mt = _model_type(ctx)
     if mt is None:
@@ -73,7 +73,7 @@ def patch_model_type(ctx: Context) -> Iterable[Finding]:
 def fsdp1_hybrid_size_one(ctx: Context) -> Iterable[Finding]:
     """``fsdp_size=1`` below the world size builds a ``(world, 1)`` mesh; FSDP1's ``HYBRID_SHARD`` then sees a
     shard group of one rank, switches to ``NO_SHARD`` over that group, and gradients are never all-reduced
-    across the replicas: every rank trains on its own data (measured: tests/train/test_fsdp_parity.py, the
+    across the replicas: every rank trains on its own data (measured: tests/train/engine/test_fsdp_parity.py, the
     grad norm differs from the unsharded step). FSDP2's 2-D mesh replicates correctly.
 
     Source: torch/distributed/fsdp/fully_sharded_data_parallel.py (``_init_core_state``: "switching to use
@@ -100,7 +100,7 @@ def patch_device(ctx: Context) -> Iterable[Finding]:
     CPU or a GPU in the native loop and on a GPU or an Ascend NPU under verl (``trainer.device=npu``: verl's
     ``examples/ascend_extras`` scripts use remove_padding and gradient checkpointing there).
 
-    Source: fsdpcfg/train/patches/liger.py (``devices``, ``verl_devices``); liger-kernel README (CUDA/ROCm GPUs
+    Source: fsdpcfg/patches/liger.py (``devices``, ``verl_devices``); liger-kernel README (CUDA/ROCm GPUs
     only); verl 0.9.1 ``verl/utils/device.py`` (npu is a device verl runs on).
     """
     device = str(ctx.get("trainer.device"))

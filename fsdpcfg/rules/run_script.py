@@ -1,5 +1,5 @@
 """What ``fsdpcfg check RUN_SCRIPT.sh`` could not read, or read from outside the script (infos), and verl
-entry points that do not exist. The findings are made by :mod:`fsdpcfg.runscript.translate` while it reads the
+entry points that do not exist. The findings are made by :mod:`fsdpcfg.check.runscript.translate` while it reads the
 script (``composed.script_notes``); each rule here reports its own. Source: issue 12 (run scripts read the way
 bash reads them: a value the check cannot know is an info naming the key it feeds, never a guessed error).
 """

@@ -220,7 +220,7 @@ def script_not_checkable(ctx: Context) -> Iterator[Finding]:
     variable set by neither the script nor the environment, arithmetic on such a value, a positional argument
     not given (``-- ARGS``), a variable the script sets differently in branches it cannot decide. Only the shell
     knows it, so the key it feeds is not checked (verl's default stands in). Reported by
-    :func:`fsdpcfg.check_sources.check_run_script` through ``composed.script_notes`` (the other script notes
+    :func:`fsdpcfg.check.sources.check_run_script` through ``composed.script_notes`` (the other script notes
     are FC120-FC125, :mod:`fsdpcfg.rules.run_script`). Source: issue 3.1 and issue 12 item 1."""
     for f in getattr(ctx.composed, "script_notes", None) or []:
         if f.rule == "FC107":

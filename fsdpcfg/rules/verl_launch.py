@@ -12,19 +12,16 @@ IDs (stable, never reused):
     FC852  verl is not installed in this environment
     FC853  the rollout engine (``actor_rollout_ref.rollout.name``) is not installed
 
-GPU detection never imports torch: ``CUDA_VISIBLE_DEVICES``, ``nvidia-smi -L``, ``/proc/driver/nvidia/gpus``.
+The machine is probed by :mod:`fsdpcfg.launch.machine` (never importing torch: ``CUDA_VISIBLE_DEVICES``,
+``nvidia-smi -L``, ``/proc/driver/nvidia/gpus``; ``importlib.util.find_spec`` for the packages).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
-import subprocess
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from fsdpcfg.launch.machine import GpuInfo, detect_gpus, is_installed
 from fsdpcfg.rules.context import get_dotted
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
@@ -32,60 +29,6 @@ from fsdpcfg.rules.registry import rule
 #: verl rollout name -> the Python package that must be importable for it.
 ROLLOUT_PACKAGES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm"}
 _NATIVE = "launcher=native runs here (CPU, gloo, the hf rollout): drop launcher=verl, or use a machine with CUDA GPUs"
-
-
-@dataclass(frozen=True)
-class GpuInfo:
-    """CUDA GPUs this process can see.
-
-    Attributes:
-        count: number of visible GPUs (0 when none).
-        source: how it was found (``nvidia-smi -L``, ``/proc/driver/nvidia/gpus``, ``CUDA_VISIBLE_DEVICES``,
-            or ``no NVIDIA driver``).
-    """
-
-    count: int
-    source: str
-
-
-def _physical_gpus(timeout: float = 10.0) -> GpuInfo:
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=timeout)
-            if out.returncode == 0:
-                n = sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
-                return GpuInfo(n, "nvidia-smi -L")
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-    proc = Path("/proc/driver/nvidia/gpus")
-    if proc.is_dir():
-        return GpuInfo(sum(1 for _ in proc.iterdir()), str(proc))
-    return GpuInfo(0, "no NVIDIA driver (no nvidia-smi, no /proc/driver/nvidia)")
-
-
-def detect_gpus(environ: dict[str, str] | None = None) -> GpuInfo:
-    """Count the CUDA GPUs visible to a process started with ``environ`` (default ``os.environ``).
-
-    The driver's count (``nvidia-smi -L`` or ``/proc/driver/nvidia/gpus``) is narrowed by
-    ``CUDA_VISIBLE_DEVICES`` when that is set (empty or ``-1`` hides every GPU).
-    """
-    env = os.environ if environ is None else environ
-    phys = _physical_gpus()
-    cvd = env.get("CUDA_VISIBLE_DEVICES")
-    if cvd is None or phys.count == 0:
-        return phys
-    items = [x for x in cvd.split(",") if x.strip()]
-    if not items or items[0].strip() == "-1":
-        return GpuInfo(0, f"CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU")
-    return GpuInfo(min(len(items), phys.count), f"CUDA_VISIBLE_DEVICES={cvd} ({phys.count} on the driver)")
-
-
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def launch_findings(cfg: dict[str, Any], *, gpus: GpuInfo | None = None, installed: Any = None) -> list[Finding]:
@@ -100,7 +43,7 @@ def launch_findings(cfg: dict[str, Any], *, gpus: GpuInfo | None = None, install
     ``ray_kwargs.ray_init.address`` set, the driver attaches to a running Ray cluster whose nodes hold the
     GPUs, so the GPU count of this machine is not checked.
     """
-    installed = installed or _installed
+    installed = installed or is_installed
     out: list[Finding] = []
     kind = get_dotted(cfg, "fsdpcfg.kind", "ppo")
     env = {**os.environ, **{str(k): str(v) for k, v in (get_dotted(cfg, "fsdpcfg.env", None) or {}).items()}}

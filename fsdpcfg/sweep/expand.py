@@ -62,7 +62,7 @@ def _parse(overrides: list[str], kind: str):
 
 
 def _recipe_kinds(points: list[list[str]]) -> set[str]:
-    from fsdpcfg.compose._compose import recipe_kind
+    from fsdpcfg.compose import recipe_kind
 
     kinds = set()
     for point in points:

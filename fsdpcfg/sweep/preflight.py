@@ -75,7 +75,7 @@ def check_point(index: int, overrides: list[str]) -> PointCheck:
         pc.digest = config_digest(pc.cfg)
         if pc.cfg["fsdpcfg"]["launcher"] == "native":
             if pc.composed.kind == "sft":
-                from fsdpcfg.train.sft.plan import make_sft_plan
+                from fsdpcfg.plan.sft import make_sft_plan
 
                 pc.plan = make_sft_plan(pc.cfg)
             else:

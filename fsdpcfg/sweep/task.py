@@ -74,7 +74,7 @@ def point_config(cfg: dict[str, Any], kind: str, run_dir: Path, job: int, ckpt_g
     ckpt = Path(cfg["trainer"]["default_local_dir"]).expanduser().absolute() / ckpt_group / str(job)
     cfg["trainer"]["default_local_dir"] = str(ckpt)
     if kind == "sft":
-        from fsdpcfg.train.sft.plan import make_sft_plan
+        from fsdpcfg.plan.sft import make_sft_plan
 
         return cfg, make_sft_plan(cfg)
     from fsdpcfg.plan import make_plan

@@ -84,7 +84,7 @@ def run_rank(module: str, argv: list[str], prog: str) -> int:
         print(f"usage: {prog} CONFIG.yaml (started by torchrun; use `python -m fsdpcfg`)", file=sys.stderr)
         return 2
     from fsdpcfg.errors import ConfigError
-    from fsdpcfg.launch._signals import die_with_parent
+    from fsdpcfg.launch.signals import die_with_parent
     from fsdpcfg.runinfo.faults import WriteFault
     from fsdpcfg.runinfo.redact import filter_streams
 

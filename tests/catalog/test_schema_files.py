@@ -14,8 +14,7 @@ from pydantic import BaseModel
 
 from fsdpcfg import catalog, paths
 from fsdpcfg.catalog import schema_files
-from fsdpcfg.compose import compose
-from fsdpcfg.compose._compose import recipe_kind
+from fsdpcfg.compose import compose, recipe_kind
 
 jsonschema = pytest.importorskip("jsonschema")
 

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from fsdpcfg import verlref
 from fsdpcfg.cli.main import main
-from fsdpcfg.compose._compose import GROUPS, available_options
+from fsdpcfg.compose import GROUPS, available_options
 from fsdpcfg.schema import keys as K
 
 #: CPU seconds one input may take in one of the two paths: more is a hang (issue 14: "0 hangs past 5 s")

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from fsdpcfg import verlref
-from fsdpcfg.check_sources import parse_run_script
+from fsdpcfg.check.sources import parse_run_script
 
 GOOD_SCRIPT = """#!/usr/bin/env bash
 set -x

@@ -7,9 +7,8 @@ import pytest
 from omegaconf import OmegaConf
 from omegaconf.errors import GrammarParseError
 
-from fsdpcfg import _fastparse
-from fsdpcfg.compose import compose
-from fsdpcfg.compose._compose import available_options
+from fsdpcfg.check import _fastparse
+from fsdpcfg.compose import available_options, compose
 
 
 def _resolved_all() -> dict[str, object]:

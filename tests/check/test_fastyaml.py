@@ -12,11 +12,11 @@ import yaml
 SCRIPT = r"""
 import json, sys
 if sys.argv[1] == "c":
-    from fsdpcfg import _fastyaml
+    from fsdpcfg.check import _fastyaml
     assert _fastyaml.install()
 from omegaconf import OmegaConf
 from fsdpcfg.compose import compose
-from fsdpcfg.compose._compose import available_options
+from fsdpcfg.compose import available_options
 out = {}
 for r in available_options("recipe"):
     for extra in ([], ["launcher=verl", "rollout=vllm", "trainer=gpu_8x"]):
@@ -42,7 +42,7 @@ def test_same_trees_with_and_without_libyaml():
 def test_duplicate_keys_still_rejected():
     from omegaconf import OmegaConf
 
-    import fsdpcfg.check  # noqa: F401  (installs the loader)
+    import fsdpcfg.check.config  # noqa: F401  (installs the loader)
 
     with pytest.raises(Exception, match="duplicate key"):
         OmegaConf.create("a: 1\na: 2\n")

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from fsdpcfg import verlref
-from fsdpcfg.check_sources import check_yaml_file
+from fsdpcfg.check.sources import check_yaml_file
 from fsdpcfg.cli.main import main
 from fsdpcfg.compose import compose, config_file
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from fsdpcfg.check_sources import check_run_script
+from fsdpcfg.check.sources import check_run_script
 
 CORPUS = Path(__file__).parent / "scripts"
 ENV = {"HOME": "/home/user", "PATH": "/usr/bin"}
@@ -35,7 +35,7 @@ def header(path: Path) -> dict[str, list[str]]:
 
 
 def _engine_megatron_exists() -> bool:
-    from fsdpcfg.compose._compose import available_options
+    from fsdpcfg.compose import available_options
 
     return "megatron" in available_options("engine")
 
@@ -233,7 +233,7 @@ def test_no_verl_command_says_why(tmp_path):
 
 
 def test_one_option_per_group():
-    from fsdpcfg.runscript.translate import _one_per_group
+    from fsdpcfg.check.runscript.translate import _one_per_group
 
     assert _one_per_group(["launcher=verl", "engine=fsdp", "patches=remove_padding", "engine=megatron"], []) == [
         "launcher=verl",

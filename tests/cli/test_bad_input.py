@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fsdpcfg.cli.main import main
-from fsdpcfg.launch import _signals  # the launcher starts torchrun through run_forwarding
+from fsdpcfg.launch import signals  # the launcher starts torchrun through run_forwarding
 
 
 @pytest.fixture
@@ -94,6 +94,6 @@ def test_missing_training_data_is_an_info_in_check_and_refused_before_torchrun(t
     (f,) = [f for f in check_overrides(["+recipe=qwen_grpo", f"data.train_files={missing}"]) if f.rule == "FC408"]
     assert f.severity == "info" and f.keys == ["data.train_files"] and missing in f.message
     started = []
-    monkeypatch.setattr(_signals, "run_forwarding", lambda *a, **k: started.append(a) or 0)
+    monkeypatch.setattr(signals, "run_forwarding", lambda *a, **k: started.append(a) or 0)
     rc, err = _run(capsys, ["+recipe=qwen_grpo", f"data.train_files={missing}", f"fsdpcfg.run_dir={tmp_path}/run"])
     assert rc == 1 and not started and "data.train_files: no such file" in err

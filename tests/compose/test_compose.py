@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fsdpcfg.compose import compose
-from fsdpcfg.compose._compose import GROUPS, available_options, groups
+from fsdpcfg.compose import GROUPS, available_options, compose, groups
 from fsdpcfg.errors import ConfigError, UsageError
 
 

@@ -1,4 +1,4 @@
-"""The kept first-stage tree (fsdpcfg.compose.tree_cache) and the uncopied ConfigStore (fsdpcfg._fasthydra)
+"""The kept first-stage tree (fsdpcfg.compose.tree_cache) and the uncopied ConfigStore (fsdpcfg.compose._fasthydra)
 compose exactly what Hydra composes from scratch: the same tree, the same Hydra node, the same error, for every
 recipe and for override sets of every kind."""
 
@@ -11,9 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from fsdpcfg import _fasthydra
-from fsdpcfg.compose import compose, tree_cache
-from fsdpcfg.compose._compose import GROUPS, available_options
+from fsdpcfg.compose import GROUPS, _fasthydra, available_options, compose, tree_cache
 from fsdpcfg.errors import ConfigError, UsageError
 
 #: Hydra node entries that differ between any two composes (a new temporary search folder each time)

@@ -13,7 +13,7 @@ import yaml
 from fsdpcfg.cli.main import main
 from fsdpcfg.cli.run import sweep_points
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.launch import _signals  # the launcher starts torchrun through run_forwarding
+from fsdpcfg.launch import signals  # the launcher starts torchrun through run_forwarding
 from fsdpcfg.launch.native import ensure_assets
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,7 +95,7 @@ def test_ensure_assets_only_touches_fsdpcfg_home(tmp_path, monkeypatch):
 
 def _no_torchrun(monkeypatch):
     started = []
-    monkeypatch.setattr(_signals, "run_forwarding", lambda *a, **k: started.append(a) or 0)
+    monkeypatch.setattr(signals, "run_forwarding", lambda *a, **k: started.append(a) or 0)
     return started
 
 

@@ -1,4 +1,4 @@
-"""The stop mechanism of :mod:`fsdpcfg.launch._signals` on stand-in processes (fast; the real torchrun runs are
+"""The stop mechanism of :mod:`fsdpcfg.launch.signals` on stand-in processes (fast; the real torchrun runs are
 ``tests/train/test_stop_run.py``): a launcher running a fake torchrun, which starts a fake rank in a session of
 its own as torchrun does. Signals are forwarded and waited for, a torchrun that ignores them is killed after the
 grace period, and the fake rank dies with its parent whatever kills the launcher."""
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR
 
 REPO = Path(__file__).resolve().parents[2]
 
-RANK = "from fsdpcfg.launch._signals import die_with_parent; die_with_parent(); import time; time.sleep(120)"
+RANK = "from fsdpcfg.launch.signals import die_with_parent; die_with_parent(); import time; time.sleep(120)"
 TORCHRUN = textwrap.dedent("""
     import signal, subprocess, sys, time
     if sys.argv[2] == "ignore":
@@ -32,7 +32,7 @@ TORCHRUN = textwrap.dedent("""
 LAUNCHER = textwrap.dedent("""
     import os, sys
     from fsdpcfg.errors import Interrupted
-    from fsdpcfg.launch._signals import run_forwarding
+    from fsdpcfg.launch.signals import run_forwarding
     try:
         rc = run_forwarding([sys.executable, "-c", {torchrun!r}, sys.argv[1], sys.argv[2]], dict(os.environ),
                             grace_s=1.0)
@@ -165,7 +165,7 @@ def test_a_rank_whose_launcher_is_already_gone_exits_at_start():
 def test_torchrun_inherits_the_run_lock_descriptors(tmp_path):
     """filelock closes its own descriptors in a forked child when a ``preexec_fn`` runs (its at-fork hook):
     run_forwarding passes duplicates, so the child starts (it failed with EBADF) and holds the lock."""
-    from fsdpcfg.launch._signals import run_forwarding
+    from fsdpcfg.launch.signals import run_forwarding
     from fsdpcfg.runinfo.lock import RunLock
 
     lock = RunLock(

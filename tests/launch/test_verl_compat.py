@@ -4,7 +4,7 @@ One subprocess imports verl once and, for each exported folder, composes ``confi
 ``run_verl.sh`` adds exactly as ``python -m verl.trainer.main_ppo --config-path=DIR --config-name=config``
 would, runs ``auto_set_device`` and ``validate_config`` (use_reference_policy / use_critic derived as
 main_ppo derives them) and converts the config dataclasses verl's trainer and workers build
-(:mod:`fsdpcfg.verlcheck._worker`). Then: no key verl would ignore, no required value left unset, accepted.
+(:mod:`fsdpcfg.check.verl_opinion._worker`). Then: no key verl would ignore, no required value left unset, accepted.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from fsdpcfg import paths
-from fsdpcfg.compose import Composed, compose
-from fsdpcfg.compose._compose import recipe_kind
+from fsdpcfg.compose import Composed, compose, recipe_kind
 from fsdpcfg.launch.verl import build_verl_invocation, require_valid
 from fsdpcfg.launch.verl_export import export_verl
 
@@ -74,7 +73,7 @@ def _synthetic_sft() -> Composed:
 @pytest.fixture(scope="module")
 def opinions(tmp_path_factory):
     """{name: (export result, verl opinion)} for every recipe plus the synthetic SFT config, one verl process."""
-    from fsdpcfg.verlcheck import verl_opinions_of_exports
+    from fsdpcfg.check.verl_opinion import verl_opinions_of_exports
 
     exports = {}
     for name in RECIPES:

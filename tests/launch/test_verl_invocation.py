@@ -14,9 +14,9 @@ from omegaconf import OmegaConf
 from fsdpcfg import verlref
 from fsdpcfg.compose import Composed, compose
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.launch.machine import GpuInfo
 from fsdpcfg.launch.verl import build_verl_invocation, env_of, launch_verl, verl_tree
 from fsdpcfg.rules import verl_launch
-from fsdpcfg.rules.verl_launch import GpuInfo
 
 GPU = [
     "+recipe=qwen_grpo",
@@ -150,9 +150,9 @@ def test_dry_run_prints_the_command_and_writes_the_yaml(composed, tmp_path, monk
 
 def test_launch_on_a_gpu_less_machine_stops_before_anything_starts(composed, tmp_path, monkeypatch):
     monkeypatch.setattr(verl_launch, "detect_gpus", lambda env=None: GpuInfo(0, "test: none"))
-    monkeypatch.setattr(verl_launch, "_installed", lambda m: True)
+    monkeypatch.setattr(verl_launch, "is_installed", lambda m: True)
     started = []
-    monkeypatch.setattr("fsdpcfg.launch._signals.run_forwarding", lambda *a, **k: started.append(a) or 0)
+    monkeypatch.setattr("fsdpcfg.launch.signals.run_forwarding", lambda *a, **k: started.append(a) or 0)
     with pytest.raises(ConfigError) as e:
         launch_verl(composed, config_dir=tmp_path, echo=lambda s: None)
     text = str(e.value)
@@ -163,11 +163,11 @@ def test_launch_on_a_gpu_less_machine_stops_before_anything_starts(composed, tmp
 def test_launch_runs_the_command_with_the_env(tmp_path, monkeypatch):
     c = compose(GPU + ["+fsdpcfg.env.NCCL_DEBUG=WARN"])
     monkeypatch.setattr(verl_launch, "detect_gpus", lambda env=None: GpuInfo(1, "test"))
-    monkeypatch.setattr(verl_launch, "_installed", lambda m: True)
+    monkeypatch.setattr(verl_launch, "is_installed", lambda m: True)
     calls = []
-    # run_forwarding: verl runs with signals forwarded (fsdpcfg/launch/_signals.py, tests/launch/test_signals.py)
+    # run_forwarding: verl runs with signals forwarded (fsdpcfg/launch/signals.py, tests/launch/test_signals.py)
     monkeypatch.setattr(
-        "fsdpcfg.launch._signals.run_forwarding", lambda argv, env, say=None: calls.append((argv, env)) or 7
+        "fsdpcfg.launch.signals.run_forwarding", lambda argv, env, say=None: calls.append((argv, env)) or 7
     )
     assert launch_verl(c, config_dir=tmp_path, echo=lambda s: None) == 7
     argv, env = calls[0]

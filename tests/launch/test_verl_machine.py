@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from fsdpcfg.rules import verl_launch
-from fsdpcfg.rules.verl_launch import GpuInfo, detect_gpus, launch_findings
+from fsdpcfg.launch import machine
+from fsdpcfg.launch.machine import GpuInfo, detect_gpus
+from fsdpcfg.rules.verl_launch import launch_findings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -84,8 +85,8 @@ def test_detect_gpus_reads_nvidia_smi_and_cuda_visible_devices(tmp_path, monkeyp
 
 
 def test_detect_gpus_without_a_driver(monkeypatch):
-    monkeypatch.setattr(verl_launch.shutil, "which", lambda name: None)
-    monkeypatch.setattr(verl_launch, "Path", lambda p: Path("/nonexistent/fsdpcfg-test"))
+    monkeypatch.setattr(machine.shutil, "which", lambda name: None)
+    monkeypatch.setattr(machine, "Path", lambda p: Path("/nonexistent/fsdpcfg-test"))
     assert detect_gpus({"CUDA_VISIBLE_DEVICES": "0,1"}).count == 0  # the variable alone is no GPU
 
 

@@ -236,7 +236,7 @@ def test_check_does_not_read_a_whole_jsonl_file(tmp_path, monkeypatch):
 def test_run_script_data_rules_read_only_the_files_the_script_names(tmp_path):
     """A verl run script that does not set data.train_files reads verl's default path, not fsdpcfg's shipped
     data: no data-file finding for it. One that names a 3-row file with a batch of 1024 gets FC414."""
-    from fsdpcfg.check_sources import check_run_script
+    from fsdpcfg.check.sources import check_run_script
 
     base = (
         "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=1024 "

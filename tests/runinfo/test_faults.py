@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fsdpcfg.cli.main import main
-from fsdpcfg.launch import _signals  # the launcher starts torchrun through run_forwarding
+from fsdpcfg.launch import signals  # the launcher starts torchrun through run_forwarding
 from fsdpcfg.runinfo.faults import WriteFault, require_writable, writing
 from fsdpcfg.train.metrics import DISCARDED_FILE, truncate_after
 
@@ -65,7 +65,7 @@ def test_full_disk_in_torch_safetensors_and_plain_writes_is_one_write_fault(tiny
 
 def test_read_only_checkpoint_folder_is_refused_before_torchrun(tmp_path, read_only_fs, capsys, monkeypatch):
     started = []
-    monkeypatch.setattr(_signals, "run_forwarding", lambda cmd, env, **kw: started.append(cmd) or 0)
+    monkeypatch.setattr(signals, "run_forwarding", lambda cmd, env, **kw: started.append(cmd) or 0)
     rc = main(["+recipe=qwen_grpo", f"fsdpcfg.run_dir={tmp_path}/run", f"trainer.default_local_dir={read_only_fs}/ck"])
     err = capsys.readouterr().err
     assert rc == 1 and not started

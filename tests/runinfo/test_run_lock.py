@@ -18,7 +18,7 @@ import pytest
 import fsdpcfg
 from fsdpcfg.cli.main import main
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.launch import _signals  # the launcher starts torchrun through run_forwarding
+from fsdpcfg.launch import signals  # the launcher starts torchrun through run_forwarding
 from fsdpcfg.runinfo.lock import HOLDER_ENV, LOCK_FILE, FolderBusy, Holder, RunLock, hold_for_rank, probe
 
 RUN = ["+recipe=qwen_grpo", "trainer.logger=[console]"]
@@ -33,7 +33,7 @@ def no_torchrun(monkeypatch):
     """Record torchrun starts instead of starting it (the launcher calls subprocess.call)."""
     started = []
     monkeypatch.setattr(
-        _signals, "run_forwarding", lambda cmd, env, **kw: started.append((cmd, {**kw, "env": env})) or 0
+        signals, "run_forwarding", lambda cmd, env, **kw: started.append((cmd, {**kw, "env": env})) or 0
     )
     return started
 
@@ -76,15 +76,15 @@ def test_second_run_is_refused_before_torchrun_and_writes_nothing(tmp_path, caps
         assert f"trainer.default_local_dir: {tmp_path}/ckpt is in use by another run" in capsys.readouterr().err
     # free: the run starts, holding both folders while torchrun runs, and tells the ranks who holds them
     seen = []
-    no_torchrun_call = _signals.run_forwarding
-    _signals.run_forwarding = lambda cmd, env, **kw: (
+    no_torchrun_call = signals.run_forwarding
+    signals.run_forwarding = lambda cmd, env, **kw: (
         seen.append((probe(tmp_path / "run"), probe(tmp_path / "ckpt"), env[HOLDER_ENV]))
         or no_torchrun_call(cmd, env, **kw)
     )
     try:
         assert main(_args(tmp_path)) == 0
     finally:
-        _signals.run_forwarding = no_torchrun_call
+        signals.run_forwarding = no_torchrun_call
     (run_state, run_holder), (ck_state, ck_holder), env_pid = seen[0]
     assert run_state == ck_state == "held" and run_holder.pid == ck_holder.pid == os.getpid()
     assert env_pid == str(os.getpid())

@@ -29,7 +29,7 @@ BASE = {
 
 def _hydra_value(v) -> str:
     """``v`` in Hydra's override grammar: the one writer run scripts use (strings quoted, so ``1e-5`` stays text)."""
-    from fsdpcfg.runscript.translate import hydra_value
+    from fsdpcfg.check.runscript.translate import hydra_value
 
     return hydra_value(v)
 

@@ -12,7 +12,7 @@ import pytest
 
 from fsdpcfg.cli.main import main
 from fsdpcfg.compose import compose
-from fsdpcfg.launch import _signals  # the launcher starts torchrun through run_forwarding
+from fsdpcfg.launch import signals  # the launcher starts torchrun through run_forwarding
 from fsdpcfg.runinfo import run_config
 from fsdpcfg.train.ckpt_identity import differences, identity
 
@@ -20,7 +20,7 @@ from fsdpcfg.train.ckpt_identity import differences, identity
 @pytest.fixture
 def no_torchrun(monkeypatch):
     started = []
-    monkeypatch.setattr(_signals, "run_forwarding", lambda cmd, env, **kw: started.append(cmd) or 0)
+    monkeypatch.setattr(signals, "run_forwarding", lambda cmd, env, **kw: started.append(cmd) or 0)
     return started
 
 

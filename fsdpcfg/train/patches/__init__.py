@@ -1,17 +1,18 @@
-"""Model-level patch sets (the ``patches=`` group): registry, selection from the config, application.
+"""Model-level patch sets (the ``patches=`` group): selection from the config, application. The declarations
+(names, targets, model types, launchers) are :mod:`fsdpcfg.patches` (torch-free), re-exported here.
 
 Public API::
 
-    REGISTRY                      # PatchRegistry of the built-in patches (one module each, below)
+    REGISTRY                      # PatchRegistry of the built-in patches (fsdpcfg.patches)
     selected(cfg) -> list[str]    # names the resolved config turns on (verl's keys)
     problems(names, model_type=, device=, launcher=) -> list[Problem]   # shared by rules and engine
     apply_patches(model, names, device=, launcher=)                      # the engine, before sharding
     is_packed(module) -> bool     # the engine forward's switch for remove_padding
 
-Patches: :mod:`.remove_padding`, :mod:`.gradient_checkpointing` (applied by the native engine), :mod:`.liger`
-and :mod:`.ulysses` (passed to verl). Each declares its targets, model types and needs; a patch is dispatched
-from the model's ``config.json`` ``model_type``. Importing this package imports neither torch nor transformers.
-With every patch off the model is the plain padded Hugging Face model, untouched (tests/models).
+Implementations: :mod:`.remove_padding`, :mod:`.gradient_checkpointing` (applied by the native engine); ``liger``
+and ``ulysses`` are passed to verl. A patch is dispatched from the model's ``config.json`` ``model_type``.
+Importing this package imports neither torch nor transformers. With every patch off the model is the plain padded
+Hugging Face model, untouched (tests/train/patches).
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.train.patches import gradient_checkpointing, liger, remove_padding, ulysses
-from fsdpcfg.train.patches._registry import Patch, PatchConflict, PatchRegistry, Problem, target_conflicts
+from fsdpcfg.patches import REGISTRY, Patch, PatchConflict, PatchRegistry, Problem, target_conflicts
 from fsdpcfg.train.patches.remove_padding import is_packed
 
 if TYPE_CHECKING:
@@ -39,8 +39,6 @@ __all__ = [
     "selected",
     "target_conflicts",
 ]
-
-REGISTRY = PatchRegistry([remove_padding.PATCH, gradient_checkpointing.PATCH, liger.PATCH, ulysses.PATCH])
 
 
 def _getter(cfg: dict) -> Any:

@@ -4,7 +4,7 @@
 As verl does (``verl/workers/engine/fsdp/transformer_impl.py`` ``_build_module``): Hugging Face's
 ``gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})`` on the unsharded
 model, before FSDP wraps it. Non-reentrant checkpointing recomputes each layer's forward during backward and
-gives the same gradients (tests/models/test_gradient_checkpointing.py). It only acts in ``train()`` mode.
+gives the same gradients (tests/train/patches/test_gradient_checkpointing.py). It only acts in ``train()`` mode.
 """
 
 from __future__ import annotations
@@ -12,21 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.train.patches._registry import Patch
 
 if TYPE_CHECKING:
     from torch import nn
-
-PATCH = Patch(
-    name="gradient_checkpointing",
-    title="activation checkpointing of every decoder layer (recompute in backward)",
-    targets=("decoder_layer.checkpoint",),
-    config_key="actor_rollout_ref.model.enable_gradient_checkpointing",
-    is_on=bool,
-    model_types=None,
-    impls={"*": "fsdpcfg.train.patches.gradient_checkpointing:apply"},
-    source="verl/workers/engine/fsdp/transformer_impl.py (gradient_checkpointing_enable, use_reentrant=False)",
-)
 
 
 def apply(model: nn.Module) -> None:

@@ -9,8 +9,9 @@ head runs only on the positions that predict response tokens (``logits_to_keep``
 equal the padded path's (``cumsum(attention_mask) - 1``), so rotary embeddings see the same numbers.
 
 verl does the same with flash-attention varlen kernels (``cu_seqlens``); those need CUDA, the mask route runs
-everywhere. The model types below are the ones whose packed forward is verified against the padded one by
-tests/models/test_remove_padding.py; others are refused (rule FC361, and :func:`apply` at launch).
+everywhere. The model types of its declaration (:mod:`fsdpcfg.patches.remove_padding`) are the ones whose packed
+forward is verified against the padded one by tests/train/patches/test_remove_padding.py; others are refused (rule
+FC361, and :func:`apply` at launch).
 
 Nothing is monkey-patched: :func:`apply` marks the model instance, and the engine's forward
 (``fsdpcfg.train.engine.forward.response_log_probs``) routes marked models through :func:`packed_response_log_probs`.
@@ -21,7 +22,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.train.patches._registry import Patch
 
 if TYPE_CHECKING:
     import torch
@@ -31,20 +31,6 @@ if TYPE_CHECKING:
 LAYOUT_ATTR = "fsdpcfg_forward_layout"
 #: Attention implementations that honour the packed-sequence mask of ``masking_utils``.
 MASK_ATTENTION = ("sdpa", "eager")
-
-PATCH = Patch(
-    name="remove_padding",
-    title="packed sequences without pad tokens in the log-prob and training forward",
-    targets=("model.forward:packed", "attention.mask:packed"),
-    config_key="actor_rollout_ref.model.use_remove_padding",
-    is_on=bool,
-    model_types=frozenset(
-        {"qwen2", "qwen3", "llama", "mistral", "mixtral", "gemma", "gemma2", "phi3", "deepseek_v2", "qwen3_moe"}
-    ),
-    impls={"*": "fsdpcfg.train.patches.remove_padding:apply"},
-    source="verl/workers/engine/fsdp/transformer_impl.py (use_remove_padding); transformers "
-    "masking_utils.find_packed_sequence_indices",
-)
 
 
 def apply(model: nn.Module) -> None:

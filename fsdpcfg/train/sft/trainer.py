@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.plan.sft import make_sft_plan, total_sft_steps
 from fsdpcfg.train.algorithm.losses import token_log_probs
 from fsdpcfg.train.base import TrainerBase, train_rank
 from fsdpcfg.train.data import StatefulSampler
@@ -26,7 +27,6 @@ from fsdpcfg.train.engine.fsdp import Precision, clip_grad_norm, gradient_sync, 
 from fsdpcfg.train.engine.optim import build_optimizer, build_scheduler
 from fsdpcfg.train.model import load_model, load_tokenizer, to_dtype
 from fsdpcfg.train.sft.dataset import SFTDataset, collate
-from fsdpcfg.train.sft.plan import make_sft_plan, total_sft_steps
 
 BAR_KEYS = {"train/loss": "loss", "train/grad_norm": "gnorm", "timing_s/step": "s/step"}
 LINE_KEYS = ("train/loss", "train/grad_norm", "train/lr", "train/target_tokens", "perf/throughput", "timing_s/step")

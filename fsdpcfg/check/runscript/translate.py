@@ -2,7 +2,7 @@
 
 Our tree is composed with ``launcher=verl`` and the groups closest to verl's defaults (:data:`SCRIPT_BASE` for
 ``main_ppo``, :data:`SFT_BASE` for ``sft_trainer``; plus the group options of verl's ``--config-name``, see
-:data:`fsdpcfg.runscript.verl_cmd.CONFIG_NAMES`); every key where that tree still differs from verl 0.9.1's
+:data:`fsdpcfg.check.runscript.verl_cmd.CONFIG_NAMES`); every key where that tree still differs from verl 0.9.1's
 default is reset to verl's default (except keys set by a group option the script chose); then the keys of the
 script's own ``--config-path``/``--config-name`` file, then the script's overrides in order (``+`` added for keys
 only verl knows). What could not be read becomes an info finding (FC107, FC120-FC125) that names the key it feeds.
@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from fsdpcfg import verlref
-from fsdpcfg.rules.finding import Finding
-from fsdpcfg.runscript.verl_cmd import (
+from fsdpcfg.check.runscript.verl_cmd import (
     CONFIG_NAMES,
     OTHER_TRAINER_MODULES,
     VerlCommand,
     config_name_of,
 )
-from fsdpcfg.runscript.words import Evaluation, Word
+from fsdpcfg.check.runscript.words import Evaluation, Word
+from fsdpcfg.rules.finding import Finding
 
 #: group options that put our ppo tree on verl's defaults before a script's overrides apply.
 SCRIPT_BASE = ["launcher=verl", "trainer=gpu_8x", "engine=fsdp", "patches=remove_padding"]
@@ -93,7 +93,7 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
     Raises:
         ConfigError: composing the base tree fails (a group option of the script that does not exist).
     """
-    from fsdpcfg.compose._compose import available_options, groups
+    from fsdpcfg.compose import available_options, groups
 
     kind = vc.kind
     notes: list[Finding] = []

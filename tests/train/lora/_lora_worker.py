@@ -3,8 +3,8 @@ one process) synchronised into a PEFT rollout replica; compares actor and replic
 (base + adapter), after a second (adapter only, after an optimizer step) and after a third in layered mode, and
 the merged Hugging Face weights against the actor. Writes a JSON report (rank 0).
 
-    torchrun --nproc_per_node 2 tests/train/_lora_worker.py MODEL_DIR STRATEGY ADAPTER OUT.json
-    python tests/train/_lora_worker.py MODEL_DIR none ADAPTER OUT.json
+    torchrun --nproc_per_node 2 tests/train/lora/_lora_worker.py MODEL_DIR STRATEGY ADAPTER OUT.json
+    python tests/train/lora/_lora_worker.py MODEL_DIR none ADAPTER OUT.json
 """
 
 import json

@@ -1,7 +1,7 @@
 """torchrun worker of test_logprob_sync.py: compare actor (sharded) and rollout replica log-probs after the
 first and the second weight synchronisation (an optimizer step in between). Writes a JSON report (rank 0).
 
-    torchrun --nproc_per_node 2 tests/train/_logprob_worker.py MODEL_DIR STRATEGY OUT.json
+    torchrun --nproc_per_node 2 tests/train/rollout/_logprob_worker.py MODEL_DIR STRATEGY OUT.json
 """
 
 import json

@@ -1,4 +1,4 @@
-"""Word expansion of the bash evaluator (:mod:`fsdpcfg.runscript.bash`): quoting, parameter expansion
+"""Word expansion of the bash evaluator (:mod:`fsdpcfg.check.runscript.bash`): quoting, parameter expansion
 (``${X:-d}``, ``${A[@]}``, ``${X##*/}`` ...), word splitting, ``~``, arithmetic on known integers, the tests of
 ``[ ]``/``[[ ]]``/``test``, and command substitutions (never run: a few path functions are computed, anything
 else is unknown)."""
@@ -9,7 +9,7 @@ import fnmatch
 import os
 import re
 
-from fsdpcfg.runscript.words import _F, Note, Word, _Exit, _join, _State, _union
+from fsdpcfg.check.runscript.words import _F, Note, Word, _Exit, _join, _State, _union
 
 
 class Expander:

@@ -11,7 +11,7 @@ entries for causal LMs; verl silently skips other types, fsdpcfg reports them (r
 
 from __future__ import annotations
 
-from fsdpcfg.train.patches._registry import Patch
+from fsdpcfg.patches.registry import Patch
 
 PATCH = Patch(
     name="liger",

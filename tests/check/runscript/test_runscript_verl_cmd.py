@@ -1,11 +1,11 @@
-"""Recognising verl's entry points in a run script's commands (fsdpcfg.runscript.verl_cmd)."""
+"""Recognising verl's entry points in a run script's commands (fsdpcfg.check.runscript.verl_cmd)."""
 
 from __future__ import annotations
 
 import pytest
 
-from fsdpcfg.runscript import evaluate, find_verl_commands
-from fsdpcfg.runscript.verl_cmd import CONFIG_NAMES, config_name_of
+from fsdpcfg.check.runscript import evaluate, find_verl_commands
+from fsdpcfg.check.runscript.verl_cmd import CONFIG_NAMES, config_name_of
 
 
 def commands(script: str):

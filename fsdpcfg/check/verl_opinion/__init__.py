@@ -3,7 +3,7 @@
 ``fsdpcfg check --verl`` asks verl itself what it thinks of a config: verl composes it with its own Hydra
 configs, runs ``auto_set_device`` and ``validate_config`` (as ``verl.trainer.main_ppo`` does before Ray
 starts) and converts the sections its workers convert into its config dataclasses (see
-:mod:`fsdpcfg.verlcheck._worker`). It costs one Python process that imports verl (~10 s), so it runs
+:mod:`fsdpcfg.check.verl_opinion._worker`). It costs one Python process that imports verl (~10 s), so it runs
 only when asked; many configs share one process (:func:`verl_opinions`).
 
 Reading the comparison (:func:`compare`):
@@ -83,7 +83,7 @@ def _job(composed: Any) -> dict[str, Any]:
 def run_worker(
     jobs: list[dict[str, Any]], *, timeout: float = DEFAULT_TIMEOUT, python: str | None = None
 ) -> dict[str, Any]:
-    """Run :mod:`fsdpcfg.verlcheck._worker` on ``jobs`` (``{"kind", "tree"}`` dicts) in one subprocess and
+    """Run :mod:`fsdpcfg.check.verl_opinion._worker` on ``jobs`` (``{"kind", "tree"}`` dicts) in one subprocess and
     return its JSON answer (``verl_version``, ``import_seconds``, ``results``).
 
     Raises:
@@ -99,7 +99,7 @@ def run_worker(
         }
         try:
             proc = subprocess.run(
-                [python or sys.executable, "-m", "fsdpcfg.verlcheck._worker", str(inp), str(out)],
+                [python or sys.executable, "-m", "fsdpcfg.check.verl_opinion._worker", str(inp), str(out)],
                 capture_output=True,
                 text=True,
                 timeout=timeout,

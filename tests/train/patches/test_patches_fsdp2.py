@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 _spec = importlib.util.spec_from_file_location(
-    "_fsdp_parity", Path(__file__).resolve().parents[1] / "train" / "test_fsdp_parity.py"
+    "_fsdp_parity", Path(__file__).resolve().parents[1] / "engine" / "test_fsdp_parity.py"
 )
 _parity = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_parity)

@@ -20,7 +20,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from fsdpcfg import _fastparse, _fastyaml, verlref
+from fsdpcfg import verlref
+from fsdpcfg.check import _fastparse, _fastyaml
 from fsdpcfg.errors import ConfigError, UsageError
 from fsdpcfg.rules.finding import Finding
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fsdpcfg.train.patches._registry import Patch
+from fsdpcfg.patches.registry import Patch
 
 
 def _on(size: Any) -> bool:

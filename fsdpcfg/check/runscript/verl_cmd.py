@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fsdpcfg.runscript.words import Command, Evaluation, Word
+from fsdpcfg.check.runscript.words import Command, Evaluation, Word
 
 #: verl entry point (module) -> the kind of config fsdpcfg checks it on ("ppo": verl's ppo_trainer layout,
 #: "sft": sft_trainer_engine). Source: verl 0.9.1 ``verl/trainer/*.py`` ``@hydra.main(config_name=...)``.

@@ -14,7 +14,7 @@ from fsdpcfg.errors import ConfigError
 from fsdpcfg.train import patches
 from fsdpcfg.train.patches import REGISTRY, Patch, PatchConflict, PatchRegistry
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _p(name, *targets, **kw):

@@ -1,8 +1,8 @@
-"""torchrun worker of test_fsdp_parity.py and tests/models/test_patches_fsdp2.py: one optimizer step of the same
+"""torchrun worker of test_fsdp_parity.py and tests/train/patches/test_patches_fsdp2.py: one optimizer step of the same
 loss on the same data under several engine settings, each compared with the same step taken by the plain
 unsharded model in this process. Writes a JSON report (rank 0).
 
-    torchrun --nproc_per_node 2 tests/train/_parity_worker.py MODEL_DIR CASES.json OUT.json
+    torchrun --nproc_per_node 2 tests/train/engine/_parity_worker.py MODEL_DIR CASES.json OUT.json
 
 CASES.json: a list of ``{"name", "strategy", "fsdp_size", "mixed_precision", "wrap", "patches"}``. The global
 batch (8 sequences, left-padded prompts + right-padded responses) is split over the ranks; the loss is the

@@ -14,6 +14,7 @@ import torch
 from _arch import ARCHS, RESPONSE, grads, load, max_rel_grad_diff, padded_batch
 
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.patches import REGISTRY
 from fsdpcfg.train import patches
 from fsdpcfg.train.engine.forward import response_log_probs
 from fsdpcfg.train.patches import remove_padding
@@ -34,7 +35,7 @@ def _loss_and_grads(model, ids, mask):
 @pytest.mark.parametrize("arch", list(ARCHS))
 def test_packed_equals_padded(arch, tiny_model):
     model = load(tiny_model(ARCHS[arch]))
-    assert model.config.model_type in remove_padding.PATCH.model_types
+    assert model.config.model_type in REGISTRY["remove_padding"].model_types
     ids, mask = padded_batch(model.config.vocab_size)
     lp_pad, ent_pad, g_pad = _loss_and_grads(model, ids, mask)
     assert patches.apply_patches(model, ["remove_padding"], device="cpu") == ["remove_padding"]

@@ -1,8 +1,8 @@
-"""The subprocess side of :mod:`fsdpcfg.verlcheck`: run verl 0.9.1's own config-time checks on configs.
+"""The subprocess side of :mod:`fsdpcfg.check.verl_opinion`: run verl 0.9.1's own config-time checks on configs.
 
-Usage (by :func:`fsdpcfg.verlcheck.verl_opinions`, not by hand)::
+Usage (by :func:`fsdpcfg.check.verl_opinion.verl_opinions`, not by hand)::
 
-    python -m fsdpcfg.verlcheck._worker IN.json OUT.json
+    python -m fsdpcfg.check.verl_opinion._worker IN.json OUT.json
 
 ``IN.json`` is ``{"jobs": [{"kind": "ppo"|"sft", "tree": {...}}, ...]}`` (trees as
 :func:`fsdpcfg.launch.verl.verl_tree` builds them), or jobs ``{"kind", "config_dir", "overrides"}`` naming an

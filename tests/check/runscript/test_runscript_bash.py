@@ -1,4 +1,4 @@
-"""The bash evaluator of run scripts (fsdpcfg.runscript.bash): each construct, with the values bash gives."""
+"""The bash evaluator of run scripts (fsdpcfg.check.runscript.bash): each construct, with the values bash gives."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from fsdpcfg.runscript import evaluate
+from fsdpcfg.check.runscript import evaluate
 
 ENV = {"HOME": "/home/u"}
 

@@ -36,8 +36,8 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from fsdpcfg.runscript.expand import Expander, _concat
-from fsdpcfg.runscript.words import (
+from fsdpcfg.check.runscript.expand import Expander, _concat
+from fsdpcfg.check.runscript.words import (
     Command,
     Evaluation,
     Note,

@@ -17,16 +17,16 @@ from typing import Any
 
 import yaml
 
-from fsdpcfg.check import check_config, compose_error_finding, unexpected_compose_finding
+from fsdpcfg.check.config import check_config, compose_error_finding, unexpected_compose_finding
 from fsdpcfg.errors import ConfigError, UsageError
 from fsdpcfg.rules.finding import Finding
 
 
 def __getattr__(name: str) -> Any:
-    """``SCRIPT_BASE`` and ``hydra_value`` live in :mod:`fsdpcfg.runscript.translate` (imported only when a run
+    """``SCRIPT_BASE`` and ``hydra_value`` live in :mod:`fsdpcfg.check.runscript.translate` (imported only when a run
     script is checked); kept here for callers of this module."""
     if name in ("SCRIPT_BASE", "hydra_value"):
-        from fsdpcfg.runscript import translate
+        from fsdpcfg.check.runscript import translate
 
         return getattr(translate, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -110,8 +110,7 @@ def _compose_recipe_file(path: Path) -> Any:
     its ``defaults`` may still name the shipped recipe or other files of its folder."""
     import tempfile
 
-    from fsdpcfg.compose import compose
-    from fsdpcfg.compose._compose import available_options
+    from fsdpcfg.compose import available_options, compose
 
     folder = path.parent.resolve()
     if path.stem not in available_options("recipe"):
@@ -131,10 +130,10 @@ def parse_run_script(
     script_path: str = "run.sh",
 ):
     """Evaluate a run script as bash would (nothing is run) and return ``(evaluation, verl commands)``: see
-    :func:`fsdpcfg.runscript.evaluate` (``args``: its positional arguments, ``None`` when not given; ``extra``:
+    :func:`fsdpcfg.check.runscript.evaluate` (``args``: its positional arguments, ``None`` when not given; ``extra``:
     the words ``"$@"`` adds; ``environ``: the variables it may read) and
-    :func:`fsdpcfg.runscript.find_verl_commands`."""
-    from fsdpcfg.runscript import evaluate, find_verl_commands
+    :func:`fsdpcfg.check.runscript.find_verl_commands`."""
+    from fsdpcfg.check.runscript import evaluate, find_verl_commands
 
     ev = evaluate(text, args=args, extra=extra, environ=environ, script_path=script_path)
     return ev, find_verl_commands(ev)
@@ -149,7 +148,7 @@ def check_run_script(
 ) -> list[Checked]:
     """Check every verl trainer command of a run script (one :class:`Checked` each, labelled ``path:line``).
 
-    The script is read by :mod:`fsdpcfg.runscript` (bash's grammar; nothing runs). ``overrides`` (given after
+    The script is read by :mod:`fsdpcfg.check.runscript` (bash's grammar; nothing runs). ``overrides`` (given after
     the script on the check's command line) stand where the script writes ``"$@"``, else at the end of each
     command (FC122 says so); ``args`` are the script's positional arguments (``fsdpcfg check run.sh -- ARGS``);
     ``environ`` is the environment the script's unset variables come from (``os.environ`` when ``None``).
@@ -157,10 +156,10 @@ def check_run_script(
     Raises:
         UsageError: the file does not exist or runs no verl command.
     """
+    from fsdpcfg.check.runscript import Word
+    from fsdpcfg.check.runscript.translate import drop_guessed, key_of, not_a_trainer, translate
     from fsdpcfg.compose import compose
     from fsdpcfg.compose.provenance import Source
-    from fsdpcfg.runscript import Word
-    from fsdpcfg.runscript.translate import drop_guessed, key_of, not_a_trainer, translate
     from fsdpcfg.verlref import VERL_VERSION
 
     path = Path(path)

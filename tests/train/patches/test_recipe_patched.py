@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _first_step(tmp_path: Path, option: str) -> list[dict]:

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from fsdpcfg.check import check_config
+from fsdpcfg.check.verl_opinion import compare
 from fsdpcfg.compose import compose
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.verlcheck import compare
 
 pytestmark = [
     pytest.mark.verl,
@@ -24,7 +24,7 @@ pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("verl") is None, reason="verl 0.9.1 is not installed"),
 ]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CASES = REPO.parent / "shared" / "cases"
 MODELS = REPO.parent / "shared" / "data" / "model_configs"
 
@@ -102,7 +102,7 @@ def _overrides(case: dict) -> list[str]:
 @pytest.fixture(scope="module")
 def verdicts():
     """{name: (fsdpcfg findings or a composition error, verl opinion or None)}, verl asked once."""
-    from fsdpcfg.verlcheck import verl_opinions
+    from fsdpcfg.check.verl_opinion import verl_opinions
 
     inputs = {c["id"]: _overrides(c) for c in _cases()}
     inputs.update({f"check: {k}": GPU + v for k, v in VERL_CHECKS.items()})
