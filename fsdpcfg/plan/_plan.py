@@ -34,11 +34,11 @@ def config_value(cfg: dict, key: str, hint: str = _COMPOSE_HINT) -> Any:
     Raises:
         ConfigError: the key is missing (``hint`` is the fix shown).
     """
-    node: Any = cfg
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise ConfigError("is missing from the config", key=key, fix=hint)
-        node = node[part]
+    from fsdpcfg import keypath
+
+    node = keypath.get(cfg, key, _MISSING)
+    if node is _MISSING:
+        raise ConfigError("is missing from the config", key=key, fix=hint)
     return node
 
 

@@ -124,14 +124,10 @@ def _schema_part(tree: dict[str, Any], schema: frozenset[str], prefix: str = "")
     return out
 
 
-def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if isinstance(tree, dict) and tree:
-        for k, v in tree.items():
-            out.update(_flatten(v, f"{prefix}{k}."))
-    else:
-        out[prefix[:-1]] = tree
-    return out
+def _flatten(tree: Any) -> dict[str, Any]:
+    from fsdpcfg import keypath
+
+    return keypath.flatten(tree)
 
 
 def _pos_int(v: Any) -> bool:
