@@ -241,7 +241,9 @@ def gpu_name() -> str | None:
 
 
 def _shard(fsdp_size: int, world: int) -> int:
-    return fsdp_size if 0 < fsdp_size < world else world
+    from fsdpcfg.plan.mesh import shard_group_size
+
+    return shard_group_size(fsdp_size, world)
 
 
 def estimate_memory(cfg: dict, model_config: dict | None = None, *, suggest: bool = True) -> MemoryEstimate:
