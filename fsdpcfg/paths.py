@@ -8,6 +8,7 @@ shipped (the tiny model checkpoints) go under ``$FSDPCFG_HOME`` (default ``~/.ca
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from fsdpcfg.errors import ConfigError
@@ -135,12 +136,54 @@ def atomic_write_text(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    fsync_folder(path.parent, missing_ok=True)
+    return path
+
+
+def fsync_file(path: str | os.PathLike) -> None:
+    """Flush ``path``'s written bytes to the disk (``fsync``).
+
+    Raises:
+        OSError: the file cannot be opened or flushed.
+    """
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+
+
+def fsync_folder(path: str | os.PathLike, *, missing_ok: bool = False) -> None:
+    """Flush ``path``'s entries (the renames and new names in the folder) to the disk.
+
+    Raises:
+        OSError: the folder cannot be opened (unless ``missing_ok``) or flushed.
+    """
     try:
-        fd = os.open(path.parent, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
-        return path
+        if missing_ok:
+            return
+        raise
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-    return path
+
+
+def publish_folder(tmp: str | os.PathLike, final: str | os.PathLike, old: str | os.PathLike) -> Path:
+    """Put the complete folder ``tmp`` in place of ``final`` by renames, the one atomic folder publish: an
+    existing ``final`` is first renamed to ``old`` (so a reader sees the old folder or the new one, never half
+    of one), ``tmp`` is renamed to ``final``, the parent folder is flushed, then ``old`` is removed. ``tmp``,
+    ``final`` and ``old`` lie in the same folder (one file system). Returns ``final``.
+
+    Raises:
+        OSError: a rename fails (``final`` is then as it was, or still at ``old``).
+    """
+    final = Path(final)
+    moved = False
+    if final.exists():
+        os.replace(final, old)
+        moved = True
+    os.replace(tmp, final)
+    fsync_folder(final.parent, missing_ok=True)
+    if moved:
+        shutil.rmtree(old, ignore_errors=True)
+    return final

@@ -74,10 +74,4 @@ def atomic_folder(final: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = None
-    if final.exists():
-        old = final.parent / f".tmp-{final.name}-old-{os.getpid()}"
-        os.replace(final, old)
-    os.replace(tmp, final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    paths.publish_folder(tmp, final, final.parent / f".tmp-{final.name}-old-{os.getpid()}")

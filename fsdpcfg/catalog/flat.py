@@ -153,12 +153,8 @@ def _yaml_key(k: str) -> str:
 
 def rows_json(items: list[Row], choices: dict[str, str] | None = None) -> str:
     """Format rows as JSON: ``{"choices": {...}, "config": {nested}, "provenance": {key: source}}``."""
-    tree: dict[str, Any] = {}
-    for r in items:
-        node = tree
-        *parents, leaf = r.key.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = r.value
+    from fsdpcfg import keypath
+
+    tree = keypath.unflatten((r.key, r.value) for r in items)
     doc = {"choices": choices or {}, "config": tree, "provenance": {r.key: r.source for r in items}}
     return json.dumps(doc, indent=2, default=str)

@@ -91,10 +91,9 @@ def _target(raw: Any) -> str | None:
 
 
 def _set(tree: dict[str, Any], key: str, value: Any) -> None:
-    parts = key.split(".")
-    for p in parts[:-1]:
-        tree = tree.setdefault(p, {})
-    tree[parts[-1]] = value
+    from fsdpcfg import keypath
+
+    keypath.set(tree, key, value)
 
 
 def check_config(composed: Any) -> list[Finding]:

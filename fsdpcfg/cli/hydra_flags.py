@@ -53,15 +53,16 @@ def version_text() -> str:
 def _select(cfg: dict[str, Any], package: str | None) -> Any:
     if not package:
         return cfg
-    node: Any = cfg
-    for part in package.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise UsageError(
-                f"--package {package}: the config has no `{package}`",
-                key=package,
-                fix="give a dotted section of the config, e.g. actor_rollout_ref.actor",
-            )
-        node = node[part]
+    from fsdpcfg import keypath
+
+    try:
+        node = keypath.get(cfg, package)
+    except KeyError:
+        raise UsageError(
+            f"--package {package}: the config has no `{package}`",
+            key=package,
+            fix="give a dotted section of the config, e.g. actor_rollout_ref.actor",
+        ) from None
     return {package.rsplit(".", 1)[-1]: node} if not isinstance(node, dict) else node
 
 

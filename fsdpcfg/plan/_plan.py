@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.train import support
 
 _MISSING = object()
 
@@ -34,11 +33,11 @@ def config_value(cfg: dict, key: str, hint: str = _COMPOSE_HINT) -> Any:
     Raises:
         ConfigError: the key is missing (``hint`` is the fix shown).
     """
-    node: Any = cfg
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise ConfigError("is missing from the config", key=key, fix=hint)
-        node = node[part]
+    from fsdpcfg import keypath
+
+    node = keypath.get(cfg, key, _MISSING)
+    if node is _MISSING:
+        raise ConfigError("is missing from the config", key=key, fix=hint)
     return node
 
 
@@ -131,9 +130,9 @@ def _per_gpu(cfg: dict, per_gpu_key: str, global_key: str, world: int) -> int:
     if per_gpu is not None:
         return _pos_int(cfg, per_gpu_key)
     glob = _get(cfg, global_key)
-    if glob is None:
+    if glob is None:  # FC203 allows it with use_dynamic_bsz (launcher=verl): no fixed micro-batch to plan
         raise ConfigError(
-            "is not set (nor the deprecated global form)",
+            "is not set (nor the deprecated global form): the plan counts fixed micro-batches",
             key=per_gpu_key,
             fix=f"set {per_gpu_key}=<sequences per forward on one rank>",
         )
@@ -148,42 +147,31 @@ def _per_gpu(cfg: dict, per_gpu_key: str, global_key: str, world: int) -> int:
     return glob // world
 
 
+#: the rules that decide whether a config can be planned (run by :func:`make_plan` through
+#: :func:`fsdpcfg.rules.gate.require`): value types and ranges, the batch arithmetic, what the native loop runs.
+PLAN_RULES = ("FC103", "FC201", "FC202", "FC203", "FC204", "FC205", "FC301", "FC364", "FC801", "FC802", "FC803")
+
+
 def make_plan(cfg: dict) -> Plan:
     """Derive the :class:`Plan` of a native run from a resolved config (plain nested dicts, verl key names).
 
+    The rules decide whether the config can run (:data:`PLAN_RULES`, the same functions ``fsdpcfg check``
+    runs); the plan only derives the numbers.
+
     Raises:
-        ConfigError: a batch size that does not divide (the numbers and the derivation in the message), a
-            missing key, ``use_dynamic_bsz`` (the native loop uses fixed micro-batches), an unknown device.
+        ConfigError: the first error of :data:`PLAN_RULES` (a batch size that does not divide, with the numbers
+            and the derivation; an unknown device; ``use_dynamic_bsz`` or another key the native loop does not
+            run), or a missing key.
     """
+    from fsdpcfg.rules import gate
+
+    gate.require(cfg, PLAN_RULES)
     nnodes = _pos_int(cfg, "trainer.nnodes")
     nproc = _pos_int(cfg, "trainer.n_gpus_per_node")
     world = nnodes * nproc
     device = _get(cfg, "trainer.device")
-    if device not in ("cpu", "cuda"):
-        raise ConfigError(
-            f"unknown device {device!r}; allowed: cpu, cuda",
-            key="trainer.device",
-            value=device,
-            fix="set trainer.device=cpu (gloo) or trainer.device=cuda (NCCL)",
-        )
     backend = "gloo" if device == "cpu" else "nccl"
     strategy = _get(cfg, "actor_rollout_ref.actor.strategy")
-    if _get(cfg, "actor_rollout_ref.actor.use_dynamic_bsz"):
-        raise ConfigError(
-            "dynamic batch sizes are not implemented by the native launcher",
-            key="actor_rollout_ref.actor.use_dynamic_bsz",
-            value=True,
-            fix="set actor_rollout_ref.actor.use_dynamic_bsz=false, or launcher=verl",
-        )
-    kl_types = support.NATIVE_VALUES["algorithm.kl_ctrl.type"]  # declared with the loop (train/support.py)
-    if _get(cfg, "algorithm.use_kl_in_reward") and _get(cfg, "algorithm.kl_ctrl.type") not in kl_types:
-        raise ConfigError(
-            f"the native launcher applies the in-reward KL with a {' or '.join(kl_types)} coefficient only, got "
-            f"{_get(cfg, 'algorithm.kl_ctrl.type')!r}",
-            key="algorithm.kl_ctrl.type",
-            value=_get(cfg, "algorithm.kl_ctrl.type"),
-            fix=f"set algorithm.kl_ctrl.type={kl_types[0]}, or launcher=verl",
-        )
     tbs = _pos_int(cfg, "data.train_batch_size")
     n = _pos_int(cfg, "actor_rollout_ref.rollout.n")
     mini = _pos_int(cfg, "actor_rollout_ref.actor.ppo_mini_batch_size")
@@ -194,27 +182,6 @@ def make_plan(cfg: dict) -> Plan:
         "backend": f"{backend} (trainer.device={device})",
         "sequences_per_step": f"{seqs} = data.train_batch_size {tbs} x rollout.n {n}",
     }
-    if seqs % world:
-        raise ConfigError(
-            f"{d['sequences_per_step']} sequences do not split over world size {world}",
-            key="data.train_batch_size",
-            value=tbs,
-            fix=f"make train_batch_size x n a multiple of {world}",
-        )
-    if tbs % mini:
-        raise ConfigError(
-            f"data.train_batch_size {tbs} is not a multiple of ppo_mini_batch_size {mini} (prompts)",
-            key="actor_rollout_ref.actor.ppo_mini_batch_size",
-            value=mini,
-            fix=f"choose a divisor of {tbs}",
-        )
-    if (mini * n) % world:
-        raise ConfigError(
-            f"one mini-batch of {mini} prompts x n {n} = {mini * n} sequences does not split over {world} ranks",
-            key="actor_rollout_ref.actor.ppo_mini_batch_size",
-            value=mini,
-            fix=f"make ppo_mini_batch_size x rollout.n a multiple of {world}",
-        )
     mini_rank = mini * n // world
     micro = _per_gpu(
         cfg,
@@ -223,13 +190,6 @@ def make_plan(cfg: dict) -> Plan:
         world,
     )
     d["mini_batch_per_rank"] = f"{mini_rank} = ppo_mini_batch_size {mini} x n {n} / world {world} (sequences)"
-    if mini_rank % micro:
-        raise ConfigError(
-            f"{d['mini_batch_per_rank']} is not a multiple of ppo_micro_batch_size_per_gpu {micro}",
-            key="actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
-            value=micro,
-            fix=f"choose a divisor of {mini_rank}",
-        )
     accum = mini_rank // micro
     d["grad_accum"] = f"{accum} = mini_batch_per_rank {mini_rank} / ppo_micro_batch_size_per_gpu {micro}"
     opt_steps = tbs // mini * epochs

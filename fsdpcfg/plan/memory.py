@@ -96,15 +96,17 @@ def _get(cfg: dict, key: str, if_null: Any = None) -> Any:
     estimate, e.g. an unset micro-batch size counts as 1). A key ``cfg`` lacks reads as its default in the
     default tree (:mod:`fsdpcfg.catalog.defaults`, the one home of defaults): a verl config file has no
     ``fsdpcfg`` section."""
-    node: Any = cfg
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            from fsdpcfg.catalog import defaults
+    from fsdpcfg import keypath
 
-            node = defaults.tree().get(key)
-            break
-        node = node[part]
+    node = keypath.get(cfg, key, _ABSENT)
+    if node is _ABSENT:
+        from fsdpcfg.catalog import defaults
+
+        node = defaults.tree().get(key)
     return if_null if node is None else node
+
+
+_ABSENT = object()
 
 
 @dataclass
@@ -239,7 +241,9 @@ def gpu_name() -> str | None:
 
 
 def _shard(fsdp_size: int, world: int) -> int:
-    return fsdp_size if 0 < fsdp_size < world else world
+    from fsdpcfg.plan.mesh import shard_group_size
+
+    return shard_group_size(fsdp_size, world)
 
 
 def estimate_memory(cfg: dict, model_config: dict | None = None, *, suggest: bool = True) -> MemoryEstimate:
@@ -460,15 +464,13 @@ def _candidates(cfg: dict) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _suggestions(cfg: dict, pc: ParamCounts, mc: dict, peak: int) -> list[tuple[str, int]]:
+    from fsdpcfg import keypath
+
     out = []
     for label, overrides in _candidates(cfg):
         alt = copy.deepcopy(cfg)
         for key, value in overrides.items():
-            node = alt
-            *parents, last = key.split(".")
-            for part in parents:
-                node = node.setdefault(part, {})
-            node[last] = value
+            keypath.set(alt, key, value)
         saved = peak - max(_estimate(alt, pc, mc).phases.values())
         if saved > peak * 0.01:
             out.append((label, saved))

@@ -50,59 +50,35 @@ class SftPlan(Described):
     derivations: dict[str, str] = field(default_factory=dict)
 
 
+#: the rules that decide whether an SFT config can be planned (:func:`fsdpcfg.rules.gate.require`): the SFT
+#: schema's types and values, the batch split, what the native SFT trainer runs.
+SFT_PLAN_RULES = ("FC150", "FC250", "FC251", "FC252")
+
+
 def make_sft_plan(cfg: dict) -> SftPlan:
     """Derive the :class:`SftPlan` of a resolved SFT config (nested dicts, verl's sft_trainer_engine names).
 
+    The rules decide whether the config can run (:data:`SFT_PLAN_RULES`, the functions ``fsdpcfg check``
+    runs); the plan only derives the numbers.
+
     Raises:
-        ConfigError: a batch size that does not divide (numbers in the message), a missing key, an unknown
-            device, ``use_dynamic_bsz`` or Ulysses (not implemented by the native trainer).
+        ConfigError: the first error of :data:`SFT_PLAN_RULES` (a batch size that does not divide, with the
+            numbers; an unknown device; ``use_dynamic_bsz`` or Ulysses under the native trainer), a missing key.
     """
+    from fsdpcfg.rules import gate
+
+    gate.require(cfg, SFT_PLAN_RULES, kind="sft")
     nnodes, nproc = _pos_int(cfg, "trainer.nnodes"), _pos_int(cfg, "trainer.n_gpus_per_node")
     world = nnodes * nproc
     device = _get(cfg, "trainer.device")
-    if device not in ("cpu", "cuda"):
-        raise ConfigError(
-            f"unknown device {device!r}; allowed: cpu, cuda",
-            key="trainer.device",
-            value=device,
-            fix="set trainer.device=cpu (gloo) or cuda (NCCL)",
-        )
-    if _get(cfg, "data.use_dynamic_bsz"):
-        raise ConfigError(
-            "token-budget micro-batches are implemented by launcher=verl, not by the native SFT trainer",
-            key="data.use_dynamic_bsz",
-            value=True,
-            fix="set data.use_dynamic_bsz=false, or launcher=verl",
-        )
-    if _get(cfg, "engine.ulysses_sequence_parallel_size") != 1:
-        raise ConfigError(
-            "Ulysses sequence parallelism is implemented by launcher=verl, not by the native trainer",
-            key="engine.ulysses_sequence_parallel_size",
-            value=_get(cfg, "engine.ulysses_sequence_parallel_size"),
-            fix="set engine.ulysses_sequence_parallel_size=1, or launcher=verl",
-        )
     tbs = _pos_int(cfg, "data.train_batch_size")
     micro = _pos_int(cfg, "data.micro_batch_size_per_gpu")
+    per = tbs // world
     d = {
         "world_size": f"{world} = trainer.nnodes {nnodes} x trainer.n_gpus_per_node {nproc}",
         "backend": f"{'gloo' if device == 'cpu' else 'nccl'} (trainer.device={device})",
+        "batch_per_rank": f"{per} = data.train_batch_size {tbs} / world {world}",
     }
-    if tbs % world:
-        raise ConfigError(
-            f"data.train_batch_size {tbs} does not split over {world} ranks",
-            key="data.train_batch_size",
-            value=tbs,
-            fix=f"make data.train_batch_size a multiple of {world}",
-        )
-    per = tbs // world
-    d["batch_per_rank"] = f"{per} = data.train_batch_size {tbs} / world {world}"
-    if per % micro:
-        raise ConfigError(
-            f"{d['batch_per_rank']} is not a multiple of data.micro_batch_size_per_gpu {micro}",
-            key="data.micro_batch_size_per_gpu",
-            value=micro,
-            fix=f"choose a divisor of {per}",
-        )
     d["grad_accum"] = f"{per // micro} = batch_per_rank {per} / data.micro_batch_size_per_gpu {micro}"
     return SftPlan(
         nnodes=nnodes,

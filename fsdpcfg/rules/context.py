@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from fsdpcfg import verlref
+from fsdpcfg import keypath, verlref
 from fsdpcfg.rules.finding import Finding, Severity
 
 if TYPE_CHECKING:
@@ -15,17 +15,9 @@ _ABSENT = object()
 _NOT_IN_CFG = object()  # distinct from _ABSENT, which makes get_dotted raise
 
 
-def get_dotted(tree: Any, key: str, default: Any = _ABSENT) -> Any:
-    """Return ``tree[a][b][c]`` for ``key="a.b.c"``; ``default`` (or ``KeyError``) when a part is absent."""
-    node = tree
-    for part in key.split("."):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            if default is _ABSENT:
-                raise KeyError(key)
-            return default
-    return node
+#: ``tree[a][b][c]`` for ``key="a.b.c"``; ``default`` (or ``KeyError``) when a part is absent:
+#: :func:`fsdpcfg.keypath.get`, the one key walker.
+get_dotted = keypath.get
 
 
 class _Chain:

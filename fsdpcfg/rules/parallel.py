@@ -48,17 +48,19 @@ def fsdp_size_divides(ctx: Context) -> Iterable[Finding]:
     """A ``fsdp_size`` between 1 and the world size builds a ``(world // fsdp_size, fsdp_size)`` HSDP mesh,
     which needs ``world % fsdp_size == 0``; 0 divides by zero. -1 (or >= world) shards over all ranks.
 
-    Source: verl/workers/engine/fsdp/utils.py ``create_device_mesh``.
+    Source: verl/workers/engine/fsdp/utils.py ``create_device_mesh`` (:func:`fsdpcfg.plan.mesh.mesh_shape`).
     """
+    from fsdpcfg.plan.mesh import mesh_shape
+
     w = world(ctx)
     if w is None:
         return
     for sec, _ in fsdp_sections(ctx):
         key = f"{sec}.fsdp_size"
         fs = num(val(ctx, key))
-        if fs is None or fs < 0 or fs >= w:
+        if fs is None:
             continue
-        if fs == 0 or w % fs:
+        if mesh_shape(fs, w) is None:
             ok = [d for d in divisors(w) if d < w]
             yield ctx.finding(
                 "FC301",

@@ -124,14 +124,10 @@ def _schema_part(tree: dict[str, Any], schema: frozenset[str], prefix: str = "")
     return out
 
 
-def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if isinstance(tree, dict) and tree:
-        for k, v in tree.items():
-            out.update(_flatten(v, f"{prefix}{k}."))
-    else:
-        out[prefix[:-1]] = tree
-    return out
+def _flatten(tree: Any) -> dict[str, Any]:
+    from fsdpcfg import keypath
+
+    return keypath.flatten(tree)
 
 
 def _pos_int(v: Any) -> bool:
@@ -221,6 +217,29 @@ def sft_dynamic_bsz_native(ctx: Context) -> Iterator[Finding]:
             "data.use_dynamic_bsz=true (token-budget micro-batches) "
             "is implemented by launcher=verl, not by the native SFT trainer",
             "set data.use_dynamic_bsz=false (micro-batches of data.micro_batch_size_per_gpu), or launcher=verl",
+        )
+
+
+@rule(
+    "FC252",
+    "the native SFT trainer has no Ulysses sequence parallelism (it is verl's)",
+    keys=("engine.ulysses_sequence_parallel_size", "fsdpcfg.launcher"),
+    example=("+recipe=qwen_sft", "engine.ulysses_sequence_parallel_size=2"),
+    kinds=SFT,
+)
+def sft_ulysses_native(ctx: Context) -> Iterator[Finding]:
+    """``engine.ulysses_sequence_parallel_size`` > 1 splits each sequence over that many ranks in verl's SFT
+    engine; the native trainer shards parameters only (every rank holds whole sequences). Not a silent no-op:
+    an error naming the launcher that implements it. Source: DESIGN.md "A key that verl knows but the chosen
+    launcher does not implement is an error"; verl/workers/engine/fsdp/transformer_impl.py (Ulysses mesh)."""
+    sp = _get(ctx, "engine.ulysses_sequence_parallel_size", 1)
+    if _get(ctx, "fsdpcfg.launcher") == "native" and sp != 1:
+        yield ctx.finding(
+            "FC252",
+            ["engine.ulysses_sequence_parallel_size"],
+            f"engine.ulysses_sequence_parallel_size={sp}: Ulysses sequence parallelism is implemented by "
+            "launcher=verl, not by the native SFT trainer",
+            "set engine.ulysses_sequence_parallel_size=1, or launcher=verl",
         )
 
 

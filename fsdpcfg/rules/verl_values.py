@@ -259,12 +259,10 @@ def registered_names(ctx: Context) -> Iterable[Finding]:
 MISSING = "???"
 
 
-def _missing_leaves(tree: Any, prefix: str = "") -> Iterable[str]:
-    if isinstance(tree, dict):
-        for k, v in tree.items():
-            yield from _missing_leaves(v, f"{prefix}{k}.")
-    elif tree == MISSING:
-        yield prefix[:-1]
+def _missing_leaves(tree: Any) -> Iterable[str]:
+    from fsdpcfg import keypath
+
+    return (k for k, v in keypath.flatten(tree).items() if v == MISSING)
 
 
 @rule(

@@ -52,10 +52,10 @@ def expected_audit(cfg: dict[str, Any]) -> dict[str, Any]:
     fsdp = cfg["actor_rollout_ref"]["actor"]["fsdp_config"]
     fsdp_size = int(fsdp["fsdp_size"])
     world = plan.world_size
-    if fsdp_size < 0 or fsdp_size >= world:
-        mesh = {"shape": [world], "dim_names": ["fsdp"]}
-    else:
-        mesh = {"shape": [world // fsdp_size, fsdp_size], "dim_names": ["ddp", "fsdp"]}
+    from fsdpcfg.plan.mesh import mesh_shape
+
+    shape, dims = mesh_shape(fsdp_size, world) or ((world,), ("fsdp",))  # make_plan ran FC301 first
+    mesh = {"shape": list(shape), "dim_names": list(dims)}
     mp = fsdp.get("mixed_precision") or {}
     compute = mp.get("param_dtype", "bf16") if mp else fsdp["dtype"]
     reduce = mp.get("reduce_dtype", "fp32") if mp else "fp32"

@@ -163,11 +163,9 @@ def shell_value(name: str, value: str) -> str:
 
 
 def _set(tree: dict[str, Any], key: str, value: Any) -> None:
-    parts = key.split(".")
-    node = tree
-    for p in parts[:-1]:
-        node = node[p]
-    node[parts[-1]] = value
+    from fsdpcfg import keypath
+
+    keypath.set(tree, key, value)
 
 
 def redact(cfg: dict[str, Any], raw: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -226,12 +226,9 @@ def _field_key(loc: tuple[Any, ...]) -> str:
 
 
 def _get(cfg: Any, key: str) -> Any:
-    node = cfg
-    for p in key.split("."):
-        if not isinstance(node, dict) or p not in node:
-            return None
-        node = node[p]
-    return node
+    from fsdpcfg import keypath
+
+    return keypath.get(cfg, key, None)
 
 
 def _msg(e: dict[str, Any]) -> str:

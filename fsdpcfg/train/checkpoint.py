@@ -33,7 +33,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from fsdpcfg.paths import atomic_write_text, within
+from fsdpcfg.paths import atomic_write_text, fsync_file, fsync_folder, publish_folder, within
 from fsdpcfg.runinfo.faults import writing
 
 # the layout (which folder is complete, which one a run resumes from) is read without torch by the launcher
@@ -55,19 +55,6 @@ ROOT_KEY = "trainer.default_local_dir"
 #: the largest safetensors file of the Hugging Face export; past it the weights are split with an index, as
 #: ``transformers.PreTrainedModel.save_pretrained(max_shard_size="5GB")`` (its default) does.
 HF_MAX_SHARD_SIZE = "5GB"
-
-
-def _fsync_file(path: Path) -> None:
-    with open(path, "rb") as fh:
-        os.fsync(fh.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _dcp_options(load: bool = False):
@@ -191,7 +178,7 @@ def save_checkpoint(
     files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
     with writing(tmp / MANIFEST, ROOT_KEY):
         for f in files:
-            _fsync_file(tmp / f)
+            fsync_file(tmp / f)
         _test_pause_in_save(step)
         manifest = {
             "step": step,
@@ -204,15 +191,10 @@ def save_checkpoint(
         if trained_from is not None:
             manifest["trained_from"] = trained_from
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        _fsync_file(tmp / MANIFEST)
+        fsync_file(tmp / MANIFEST)
         for d in {(tmp / f).parent for f in files} | {tmp}:
-            _fsync_dir(d)
-        if final.exists():
-            old = within(root, f"global_step_{step}.old")
-            os.replace(final, old)
-            shutil.rmtree(old)
-        os.replace(tmp, final)
-        _fsync_dir(root)
+            fsync_folder(d)
+        publish_folder(tmp, final, within(root, f"global_step_{step}.old"))
     with writing(root / LATEST, ROOT_KEY):
         atomic_write_text(within(root, LATEST), f"{step}\n")
     if keep is not None and keep > 0:

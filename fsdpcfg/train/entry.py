@@ -67,6 +67,29 @@ def _rank0_preflight(config_path: str) -> None:
     hold_for_rank(cfg)
     if not os.environ.get("FSDPCFG_ERROR_FILE"):  # under the launcher this was checked before torchrun
         check_resume_identity(cfg, find_resume_folder(cfg["trainer"]), echo=lambda m: print(m, flush=True))
+        check_config_file(config_path)
+
+
+def check_config_file(config_path: str) -> None:
+    """Run ``fsdpcfg check``'s rules on the config file (:func:`fsdpcfg.check_sources.check_yaml_file`, the
+    same functions the launcher runs before torchrun), for a rank started directly: a config no rule accepts
+    is refused before anything is built, with every error found, rather than by the rank's own code later.
+
+    Raises:
+        ConfigError: the errors the rules found (rule, message; the first error's key and fix).
+    """
+    from fsdpcfg.check_sources import check_yaml_file
+    from fsdpcfg.errors import ConfigError
+
+    errors = [f for f in check_yaml_file(Path(config_path)).findings if f.severity == "error"]
+    if errors:
+        first = errors[0]
+        raise ConfigError(
+            f"{config_path} does not pass `fsdpcfg check` ({len(errors)} error(s)):\n"
+            + "\n".join(f"  {f.rule} {f.message}" for f in errors),
+            key=first.keys[0] if first.keys else None,
+            fix=f"{first.fix} (`python -m fsdpcfg check {config_path}` lists every finding)",
+        )
 
 
 def run_rank(module: str, argv: list[str], prog: str) -> int:

@@ -67,6 +67,14 @@ class NotNative:
 
 FEATURES: tuple[Native | NotNative, ...] = (
     Native(
+        "device",
+        ("trainer.device",),
+        ("fsdpcfg.plan._plan:make_plan",),
+        values={"trainer.device": ("cpu", "cuda")},
+        note="gloo on CPU, NCCL on CUDA (the plan's backend); an Ascend NPU (HCCL) runs under launcher=verl",
+        source="verl/utils/device.py get_device_name; verl/trainer/main_ppo.py (ray's NPU resources)",
+    ),
+    Native(
         "grpo_advantages",
         ("algorithm.adv_estimator", "algorithm.norm_adv_by_std_in_grpo"),
         ("fsdpcfg.train.loop:Trainer.__init__", "fsdpcfg.train.loop:Trainer._advantages"),
@@ -85,7 +93,7 @@ FEATURES: tuple[Native | NotNative, ...] = (
     Native(
         "kl_ctrl_fixed",
         ("algorithm.kl_ctrl.type",),
-        ("fsdpcfg.plan._plan:make_plan",),
+        (),  # no controller: the loop reads kl_ctrl.kl_coef as the coefficient (kl_in_reward)
         values={"algorithm.kl_ctrl.type": ("fixed",)},
         when=("algorithm.use_kl_in_reward", True),
         note="a fixed coefficient (kl_ctrl.kl_coef); the adaptive controller runs under launcher=verl",

@@ -162,13 +162,10 @@ class MlflowSink:
         self.mlflow.end_run()
 
 
-def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
-    if not isinstance(d, dict):
-        return {prefix: d}
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        out.update(_flatten(v, f"{prefix}{k}." if isinstance(v, dict) else f"{prefix}{k}"))
-    return out
+def _flatten(d: Any) -> dict[str, Any]:
+    from fsdpcfg import keypath
+
+    return keypath.flatten(d)
 
 
 def open_sinks(loggers: list[str], run_dir: Path, project: str, experiment: str, config: dict[str, Any]) -> list[Sink]:

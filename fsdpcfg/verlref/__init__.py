@@ -16,7 +16,7 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any
 
-from fsdpcfg import paths
+from fsdpcfg import keypath, paths
 
 #: verl release the reference was generated from, and the one fsdpcfg's key names follow.
 VERL_VERSION = "0.9.1"
@@ -89,12 +89,7 @@ def keys(config: str = "ppo_trainer") -> frozenset[str]:
 @cache
 def prefixes(config: str = "ppo_trainer") -> frozenset[str]:
     """Return every dotted prefix of a known key (the mapping nodes), e.g. ``actor_rollout_ref.actor``."""
-    out: set[str] = set()
-    for k in keys(config):
-        parts = k.split(".")
-        for i in range(1, len(parts)):
-            out.add(".".join(parts[:i]))
-    return frozenset(out)
+    return frozenset(keypath.prefixes(keys(config)))
 
 
 def tree(config: str = "ppo_trainer") -> dict[str, Any]:
@@ -105,24 +100,11 @@ def tree(config: str = "ppo_trainer") -> dict[str, Any]:
     Raises:
         KeyError: ``config`` is not one of :data:`COMPOSITIONS`.
     """
-    out: dict[str, Any] = {}
-    for key, v in _load()["configs"][config]["raw"].items():
-        node = out
-        parts = key.split(".")
-        for p in parts[:-1]:
-            node = node.setdefault(p, {})
-        node[parts[-1]] = v
-    return out
+    return keypath.unflatten(_load()["configs"][config]["raw"])
 
 
-def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
-    """Flatten nested dicts into ``{dotted key: leaf}``; lists and empty dicts are leaves."""
-    if isinstance(tree, dict) and tree:
-        out: dict[str, Any] = {}
-        for k, v in tree.items():
-            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    return {prefix: tree}
+#: nested dicts to ``{dotted key: leaf}`` (lists and empty dicts are leaves): :func:`fsdpcfg.keypath.flatten`.
+flatten = keypath.flatten
 
 
 def build_reference() -> dict[str, Any]:

@@ -63,9 +63,11 @@ def test_deprecated_global_micro_batch_is_divided_over_ranks(base_cfg):
     cfg = _with(
         base_cfg,
         actor_rollout_ref__actor__ppo_micro_batch_size_per_gpu=None,
-        actor_rollout_ref__actor__ppo_micro_batch_size=8,
+        actor_rollout_ref__actor__ppo_micro_batch_size=4,  # must divide ppo_mini_batch_size 4 (FC205, verl's)
     )
-    assert make_plan(cfg).micro_batch_per_rank == 4
+    assert make_plan(cfg).micro_batch_per_rank == 2
+    with pytest.raises(ConfigError, match=r"global actor_rollout_ref.actor.ppo_micro_batch_size = 8 must divide"):
+        make_plan(_with(cfg, actor_rollout_ref__actor__ppo_micro_batch_size=8))
 
 
 @pytest.mark.parametrize(
@@ -87,6 +89,7 @@ def test_deprecated_global_micro_batch_is_divided_over_ranks(base_cfg):
             "3",
         ),
         ({"trainer__device": "tpu"}, "trainer.device", "tpu"),
+        ({"trainer__device": "npu"}, "trainer.device", "trainer.device=npu is not implemented by the native launcher"),
         ({"actor_rollout_ref__actor__use_dynamic_bsz": True}, "actor_rollout_ref.actor.use_dynamic_bsz", "dynamic"),
         (
             {"algorithm__use_kl_in_reward": True, "algorithm__kl_ctrl__type": "adaptive"},
@@ -96,7 +99,7 @@ def test_deprecated_global_micro_batch_is_divided_over_ranks(base_cfg):
         (
             {"actor_rollout_ref__rollout__log_prob_micro_batch_size_per_gpu": None},
             "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
-            "not set",
+            "is set and actor_rollout_ref.rollout.log_prob_use_dynamic_bsz is false (FC203)",
         ),
     ],
 )

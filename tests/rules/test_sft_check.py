@@ -58,6 +58,9 @@ def test_batch_split_with_dynamic_bsz_only_needs_the_dp_split():
 
 def test_native_limits_and_schema_errors():
     assert _rules(check_overrides(["+recipe=qwen_sft", "data.use_dynamic_bsz=true"])) == ["FC251"]
+    assert _rules(check_overrides(["+recipe=qwen_sft", "engine.ulysses_sequence_parallel_size=2"])) == ["FC252"]
+    verl_sp = ["+recipe=qwen_sft", "launcher=verl", "engine.ulysses_sequence_parallel_size=2"]
+    assert _rules(check_overrides(verl_sp)) == []
     # wandb and mlflow are sinks of the native trainers (fsdpcfg/train/trackers.py); swanlab only verl has
     assert "FC804" not in _rules(check_overrides(["+recipe=qwen_sft", "trainer.logger=[console,wandb,mlflow]"]))
     assert _rules(check_overrides(["+recipe=qwen_sft", "trainer.logger=[console,swanlab]"])) == ["FC804"]
@@ -107,3 +110,23 @@ def test_validation_keys_under_the_native_sft_trainer_are_errors():
     assert not [
         f for f in check_overrides(["+recipe=qwen_sft", "launcher=verl", "trainer.test_freq=2"]) if f.rule == "FC253"
     ]
+
+
+@pytest.mark.parametrize(
+    "overrides, key, text",
+    [
+        (["data.train_batch_size=7"], "data.train_batch_size", "7 does not split over 2 data-parallel ranks (FC250"),
+        (["data.use_dynamic_bsz=true"], "data.use_dynamic_bsz", "not by the native SFT trainer (FC251)"),
+        (["engine.ulysses_sequence_parallel_size=2"], "engine.ulysses_sequence_parallel_size", "(FC252)"),
+    ],
+)
+def test_sft_plan_refuses_through_the_rules(overrides, key, text):
+    """The plan asks the same rules ``fsdpcfg check`` runs: the error names the rule."""
+    from fsdpcfg.compose import compose
+    from fsdpcfg.errors import ConfigError
+    from fsdpcfg.train.sft.plan import make_sft_plan
+
+    assert make_sft_plan(compose(["+recipe=qwen_sft"]).to_container()).grad_accum == 2
+    with pytest.raises(ConfigError) as e:
+        make_sft_plan(compose(["+recipe=qwen_sft", *overrides]).to_container())
+    assert e.value.key == key and text in e.value.message, e.value.message

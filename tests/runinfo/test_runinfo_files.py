@@ -96,14 +96,14 @@ def test_audit_compares_built_with_asked(tmp_path):
     from fsdpcfg.compose import compose
 
     cfg = compose(
-        ["+recipe=qwen_grpo", "engine=fsdp", "actor_rollout_ref.actor.fsdp_config.fsdp_size=1"]
+        ["+recipe=qwen_grpo", "engine=fsdp2", "actor_rollout_ref.actor.fsdp_config.fsdp_size=1"]
     ).to_container()
     asked = expected_audit(cfg)
-    assert asked["fsdp_version"] == 1 and asked["mesh"] == {"shape": [2, 1], "dim_names": ["ddp", "fsdp"]}
+    assert asked["fsdp_version"] == 2 and asked["mesh"] == {"shape": [2, 1], "dim_names": ["ddp", "fsdp"]}
     assert asked["compute_dtype"] == "float32" and asked["rollout_backend"] == "hf" and asked["patches"] == []
-    built = dict(asked, fsdp_version=2, compute_dtype="bfloat16")
+    built = dict(asked, fsdp_version=1, compute_dtype="bfloat16")
     assert compare_audit(asked, built) == [
-        "fsdp_version: asked 1, built 2",
+        "fsdp_version: asked 2, built 1",
         "compute_dtype: asked 'float32', built 'bfloat16'",
     ]
     assert compare_audit(asked, dict(asked)) == []

@@ -111,22 +111,21 @@ def build_mesh(device: torch.device, fsdp_size: int):
     ``("fsdp",)`` over all ranks when ``fsdp_size < 0`` or ``>= world``; else 2-D ``("ddp", "fsdp")`` of shape
     ``(world // fsdp_size, fsdp_size)``: shard within groups of ``fsdp_size`` ranks, replicate across them (HSDP).
 
+    The shape is :func:`fsdpcfg.plan.mesh.mesh_shape`'s; rule FC301 refuses a size no mesh has (checked before
+    launch, and on a config run directly), and the loop refuses a world other than the config's.
+
     Raises:
-        ConfigError: ``fsdp_size`` is 0 or does not divide the world size (rule FC301 checks it before launch).
+        ValueError: ``fsdp_size`` is 0 or does not divide the world size (a config FC301 did not see).
     """
     from torch.distributed.device_mesh import init_device_mesh
 
+    from fsdpcfg.plan.mesh import mesh_shape
+
     world = dist.get_world_size()
-    if fsdp_size < 0 or fsdp_size >= world:
-        return init_device_mesh(device.type, (world,), mesh_dim_names=("fsdp",))
-    if fsdp_size == 0 or world % fsdp_size:
-        raise ConfigError(
-            f"fsdp_size {fsdp_size} does not divide the world size {world}",
-            key="actor_rollout_ref.actor.fsdp_config.fsdp_size",
-            value=fsdp_size,
-            fix="set fsdp_size to -1 (shard over all ranks) or a divisor of the world size",
-        )
-    return init_device_mesh(device.type, (world // fsdp_size, fsdp_size), mesh_dim_names=("ddp", "fsdp"))
+    got = mesh_shape(fsdp_size, world)
+    if got is None:
+        raise ValueError(f"fsdp_size {fsdp_size} builds no mesh over {world} ranks (rule FC301)")
+    return init_device_mesh(device.type, got[0], mesh_dim_names=got[1])
 
 
 def shard_model(
@@ -210,14 +209,8 @@ def shard_model(
         mp = MixedPrecision(param_dtype=precision.param, reduce_dtype=precision.reduce, buffer_dtype=precision.buffer)
         if mesh.ndim == 1:
             sharding = ShardingStrategy.FULL_SHARD if reshard_after_forward else ShardingStrategy.SHARD_GRAD_OP
-        elif mesh.shape[1] == 1:  # rule FC364: FSDP1 turns this into NO_SHARD without the cross-replica all-reduce
-            raise ConfigError(
-                "strategy fsdp with fsdp_size=1: FSDP1's HYBRID_SHARD over shard groups of one rank "
-                "falls back to NO_SHARD and never all-reduces gradients across the replicas",
-                key="actor_rollout_ref.actor.fsdp_config.fsdp_size",
-                value=1,
-                fix="use strategy fsdp2 (its HSDP mesh replicates correctly), or fsdp_size -1 or > 1",
-            )
+        elif mesh.shape[1] == 1:  # FSDP1 turns this into NO_SHARD without the cross-replica all-reduce
+            raise ValueError("strategy fsdp over one-rank shard groups never all-reduces gradients (rule FC364)")
         else:
             sharding = ShardingStrategy.HYBRID_SHARD if reshard_after_forward else ShardingStrategy._HYBRID_SHARD_ZERO2
         return FSDP(

@@ -18,11 +18,12 @@ import torch
 from torch import nn
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.train.engine.fsdp import bucketed, drain
+from fsdpcfg.train.engine.fsdp import bucketed
 from fsdpcfg.train.lora import names
 from fsdpcfg.train.lora.collect import iter_adapter_params, iter_base_params
 from fsdpcfg.train.lora.setup import LoraSettings
 from fsdpcfg.train.rollout.hf import HFRollout
+from fsdpcfg.train.rollout.load import load_buckets
 
 Bucket = list[tuple[str, torch.Tensor]]
 
@@ -75,34 +76,23 @@ class LoraHFRollout(HFRollout):
             RuntimeError: an unknown name, a shape mismatch, or a base parameter that did not arrive (tied
                 copies excepted).
         """
-        loaded: set[str] = set()
-        with torch.no_grad():
-            for name, tensor in drain(buckets):
-                targets = self._base_targets.get(name)
-                if targets is None:
-                    raise RuntimeError(
-                        f"weight sync: the LoRA replica has no base weight named {name!r}"
-                        + (
-                            " (an adapter key: send it with update_adapter)"
-                            if names.is_lora_name(name) or "base_layer" in name
-                            else ""
-                        )
-                    )
-                for t in targets:
-                    if t.shape != tensor.shape:
-                        raise RuntimeError(
-                            f"weight sync: {name} has shape {tuple(tensor.shape)}, the replica expects {tuple(t.shape)}"
-                        )
-                    t.copy_(tensor.to(device=t.device, dtype=t.dtype))
-                loaded.add(name)
-                del tensor  # not kept alive while the engine gathers the next bucket (see drain)
+        loaded = load_buckets(
+            buckets,
+            self._base_targets.get,
+            expected=self._base_targets,
+            what="base weights",
+            unknown=lambda n: (
+                f"the LoRA replica has no base weight named {n!r}"
+                + (
+                    " (an adapter key: send it with update_adapter)"
+                    if names.is_lora_name(n) or "base_layer" in n
+                    else ""
+                )
+            ),
+            may_be_absent=self._is_tied_copy,
+        )
         if getattr(self.model.config, "tie_word_embeddings", False):
             self.model.get_base_model().tie_weights()
-        missing = {k for k in set(self._base_targets) - loaded if not self._is_tied_copy(k, loaded)}
-        if missing:
-            raise RuntimeError(
-                f"weight sync: no base weights arrived for {sorted(missing)[:5]} ({len(missing)} tensors)"
-            )
         self.base_loaded = True
         self.model.eval()
         return len(loaded)
@@ -119,26 +109,14 @@ class LoraHFRollout(HFRollout):
         """
         if not self.base_loaded:
             raise RuntimeError("weight sync: adapter weights arrived before the base weights; send the base first")
-        loaded: set[str] = set()
-        with torch.no_grad():
-            for key, tensor in drain(buckets):
-                target = self._adapter_targets.get(key)
-                if target is None:
-                    raise RuntimeError(
-                        f"weight sync: the replica's adapter {self.adapter_name!r} has no weight {key!r}"
-                    )
-                if target.shape != tensor.shape:
-                    raise RuntimeError(
-                        f"weight sync: {key} has shape {tuple(tensor.shape)}, the replica expects {tuple(target.shape)}"
-                    )
-                target.copy_(tensor.to(device=target.device, dtype=target.dtype))
-                loaded.add(key)
-                del tensor  # not kept alive while the engine gathers the next bucket (see drain)
-        missing = set(self._adapter_targets) - loaded
-        if missing:
-            raise RuntimeError(
-                f"weight sync: no adapter weights arrived for {sorted(missing)[:5]} ({len(missing)} tensors)"
-            )
+        adapter = self._adapter_targets
+        loaded = load_buckets(
+            buckets,
+            lambda k: [adapter[k]] if k in adapter else None,
+            expected=adapter,
+            what="adapter weights",
+            unknown=lambda k: f"the replica's adapter {self.adapter_name!r} has no weight {k!r}",
+        )
         self.model.eval()
         self.adapter_syncs += 1
         self.syncs += 1

@@ -42,15 +42,9 @@ __all__ = [
 
 
 def _getter(cfg: dict) -> Any:
-    def get(key: str) -> Any:
-        node: Any = cfg
-        for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                return None
-            node = node[part]
-        return node
+    from fsdpcfg import keypath
 
-    return get
+    return lambda key: keypath.get(cfg, key, None)
 
 
 def selected(cfg: dict) -> list[str]:

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.train.engine.fsdp import drain
+from fsdpcfg.train.rollout.load import load_buckets
 
 
 @dataclass
@@ -112,26 +112,21 @@ class HFRollout:
             RuntimeError: a name the replica does not have, or a parameter that no bucket delivered (tied
                 duplicates excepted).
         """
-        loaded: set[str] = set()
         params = dict(self.model.named_parameters(remove_duplicate=False))
         buffers = dict(self.model.named_buffers())
-        with torch.no_grad():
-            for name, tensor in drain(buckets):
-                target = params.get(name, buffers.get(name))
-                if target is None:
-                    raise RuntimeError(f"weight sync: the rollout replica has no tensor named {name!r}")
-                if target.shape != tensor.shape:
-                    raise RuntimeError(
-                        f"weight sync: {name} has shape {tuple(tensor.shape)}, the replica "
-                        f"expects {tuple(target.shape)}"
-                    )
-                target.copy_(tensor.to(device=target.device, dtype=target.dtype))
-                loaded.add(name)
-                del tensor  # not kept alive while the engine gathers the next bucket (see drain)
+
+        def targets(name: str) -> list[torch.Tensor]:
+            t = params.get(name, buffers.get(name))
+            return [] if t is None else [t]
+
+        loaded = load_buckets(
+            buckets,
+            targets,
+            expected=self._expected,
+            unknown=lambda n: f"the rollout replica has no tensor named {n!r}",
+            may_be_absent=self._is_tied_copy,
+        )
         self._post_process()
-        missing = {k for k in self._expected - loaded if not self._is_tied_copy(k, loaded)}
-        if missing:
-            raise RuntimeError(f"weight sync: no weights arrived for {sorted(missing)[:5]} ({len(missing)} tensors)")
         self.syncs += 1
         return len(loaded)
 
