@@ -71,14 +71,14 @@ def _rank0_preflight(config_path: str) -> None:
 
 
 def check_config_file(config_path: str) -> None:
-    """Run ``fsdpcfg check``'s rules on the config file (:func:`fsdpcfg.check_sources.check_yaml_file`, the
+    """Run ``fsdpcfg check``'s rules on the config file (:func:`fsdpcfg.check.sources.check_yaml_file`, the
     same functions the launcher runs before torchrun), for a rank started directly: a config no rule accepts
     is refused before anything is built, with every error found, rather than by the rank's own code later.
 
     Raises:
         ConfigError: the errors the rules found (rule, message; the first error's key and fix).
     """
-    from fsdpcfg.check_sources import check_yaml_file
+    from fsdpcfg.check.sources import check_yaml_file
     from fsdpcfg.errors import ConfigError
 
     errors = [f for f in check_yaml_file(Path(config_path)).findings if f.severity == "error"]

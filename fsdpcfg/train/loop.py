@@ -14,7 +14,6 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from fsdpcfg.errors import ConfigError
 from fsdpcfg.plan import make_plan, total_training_steps
 from fsdpcfg.train import patches, support
 from fsdpcfg.train.actor import ActorBatch, update_actor

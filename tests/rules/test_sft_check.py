@@ -124,7 +124,7 @@ def test_sft_plan_refuses_through_the_rules(overrides, key, text):
     """The plan asks the same rules ``fsdpcfg check`` runs: the error names the rule."""
     from fsdpcfg.compose import compose
     from fsdpcfg.errors import ConfigError
-    from fsdpcfg.train.sft.plan import make_sft_plan
+    from fsdpcfg.plan.sft import make_sft_plan
 
     assert make_sft_plan(compose(["+recipe=qwen_sft"]).to_container()).grad_accum == 2
     with pytest.raises(ConfigError) as e:

@@ -34,7 +34,7 @@ SITES: dict[str, tuple[int, str]] = {
     "train/engine/optim.py:build_optimizer": (1, "LEFT: FC803 decides first (make_plan)"),
     "train/engine/optim.py:lr_lambda": (1, "LEFT: FC103 decides first (make_plan)"),
     "train/entry.py:check_config_file": (1, "reports the rules' own findings"),
-    "train/loop.py:Trainer.__init__": (1, "the ranks torchrun started"),
+    "train/base.py:TrainerBase.start": (1, "the ranks torchrun started (both trainers)"),
     "train/lora/collect.py:_check_nonempty": (1, "the adapter the model loaded has"),
     "train/lora/collect.py:find_layer_blocks": (1, "the module names of the model loaded"),
     "train/lora/rollout.py:LoraWeightSync.base_stream": (1, "the replica's state (base not sent yet)"),
@@ -55,8 +55,8 @@ SITES: dict[str, tuple[int, str]] = {
     "train/sft/dataset.py:SFTDataset.__init__": (3, "the rows read (and LEFT: truncation, FC150)"),
     "train/sft/dataset.py:SFTDataset._by_prefix": (1, "the chat template rendering the rows read"),
     "train/sft/dataset.py:SFTDataset.__getitem__": (2, "a row read: its messages, its length"),
-    "train/sft/plan.py:total_sft_steps": (1, "the number of conversations read"),
-    "train/sft/trainer.py:SFTTrainer.__init__": (2, "the ranks torchrun started; LEFT: engine flags (FC114)"),
+    "plan/sft.py:total_sft_steps": (1, "the number of conversations read"),
+    "train/sft/trainer.py:SFTTrainer.__init__": (1, "LEFT: engine flags (FC114)"),
     "train/trackers.py:WandbSink.__init__": (1, "wandb's answer at start-up"),
 }
 
