@@ -19,7 +19,7 @@ NOT_CONFIG = {
     "train/checkpoint.py:cfg.get('trainer', {})": "the model card of a saved config that may be a verl file",
     "train/ckpt_layout.py:manifest.get('files', [])": "a checkpoint manifest",
     "train/entry.py:os.environ.get('RANK', '0')": "torchrun's environment",
-    "train/loop.py:os.environ.get('LOCAL_RANK', '0')": "torchrun's environment",
+    "train/base.py:os.environ.get('LOCAL_RANK', '0')": "torchrun's environment",
     "train/trackers.py:os.environ.get('VERL_FILE_LOGGER_ROOT', '.')": "verl's file logger's environment variable",
 }
 
