@@ -192,11 +192,13 @@ def check_or_refuse(composed) -> None:
     Raises:
         ConfigError: at least one error-severity finding (all were printed first).
     """
+    from omegaconf import OmegaConf
+
     from fsdpcfg.check import check_config, has_errors
 
     findings = check_config(composed)
-    section = composed.cfg.get("fsdpcfg")  # may be anything the user wrote (`fsdpcfg: null`): the schema reports it
-    launcher = section.get("launcher") if hasattr(section, "get") else None
+    # the section may be anything the user wrote (`fsdpcfg: null`, `fsdpcfg=${nope.key}`): the schema reports it
+    launcher = OmegaConf.select(composed.cfg, "fsdpcfg.launcher", default=None, throw_on_resolution_failure=False)
     if has_errors(findings) and launcher == "verl":
         # the run stops anyway: also say what verl needs that this machine lacks (FC85x, fsdpcfg/rules/verl_launch.py)
         from fsdpcfg.rules.verl_launch import launch_findings

@@ -97,3 +97,15 @@ def test_missing_training_data_is_an_info_in_check_and_refused_before_torchrun(t
     monkeypatch.setattr(signals, "run_forwarding", lambda *a, **k: started.append(a) or 0)
     rc, err = _run(capsys, ["+recipe=qwen_grpo", f"data.train_files={missing}", f"fsdpcfg.run_dir={tmp_path}/run"])
     assert rc == 1 and not started and "data.train_files: no such file" in err
+
+
+@pytest.mark.parametrize("launcher", ["native", "verl"])
+def test_a_section_that_is_a_broken_interpolation_is_refused_by_the_run(tmp_path, capsys, monkeypatch, launcher):
+    """`fsdpcfg=${nope.key}` (found by the 10,000-set property test): the run read `fsdpcfg.launcher` by resolving
+    the section and died with omegaconf's InterpolationKeyError; now it refuses with check's FC100, as check does."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["+recipe=qwen_grpo", f"launcher={launcher}", "fsdpcfg=${nope.key}"]
+    rc, err = _run(capsys, [*argv, "--dry-run"])
+    assert rc != 0
+    assert "[FC100]" in err and "'${nope.key}' cannot be resolved" in err
+    assert main(["check", *argv]) == 1
