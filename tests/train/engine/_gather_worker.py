@@ -9,6 +9,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import Shard, distribute_tensor
 
 from fsdpcfg.train.engine.fsdp import gather_full
+from fsdpcfg.train.entry import close_process_group
 
 
 def main(out: str) -> None:
@@ -38,7 +39,7 @@ def main(out: str) -> None:
     if dist.get_rank() == 0:
         with open(out, "w") as fh:
             json.dump(report, fh)
-    dist.destroy_process_group()
+    close_process_group(clean=True)  # a barrier first: rank 1 leaving at once aborted rank 0 ("terminate called")
 
 
 if __name__ == "__main__":
