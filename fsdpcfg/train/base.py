@@ -63,6 +63,10 @@ class TrainerBase:
     hf_config: Any
     generation_config: Any
 
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        """Keep the resolved config; a trainer's own ``__init__`` then calls :meth:`start` and builds its parts."""
+        self.cfg = cfg
+
     def start(self, plan: Any) -> None:
         """Join the process group ``plan`` names (``plan.device``, ``plan.backend``, ``plan.world_size``) and find
         the checkpoint to resume from (``trainer.resume_mode``).
@@ -184,7 +188,7 @@ def train_rank(config_path: str, trainer_cls: type[TrainerBase], *, audit: bool 
 
     path = Path(config_path)
     cfg = yaml.safe_load(path.read_text())
-    trainer = trainer_cls(cfg)  # type: ignore[call-arg]
+    trainer = trainer_cls(cfg)
     try:
         if trainer.rank == 0:
             save_resolved_config(cfg, path)
