@@ -70,6 +70,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from gpu_check_report import render_markdown, summarise  # noqa: E402 (benchmarks/ is put on sys.path above)
 
+from fsdpcfg.launch.torchrun import torchrun_argv  # noqa: E402
+
 WHEELS = ROOT / ".whl"
 #: what the GPU machine lacks (NOTES.md "The GPU machine"): fsdpcfg's core dependencies but PyYAML, which it has, and
 #: typing-extensions at the version pydantic was tested with here (its floor may be above the machine's; newer is
@@ -465,17 +467,7 @@ def part_grpo(work: Path, engine: str) -> dict:
     errors = [f.to_json() for f in check_overrides(grpo_overrides(engine, model)) if f.severity == "error"]
     est = estimate_memory(cfg)
     out_json = work / f"grpo-{engine}.out.json"
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "1",
-        str(ROOT / "benchmarks" / "gpu_check_worker.py"),
-        str(cfg_path),
-        str(out_json),
-    ]
+    cmd = torchrun_argv([ROOT / "benchmarks" / "gpu_check_worker.py", cfg_path, out_json], nproc_per_node=1)
     p = subprocess.run(cmd, text=True, capture_output=True)
     if p.returncode:
         raise SystemExit(f"torchrun failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")

@@ -82,6 +82,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from fsdpcfg.launch.torchrun import torchrun_argv  # noqa: E402 (the repository root is put on sys.path above)
 
 PROMPTS, N, RESPONSE, LR, BETA, MICRO = 4, 4, 32, 1e-5, 0.001, 4
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -315,7 +316,7 @@ def trl(model_path: str, steps: int, tmp: Path, compact: bool = False) -> list[d
 
 
 def _torchrun(*args: str) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", __file__, *args]
+    return torchrun_argv([__file__, *args], nproc_per_node=2)
 
 
 def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from fsdpcfg.launch.torchrun import torchrun_argv  # noqa: E402 (the repository root is put on sys.path above)
 
 GIB = 2**30
 
@@ -119,18 +120,9 @@ def measure(model: str, steps: int, extra: list[str] | None = None) -> dict:
         cfg = resolved_config(model, steps, Path(tmp) / "run", extra)
         cfg_path = Path(tmp) / "config.yaml"
         cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        cmd = [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node",
-            str(cfg["trainer"]["n_gpus_per_node"]),
-            __file__,
-            "--worker",
-            str(cfg_path),
-            tmp,
-        ]
+        cmd = torchrun_argv(
+            [__file__, "--worker", str(cfg_path), tmp], nproc_per_node=int(cfg["trainer"]["n_gpus_per_node"])
+        )
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"})
         if p.returncode:
             raise SystemExit(f"torchrun failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")

@@ -26,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from fsdpcfg.launch.torchrun import torchrun_argv  # noqa: E402 (the repository root is put on sys.path above)
+
 MIB = 2**20
 
 
@@ -95,20 +97,7 @@ def run_mode(model_path: str, mode: str, bucket_mb: float) -> dict:
     """One torchrun job of 2 ranks syncing once in ``mode``; rank 0's record."""
     with tempfile.TemporaryDirectory(prefix="fsdpcfg-sync-") as tmp:
         out = Path(tmp) / "rec.json"
-        cmd = [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node",
-            "2",
-            __file__,
-            "--worker",
-            model_path,
-            mode,
-            str(bucket_mb),
-            str(out),
-        ]
+        cmd = torchrun_argv([__file__, "--worker", model_path, mode, str(bucket_mb), str(out)], nproc_per_node=2)
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"})
         if p.returncode:
             raise SystemExit(f"{mode} failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")

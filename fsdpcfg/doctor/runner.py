@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from fsdpcfg.doctor.boundaries import CONFIG, ROLLOUT, STATE, Failure, failure_f
 from fsdpcfg.doctor.report import FAIL, Report, StageResult
 from fsdpcfg.doctor.smoke import Variant
 from fsdpcfg.errors import ConfigError, UsageError
+from fsdpcfg.launch.torchrun import torchrun_argv
 from fsdpcfg.runinfo.redact import write_private
 
 _DEFAULT_BOUNDARY = {3: STATE, 4: STATE, 5: ROLLOUT}
@@ -158,17 +158,7 @@ def _launch(spec: dict, work: Path, timeout: float, say: Callable[[str], None]) 
         f.unlink()
     out_file = work / "torchrun.log"
     world = int(spec["world"])
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        str(world),
-        "-m",
-        "fsdpcfg.doctor.worker",
-        str(spec_file),
-    ]
+    cmd = torchrun_argv(["-m", "fsdpcfg.doctor.worker", str(spec_file)], nproc_per_node=world)
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), "TOKENIZERS_PARALLELISM": "false"}
     say(
         f"  stages 3-5: torchrun with {world} rank(s) ({', '.join(i['variant'] for i in spec['sft'])} SFT; "

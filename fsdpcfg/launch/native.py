@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from fsdpcfg import paths, yamlio
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.plan import Plan, make_plan, torchrun_command
+from fsdpcfg.launch.torchrun import format_command, torchrun_command
+from fsdpcfg.plan import Plan, make_plan
 
 if TYPE_CHECKING:
     from fsdpcfg.plan.sft import SftPlan
-from fsdpcfg.plan import format_command
 
 #: file in the run folder where a worker reports a ConfigError (read back by :func:`launch_native`).
 ERROR_FILE = "error.txt"

@@ -1,4 +1,4 @@
-"""Derive a run's plan from the resolved config: world size, backend, per-rank batch sizes, the torchrun command.
+"""Derive a run's plan from the resolved config: world size, backend, per-rank batch sizes.
 
 Batch arithmetic follows verl 0.9.1 (``verl/workers/config/actor.py``, ``verl/trainer/ppo/ray_trainer.py``):
 
@@ -13,11 +13,8 @@ Batch arithmetic follows verl 0.9.1 (``verl/workers/config/actor.py``, ``verl/tr
 
 from __future__ import annotations
 
-import os
-import shlex
-import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from fsdpcfg.errors import ConfigError
 
@@ -69,14 +66,6 @@ class Described:
     def describe(self) -> str:
         """Return a few lines a person reads before a run starts (``name: value = derivation``)."""
         return "\n".join(f"  {k}: {v}" for k, v in self.derivations.items())
-
-
-class Layout(Protocol):
-    """What :func:`torchrun_command` reads of a plan: torchrun's node and per-node process counts (the GRPO
-    :class:`Plan` and the SFT plan both have them)."""
-
-    nnodes: int
-    nproc_per_node: int
 
 
 @dataclass
@@ -257,47 +246,3 @@ def total_training_steps(cfg: dict, num_train_prompts: int) -> int:
             fix="lower data.train_batch_size or add data",
         )
     return _pos_int(cfg, "trainer.total_epochs") * per_epoch
-
-
-def torchrun_command(
-    plan: Layout, config_path: str, *, python: str | None = None, rdzv_endpoint: str | None = None
-) -> list[str]:
-    """Return the torchrun command line that runs ``python -m fsdpcfg.train <config_path>`` on every rank.
-
-    Single node: ``--standalone`` (torchrun picks a free port). Several nodes: torchrun's c10d rendezvous at
-    ``rdzv_endpoint`` (default ``$FSDPCFG_RDZV_ENDPOINT``, else ``$MASTER_ADDR:$MASTER_PORT``); run the same
-    command on every node.
-
-    Raises:
-        ConfigError: several nodes and no rendezvous endpoint.
-    """
-    cmd = [
-        python or sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nnodes",
-        str(plan.nnodes),
-        "--nproc_per_node",
-        str(plan.nproc_per_node),
-    ]
-    if plan.nnodes == 1:
-        cmd.append("--standalone")
-    else:
-        ep = rdzv_endpoint or os.environ.get("FSDPCFG_RDZV_ENDPOINT")
-        if not ep and os.environ.get("MASTER_ADDR"):
-            ep = f"{os.environ['MASTER_ADDR']}:{os.environ.get('MASTER_PORT', '29500')}"
-        if not ep:
-            raise ConfigError(
-                f"trainer.nnodes={plan.nnodes} needs a rendezvous endpoint",
-                key="trainer.nnodes",
-                value=plan.nnodes,
-                fix="export FSDPCFG_RDZV_ENDPOINT=host:port (the same on every node)",
-            )
-        cmd += ["--rdzv_backend", "c10d", "--rdzv_endpoint", ep]
-    cmd += ["-m", "fsdpcfg.train", str(config_path)]
-    return cmd
-
-
-def format_command(cmd: list[str]) -> str:
-    """Return ``cmd`` as one shell-quoted line."""
-    return " ".join(shlex.quote(c) for c in cmd)

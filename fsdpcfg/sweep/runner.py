@@ -76,7 +76,7 @@ def _dry_run(hl: Any, task: Any, runnable: list[PointCheck], echo: Callable[[str
     as its job would (config.yaml, overrides.yaml, run_info.json); start nothing."""
     from fsdpcfg.launch.folders import DRY_RUN_KEY, dry_run_folder
     from fsdpcfg.launch.native import write_run_config
-    from fsdpcfg.plan import format_command, torchrun_command
+    from fsdpcfg.launch.torchrun import format_command, torchrun_command
     from fsdpcfg.runinfo import write_run_info
     from fsdpcfg.sweep.task import point_config
 

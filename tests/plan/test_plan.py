@@ -10,7 +10,7 @@ import pytest
 
 from fsdpcfg.compose import compose
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.plan import make_plan, torchrun_command, total_training_steps
+from fsdpcfg.plan import make_plan, total_training_steps
 
 
 @pytest.fixture(scope="module")
@@ -116,33 +116,6 @@ def test_total_training_steps(base_cfg):
     assert total_training_steps(cfg, 10) == 3 * (10 // 4)  # the last partial batch is dropped
     with pytest.raises(ConfigError, match="fewer than one batch"):
         total_training_steps(cfg, 3)
-
-
-def test_torchrun_command(base_cfg, monkeypatch):
-    p = make_plan(base_cfg)
-    cmd = torchrun_command(p, "/r/config.yaml", python="py")
-    assert cmd == [
-        "py",
-        "-m",
-        "torch.distributed.run",
-        "--nnodes",
-        "1",
-        "--nproc_per_node",
-        "2",
-        "--standalone",
-        "-m",
-        "fsdpcfg.train",
-        "/r/config.yaml",
-    ]
-    multi = make_plan(_with(base_cfg, trainer__nnodes=2))
-    monkeypatch.delenv("FSDPCFG_RDZV_ENDPOINT", raising=False)
-    monkeypatch.delenv("MASTER_ADDR", raising=False)
-    with pytest.raises(ConfigError, match="rendezvous"):
-        torchrun_command(multi, "c.yaml")
-    monkeypatch.setenv("FSDPCFG_RDZV_ENDPOINT", "head:29400")
-    cmd = torchrun_command(multi, "c.yaml")
-    assert cmd[cmd.index("--rdzv_endpoint") + 1] == "head:29400" and "--standalone" not in cmd
-    assert cmd[0] == sys.executable
 
 
 def test_plan_imports_no_torch():

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.launch.torchrun import torchrun_argv
 
 WORKER = Path(__file__).with_name("_parity_worker.py")
 #: bf16 compute; every entry given (fsdpcfg/train/engine/fsdp.py keeps no dtype default in code)
@@ -33,18 +33,7 @@ CASES = [
 def run_worker(model_dir: Path, cases: list[dict], tmp_path: Path) -> dict:
     cases_file, out = tmp_path / "cases.json", tmp_path / "report.json"
     cases_file.write_text(json.dumps(cases))
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "2",
-        str(WORKER),
-        str(model_dir),
-        str(cases_file),
-        str(out),
-    ]
+    cmd = torchrun_argv([WORKER, model_dir, cases_file, out], nproc_per_node=2)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(out.read_text())

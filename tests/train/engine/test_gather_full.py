@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from fsdpcfg.launch.torchrun import torchrun_argv
 
 WORKER = Path(__file__).with_name("_gather_worker.py")
 
@@ -16,16 +17,7 @@ WORKER = Path(__file__).with_name("_gather_worker.py")
 @pytest.mark.distributed
 def test_gather_full_matches_full_tensor(tmp_path):
     out = tmp_path / "report.json"
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "2",
-        str(WORKER),
-        str(out),
-    ]
+    cmd = torchrun_argv([WORKER, out], nproc_per_node=2)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(out.read_text())

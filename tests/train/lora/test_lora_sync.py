@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from fsdpcfg.launch.torchrun import torchrun_argv
+
 WORKER = Path(__file__).with_name("_lora_worker.py")
 
 
@@ -43,19 +45,7 @@ def _check(report: dict) -> None:
 @pytest.mark.parametrize("strategy", ["fsdp2", "fsdp"])
 def test_lora_rollout_log_probs_match_after_each_sync_2_ranks(strategy, tiny_model_path, tmp_path):
     out = tmp_path / "report.json"
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "2",
-        str(WORKER),
-        str(tiny_model_path),
-        strategy,
-        "policy",
-        str(out),
-    ]
+    cmd = torchrun_argv([WORKER, tiny_model_path, strategy, "policy", out], nproc_per_node=2)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-4000:]
     _check(json.loads(out.read_text()))

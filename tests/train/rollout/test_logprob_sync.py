@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from fsdpcfg.launch.torchrun import torchrun_argv
 
 WORKER = Path(__file__).with_name("_logprob_worker.py")
 
@@ -18,18 +19,7 @@ WORKER = Path(__file__).with_name("_logprob_worker.py")
 @pytest.mark.parametrize("strategy", ["fsdp2", "fsdp"])
 def test_actor_and_replica_log_probs_match_after_each_sync(strategy, tiny_model_path, tmp_path):
     out = tmp_path / "report.json"
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "2",
-        str(WORKER),
-        str(tiny_model_path),
-        strategy,
-        str(out),
-    ]
+    cmd = torchrun_argv([WORKER, tiny_model_path, strategy, out], nproc_per_node=2)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(out.read_text())
