@@ -51,6 +51,14 @@ class StageResult:
     def name(self) -> str:
         return STAGES[self.stage][0]
 
+    @classmethod
+    def failed(
+        cls, stage: int, variant: str, seconds: float, detail: str, boundary: str, message: str, fix: str, data: dict
+    ) -> StageResult:
+        """A ``FAIL`` of ``stage`` whose measured comparison went wrong: ``Failure(boundary, message, fix)``
+        (:class:`fsdpcfg.doctor.boundaries.Failure`) beside the ``detail`` line and the ``data`` measured."""
+        return cls(stage, variant, FAIL, seconds, detail, failure=Failure(boundary, message, fix), data=data)
+
     def to_json(self) -> dict:
         """The machine form."""
         return {

@@ -12,7 +12,7 @@ import math
 import time
 from unittest import mock
 
-from fsdpcfg.doctor.boundaries import STATE, TRANSFER, Failure, failure_from_exception
+from fsdpcfg.doctor.boundaries import STATE, TRANSFER, failure_from_exception
 from fsdpcfg.doctor.report import FAIL, PASS, StageResult
 
 
@@ -69,35 +69,29 @@ def run_grpo(cfg: dict, variant: str, steps: int = 2):
         + ("changed between syncs" if data["replica_moved"] else "unchanged between syncs")
     )
     if not all(math.isfinite(g) for g in norms) or not any(g > 0 for g in norms):
-        return StageResult(
+        return StageResult.failed(
             4,
             variant,
-            FAIL,
             seconds,
             detail,
-            data=data,
-            failure=Failure(
-                STATE,
-                f"the GRPO steps gave {'no' if all(math.isfinite(g) for g in norms) else 'a non-finite'} "
-                f"gradient: {detail}",
-                "check actor_rollout_ref.actor.fsdp_config dtypes, the learning rate and "
-                "that the trainable parameters are the sharded ones",
-            ),
+            STATE,
+            f"the GRPO steps gave {'no' if all(math.isfinite(g) for g in norms) else 'a non-finite'} "
+            f"gradient: {detail}",
+            "check actor_rollout_ref.actor.fsdp_config dtypes, the learning rate and "
+            "that the trainable parameters are the sharded ones",
+            data,
         ), None
     if norms[0] > 0 and not data["replica_moved"]:
-        return StageResult(
+        return StageResult.failed(
             4,
             variant,
-            FAIL,
             seconds,
             detail,
-            data=data,
-            failure=Failure(
-                TRANSFER,
-                "the second synchronisation left the rollout replica unchanged although the actor took an "
-                "optimizer step with a non-zero gradient",
-                "the replica must reload weights after its post-processing: check that update_weights copies into the "
-                "tensors generate() reads (not into stale copies)",
-            ),
+            TRANSFER,
+            "the second synchronisation left the rollout replica unchanged although the actor took an "
+            "optimizer step with a non-zero gradient",
+            "the replica must reload weights after its post-processing: check that update_weights copies into the "
+            "tensors generate() reads (not into stale copies)",
+            data,
         ), None
     return StageResult(4, variant, PASS, seconds, detail, data=data), trainer

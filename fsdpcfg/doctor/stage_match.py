@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from fsdpcfg.doctor.boundaries import ROLLOUT, STATE, Failure, failure_from_exception
+from fsdpcfg.doctor.boundaries import ROLLOUT, STATE, failure_from_exception
 from fsdpcfg.doctor.report import FAIL, PASS, StageResult
 
 
@@ -85,21 +85,18 @@ def run_match(trainer, cfg: dict, variant: str, step: int = 2) -> StageResult:
         diff = _all_max(max_masked_diff(actor_lp, rollout_lp.cpu(), out.response_mask))
         data.update(rollout_max_abs_diff=diff, tolerance=tol, response_tokens=int(out.response_mask.sum()))
         if diff > tol:
-            return StageResult(
+            return StageResult.failed(
                 5,
                 variant,
-                FAIL,
                 time.perf_counter() - t,
                 f"actor vs rollout log-prob diff {diff:.2e}",
-                data=data,
-                failure=Failure(
-                    ROLLOUT,
-                    f"after synchronisation the rollout's token log-probs differ from the "
-                    f"actor's by {diff:.3g} nats (tolerance {tol:.0e}) on the same tokens",
-                    "the weights arrived but the replica computes differently: check its "
-                    "post-processing (tied embeddings, rotary buffers), actor_rollout_ref.rollout.dtype "
-                    "and the patches (the replica runs unpatched)",
-                ),
+                ROLLOUT,
+                f"after synchronisation the rollout's token log-probs differ from the "
+                f"actor's by {diff:.3g} nats (tolerance {tol:.0e}) on the same tokens",
+                "the weights arrived but the replica computes differently: check its "
+                "post-processing (tied embeddings, rotary buffers), actor_rollout_ref.rollout.dtype "
+                "and the patches (the replica runs unpatched)",
+                data,
             )
         phase = STATE
         opt_before = _optimizer_sums(trainer.optimizer)
@@ -143,19 +140,16 @@ def run_match(trainer, cfg: dict, variant: str, step: int = 2) -> StageResult:
             if ck_diff > ck_tol
             else "the optimizer state read back from the checkpoint differs from the one saved"
         )
-        return StageResult(
+        return StageResult.failed(
             5,
             variant,
-            FAIL,
             seconds,
             detail,
-            data=data,
-            failure=Failure(
-                STATE,
-                what,
-                "compare the checkpoint's model.safetensors keys with a fresh model's state_dict(); "
-                "wrapper prefixes (_fsdp_wrapped_module., base_model.model.) and tied weights are the usual "
-                "suspects",
-            ),
+            STATE,
+            what,
+            "compare the checkpoint's model.safetensors keys with a fresh model's state_dict(); "
+            "wrapper prefixes (_fsdp_wrapped_module., base_model.model.) and tied weights are the usual "
+            "suspects",
+            data,
         )
     return StageResult(5, variant, PASS, seconds, detail, data=data)

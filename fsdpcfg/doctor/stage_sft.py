@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 
-from fsdpcfg.doctor.boundaries import STATE, Failure, failure_from_exception
+from fsdpcfg.doctor.boundaries import STATE, failure_from_exception
 from fsdpcfg.doctor.report import FAIL, PASS, StageResult
 
 SFT_PATH = "fsdpcfg.train.sft.SFTTrainer (native SFT trainer: verl sft_trainer_engine loss and masking)"
@@ -74,18 +74,15 @@ def run_sft(cfg: dict, variant: str, steps: int = 2) -> StageResult:
             if not any(data["grad_norms"])
             else "the parameters did not change"
         )
-        return StageResult(
+        return StageResult.failed(
             3,
             variant,
-            FAIL,
             seconds,
             detail,
-            data=data,
-            failure=Failure(
-                STATE,
-                f"SFT steps ran but {why}: {detail}",
-                "check the model's dtype settings (engine dtype/model_dtype) and that the trainable parameters are "
-                "the sharded ones (LoRA target_modules)",
-            ),
+            STATE,
+            f"SFT steps ran but {why}: {detail}",
+            "check the model's dtype settings (engine dtype/model_dtype) and that the trainable parameters are "
+            "the sharded ones (LoRA target_modules)",
+            data,
         )
     return StageResult(3, variant, PASS, seconds, detail, data=data)

@@ -114,3 +114,20 @@ def test_variant_parse(text, ok):
     else:
         with pytest.raises(UsageError):
             Variant.parse(text)
+
+
+def test_a_failed_comparison_is_a_fail_with_its_boundary_and_survives_json():
+    r = StageResult.failed(
+        4, "fsdp2", 1.5, "grad norm 0", STATE, "the GRPO steps gave no gradient", "check dtypes", {"n": 2}
+    )
+    assert (r.stage, r.variant, r.status, r.seconds, r.detail, r.data) == (
+        4,
+        "fsdp2",
+        "FAIL",
+        1.5,
+        "grad norm 0",
+        {"n": 2},
+    )
+    assert r.failure == Failure(STATE, "the GRPO steps gave no gradient", "check dtypes")
+    back = StageResult.from_json(r.to_json())
+    assert back.failure == r.failure and back.status == "FAIL" and back.name == "grpo"
