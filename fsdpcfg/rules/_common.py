@@ -151,7 +151,7 @@ class Role:
 
     ``mini`` is the mini-batch key (``None`` for forward-only roles); ``micro``/``micro_gpu`` the global
     (deprecated) and per-GPU micro-batch keys; ``dyn`` the dynamic-batch flag; ``tokens`` the per-GPU token
-    budget key; ``sp`` the Ulysses size of the engine that runs it.
+    budget key; ``sp`` the Ulysses size of the engine that runs it; ``section`` that engine's config section.
     """
 
     name: str
@@ -161,6 +161,8 @@ class Role:
     dyn: str
     tokens: str
     sp: int
+    #: the config section of the engine that runs the role (its ``strategy`` and ``megatron.*`` keys)
+    section: str = f"{A}.actor"
 
 
 def roles(ctx: Context) -> list[Role]:
@@ -200,6 +202,7 @@ def roles(ctx: Context) -> list[Role]:
                 f"{A}.ref.log_prob_use_dynamic_bsz",
                 f"{A}.ref.log_prob_max_token_len_per_gpu",
                 rsp,
+                f"{A}.ref",
             )
         )
     if need_critic(ctx):
@@ -213,6 +216,7 @@ def roles(ctx: Context) -> list[Role]:
                 "critic.use_dynamic_bsz",
                 "critic.ppo_max_token_len_per_gpu",
                 csp,
+                "critic",
             )
         )
         out.append(
@@ -224,6 +228,7 @@ def roles(ctx: Context) -> list[Role]:
                 "critic.use_dynamic_bsz",
                 "critic.forward_max_token_len_per_gpu",
                 csp,
+                "critic",
             )
         )
     return out
@@ -236,6 +241,59 @@ def world(ctx: Context) -> int | None:
     if not nn or not g or nn < 1 or g < 1:
         return None
     return nn * g
+
+
+@dataclass(frozen=True)
+class DataParallel:
+    """The data-parallel group of one engine: ``size`` ranks, the ``derivation`` for people, and the ``keys`` the
+    size comes from (the world's and the engine's parallel sizes): a finding judged on the size names them, so
+    that a finding on a size the check could not know (a run script's unknown value) is left out with it."""
+
+    size: int
+    derivation: str
+    keys: tuple[str, ...]
+
+
+WORLD_KEYS = ("trainer.n_gpus_per_node", "trainer.nnodes")
+
+
+def data_parallel(ctx: Context, section: str, sp: int = 1) -> DataParallel | None:
+    """The data-parallel group of the engine configured at ``section`` (``actor_rollout_ref.actor``,
+    ``actor_rollout_ref.ref``, ``critic``): the ranks a batch is split over.
+
+    - FSDP (``fsdp``, ``fsdp2``): ``world // ulysses_sp`` (verl/workers/engine/fsdp/transformer_impl.py
+      ``get_data_parallel_size``);
+    - Megatron: ``world // (tensor x pipeline x context parallel size)`` (Megatron-core's
+      ``parallel_state``: world = tp x pp x cp x dp; verl/utils/config.py ``validate_config`` ``megatron_dp``).
+
+    ``None`` when the world is unknown, a size does not divide it (FC302 reports Ulysses; verl asserts the
+    Megatron product), or the engine is another one (veomni, torchtitan, automodel, fsdp_turbo: their layouts
+    are not modelled here, so no per-rank rule guesses; FC111 says so).
+    """
+    w = world(ctx)
+    if w is None:
+        return None
+    strategy = str(val(ctx, f"{section}.strategy"))
+    if strategy in FSDP_STRATEGIES:
+        if sp < 1 or w % sp:
+            return None
+        sp_keys = (f"{section}.ulysses_sequence_parallel_size", f"{section}.fsdp_config.ulysses_sequence_parallel_size")
+        return DataParallel(
+            w // sp, f"{w // sp} data-parallel ranks = {w} ranks / ulysses_sp={sp}", WORLD_KEYS + sp_keys
+        )
+    if strategy == "megatron":
+        names = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
+        mp_keys = tuple(f"{section}.megatron.{k}" for k in names)
+        tp, pp, cp = (num(val(ctx, k)) or 1 for k in mp_keys)
+        if tp < 1 or pp < 1 or cp < 1 or w % (tp * pp * cp):
+            return None
+        dp = w // (tp * pp * cp)
+        return DataParallel(
+            dp,
+            f"{dp} data-parallel ranks = {w} ranks / (tensor {tp} x pipeline {pp} x context {cp} model parallel)",
+            WORLD_KEYS + mp_keys,
+        )
+    return None
 
 
 def world_derivation(ctx: Context) -> str:

@@ -25,7 +25,9 @@ from collections.abc import Iterable
 
 from fsdpcfg.rules._common import (
     A,
+    DataParallel,
     Role,
+    data_parallel,
     flag,
     largest_divisor_at_most,
     num,
@@ -65,13 +67,20 @@ def _train_n(ctx: Context) -> tuple[int, int] | None:
 def train_batch_divisible(ctx: Context) -> Iterable[Finding]:
     """Every step's ``train_batch_size x n`` sequences are dispatched evenly over the data-parallel ranks.
 
-    Source: verl/utils/config.py ``validate_config`` (``real_train_batch_size % n_gpus``), and the
-    dispatch/``_balance_batch(equal_size=True)`` in verl/trainer/ppo/ray_trainer.py. Case c01.
+    With a Megatron actor the unit is its data-parallel size (``world / (tp x pp x cp)``) times
+    ``ppo_micro_batch_size_per_gpu`` without dynamic batch size, and the data-parallel size with it.
+
+    Source: verl/utils/config.py ``validate_config`` (``real_train_batch_size % minimal_bsz``: ``n_gpus``, or
+    ``megatron_dp x ppo_micro_batch_size_per_gpu`` for megatron), and the dispatch/``_balance_batch(equal_size=True)``
+    in verl/trainer/ppo/ray_trainer.py. Case c01.
     """
     tn, w = _train_n(ctx), world(ctx)
     if tn is None or w is None:
         return
     t, n = tn
+    if str(val(ctx, f"{A}.actor.strategy")) == "megatron":
+        yield from _megatron_train_batch(ctx, t, n)
+        return
     if (t * n) % w:
         good = smallest_multiple(n, w)
         yield ctx.finding(
@@ -81,6 +90,32 @@ def train_batch_divisible(ctx: Context) -> Iterable[Finding]:
             f"make {TBS} a multiple of {good} (then {good} x {n} sequences divide by {w} ranks), "
             f"or change {N} or the number of GPUs",
             derivation=f"{t * n} sequences = {t} prompts x n={n}; {world_derivation(ctx)}",
+        )
+
+
+def _megatron_train_batch(ctx: Context, t: int, n: int) -> Iterable[Finding]:
+    """FC201 for a Megatron actor: ``train x n`` must divide by its data-parallel size times the per-GPU micro
+    batch (verl's ``minimal_bsz``), or by the data-parallel size alone with dynamic batch size."""
+    got = data_parallel(ctx, f"{A}.actor")
+    if got is None:
+        return
+    dp, how = got.size, got.derivation
+    micro_key = f"{A}.actor.ppo_micro_batch_size_per_gpu"
+    micro = 1 if flag(val(ctx, f"{A}.actor.use_dynamic_bsz")) else num(val(ctx, micro_key))
+    if not micro or micro < 1:
+        return  # FC203 reports a missing micro batch
+    unit = dp * micro
+    if (t * n) % unit:
+        good = smallest_multiple(n, unit)
+        per = f" x {micro_key} = {micro}" if micro > 1 else ""
+        yield ctx.finding(
+            "FC201",
+            [TBS, N, micro_key, *got.keys],
+            f"{TBS} x {N} = {t} x {n} = {t * n} sequences cannot be split evenly over {dp} data-parallel "
+            f"ranks{per} ({unit} sequences)",
+            f"make {TBS} a multiple of {good} (then {good} x {n} sequences divide by {unit}), or change {N}, "
+            f"{micro_key} or the model-parallel sizes",
+            derivation=f"{t * n} sequences = {t} prompts x n={n}; {how}; {world_derivation(ctx)}",
         )
 
 
@@ -200,11 +235,9 @@ def micro_batch_forms(ctx: Context) -> Iterable[Finding]:
                 )
 
 
-def _dp(ctx: Context, r: Role) -> int | None:
-    w = world(ctx)
-    if w is None or r.sp < 1 or w % r.sp:
-        return None  # FC302 reports a Ulysses size that does not divide the world
-    return w // r.sp
+def _dp(ctx: Context, r: Role) -> DataParallel | None:
+    """The data-parallel group of the engine that runs ``r`` (:func:`fsdpcfg.rules._common.data_parallel`)."""
+    return data_parallel(ctx, r.section, r.sp)
 
 
 @rule(
@@ -234,9 +267,10 @@ def normalised_mini(ctx: Context) -> Iterable[Finding]:
     t, n = tn
     for r in _update_roles(ctx):
         assert r.mini is not None  # _update_roles keeps the roles that have a mini batch
-        m, dp = num(val(ctx, r.mini)), _dp(ctx, r)
-        if not m or m < 1 or dp is None or m > t:
+        m, group = num(val(ctx, r.mini)), _dp(ctx, r)
+        if not m or m < 1 or group is None or m > t:
             continue
+        dp = group.size
         seqs = m * n
         if seqs % dp == 0:
             continue
@@ -245,13 +279,12 @@ def normalised_mini(ctx: Context) -> Iterable[Finding]:
         best = step  # the smallest mini batch with m x n divisible by dp x micro (step divides t or nothing does)
         yield ctx.finding(
             "FC204",
-            [r.mini, N],
+            [r.mini, N, *group.keys],
             f"{r.name}: mini batch {seqs} sequences ({r.mini} = {m} x n = {n}) over {dp} data-parallel ranks is "
             f"{seqs / dp:g} per rank, not a whole number" + (" (rounds down to 0)" if seqs < dp else ""),
             f"set {r.mini}={best}: the smallest mini batch that gives every rank whole micro batches of "
             f"{micro} ({best} x {n} / {dp} = {best * n // dp} per rank)",
-            derivation=f"{seqs} = {m} x n={n}; {dp} data-parallel ranks = {world(ctx)} ranks / ulysses_sp={r.sp}; "
-            f"{world_derivation(ctx)}",
+            derivation=f"{seqs} = {m} x n={n}; {group.derivation}; {world_derivation(ctx)}",
         )
 
 
@@ -287,9 +320,10 @@ def per_rank_micro(ctx: Context) -> Iterable[Finding]:
         return
     t, n = tn
     for r in roles(ctx):
-        dp = _dp(ctx, r)
-        if dp is None or flag(val(ctx, r.dyn)):
+        group = _dp(ctx, r)
+        if group is None or flag(val(ctx, r.dyn)):
             continue
+        dp = group.size
         g, micro = num(val(ctx, r.micro)), num(val(ctx, r.micro_gpu))
         if r.mini is not None:
             m = num(val(ctx, r.mini))
@@ -300,7 +334,7 @@ def per_rank_micro(ctx: Context) -> Iterable[Finding]:
                 if m % g or g * r.sp < w:
                     yield ctx.finding(
                         "FC205",
-                        [r.micro, r.mini],
+                        [r.micro, r.mini, *group.keys],
                         f"{r.name}: global {r.micro} = {g} must divide {r.mini} = {m} and x ulysses_sp {r.sp} "
                         f"be >= {w} ranks",
                         f"use {r.micro_gpu} instead (e.g. {r.micro_gpu}=1)",
@@ -320,7 +354,7 @@ def per_rank_micro(ctx: Context) -> Iterable[Finding]:
             acc = per / micro
             yield ctx.finding(
                 "FC205",
-                [r.micro_gpu, bkey],
+                [r.micro_gpu, bkey, *group.keys],
                 f"{r.name}: per-rank {what} = {per} sequences is "
                 + (
                     f"smaller than {r.micro_gpu} = {micro}"
@@ -329,7 +363,7 @@ def per_rank_micro(ctx: Context) -> Iterable[Finding]:
                 )
                 + f" ({acc:g} micro batches)",
                 f"set {r.micro_gpu}={largest_divisor_at_most(per, micro)} (divides {per}), or raise {bkey}",
-                derivation=f"{per} = {what}; {world_derivation(ctx)}",
+                derivation=f"{per} = {what}; {group.derivation}; {world_derivation(ctx)}",
             )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fsdpcfg.rules._common import (
+    WORLD_KEYS,
     A,
     actor_sp,
     divisors,
@@ -64,7 +65,7 @@ def fsdp_size_divides(ctx: Context) -> Iterable[Finding]:
             ok = [d for d in divisors(w) if d < w]
             yield ctx.finding(
                 "FC301",
-                [key, "trainer.n_gpus_per_node"],
+                [key, *WORLD_KEYS],
                 f"{key} = {fs} does not divide the {w} ranks, so the (replicate, shard) mesh "
                 f"({w} // {fs}, {fs}) cannot be built",
                 f"set {key} to -1 (shard over all ranks) or one of {ok}",
@@ -118,7 +119,7 @@ def ulysses_divides_world(ctx: Context) -> Iterable[Finding]:
         if sp < 1 or w % sp:
             yield ctx.finding(
                 "FC302",
-                [key, "trainer.n_gpus_per_node"],
+                [key, *WORLD_KEYS],
                 f"{role}: {key} = {sp} does not divide the {w} ranks; the (dp, sp) mesh cannot be built",
                 f"set {key} to one of {divisors(w)}",
                 derivation=world_derivation(ctx),
@@ -235,7 +236,7 @@ def rollout_layout(ctx: Context) -> Iterable[Finding]:
         ok = [d for d in divisors(w) if d * dp * pp <= w and w % (d * dp * pp) == 0]
         yield ctx.finding(
             "FC305",
-            [tk, "trainer.n_gpus_per_node", f"{R}.data_parallel_size"],
+            [tk, *WORLD_KEYS, f"{R}.data_parallel_size"],
             f"rollout replica of {size} GPUs (tensor_model_parallel_size = {tp} {src(ctx, tk)}) does not fit "
             f"evenly into the {w} trainer ranks",
             f"set {tk} to one of {ok}" + (" (1 on a single GPU)" if w == 1 else ""),

@@ -163,7 +163,7 @@ def sft_batch_split(ctx: Context) -> Iterator[Finding]:
     if world % sp:
         yield ctx.finding(
             "FC250",
-            ["engine.ulysses_sequence_parallel_size", "trainer.n_gpus_per_node"],
+            ["engine.ulysses_sequence_parallel_size", "trainer.n_gpus_per_node", "trainer.nnodes"],
             f"the world size {world} is not a multiple of ulysses_sequence_parallel_size {sp}",
             f"choose a divisor of {world}",
             derivation=f"world {world} = {nodes} nodes x {gpus}",
@@ -171,7 +171,7 @@ def sft_batch_split(ctx: Context) -> Iterator[Finding]:
         return
     dp = world // sp
     derivation = f"dp = {nodes} nodes x {gpus} ranks / ulysses {sp} = {dp}"
-    keys = ["data.train_batch_size", "data.micro_batch_size_per_gpu", "trainer.n_gpus_per_node"]
+    keys = ["data.train_batch_size", "data.micro_batch_size_per_gpu", "trainer.n_gpus_per_node", "trainer.nnodes"]
     if tbs % dp:
         yield ctx.finding(
             "FC250",

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from fsdpcfg.rules._common import A, actor_sp, flag, need_critic, num, val, world, world_derivation
+from fsdpcfg.rules._common import A, actor_sp, data_parallel, flag, need_critic, num, val, world_derivation
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
@@ -433,16 +433,16 @@ def prefix_grouper_balance(ctx: Context) -> Iterable[Finding]:
     """
     if not (flag(val(ctx, f"{A}.actor.use_prefix_grouper")) and flag(val(ctx, "trainer.balance_batch"))):
         return
-    w, tbs = world(ctx), num(val(ctx, "data.train_batch_size"))
-    if not w or not tbs:
+    group, tbs = data_parallel(ctx, f"{A}.actor", actor_sp(ctx)), num(val(ctx, "data.train_batch_size"))
+    if group is None or not tbs:
         return
-    dp = max(1, w // max(1, actor_sp(ctx)))
+    dp = group.size
     if tbs % dp:
         yield ctx.finding(
             "FC280",
-            ["data.train_batch_size", f"{A}.actor.use_prefix_grouper"],
+            ["data.train_batch_size", f"{A}.actor.use_prefix_grouper", *group.keys],
             f"data.train_batch_size = {tbs} prompt groups do not split over {dp} data-parallel ranks "
-            f"({world_derivation(ctx)}, Ulysses {actor_sp(ctx)})",
+            f"({group.derivation}; {world_derivation(ctx)})",
             f"set data.train_batch_size to a multiple of {dp}, or trainer.balance_batch=false",
         )
 

@@ -12,7 +12,6 @@ from fsdpcfg import paths
 ROOTS = ("plan", "train")
 #: ``file:call`` of ``.get`` calls on dicts that are not the config, with why.
 NOT_CONFIG = {
-    "plan/_plan.py:os.environ.get('MASTER_PORT', '29500')": "torchrun's rendezvous port, an environment variable",
     "plan/memory.py:c.get('rollout replica', 0)": "the estimate's own component table",
     "plan/param_count.py:c.get('tie_word_embeddings', config.get('tie_word_embeddings'))": "a model's config.json",
     "train/checkpoint.py:os.environ.get('FSDPCFG_TEST_SAVE_PAUSE', '')": "a test hook, an environment variable",

@@ -100,8 +100,50 @@ def test_megatron_engine_gets_fc111_and_no_fsdp_rule():
 def test_megatron_engine_still_runs_the_engine_independent_rules():
     findings = check(PPO + ["engine=megatron", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16"])
     assert [(f.rule, f.keys[0]) for f in _errors(findings)] == [
-        ("FC205", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu")
+        ("FC201", "data.train_batch_size"),
+        ("FC205", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"),
     ]
+    # verl 0.9.1's validate_config: real_train_batch_size (16) must be divisible by megatron_dp (2) x 16
+    fc201 = next(f for f in findings if f.rule == "FC201")
+    assert "16 sequences cannot be split evenly over 2 data-parallel ranks" in fc201.message
+    assert "x actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu = 16 (32 sequences)" in fc201.message
+
+
+@pytest.mark.parametrize(
+    "tp, pp, cp, dp",
+    [(1, 1, 1, 16), (4, 1, 1, 4), (2, 2, 1, 4), (2, 2, 2, 2), (8, 2, 1, 1)],
+)
+def test_megatron_data_parallel_size_is_the_world_over_tp_pp_cp(tp, pp, cp, dp):
+    from fsdpcfg.rules._common import data_parallel
+    from fsdpcfg.rules.context import Context
+
+    M = "actor_rollout_ref.actor.megatron"
+    cfg = {
+        "trainer": {"nnodes": 2, "n_gpus_per_node": 8},
+        "actor_rollout_ref": {
+            "actor": {
+                "strategy": "megatron",
+                "megatron": {
+                    "tensor_model_parallel_size": tp,
+                    "pipeline_model_parallel_size": pp,
+                    "context_parallel_size": cp,
+                },
+            }
+        },
+    }
+    got = data_parallel(Context(None, cfg), "actor_rollout_ref.actor")  # type: ignore[arg-type]
+    assert got is not None and got.size == dp
+    assert got.keys == (
+        "trainer.n_gpus_per_node",
+        "trainer.nnodes",
+        f"{M}.tensor_model_parallel_size",
+        f"{M}.pipeline_model_parallel_size",
+        f"{M}.context_parallel_size",
+    )
+    cfg["actor_rollout_ref"]["actor"]["megatron"]["tensor_model_parallel_size"] = 3  # 16 % 3: verl asserts
+    assert data_parallel(Context(None, cfg), "actor_rollout_ref.actor") is None  # type: ignore[arg-type]
+    cfg["actor_rollout_ref"]["actor"]["strategy"] = "veomni"  # a layout fsdpcfg does not model: no guess
+    assert data_parallel(Context(None, cfg), "actor_rollout_ref.actor") is None  # type: ignore[arg-type]
 
 
 def test_megatron_engine_reports_an_fsdp_key_the_user_set():
