@@ -11,6 +11,11 @@ import re
 
 from fsdpcfg.check.runscript.words import _F, Note, Word, _Exit, _join, _State, _union
 
+#: node types that begin with ``$`` (or a backquote): tree-sitter-bash may attach the white space before them
+_EXPANSIONS = frozenset(
+    {"simple_expansion", "expansion", "command_substitution", "arithmetic_expansion", "process_substitution"}
+)
+
 
 class Expander:
     """Expansion methods of the evaluator; it sets ``src``, ``environ``, ``extra``, ``script_path``, ``notes``,
@@ -26,8 +31,19 @@ class Expander:
     in_test: bool
 
     # ---- helpers ---------------------------------------------------------------------------------------
+    def start(self, node) -> int:
+        """The byte where ``node`` begins. tree-sitter-bash puts the white space that separates two expansions
+        inside a double-quoted string into the second one (``"$A $B"`` parses as ``$A`` and `` $B``, the
+        second's ``$`` token being `` $``); that space is the string's own text, so an expansion starts after it.
+        """
+        start = node.start_byte
+        if node.type in _EXPANSIONS:
+            while start < node.end_byte and self.src[start : start + 1] in (b" ", b"\t", b"\n", b"\r"):
+                start += 1
+        return start
+
     def text(self, node) -> str:
-        return self.src[node.start_byte : node.end_byte].decode(errors="replace")
+        return self.src[self.start(node) : node.end_byte].decode(errors="replace")
 
     def note(self, node, kind: str, message: str) -> None:
         n = Note(node.start_point[0] + 1, kind, message)
@@ -88,8 +104,8 @@ class Expander:
             out: list[_F] = []
             pos = node.start_byte
             for c in node.children:
-                if c.start_byte > pos:  # text between parts (not a node of its own)
-                    out = _join(out, [_F(self.src[pos : c.start_byte].decode())])
+                if self.start(c) > pos:  # text between parts (not a node of its own)
+                    out = _join(out, [_F(self.src[pos : self.start(c)].decode())])
                 out = _join(out, self.fields(c, st, quoted, pattern, assignment))
                 pos = c.end_byte
             return out
@@ -118,8 +134,8 @@ class Expander:
             pos = node.start_byte + 2
         end = node.end_byte - 1
         for c in node.named_children:
-            if c.start_byte > pos:
-                out = _join(out, [_F(_unescape_dq(self.src[pos : c.start_byte].decode()))])
+            if self.start(c) > pos:
+                out = _join(out, [_F(_unescape_dq(self.src[pos : self.start(c)].decode()))])
             if c.type == "string_content":
                 out = _join(out, [_F(_unescape_dq(self.text(c)))])
             else:
@@ -336,10 +352,10 @@ class Expander:
             out = _F(home.text, home.unknown, home.env)
             rest = self.operand(nodes, parent, st, pattern, tilde=False)
             return out + _F(rest.text[1:], rest.unknown, rest.env)
-        pos = nodes[0].start_byte
+        pos = self.start(nodes[0])
         for c in nodes:
-            if c.start_byte > pos:
-                out = out + _F(self.src[pos : c.start_byte].decode())
+            if self.start(c) > pos:
+                out = out + _F(self.src[pos : self.start(c)].decode())
             for f in self.fields(c, st, quoted=True, pattern=pattern):
                 out = out + f
             pos = c.end_byte

@@ -309,3 +309,30 @@ def test_an_unset_variable_is_empty_in_a_test_and_unknown_in_a_word():
     ev = run('[ -z "$NOT_SET" ] && X=default\nif test -n "$NOT_SET"; then X=other; fi\ncmd $X k=$NOT_SET')
     x, k = ev.commands[-1].argv[1:]
     assert x.text == "default" and not k.known
+
+
+#: scripts whose last command ``cmd`` gets what bash gives: strings holding several expansions (tree-sitter-bash
+#: puts the space between two expansions inside the second node; a verl example built its overrides this way,
+#: ``ACTOR_CONFIG="$ACTOR_CONFIG $REF_CONFIG"``, and the reference section's keys were lost)
+SPACED = [
+    'A=a.x=1\nR=r.x=2\nB="$A $R"\ncmd $B',
+    'A=a.x=1\nR=r.x=2\nB="$A $R"\ncmd "$B"',
+    'A=a\nB="$A  ${A}\t$A"\ncmd "$B"',
+    'A="a.x=1 \\\n   a.y=2"\nR="\n    r.x=1 \\\n    r.y=2"\nA="$A $R"\nL=(\n    k=1\n    $A\n)\ncmd "${L[@]}"',
+    'A=1\ncmd "${X:-$A $A}" "$A ${A}"',
+    'A=1\nB=("$A $A" x)\ncmd "${B[@]} $A" "$A ${A}x"',
+]
+
+
+@pytest.mark.parametrize("script", SPACED, ids=[f"spaced{i}" for i in range(len(SPACED))])
+def test_several_expansions_in_one_string_give_what_bash_gives(script):
+    import subprocess
+
+    ours = [w.text for w in run(script).commands[-1].argv[1:]]
+    out = subprocess.run(
+        ["bash", "-c", 'cmd() { printf "%s\\0" "$@"; }\n' + script],
+        capture_output=True,
+        env={"HOME": "/home/u", "PATH": "/usr/bin:/bin"},
+        check=True,
+    ).stdout.decode()
+    assert ours == out.split("\0")[:-1]
