@@ -145,13 +145,37 @@ def actor_sp(ctx: Context) -> int:
     return num(val(ctx, f"{A}.actor.fsdp_config.ulysses_sequence_parallel_size")) or 1
 
 
+def sequence_parallel(ctx: Context, section: str) -> tuple[int, tuple[str, ...]] | None:
+    """``(size, keys)``: how many ranks split one sequence in the engine configured at ``section``, the factor of
+    its token budgets (verl/workers/engine/utils.py ``prepare_micro_batches``: ``max_token_len_per_gpu x
+    sp_size``, each engine setting ``sp_size``):
+
+    - FSDP: the Ulysses size (the actor's :func:`actor_sp`; ``<section>.ulysses_sequence_parallel_size`` else);
+    - Megatron: ``megatron.context_parallel_size`` (megatron/transformer_impl.py);
+    - veomni: ``veomni.ulysses_parallel_size`` (veomni/transformer_impl.py).
+
+    ``None`` for an engine fsdpcfg does not model (torchtitan, automodel, fsdp_turbo).
+    """
+    strategy = str(val(ctx, f"{section}.strategy"))
+    if strategy in FSDP_STRATEGIES:
+        keys = (f"{section}.ulysses_sequence_parallel_size", f"{section}.fsdp_config.ulysses_sequence_parallel_size")
+        if section == f"{A}.actor":
+            return actor_sp(ctx), keys
+        return num(val(ctx, keys[0])) or 1, keys[:1]
+    key = {"megatron": f"{section}.megatron.context_parallel_size", "veomni": f"{section}.veomni.ulysses_parallel_size"}
+    if strategy in key:
+        return num(val(ctx, key[strategy])) or 1, (key[strategy],)
+    return None
+
+
 @dataclass(frozen=True)
 class Role:
     """One model role that consumes batches: who, its keys, and its Ulysses size.
 
     ``mini`` is the mini-batch key (``None`` for forward-only roles); ``micro``/``micro_gpu`` the global
     (deprecated) and per-GPU micro-batch keys; ``dyn`` the dynamic-batch flag; ``tokens`` the per-GPU token
-    budget key; ``sp`` the Ulysses size of the engine that runs it; ``section`` that engine's config section.
+    budget key; ``sp`` the sequence-parallel size of the engine that runs it (:func:`sequence_parallel`; 0 when
+    fsdpcfg does not model that engine's); ``section`` that engine's config section.
     """
 
     name: str
@@ -163,6 +187,8 @@ class Role:
     sp: int
     #: the config section of the engine that runs the role (its ``strategy`` and ``megatron.*`` keys)
     section: str = f"{A}.actor"
+    #: the keys ``sp`` was read from (a finding judged on it names them)
+    sp_keys: tuple[str, ...] = ()
 
 
 def roles(ctx: Context) -> list[Role]:
@@ -170,7 +196,11 @@ def roles(ctx: Context) -> list[Role]:
     ``ActorRolloutRefWorker.init_model``; the critic from ``need_critic``): the actor update, the old
     log-prob pass (run by the actor engine with the rollout's log-prob keys), the reference log-prob pass
     when KL is used, and the critic's update and value pass when a critic is used."""
-    asp = actor_sp(ctx)
+
+    def sp(section: str) -> dict[str, Any]:
+        got = sequence_parallel(ctx, section)
+        return {"sp": 0, "section": section} if got is None else {"sp": got[0], "section": section, "sp_keys": got[1]}
+
     out = [
         Role(
             "actor update",
@@ -179,7 +209,7 @@ def roles(ctx: Context) -> list[Role]:
             f"{A}.actor.ppo_micro_batch_size_per_gpu",
             f"{A}.actor.use_dynamic_bsz",
             f"{A}.actor.ppo_max_token_len_per_gpu",
-            asp,
+            **sp(f"{A}.actor"),
         ),
         Role(
             "old log-prob (actor engine)",
@@ -188,11 +218,10 @@ def roles(ctx: Context) -> list[Role]:
             f"{A}.rollout.log_prob_micro_batch_size_per_gpu",
             f"{A}.rollout.log_prob_use_dynamic_bsz",
             f"{A}.rollout.log_prob_max_token_len_per_gpu",
-            asp,
+            **sp(f"{A}.actor"),
         ),
     ]
     if need_ref(ctx):
-        rsp = num(val(ctx, f"{A}.ref.ulysses_sequence_parallel_size")) or 1
         out.append(
             Role(
                 "reference log-prob",
@@ -201,12 +230,10 @@ def roles(ctx: Context) -> list[Role]:
                 f"{A}.ref.log_prob_micro_batch_size_per_gpu",
                 f"{A}.ref.log_prob_use_dynamic_bsz",
                 f"{A}.ref.log_prob_max_token_len_per_gpu",
-                rsp,
-                f"{A}.ref",
+                **sp(f"{A}.ref"),
             )
         )
     if need_critic(ctx):
-        csp = num(val(ctx, "critic.ulysses_sequence_parallel_size")) or 1
         out.append(
             Role(
                 "critic update",
@@ -215,8 +242,7 @@ def roles(ctx: Context) -> list[Role]:
                 "critic.ppo_micro_batch_size_per_gpu",
                 "critic.use_dynamic_bsz",
                 "critic.ppo_max_token_len_per_gpu",
-                csp,
-                "critic",
+                **sp("critic"),
             )
         )
         out.append(
@@ -227,8 +253,7 @@ def roles(ctx: Context) -> list[Role]:
                 "critic.forward_micro_batch_size_per_gpu",
                 "critic.use_dynamic_bsz",
                 "critic.forward_max_token_len_per_gpu",
-                csp,
-                "critic",
+                **sp("critic"),
             )
         )
     return out
@@ -264,10 +289,11 @@ def data_parallel(ctx: Context, section: str, sp: int = 1) -> DataParallel | Non
     - FSDP (``fsdp``, ``fsdp2``): ``world // ulysses_sp`` (verl/workers/engine/fsdp/transformer_impl.py
       ``get_data_parallel_size``);
     - Megatron: ``world // (tensor x pipeline x context parallel size)`` (Megatron-core's
-      ``parallel_state``: world = tp x pp x cp x dp; verl/utils/config.py ``validate_config`` ``megatron_dp``).
+      ``parallel_state``: world = tp x pp x cp x dp; verl/utils/config.py ``validate_config`` ``megatron_dp``);
+    - veomni: ``world // veomni.ulysses_parallel_size`` (verl/workers/engine/veomni/transformer_impl.py).
 
     ``None`` when the world is unknown, a size does not divide it (FC302 reports Ulysses; verl asserts the
-    Megatron product), or the engine is another one (veomni, torchtitan, automodel, fsdp_turbo: their layouts
+    Megatron product), or the engine is another one (torchtitan, automodel, fsdp_turbo: their layouts
     are not modelled here, so no per-rank rule guesses; FC111 says so).
     """
     w = world(ctx)
@@ -280,6 +306,14 @@ def data_parallel(ctx: Context, section: str, sp: int = 1) -> DataParallel | Non
         sp_keys = (f"{section}.ulysses_sequence_parallel_size", f"{section}.fsdp_config.ulysses_sequence_parallel_size")
         return DataParallel(
             w // sp, f"{w // sp} data-parallel ranks = {w} ranks / ulysses_sp={sp}", WORLD_KEYS + sp_keys
+        )
+    if strategy == "veomni":  # veomni/transformer_impl.py: dp_size = world_size // ulysses_parallel_size
+        key = f"{section}.veomni.ulysses_parallel_size"
+        usp = num(val(ctx, key)) or 1
+        if usp < 1 or w % usp:
+            return None
+        return DataParallel(
+            w // usp, f"{w // usp} data-parallel ranks = {w} ranks / veomni ulysses {usp}", WORLD_KEYS + (key,)
         )
     if strategy == "megatron":
         names = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")

@@ -235,6 +235,13 @@ def micro_batch_forms(ctx: Context) -> Iterable[Finding]:
                 )
 
 
+def _sp_name(r: Role) -> str:
+    """How a message names the role's sequence-parallel size: ``ulysses_sp`` (FSDP), else its key's leaf
+    (``context_parallel_size``, ``ulysses_parallel_size``)."""
+    leaf = r.sp_keys[0].rsplit(".", 1)[-1] if r.sp_keys else ""
+    return "ulysses_sp" if leaf in ("", "ulysses_sequence_parallel_size") else leaf
+
+
 def _dp(ctx: Context, r: Role) -> DataParallel | None:
     """The data-parallel group of the engine that runs ``r`` (:func:`fsdpcfg.rules._common.data_parallel`)."""
     return data_parallel(ctx, r.section, r.sp)
@@ -331,7 +338,7 @@ def per_rank_micro(ctx: Context) -> Iterable[Finding]:
                 continue  # FC202/FC204
             per, what, bkey = m * n // dp, f"mini batch ({r.mini} = {m} x n = {n} / {dp} ranks)", r.mini
             if micro is None and g is not None and g > 0:
-                if m % g or g * r.sp < w:
+                if m % g or (r.sp > 0 and g * r.sp < w):
                     yield ctx.finding(
                         "FC205",
                         [r.micro, r.mini, *group.keys],
@@ -427,15 +434,15 @@ def token_budget(ctx: Context) -> Iterable[Finding]:
         if not flag(val(ctx, r.dyn)):
             continue
         b = num(val(ctx, r.tokens))
-        if b is None:
-            continue
+        if b is None or r.sp < 1:
+            continue  # r.sp 0: an engine whose sequence parallelism fsdpcfg does not model
         if b * r.sp < seq:
             need = -(-seq // r.sp)
             yield ctx.finding(
                 "FC207",
-                [r.tokens, "data.max_prompt_length", "data.max_response_length"],
-                f"{r.name}: token budget {r.tokens} = {b} x ulysses_sp {r.sp} = {b * r.sp} tokens {src(ctx, r.tokens)} "
-                f"is smaller than one full sequence of {seq} tokens",
+                [r.tokens, "data.max_prompt_length", "data.max_response_length", *r.sp_keys],
+                f"{r.name}: token budget {r.tokens} = {b} x {_sp_name(r)} {r.sp} = {b * r.sp} tokens "
+                f"{src(ctx, r.tokens)} is smaller than one full sequence of {seq} tokens",
                 f"set {r.tokens}={need} or more (a few sequences' worth, e.g. {need * 2}, packs better)",
                 derivation=f"{seq} = data.max_prompt_length {p} + data.max_response_length {q}",
             )

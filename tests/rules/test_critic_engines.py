@@ -142,7 +142,7 @@ def test_megatron_data_parallel_size_is_the_world_over_tp_pp_cp(tp, pp, cp, dp):
     )
     cfg["actor_rollout_ref"]["actor"]["megatron"]["tensor_model_parallel_size"] = 3  # 16 % 3: verl asserts
     assert data_parallel(Context(None, cfg), "actor_rollout_ref.actor") is None  # type: ignore[arg-type]
-    cfg["actor_rollout_ref"]["actor"]["strategy"] = "veomni"  # a layout fsdpcfg does not model: no guess
+    cfg["actor_rollout_ref"]["actor"]["strategy"] = "torchtitan"  # a layout fsdpcfg does not model: no guess
     assert data_parallel(Context(None, cfg), "actor_rollout_ref.actor") is None  # type: ignore[arg-type]
 
 
