@@ -99,6 +99,26 @@ def _verl_type_ok(default: Any, v: Any) -> bool:
     return True
 
 
+def _kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int"
+    return {float: "float", str: "str", list: "list", dict: "dict"}.get(type(v), "any")
+
+
+def _declared_kind_ok(key: str, v: Any) -> bool:
+    """True when verl's config dataclass declares a kind of value ``v`` has for ``key``
+    (:func:`fsdpcfg.verlref.value_kinds`: ``rollout_is_threshold: str | float`` takes ``"0.5_4.0"`` although its
+    default is ``2.0``; an ``int`` where a ``float`` is declared). It only widens :func:`_verl_type_ok`: a value
+    the default's type accepts is never refused for an annotation (verl's annotations are not always complete)."""
+    kinds = verlref.value_kinds(key)
+    if not kinds:
+        return False
+    kind = _kind(v)
+    return "any" in kinds or kind in kinds or (kind == "int" and "float" in kinds)
+
+
 #: Unknown keys that get a did-you-mean (:func:`fsdpcfg.schema.keys.suggest`, ~2 ms each); later ones are still
 #: reported, each with a plain fix, so that a file of 10,000 unknown keys is checked in seconds (issue 14 item 6).
 SUGGEST_LIMIT = 50
@@ -143,8 +163,8 @@ def validate_tree(
                 else:
                     verl_only[key] = v
                     default = verlref.defaults("ppo").get(key)
-                    if not (isinstance(raw_defaults.get(key), str) and "${" in raw_defaults[key]) and not _verl_type_ok(
-                        default, v
+                    if not (isinstance(raw_defaults.get(key), str) and "${" in raw_defaults[key]) and not (
+                        _verl_type_ok(default, v) or _declared_kind_ok(key, v)
                     ):
                         issues.append(
                             SchemaIssue(

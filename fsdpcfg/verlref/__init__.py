@@ -77,6 +77,24 @@ def _defaults(config: str, resolved: bool) -> dict[str, Any]:
     return entry["defaults"] if resolved else entry["raw"]
 
 
+def value_kinds(key: str, config: str = "ppo") -> frozenset[str] | None:
+    """The kinds of value (``bool``, ``int``, ``float``, ``str``, ``list``, ``dict``, ``null``, ``any``) verl's
+    config dataclass declares for ``key`` (:mod:`fsdpcfg.verlref.field_types`), ``None`` when no dataclass
+    declares it; ``config`` as in :func:`defaults` (``"ppo"``: the union over :data:`PPO_COMPOSITIONS`)."""
+    return _kinds_table(config).get(key)
+
+
+@cache
+def _kinds_table(config: str) -> dict[str, frozenset[str]]:
+    if config == "ppo":
+        out: dict[str, frozenset[str]] = {}
+        for c in PPO_COMPOSITIONS:
+            for k, v in _kinds_table(c).items():
+                out[k] = out.get(k, frozenset()) | v
+        return out
+    return {k: frozenset(v) for k, v in _load()["configs"][config].get("types", {}).items()}
+
+
 @cache
 def keys(config: str = "ppo_trainer") -> frozenset[str]:
     """Return the set of dotted leaf keys verl's ``config`` knows (a name of :data:`COMPOSITIONS`, or
@@ -120,13 +138,16 @@ def build_reference() -> dict[str, Any]:
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
+    from fsdpcfg.verlref.field_types import field_kinds
+
     cfg_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
     configs: dict[str, Any] = {}
     for name, (config_name, overrides) in COMPOSITIONS.items():
         GlobalHydra.instance().clear()
         with initialize_config_dir(config_dir=cfg_dir, version_base=None):
             cfg = compose(config_name=config_name, overrides=list(overrides))
-        raw = flatten(OmegaConf.to_container(cfg, resolve=False))
+        container = OmegaConf.to_container(cfg, resolve=False)
+        raw = flatten(container)
         resolved: dict[str, Any] = {}
         for k, v in raw.items():
             if v == _MISSING:
@@ -143,6 +164,7 @@ def build_reference() -> dict[str, Any]:
             "overrides": list(overrides),
             "raw": raw,
             "defaults": resolved,
+            "types": field_kinds(container),  # type: ignore[arg-type]
         }
         GlobalHydra.instance().clear()
     return {"verl_version": verl.__version__, "configs": configs}

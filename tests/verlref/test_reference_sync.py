@@ -43,3 +43,4 @@ def test_reference_matches_installed_verl():
             f"removed {removed[:5]}, changed defaults {changed[:5]}"
         )
         assert new["defaults"] == old["defaults"] and new["entry_point"] == old["entry_point"]
+        assert new["types"] == old["types"], f"{name}: the dataclass value kinds are out of date (regenerate)"
