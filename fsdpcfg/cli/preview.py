@@ -64,11 +64,14 @@ def _composed_config(overrides: list[str]) -> tuple[Any, dict[str, Any]]:
 
 def _tokenizer(cfg: dict[str, Any], kind: str):
     from fsdpcfg.launch.native import ensure_assets
+    from fsdpcfg.schema.model import ModelSection
+    from fsdpcfg.schema.sft import SftModel
     from fsdpcfg.train.model import load_tokenizer
 
     ensure_assets(cfg, echo=lambda s: None)
     model = cfg["model"] if kind == "sft" else cfg["actor_rollout_ref"]["model"]
-    return load_tokenizer(model)
+    # a preview also shows configs the run would refuse: the section is built without validation
+    return load_tokenizer((SftModel if kind == "sft" else ModelSection).model_construct(**model))
 
 
 def _split_cfg(data: dict[str, Any], split: str, rows: int) -> dict[str, Any]:
@@ -95,7 +98,9 @@ def rl_rows(cfg: dict[str, Any], split: str, rows: int) -> list[dict[str, Any]]:
 
     data = _split_cfg(cfg["data"], split, rows)
     tok = _tokenizer(cfg, "ppo")
-    ds = PromptDataset({**data, "filter_overlong_prompts": False}, tok)
+    from fsdpcfg.schema.data import DataSection
+
+    ds = PromptDataset(DataSection.model_construct(**{**data, "filter_overlong_prompts": False}), tok)
     reward = load_reward_fn(cfg["reward"])
     max_len = int(data["max_prompt_length"])
     out = []
@@ -142,7 +147,9 @@ def sft_rows(cfg: dict[str, Any], split: str, rows: int) -> list[dict[str, Any]]
 
     data = _split_cfg(cfg["data"], split, rows)
     tok = _tokenizer(cfg, "sft")
-    ds = SFTDataset(data, tok)
+    from fsdpcfg.schema.sft import SftData
+
+    ds = SFTDataset(SftData.model_construct(**data), tok)
     out = []
     for i in range(len(ds)):
         ex = ds[i]

@@ -242,11 +242,13 @@ def prepare(overrides: list[str]):
         from fsdpcfg.plan import make_plan
 
         plan = make_plan(cfg)
+    from fsdpcfg.schema import parse_config
     from fsdpcfg.train.ckpt_identity import check_resume_identity
     from fsdpcfg.train.ckpt_layout import check_resume_layout
 
     # refused here, before torchrun starts: another world size, or another model than the checkpoint's
-    check_resume_identity(cfg, check_resume_layout(cfg["trainer"]), echo=_echo)
+    typed = parse_config(cfg)
+    check_resume_identity(typed, check_resume_layout(typed.trainer), echo=_echo)
     return composed, cfg, plan
 
 

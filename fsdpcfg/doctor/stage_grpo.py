@@ -30,12 +30,13 @@ def run_grpo(cfg: dict, variant: str, steps: int = 2):
     Returns:
         ``(result, trainer)``; ``trainer`` is ``None`` when the stage failed (stage 5 then does not run).
     """
+    from fsdpcfg.schema import parse_run_config
     from fsdpcfg.train.loop import Trainer
 
     t = time.perf_counter()
     data: dict = {"steps": [], "replica_fingerprints": []}
     try:
-        trainer = Trainer(cfg)
+        trainer = Trainer(parse_run_config(cfg))
         sync = trainer.sync_weights
 
         def fingerprinted_sync() -> int:

@@ -36,29 +36,33 @@ def run_load(cfg: dict) -> StageResult:
     """
     import torch
 
+    from fsdpcfg.schema import parse_run_config
     from fsdpcfg.train.data import PromptDataset
     from fsdpcfg.train.model import import_external_libs, load_hf_config, load_model, load_tokenizer, to_dtype
 
     t = time.perf_counter()
-    mcfg = cfg["actor_rollout_ref"]["model"]
     data: dict = {}
     try:
-        import_external_libs(mcfg["external_lib"])
-        trust = bool(mcfg["trust_remote_code"])
-        config = load_hf_config(mcfg["path"], trust, mcfg["override_config"])
+        typed = parse_run_config(cfg)
+        mcfg = typed.actor_rollout_ref.model
+        import_external_libs(mcfg.external_lib)
+        trust = mcfg.trust_remote_code
+        config = load_hf_config(mcfg.path, trust, mcfg.override_config)
         data["model_type"] = getattr(config, "model_type", None)
         data["architectures"] = list(getattr(config, "architectures", None) or [])
         tok = load_tokenizer(mcfg)
         data["tokenizer"] = type(tok).__name__
         data["chat_template"] = (
-            "custom_chat_template" if mcfg["custom_chat_template"] else "tokenizer" if tok.chat_template else None
+            "custom_chat_template" if mcfg.custom_chat_template else "tokenizer" if tok.chat_template else None
         )
-        proc = _processor(mcfg.get("tokenizer_path") or mcfg["path"], trust)
+        proc = _processor(mcfg.tokenizer_path or mcfg.path, trust)
         data["processor"] = type(proc).__name__ if proc is not None else None
-        dcfg = dict(cfg["data"], train_max_samples=1, filter_overlong_prompts=False, truncation="left")
+        dcfg = typed.data.model_copy(
+            update={"train_max_samples": 1, "filter_overlong_prompts": False, "truncation": "left"}
+        )
         prompt = PromptDataset(dcfg, tok).batch([0])
         data["prompt_tokens"] = int(prompt.attention_mask.sum())
-        dtype = to_dtype(cfg["actor_rollout_ref"]["actor"]["fsdp_config"]["model_dtype"])
+        dtype = to_dtype(typed.actor_rollout_ref.actor.fsdp_config.model_dtype)
         model = load_model(mcfg, dtype)
         data["model_class"] = type(model).__name__
         data["parameters"] = sum(p.numel() for p in model.parameters())

@@ -27,8 +27,11 @@ def run_patches(cfg: dict, names: list[str] | None = None) -> StageResult:
     names = patches.selected(cfg) if names is None else list(names)
     if not names:
         return StageResult(2, "", SKIP, time.perf_counter() - t, "no patch selected (patches=none)")
-    mcfg = cfg["actor_rollout_ref"]["model"]
-    device = cfg["trainer"]["device"]
+    from fsdpcfg.schema import parse_run_config
+
+    typed = parse_run_config(cfg)
+    mcfg = typed.actor_rollout_ref.model
+    device = typed.trainer.device
     selections = [[n] for n in names] + ([names] if len(names) > 1 else [])
     data: dict = {}
     parts = []

@@ -38,13 +38,14 @@ def run_sft(cfg: dict, variant: str, steps: int = 2) -> StageResult:
     import torch
     import torch.distributed as dist
 
+    from fsdpcfg.schema import parse_sft_config
     from fsdpcfg.train.loop import collective_device
     from fsdpcfg.train.sft.trainer import SFTTrainer
 
     t = time.perf_counter()
     data: dict = {"losses": [], "grad_norms": []}
     try:
-        trainer = SFTTrainer(cfg)
+        trainer = SFTTrainer(parse_sft_config(cfg))
         before = _local_norm(trainer.model)
         for step in range(1, steps + 1):
             m = trainer.step(step)

@@ -14,11 +14,26 @@ Batch arithmetic follows verl 0.9.1 (``verl/workers/config/actor.py``, ``verl/tr
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 from fsdpcfg.errors import ConfigError
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 _MISSING = object()
+
+#: a config the planner reads: the resolved config as nested dicts (``fsdpcfg check``, which plans configs that
+#: may not validate) or a typed model (the trainers: :func:`fsdpcfg.schema.parse_config`)
+Tree = Union[dict, "BaseModel"]
+
+
+def as_tree(cfg: Tree) -> dict:
+    """The nested dicts the planner reads: ``cfg`` itself, or a typed model's fields (``model_dump``: every
+    field, defaults filled in), so that one planner serves both."""
+    if isinstance(cfg, dict):
+        return cfg
+    return cfg.model_dump()
 
 
 _COMPOSE_HINT = "compose the config with `python -m fsdpcfg` (conf/config.yaml lists the key)"
@@ -141,8 +156,9 @@ def _per_gpu(cfg: dict, per_gpu_key: str, global_key: str, world: int) -> int:
 PLAN_RULES = ("FC103", "FC201", "FC202", "FC203", "FC204", "FC205", "FC301", "FC364", "FC801", "FC802", "FC803")
 
 
-def make_plan(cfg: dict) -> Plan:
-    """Derive the :class:`Plan` of a native run from a resolved config (plain nested dicts, verl key names).
+def make_plan(cfg: Tree) -> Plan:
+    """Derive the :class:`Plan` of a native run from a resolved config (plain nested dicts, verl key names, or
+    the typed :class:`fsdpcfg.schema.RunConfig`).
 
     The rules decide whether the config can run (:data:`PLAN_RULES`, the same functions ``fsdpcfg check``
     runs); the plan only derives the numbers.
@@ -154,6 +170,7 @@ def make_plan(cfg: dict) -> Plan:
     """
     from fsdpcfg.rules import gate
 
+    cfg = as_tree(cfg)
     gate.require(cfg, PLAN_RULES)
     nnodes = _pos_int(cfg, "trainer.nnodes")
     nproc = _pos_int(cfg, "trainer.n_gpus_per_node")
@@ -226,13 +243,14 @@ def make_plan(cfg: dict) -> Plan:
     )
 
 
-def total_training_steps(cfg: dict, num_train_prompts: int) -> int:
+def total_training_steps(cfg: Tree, num_train_prompts: int) -> int:
     """Return the number of training steps: ``trainer.total_training_steps`` when set, else
     ``trainer.total_epochs x (num_train_prompts // data.train_batch_size)`` (verl drops the last partial batch).
 
     Raises:
         ConfigError: the dataset holds fewer prompts than one batch.
     """
+    cfg = as_tree(cfg)
     steps = _get(cfg, "trainer.total_training_steps")
     if steps is not None:
         return _pos_int(cfg, "trainer.total_training_steps")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.plan._plan import Described, config_value, positive_int
+from fsdpcfg.plan._plan import Described, Tree, as_tree, config_value, positive_int
 
 _HINT = "compose the config with `python -m fsdpcfg +recipe=qwen_sft` (conf/sft/config.yaml lists the key)"
 
@@ -55,8 +55,9 @@ class SftPlan(Described):
 SFT_PLAN_RULES = ("FC150", "FC250", "FC251", "FC252")
 
 
-def make_sft_plan(cfg: dict) -> SftPlan:
-    """Derive the :class:`SftPlan` of a resolved SFT config (nested dicts, verl's sft_trainer_engine names).
+def make_sft_plan(cfg: Tree) -> SftPlan:
+    """Derive the :class:`SftPlan` of a resolved SFT config (nested dicts, verl's sft_trainer_engine names, or the
+    typed :class:`fsdpcfg.schema.sft.SftRunConfig`).
 
     The rules decide whether the config can run (:data:`SFT_PLAN_RULES`, the functions ``fsdpcfg check``
     runs); the plan only derives the numbers.
@@ -67,6 +68,7 @@ def make_sft_plan(cfg: dict) -> SftPlan:
     """
     from fsdpcfg.rules import gate
 
+    cfg = as_tree(cfg)
     gate.require(cfg, SFT_PLAN_RULES, kind="sft")
     nnodes, nproc = _pos_int(cfg, "trainer.nnodes"), _pos_int(cfg, "trainer.n_gpus_per_node")
     world = nnodes * nproc
@@ -95,12 +97,13 @@ def make_sft_plan(cfg: dict) -> SftPlan:
     )
 
 
-def total_sft_steps(cfg: dict, num_rows: int) -> int:
+def total_sft_steps(cfg: Tree, num_rows: int) -> int:
     """``trainer.total_training_steps`` when set, else ``trainer.total_epochs x (num_rows // train_batch_size)``.
 
     Raises:
         ConfigError: fewer rows than one batch.
     """
+    cfg = as_tree(cfg)
     steps = _get(cfg, "trainer.total_training_steps")
     if steps is not None:
         return _pos_int(cfg, "trainer.total_training_steps")

@@ -137,19 +137,20 @@ def check_audit_file(run_dir: str | Path) -> list[str]:
     return compare_audit(data["asked"], data["built"])
 
 
-def audit_startup(trainer: Any) -> None:
-    """Compare what ``trainer`` built with what its config asked; rank 0 writes ``startup_audit.json``.
+def audit_startup(trainer: Any, resolved: dict[str, Any]) -> None:
+    """Compare what ``trainer`` built with what its resolved config ``resolved`` (nested dicts, as read from
+    ``config.yaml``) asked; rank 0 writes ``startup_audit.json``.
 
     Raises:
         ConfigError: at least one setting differs (every mismatch listed), on every rank.
     """
     from fsdpcfg.runinfo.faults import write_file_in
 
-    asked, built = expected_audit(trainer.cfg), collect_audit(trainer)
+    asked, built = expected_audit(resolved), collect_audit(trainer)
     mismatches = compare_audit(asked, built)
     if trainer.rank == 0:
         write_file_in(
-            trainer.cfg["fsdpcfg"]["run_dir"],
+            trainer.cfg.fsdpcfg.run_dir,
             AUDIT_FILE,
             json.dumps({"ok": not mismatches, "asked": asked, "built": built, "mismatches": mismatches}, indent=2)
             + "\n",

@@ -74,3 +74,15 @@ def V(key: str) -> Any:
 def Sub(cls: type[BaseModel], description: str) -> Any:
     """A nested section whose defaults fill in when the section is absent."""
     return Field(default_factory=cls, description=description)
+
+
+def attr_path(model: BaseModel, key: str, default: Any = None) -> Any:
+    """The value of dotted ``key`` (``actor_rollout_ref.model.use_remove_padding``) in the typed config ``model``,
+    read by attribute; ``default`` when a part is not a field. What a registry keyed by verl's dotted names (the
+    patches) reads of a typed config."""
+    node: Any = model
+    for part in key.split("."):
+        if not isinstance(node, BaseModel) or part not in type(node).model_fields:
+            return default
+        node = getattr(node, part)
+    return node

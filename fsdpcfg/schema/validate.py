@@ -21,6 +21,9 @@ from fsdpcfg.errors import ConfigError
 from fsdpcfg.schema import keys as K
 from fsdpcfg.schema.root import RunConfig
 
+if typing.TYPE_CHECKING:
+    from fsdpcfg.schema.sft import SftRunConfig
+
 IssueKind = Literal["unknown", "invalid", "missing", "verl_type", "conflict"]
 MISSING = "???"
 
@@ -348,3 +351,39 @@ def parse_run_config(cfg: Any) -> RunConfig:
         more = f" (and {len(rep.issues) - 1} more; `fsdpcfg check` lists them)" if len(rep.issues) > 1 else ""
         raise ConfigError(first.message + more, key=first.key or None, value=first.value, fix=first.fix)
     return rep.model
+
+
+def parse_sft_config(cfg: dict[str, Any]) -> SftRunConfig:
+    """Return the typed :class:`fsdpcfg.schema.sft.SftRunConfig` of a resolved SFT config (nested dicts): the
+    keys of verl's ``sft_trainer_engine`` composition that the SFT schema does not model are left out, as rule
+    FC150 leaves them out (they are verl's, passed to verl).
+
+    Raises:
+        ConfigError: the config does not match the SFT schema (the first problem; ``fsdpcfg check`` lists all).
+    """
+    from fsdpcfg.rules.sft_rules import _schema_defaults, _schema_part
+    from fsdpcfg.schema.sft import SftRunConfig
+
+    try:
+        return SftRunConfig.model_validate(_schema_part(cfg, frozenset(_schema_defaults())))
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(p) for p in err["loc"] if isinstance(p, str))
+        more = f" (and {e.error_count() - 1} more; `fsdpcfg check` lists them)" if e.error_count() > 1 else ""
+        raise ConfigError(
+            f"{err['msg']}{more}", key=key or None, value=err.get("input"), fix=f"set {key} to a valid value"
+        ) from None
+
+
+def parse_config(cfg: dict[str, Any]) -> RunConfig | SftRunConfig:
+    """The typed model of a resolved config of either kind (``fsdpcfg.kind``: ``sft`` -> :func:`parse_sft_config`,
+    else :func:`parse_run_config`); what the native trainers read.
+
+    Raises:
+        ConfigError: the config does not match its schema.
+    """
+    from fsdpcfg import keypath
+
+    if keypath.get(cfg, "fsdpcfg.kind", None) == "sft":
+        return parse_sft_config(cfg)
+    return parse_run_config(cfg)

@@ -82,7 +82,9 @@ def check_point(index: int, overrides: list[str]) -> PointCheck:
                 from fsdpcfg.plan import make_plan
 
                 pc.plan = make_plan(pc.cfg)
-            check_resume_layout(pc.cfg["trainer"])
+            from fsdpcfg.schema import parse_config
+
+            check_resume_layout(parse_config(pc.cfg).trainer)
     except ConfigError as e:
         pc.error = str(e)
     return pc

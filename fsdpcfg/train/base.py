@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 import torch.distributed as dist
@@ -18,6 +18,9 @@ from fsdpcfg import yamlio
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.train import checkpoint as ckpt
 from fsdpcfg.train.ckpt_identity import identity
+
+if TYPE_CHECKING:
+    from fsdpcfg.train.ckpt_identity import AnyRunConfig
 
 
 def init_distributed(device: str, backend: str) -> torch.device:
@@ -37,7 +40,9 @@ def init_distributed(device: str, backend: str) -> torch.device:
 class TrainerBase:
     """The set-up, resume, step loop and checkpoint shared by the native trainers.
 
-    A subclass sets, in its ``__init__``: ``cfg`` (the resolved config), then calls :meth:`start` with its plan,
+    A subclass sets, in its ``__init__``: ``cfg`` (the typed config: :class:`fsdpcfg.schema.RunConfig` or
+    :class:`fsdpcfg.schema.sft.SftRunConfig`), then calls :meth:`start` with its plan (computed once, from
+    ``cfg``: everything the trainer needs that the config does not say),
     builds ``sampler`` / ``total_steps`` / its models, optimizer and scheduler, and calls :meth:`resume` with the
     model to restore. It implements :meth:`step` (one optimizer step: ``{metric: value}``) and may override
     :meth:`validate_before_steps` / :meth:`after_step` (validation) and :meth:`checkpoint_parts`.
@@ -53,7 +58,7 @@ class TrainerBase:
     #: keyword arguments of :meth:`fsdpcfg.train.metrics.MetricsLogger.for_run` (progress-bar title and keys)
     logger_options: ClassVar[dict[str, Any]] = {}
 
-    cfg: dict[str, Any]
+    cfg: AnyRunConfig
     plan: Any
     sampler: Any
     total_steps: int
@@ -63,8 +68,8 @@ class TrainerBase:
     hf_config: Any
     generation_config: Any
 
-    def __init__(self, cfg: dict[str, Any]) -> None:
-        """Keep the resolved config; a trainer's own ``__init__`` then calls :meth:`start` and builds its parts."""
+    def __init__(self, cfg: AnyRunConfig) -> None:
+        """Keep the typed config; a trainer's own ``__init__`` then calls :meth:`start` and builds its parts."""
         self.cfg = cfg
 
     def start(self, plan: Any) -> None:
@@ -83,7 +88,7 @@ class TrainerBase:
                 key="trainer.n_gpus_per_node",
                 fix="launch with python -m fsdpcfg",
             )
-        self.resume_from = ckpt.find_resume_folder(self.cfg["trainer"])
+        self.resume_from = ckpt.find_resume_folder(self.cfg.trainer)
         # what the checkpoints record they were trained from (compared by the launcher before a resume)
         self.trained_from = identity(self.cfg) if self.rank == 0 else None
         self.start_step = 0
@@ -108,10 +113,10 @@ class TrainerBase:
     def save(self, step: int) -> None:
         """Write checkpoint ``global_step_<step>`` (collective): the sharded state, the Hugging Face folder (and
         a LoRA adapter folder), the trainer state; atomic (:func:`fsdpcfg.train.checkpoint.save_checkpoint`)."""
-        tr = self.cfg["trainer"]
+        tr = self.cfg.trainer
         model, weights, adapter = self.checkpoint_parts()
         ckpt.save_checkpoint(
-            tr["default_local_dir"],
+            tr.default_local_dir,
             step,
             model=model,
             full_weights=weights,
@@ -123,7 +128,7 @@ class TrainerBase:
             generation_config=self.generation_config,
             scheduler=self.scheduler,
             trainer_state={"step": step, "sampler": self.sampler.state_dict()},
-            keep=tr[self.keep_key],
+            keep=getattr(tr, self.keep_key),
             trained_from=self.trained_from,
         )
 
@@ -145,7 +150,7 @@ class TrainerBase:
         logger = MetricsLogger.for_run(
             self.cfg, self.total_steps, self.start_step, enabled=self.rank == 0, **self.logger_options
         )
-        save_freq = int(self.cfg["trainer"]["save_freq"])
+        save_freq = self.cfg.trainer.save_freq
         if self.resume_from is not None:
             logger.message(f"fsdpcfg: resumed from {self.resume_from} (step {self.start_step} of {self.total_steps})")
             if self.start_step >= self.total_steps:
@@ -170,32 +175,39 @@ class TrainerBase:
             logger.close()
 
 
-def save_resolved_config(cfg: dict, config_path: Path) -> None:
-    """Write the resolved config to ``<fsdpcfg.run_dir>/config.yaml`` unless it was launched from that file."""
+def save_resolved_config(resolved: dict, run_dir: str, config_path: Path) -> None:
+    """Write the resolved config (``resolved``: nested dicts, verl's keys included) to ``<run_dir>/config.yaml``
+    unless it was launched from that file."""
     from fsdpcfg.runinfo.faults import write_file_in
 
-    target = Path(cfg["fsdpcfg"]["run_dir"]) / "config.yaml"
+    target = Path(run_dir) / "config.yaml"
     if not target.exists() or target.resolve() != config_path.resolve():
-        write_file_in(cfg["fsdpcfg"]["run_dir"], "config.yaml", yamlio.dump(cfg), "fsdpcfg.run_dir")
+        write_file_in(run_dir, "config.yaml", yamlio.dump(resolved), "fsdpcfg.run_dir")
 
 
 def train_rank(config_path: str, trainer_cls: type[TrainerBase], *, audit: bool = False) -> int:
-    """Entry point of one rank: read the resolved config at ``config_path``, build ``trainer_cls`` from it, write
-    the config into the run folder (rank 0), audit what was built against what was asked (``audit``:
+    """Entry point of one rank: read the resolved config at ``config_path``, validate it once into the typed
+    model (:func:`fsdpcfg.schema.parse_config`), build ``trainer_cls`` from that, write the resolved config into
+    the run folder (rank 0), audit what was built against what the resolved config asked (``audit``:
     ``<run_dir>/startup_audit.json``; a mismatch stops every rank), train, tear the process group down.
-    Returns the exit code (0)."""
+    Returns the exit code (0).
+
+    Raises:
+        ConfigError: the config does not match its schema, or a setting the trainer cannot honour.
+    """
+    from fsdpcfg.schema import parse_config
     from fsdpcfg.train.entry import close_process_group
 
     path = Path(config_path)
-    cfg = yaml.safe_load(path.read_text())
-    trainer = trainer_cls(cfg)
+    resolved = yaml.safe_load(path.read_text())
+    trainer = trainer_cls(parse_config(resolved))
     try:
         if trainer.rank == 0:
-            save_resolved_config(cfg, path)
+            save_resolved_config(resolved, trainer.cfg.fsdpcfg.run_dir, path)
         if audit:
             from fsdpcfg.runinfo import audit_startup
 
-            audit_startup(trainer)
+            audit_startup(trainer, resolved)
         trainer.fit()
     except BaseException:
         close_process_group(clean=False)  # no barrier: the other ranks may be inside a collective

@@ -28,13 +28,16 @@ import shutil
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
 
 from fsdpcfg.paths import atomic_write_text, fsync_file, fsync_folder, publish_folder, within
 from fsdpcfg.runinfo.faults import writing
+
+if TYPE_CHECKING:
+    from fsdpcfg.train.ckpt_identity import AnyRunConfig
 
 # the layout (which folder is complete, which one a run resumes from) is read without torch by the launcher
 from fsdpcfg.train.ckpt_layout import (  # noqa: F401
@@ -284,20 +287,18 @@ def load_checkpoint(
     return trainer
 
 
-def card_facts(cfg: dict[str, Any], base_model: str, metrics: dict[str, float] | None) -> dict[str, Any]:
+def card_facts(cfg: AnyRunConfig, base_model: str, metrics: dict[str, float] | None) -> dict[str, Any]:
     """What :func:`save_checkpoint` puts in the model card: the base model path, the experiment, the run folder
     (whose ``config.yaml`` is the resolved config it was trained with), the date, the fsdpcfg version and the
     last logged metrics (``metrics``; ``None`` before the first step)."""
     import fsdpcfg
 
-    tr = cfg.get("trainer", {})
-    fc = cfg.get("fsdpcfg") or {}
     return {
         "base_model": str(base_model),
-        "project": tr.get("project_name"),
-        "experiment": tr.get("experiment_name"),
-        "kind": "sft" if fc.get("kind") == "sft" else "grpo",
-        "run_dir": fc.get("run_dir"),
+        "project": cfg.trainer.project_name,
+        "experiment": cfg.trainer.experiment_name,
+        "kind": "sft" if cfg.fsdpcfg.kind == "sft" else "grpo",
+        "run_dir": cfg.fsdpcfg.run_dir,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "version": fsdpcfg.__version__,
         "metrics": dict(metrics or {}),

@@ -22,7 +22,15 @@ import hashlib
 import json
 import struct
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:
+    from fsdpcfg.schema.root import RunConfig
+    from fsdpcfg.schema.sft import SftRunConfig
+    from fsdpcfg.train.model import ModelCfg
+
+#: the typed config of a run of either kind (:func:`fsdpcfg.schema.parse_config`)
+AnyRunConfig = Union["RunConfig", "SftRunConfig"]
 
 #: config.json entries that decide the shapes of the weights (missing ones are left out).
 ARCH_FIELDS = (
@@ -64,11 +72,13 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 _SAMPLE = 1 << 20
 
 
-def model_section(cfg: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """``(key prefix, model section)`` of a resolved config: ``actor_rollout_ref.model`` (RL) or ``model`` (SFT)."""
-    if (cfg.get("fsdpcfg") or {}).get("kind") == "sft":
-        return "model", cfg["model"]
-    return "actor_rollout_ref.model", cfg["actor_rollout_ref"]["model"]
+def model_section(cfg: AnyRunConfig) -> tuple[str, ModelCfg]:
+    """``(key prefix, model section)`` of a typed config: ``actor_rollout_ref.model`` (RL) or ``model`` (SFT)."""
+    from fsdpcfg.schema.sft import SftRunConfig
+
+    if isinstance(cfg, SftRunConfig):
+        return "model", cfg.model
+    return "actor_rollout_ref.model", cfg.actor_rollout_ref.model
 
 
 def _sha(path: Path) -> str:
@@ -104,13 +114,13 @@ def _folder(path: Any) -> Path | None:
     return model_path_status(path).local
 
 
-def identity(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The ``trained_from`` record of the resolved config ``cfg`` (see the module docstring).
+def identity(cfg: AnyRunConfig) -> dict[str, Any]:
+    """The ``trained_from`` record of the typed config ``cfg`` (see the module docstring).
 
     A model path that cannot be read here (a hub id not in the local cache) records the path alone.
     """
     prefix, model = model_section(cfg)
-    path = model.get("path")
+    path = model.path
     out: dict[str, Any] = {"model_path": str(path)}
     folder = _folder(path)
     if folder is not None:
@@ -124,7 +134,7 @@ def identity(cfg: dict[str, Any]) -> dict[str, Any]:
         text = hf.get("text_config") if isinstance(hf.get("text_config"), dict) else {}
         out["architecture"] = {k: hf.get(k, text.get(k)) for k in ARCH_FIELDS if k in hf or k in text}
         out["weights"] = _weights(folder)
-    tok_path = model.get("tokenizer_path") or path
+    tok_path = model.tokenizer_path or path
     tok = _folder(tok_path) if tok_path != path else folder
     if tok is not None:
         h = hashlib.sha256()
@@ -132,7 +142,7 @@ def identity(cfg: dict[str, Any]) -> dict[str, Any]:
             if (tok / name).is_file():
                 h.update(name.encode() + b"\0" + bytes.fromhex(_sha(tok / name)))
         out["tokenizer_sha256"] = h.hexdigest()
-    out["shape_keys"] = {f"{prefix}.{k}": model.get(k) for k in SHAPE_KEYS}
+    out["shape_keys"] = {f"{prefix}.{k}": getattr(model, k) for k in SHAPE_KEYS}
     return out
 
 
@@ -183,7 +193,7 @@ def _show(v: Any) -> str:
     return json.dumps(v, default=str) if isinstance(v, (dict, list)) else str(v)
 
 
-def check_resume_identity(cfg: dict[str, Any], folder: Path | None, echo: Any = print) -> None:
+def check_resume_identity(cfg: AnyRunConfig, folder: Path | None, echo: Any = print) -> None:
     """Refuse, before anything starts, to resume ``folder`` when it was trained from another model than the one
     ``cfg`` names (path, config.json, weights, tokenizer or shape keys; see :func:`differences`).
 
@@ -204,24 +214,24 @@ def check_resume_identity(cfg: dict[str, Any], folder: Path | None, echo: Any = 
     if not isinstance(saved, dict):
         echo(
             f"note: {folder} does not record the model it was trained from (an older checkpoint); resuming "
-            f"it with {prefix}.path={model.get('path')} unchecked"
+            f"it with {prefix}.path={model.path} unchecked"
         )
         return
     diffs = differences(saved, identity(cfg))
     if not diffs:
         return
-    mode = cfg["trainer"]["resume_mode"]
+    mode = cfg.trainer.resume_mode
     shapes = any(d[1] for d in diffs)
     detail = "; ".join(f"{what}: {_show(a)} -> {_show(b)}" for what, _, a, b in diffs)
     if mode == "resume_path" and not shapes:
         echo(
             f"note: resuming {folder} (trained from {saved.get('model_path')}) with {prefix}.path="
-            f"{model.get('path')}, as trainer.resume_mode=resume_path asks: {detail}"
+            f"{model.path}, as trainer.resume_mode=resume_path asks: {detail}"
         )
         return
     fix = (
         "give this run folders of its own: another trainer.experiment_name (or trainer.default_local_dir), "
-        f"or trainer.resume_mode=disable to start over from {model.get('path')} (the checkpoints in "
+        f"or trainer.resume_mode=disable to start over from {model.path} (the checkpoints in "
         f"{folder.parent} are then overwritten)"
     )
     if not shapes:
@@ -233,13 +243,13 @@ def check_resume_identity(cfg: dict[str, Any], folder: Path | None, echo: Any = 
         fix += f", or set {prefix}.path back to {saved.get('model_path')}"
     raise ConfigError(
         f"trainer.resume_mode={mode} would resume {folder}, trained from {saved.get('model_path')}, "
-        f"but this run's model is {model.get('path')} ({detail}); "
+        f"but this run's model is {model.path} ({detail}); "
         + (
             "the weights' shapes differ, so they cannot be loaded"
             if shapes
             else "the run would train the old weights while its config and run_info name the new model"
         ),
         key=f"{prefix}.path",
-        value=model.get("path"),
+        value=model.path,
         fix=fix,
     )

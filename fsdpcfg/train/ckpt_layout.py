@@ -15,9 +15,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 from fsdpcfg.errors import ConfigError
+
+if TYPE_CHECKING:
+    from fsdpcfg.schema.sft import SftTrainer
+    from fsdpcfg.schema.trainer import TrainerSection
+
+#: the ``trainer`` section of a run of either kind (``resume_mode``, ``default_local_dir``, ``resume_from_path``)
+TrainerCfg = Union["TrainerSection", "SftTrainer"]
 
 MANIFEST = "MANIFEST.json"
 LATEST = "latest_checkpointed_iteration.txt"
@@ -84,7 +91,7 @@ def prunable(root: str | Path, keep: int) -> list[Path]:
     return out
 
 
-def find_resume_folder(trainer_cfg: dict) -> Path | None:
+def find_resume_folder(trainer_cfg: TrainerCfg) -> Path | None:
     """The checkpoint to resume from, by ``trainer.resume_mode``: ``disable`` -> none; ``auto`` -> the one
     ``latest_checkpointed_iteration.txt`` names under ``trainer.default_local_dir`` (else the newest complete
     one, else none); ``resume_path`` -> ``trainer.resume_from_path``.
@@ -92,10 +99,10 @@ def find_resume_folder(trainer_cfg: dict) -> Path | None:
     Raises:
         ConfigError: an unknown mode, or a ``resume_from_path`` that is not a complete checkpoint.
     """
-    mode = trainer_cfg["resume_mode"]
+    mode = trainer_cfg.resume_mode
     if mode == "disable":
         return None
-    root = Path(trainer_cfg["default_local_dir"])
+    root = Path(trainer_cfg.default_local_dir)
     if mode == "auto":
         latest = root / LATEST
         if latest.is_file():
@@ -105,7 +112,7 @@ def find_resume_folder(trainer_cfg: dict) -> Path | None:
         done = complete_checkpoints(root)
         return done[-1] if done else None
     if mode == "resume_path":
-        path = trainer_cfg["resume_from_path"]
+        path = trainer_cfg.resume_from_path
         if not path or not is_complete(Path(path)):
             raise ConfigError(
                 f"{path!r} is not a complete checkpoint folder (global_step_N with {MANIFEST})",
@@ -143,7 +150,7 @@ def require_dcp_state(folder: str | Path) -> None:
         )
 
 
-def check_resume_layout(trainer_cfg: dict) -> Path | None:
+def check_resume_layout(trainer_cfg: TrainerCfg) -> Path | None:
     """Before anything starts: the folder the run will resume from (``None`` for none), refused when it cannot
     be resumed. Another world size or the other FSDP version (``fsdp`` / ``fsdp2``) is not refused: the state is
     resharded by ``torch.distributed.checkpoint`` (tests/train/test_dcp_resume.py).

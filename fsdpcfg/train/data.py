@@ -8,12 +8,15 @@ and ``extra_info``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from fsdpcfg.datafiles import read_rows  # one reader for check and run
 from fsdpcfg.errors import ConfigError
+
+if TYPE_CHECKING:
+    from fsdpcfg.schema.data import DataSection
 
 TRUNCATION = ("error", "left", "right", "middle")
 
@@ -59,11 +62,11 @@ class PromptDataset:
         ConfigError: unreadable files, a row without the prompt key, an unknown truncation mode.
     """
 
-    def __init__(self, data_cfg: dict, tokenizer) -> None:
+    def __init__(self, data_cfg: DataSection, tokenizer) -> None:
         self.tokenizer = tokenizer
-        self.prompt_key = data_cfg["prompt_key"]
-        self.max_len = int(data_cfg["max_prompt_length"])
-        self.truncation = data_cfg["truncation"]
+        self.prompt_key = data_cfg.prompt_key
+        self.max_len = data_cfg.max_prompt_length
+        self.truncation = data_cfg.truncation
         if self.truncation not in TRUNCATION:
             raise ConfigError(
                 f"unknown truncation {self.truncation!r}; allowed: {', '.join(TRUNCATION)}",
@@ -71,10 +74,10 @@ class PromptDataset:
                 value=self.truncation,
                 fix="use error, left, right or middle",
             )
-        self.template_kwargs = dict(data_cfg["apply_chat_template_kwargs"] or {})
-        self.rows = read_rows(data_cfg["train_files"], data_cfg["train_max_samples"])
+        self.template_kwargs = dict(data_cfg.apply_chat_template_kwargs or {})
+        self.rows = read_rows(data_cfg.train_files, data_cfg.train_max_samples)
         if not self.rows:
-            raise ConfigError("the training files hold no rows", key="data.train_files", value=data_cfg["train_files"])
+            raise ConfigError("the training files hold no rows", key="data.train_files", value=data_cfg.train_files)
         for i, r in enumerate(self.rows[:1]):
             if self.prompt_key not in r:
                 raise ConfigError(
@@ -84,7 +87,7 @@ class PromptDataset:
                     fix="set data.prompt_key to the column holding the chat",
                 )
         self._cache: dict[int, list[int]] = {}
-        if data_cfg["filter_overlong_prompts"]:
+        if data_cfg.filter_overlong_prompts:
             keep = [i for i in range(len(self.rows)) if len(self._raw_ids(i)) <= self.max_len]
             self.rows = [self.rows[i] for i in keep]
             self._cache = {}

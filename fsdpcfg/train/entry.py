@@ -60,14 +60,16 @@ def _rank0_preflight(config_path: str) -> None:
     import yaml
 
     from fsdpcfg.runinfo.lock import hold_for_rank
+    from fsdpcfg.schema import parse_config
     from fsdpcfg.train.ckpt_identity import check_resume_identity
     from fsdpcfg.train.ckpt_layout import find_resume_folder
 
-    cfg = yaml.safe_load(Path(config_path).read_text())
-    hold_for_rank(cfg)
+    resolved = yaml.safe_load(Path(config_path).read_text())
+    hold_for_rank(resolved)
     if not os.environ.get("FSDPCFG_ERROR_FILE"):  # under the launcher this was checked before torchrun
-        check_resume_identity(cfg, find_resume_folder(cfg["trainer"]), echo=lambda m: print(m, flush=True))
-        check_config_file(config_path)
+        check_config_file(config_path)  # every finding at once, before the schema's first error alone
+        cfg = parse_config(resolved)
+        check_resume_identity(cfg, find_resume_folder(cfg.trainer), echo=lambda m: print(m, flush=True))
 
 
 def check_config_file(config_path: str) -> None:

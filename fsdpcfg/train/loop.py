@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
@@ -29,6 +29,9 @@ from fsdpcfg.train.model import load_model, load_tokenizer, to_dtype
 from fsdpcfg.train.reward import make_reward_fn, score_responses
 from fsdpcfg.train.rollout.hf import GenerationSettings, HFRollout
 from fsdpcfg.train.validate import Validator, is_validation_step
+
+if TYPE_CHECKING:
+    from fsdpcfg.schema.root import RunConfig
 
 
 def collective_device() -> torch.device:
@@ -59,43 +62,44 @@ class Trainer(TrainerBase):
     checkpoint it shares with the SFT trainer: :class:`fsdpcfg.train.base.TrainerBase`).
 
     Args:
-        cfg: the resolved config (plain dicts, verl key names plus ``fsdpcfg``).
+        cfg: the validated config (:func:`fsdpcfg.schema.parse_run_config`; verl key names plus ``fsdpcfg``); what
+            it does not say (world size, per-rank batches, the reference model) is its :class:`fsdpcfg.plan.Plan`,
+            computed once by :meth:`start`.
 
     Raises:
         ConfigError: any setting the native loop cannot honour (named key, value and fix).
     """
 
-    def __init__(self, cfg: dict[str, Any]) -> None:
+    cfg: RunConfig
+
+    def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
         self.start(make_plan(cfg))
-        arr = cfg["actor_rollout_ref"]
-        self.actor_cfg, self.rollout_cfg, self.model_cfg = arr["actor"], arr["rollout"], arr["model"]
+        arr = cfg.actor_rollout_ref
+        self.actor_cfg, self.rollout_cfg, self.model_cfg = arr.actor, arr.rollout, arr.model
         # rules FC803/FC801 (run by make_plan above) admit only the GRPO advantages and the hf replica the loop has
-        assert cfg["algorithm"]["adv_estimator"] in support.NATIVE_VALUES["algorithm.adv_estimator"]
-        assert self.rollout_cfg["name"] in support.NATIVE_VALUES["actor_rollout_ref.rollout.name"]
-        torch.manual_seed(int(self.actor_cfg["fsdp_config"]["seed"]))
+        assert cfg.algorithm.adv_estimator in support.NATIVE_VALUES["algorithm.adv_estimator"]
+        assert self.rollout_cfg.name in support.NATIVE_VALUES["actor_rollout_ref.rollout.name"]
+        torch.manual_seed(self.actor_cfg.fsdp_config.seed)
         self.tokenizer = load_tokenizer(self.model_cfg)
-        self.dataset = PromptDataset(cfg["data"], self.tokenizer)
-        seed = cfg["data"]["seed"] if cfg["data"]["seed"] is not None else 1
-        self.sampler = StatefulSampler(
-            len(self.dataset), self.plan.train_batch_prompts, bool(cfg["data"]["shuffle"]), int(seed)
-        )
+        self.dataset = PromptDataset(cfg.data, self.tokenizer)
+        seed = cfg.data.seed if cfg.data.seed is not None else 1
+        self.sampler = StatefulSampler(len(self.dataset), self.plan.train_batch_prompts, cfg.data.shuffle, seed)
         self.total_steps = total_training_steps(cfg, len(self.dataset))
         self._build_models()
         self.loss_cfg = ActorLossConfig.from_actor_cfg(self.actor_cfg)
         self.gen = GenerationSettings.from_rollout_cfg(self.rollout_cfg)
-        self.reward_fn = make_reward_fn(cfg["reward"])
-        tr = cfg["trainer"]
-        self.test_freq = int(tr["test_freq"])
-        wants_val = bool(tr["val_before_train"]) or self.test_freq > 0
+        self.reward_fn = make_reward_fn(cfg.reward)
+        self.test_freq = cfg.trainer.test_freq
+        wants_val = cfg.trainer.val_before_train or self.test_freq > 0
         self.validator = Validator(self) if wants_val else None
         #: ``(step, metrics)`` of each validation pass, in order (the closing summary reads first and last)
         self.val_history: list[tuple[int, dict[str, float]]] = []
         self.resume(self.actor)
 
     def _build_models(self) -> None:
-        fsdp_cfg = self.actor_cfg["fsdp_config"]
-        master = to_dtype(fsdp_cfg["model_dtype"], "actor_rollout_ref.actor.fsdp_config.model_dtype")
+        fsdp_cfg = self.actor_cfg.fsdp_config
+        master = to_dtype(fsdp_cfg.model_dtype, "actor_rollout_ref.actor.fsdp_config.model_dtype")
         # a resume reads model.path, then the sharded state of the checkpoint over it (ckpt.load_checkpoint)
         model = load_model(self.model_cfg, master).to(self.device)
         self.patches = patches.apply_patches(model, patches.selected(self.cfg), device=self.plan.device)
@@ -110,28 +114,29 @@ class Trainer(TrainerBase):
         self.actor = shard_from_config(
             model, self.plan.strategy, fsdp_cfg, "actor_rollout_ref.actor", device=self.device
         )
-        optim_cfg = self.actor_cfg["optim"]
+        optim_cfg = self.actor_cfg.optim
         self.optimizer = build_optimizer(self.actor.parameters(), optim_cfg)
-        sched_steps = optim_cfg["total_training_steps"]
+        sched_steps = optim_cfg.total_training_steps
         self.scheduler = build_scheduler(
             self.optimizer, optim_cfg, self.total_steps if sched_steps is None or sched_steps <= 0 else sched_steps
         )
         self.ref = None
         if self.plan.use_reference:
-            ref_cfg = self.cfg["actor_rollout_ref"]["ref"]["fsdp_config"]
-            ref_model = load_model(self.model_cfg, to_dtype(ref_cfg["model_dtype"])).to(self.device)
+            ref = self.cfg.actor_rollout_ref.ref
+            ref_cfg = ref.fsdp_config
+            ref_model = load_model(self.model_cfg, to_dtype(ref_cfg.model_dtype)).to(self.device)
             for p in ref_model.parameters():
                 p.requires_grad_(False)
             patches.apply_patches(ref_model, self.patches, device=self.plan.device)
             self.ref = shard_from_config(
                 ref_model,
-                self.cfg["actor_rollout_ref"]["ref"]["strategy"],
+                ref.strategy,
                 ref_cfg,
                 "actor_rollout_ref.ref",
                 device=self.device,
             )
             self.ref.eval()
-        rdtype = to_dtype(self.rollout_cfg["dtype"], "actor_rollout_ref.rollout.dtype")
+        rdtype = to_dtype(self.rollout_cfg.dtype, "actor_rollout_ref.rollout.dtype")
         eos = self._eos_ids()
         if self.lora is not None:  # a PEFT replica: the base once, then the adapter (fsdpcfg/train/lora)
             self.rollout, self._lora_sync = build_lora_rollout(
@@ -142,7 +147,7 @@ class Trainer(TrainerBase):
                 eos,
                 self.tokenizer.pad_token_id,
                 self.device,
-                float(self.cfg["fsdpcfg"]["update_weights_bucket_megabytes"]),
+                float(self.cfg.fsdpcfg.update_weights_bucket_megabytes),
             )
             return
         replica = load_model(self.model_cfg, rdtype, weights=False).to(self.device)
@@ -162,7 +167,7 @@ class Trainer(TrainerBase):
         if self.lora is not None:
             sent = self._lora_sync(self.rollout)
             return sent.base_tensors + sent.adapter_tensors
-        mb = float(self.cfg["fsdpcfg"]["update_weights_bucket_megabytes"])
+        mb = float(self.cfg.fsdpcfg.update_weights_bucket_megabytes)
         return self.rollout.update_weights(bucketed(iter_full_params(self.actor), mb))
 
     def validate(self, step: int) -> dict[str, float]:
@@ -194,7 +199,7 @@ class Trainer(TrainerBase):
             with timed("gen", timing):
                 prompts = self.dataset.batch(self.sampler.next_batch()).repeat_interleave(self.plan.n)  # [B*n, P]
                 mine = prompts.select(self._my_rows())  # [b, P]
-                seed = int(self.rollout_cfg["seed"]) + step * self.world + self.rank
+                seed = self.rollout_cfg.seed + step * self.world + self.rank
                 out = self.rollout.generate(mine.input_ids, mine.attention_mask, self.gen, generator_seed=seed)
             ids, amask = out.input_ids.to(self.device), out.attention_mask.to(self.device)  # [b, P + R]
             rmask = out.response_mask.float()  # [b, R], 1 up to and including the end token
@@ -207,7 +212,7 @@ class Trainer(TrainerBase):
                     out.responses,
                     out.response_mask,
                     mine.rows,
-                    self.cfg["data"]["reward_fn_key"],
+                    self.cfg.data.reward_fn_key,
                 )
             # 4. old log-probs (and their entropy) under the actor that generated -> [b, R] each
             with timed("old_log_prob", timing):
@@ -258,7 +263,7 @@ class Trainer(TrainerBase):
                     actor_batch,
                     self.plan,
                     self.loss_cfg,
-                    float(self.actor_cfg["optim"]["clip_grad"]),
+                    self.actor_cfg.optim.clip_grad,
                     temperature=self.gen.temperature,
                 )
                 self.scheduler.step()
@@ -278,9 +283,10 @@ class Trainer(TrainerBase):
         ``algorithm.use_kl_in_reward``)."""
         tok_rewards = token_level_rewards(scores, rmask)  # the score on each response's last token: [b, R]
         out: dict[str, torch.Tensor] = {}
-        if self.cfg["algorithm"]["use_kl_in_reward"]:
-            beta = float(self.cfg["algorithm"]["kl_ctrl"]["kl_coef"])
-            kld = kl_penalty(old_lp, ref_lp, self.cfg["algorithm"]["kl_penalty"]) * rmask  # [b, R]
+        algo = self.cfg.algorithm
+        if algo.use_kl_in_reward:
+            beta = algo.kl_ctrl.kl_coef
+            kld = kl_penalty(old_lp, ref_lp, algo.kl_penalty) * rmask  # [b, R]
             tok_rewards = tok_rewards - beta * kld
             out["kl_penalty"] = all_gather_cat((kld.sum(-1) / rmask.sum(-1).clamp_min(1)).to(self.device)).cpu()
         out["rewards"] = all_gather_cat(tok_rewards.sum(-1).to(self.device)).cpu()  # [B*n]
@@ -290,7 +296,7 @@ class Trainer(TrainerBase):
             out["rewards"].unsqueeze(-1),
             torch.ones(len(out["rewards"]), 1),
             uids,
-            norm_adv_by_std=bool(self.cfg["algorithm"]["norm_adv_by_std_in_grpo"]),
+            norm_adv_by_std=algo.norm_adv_by_std_in_grpo,
         )  # [B*n, 1]
         out["advantages"] = adv_all[:, 0]
         per = self.plan.sequences_per_rank
@@ -318,7 +324,7 @@ class Trainer(TrainerBase):
         R = rmask.shape[1]
         if "kl_penalty" in batch:
             metrics["actor/reward_kl_penalty"] = float(batch["kl_penalty"].mean())
-            metrics["actor/reward_kl_penalty_coeff"] = float(self.cfg["algorithm"]["kl_ctrl"]["kl_coef"])
+            metrics["actor/reward_kl_penalty_coeff"] = float(self.cfg.algorithm.kl_ctrl.kl_coef)
         metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
         for name, tokens in (
             ("gen", response_tokens),
@@ -365,17 +371,17 @@ class Trainer(TrainerBase):
         from fsdpcfg.train.lora import iter_adapter_params, iter_merged_params
 
         adapter = (
-            self.lora.lora_config(base_model=self.model_cfg["path"]),
+            self.lora.lora_config(base_model=self.model_cfg.path),
             iter_adapter_params(self.actor, self.lora.adapter_name),
         )
         return self.actor, iter_merged_params(self.actor, self.lora.adapter_name), adapter
 
     def cfg_model_path(self) -> str:
-        return self.model_cfg["path"]
+        return self.model_cfg.path
 
     def validate_before_steps(self) -> dict[str, float] | None:
         """The validation pass at step 0 (``trainer.val_before_train``)."""
-        if self.validator is not None and self.cfg["trainer"]["val_before_train"]:
+        if self.validator is not None and self.cfg.trainer.val_before_train:
             return self.validate(0)
         return None
 

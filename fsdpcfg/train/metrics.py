@@ -15,11 +15,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from fsdpcfg.runinfo.redact import scrub_text
+
+if TYPE_CHECKING:
+    from fsdpcfg.train.ckpt_identity import AnyRunConfig
 
 #: the metrics shown on the progress bar, in order, with short labels.
 BAR_KEYS = {
@@ -233,20 +236,21 @@ class MetricsLogger:
 
     @classmethod
     def for_run(
-        cls, cfg: dict[str, Any], total_steps: int, start_step: int, *, enabled: bool, **display: Any
+        cls, cfg: AnyRunConfig, total_steps: int, start_step: int, *, enabled: bool, **display: Any
     ) -> MetricsLogger:
-        """The logger a run's resolved config asks for (``trainer.logger``, names, run folder); ``display``: the
-        progress bar's ``desc``, ``bar_keys``, ``line_keys``."""
-        tr = cfg["trainer"]
-        loggers = tr["logger"] if isinstance(tr["logger"], list) else [tr["logger"]]
+        """The logger a run's typed config asks for (``trainer.logger``, names, run folder); ``display``: the
+        progress bar's ``desc``, ``bar_keys``, ``line_keys``. wandb's config and MLflow's params are the
+        validated config's fields (``model_dump``)."""
+        tr = cfg.trainer
+        loggers = tr.logger if isinstance(tr.logger, list) else [tr.logger]
         return cls(
-            cfg["fsdpcfg"]["run_dir"],
+            cfg.fsdpcfg.run_dir,
             total_steps,
             start_step,
-            loggers=loggers,
-            project=tr["project_name"],
-            experiment=tr["experiment_name"],
-            config=cfg,
+            loggers=list(loggers),
+            project=tr.project_name,
+            experiment=tr.experiment_name,
+            config=cfg.model_dump(mode="json"),
             enabled=enabled,
             **display,
         )

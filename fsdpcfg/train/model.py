@@ -7,11 +7,18 @@ is resolved from ``config.json`` and ``from_pretrained`` is called with the conf
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 import torch
 
 from fsdpcfg.errors import ConfigError
+
+if TYPE_CHECKING:
+    from fsdpcfg.schema.model import ModelSection
+    from fsdpcfg.schema.sft import SftModel
+
+#: the model section of a run: ``actor_rollout_ref.model`` (GRPO) or ``model`` (SFT); both have the fields read here
+ModelCfg = Union["ModelSection", "SftModel"]
 
 _DTYPES = {
     "fp32": torch.float32,
@@ -91,12 +98,12 @@ def load_hf_config(path: str, trust_remote_code: bool, override_config: dict | N
 ATTN_KEY = "attn_implementation"
 
 
-def attn_implementation(model_cfg: dict) -> str | None:
+def attn_implementation(model_cfg: ModelCfg) -> str | None:
     """The attention implementation ``actor_rollout_ref.model.override_config.attn_implementation`` asks for, or
     ``None`` (transformers' default: ``sdpa`` where the architecture supports it). Passed to ``from_pretrained`` /
     ``from_config``: set on the config object as a plain attribute it would be ignored (measured on Gemma 2,
     transformers 5.10: ``config._attn_implementation`` stayed ``sdpa``)."""
-    value = (model_cfg.get("override_config") or {}).get(ATTN_KEY)
+    value = model_cfg.override_config.get(ATTN_KEY)
     return str(value) if value else None
 
 
@@ -124,32 +131,30 @@ def auto_class_for(config) -> Any:
     )
 
 
-def load_model(model_cfg: dict, dtype: torch.dtype, *, weights: bool = True) -> torch.nn.Module:
+def load_model(model_cfg: ModelCfg, dtype: torch.dtype, *, weights: bool = True) -> torch.nn.Module:
     """Build the model of ``actor_rollout_ref.model`` in ``dtype``: ``from_pretrained`` (``weights=True``) or
     ``from_config`` (a replica whose weights arrive by synchronisation). Imports ``external_lib`` first.
 
     Raises:
         ConfigError: the model or an external library cannot be loaded.
     """
-    import_external_libs(model_cfg["external_lib"])
+    import_external_libs(model_cfg.external_lib)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    trust = bool(model_cfg["trust_remote_code"])
-    config = load_hf_config(model_cfg["path"], trust, model_cfg["override_config"])
+    trust = bool(model_cfg.trust_remote_code)
+    config = load_hf_config(model_cfg.path, trust, model_cfg.override_config)
     auto = auto_class_for(config)
     attn = attn_implementation(model_cfg)
     extra = {"attn_implementation": attn} if attn else {}
     if weights:
         try:
-            model = auto.from_pretrained(
-                model_cfg["path"], config=config, trust_remote_code=trust, dtype=dtype, **extra
-            )
+            model = auto.from_pretrained(model_cfg.path, config=config, trust_remote_code=trust, dtype=dtype, **extra)
         except OSError as e:
             raise ConfigError(
-                f"cannot load weights from {model_cfg['path']!r}: {str(e).splitlines()[0]}",
+                f"cannot load weights from {model_cfg.path!r}: {str(e).splitlines()[0]}",
                 key="actor_rollout_ref.model.path",
-                value=model_cfg["path"],
+                value=model_cfg.path,
                 fix="check the folder holds *.safetensors",
             ) from None
     else:
@@ -158,7 +163,7 @@ def load_model(model_cfg: dict, dtype: torch.dtype, *, weights: bool = True) -> 
     return model
 
 
-def load_tokenizer(model_cfg: dict):
+def load_tokenizer(model_cfg: ModelCfg):
     """Load the tokenizer (``model.tokenizer_path`` or ``model.path``) and make sure it has a pad token.
 
     Raises:
@@ -166,9 +171,9 @@ def load_tokenizer(model_cfg: dict):
     """
     from transformers import AutoTokenizer
 
-    path = model_cfg["tokenizer_path"] or model_cfg["path"]
+    path = model_cfg.tokenizer_path or model_cfg.path
     try:
-        tok = AutoTokenizer.from_pretrained(path, trust_remote_code=bool(model_cfg["trust_remote_code"]))
+        tok = AutoTokenizer.from_pretrained(path, trust_remote_code=bool(model_cfg.trust_remote_code))
     except Exception as e:
         raise ConfigError(
             f"cannot load the tokenizer from {path!r}: {str(e).splitlines()[0]}",
@@ -178,6 +183,6 @@ def load_tokenizer(model_cfg: dict):
         ) from None
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
-    if model_cfg["custom_chat_template"]:
-        tok.chat_template = model_cfg["custom_chat_template"]
+    if model_cfg.custom_chat_template:
+        tok.chat_template = model_cfg.custom_chat_template
     return tok

@@ -5,13 +5,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 
 from fsdpcfg.errors import ConfigError
 
+if TYPE_CHECKING:
+    from fsdpcfg.schema.reward import RewardSection
 
-def make_reward_fn(reward_cfg: dict) -> Callable[..., float]:
+
+def make_reward_fn(reward_cfg: RewardSection) -> Callable[..., float]:
     """The reward function the ``reward`` section selects (custom file or the built-in dispatcher).
 
     Raises:
@@ -19,7 +23,7 @@ def make_reward_fn(reward_cfg: dict) -> Callable[..., float]:
     """
     from fsdpcfg.rewards import load_reward_fn
 
-    manager = reward_cfg["reward_manager"]["name"]
+    manager = reward_cfg.reward_manager.name
     if manager != "naive":
         raise ConfigError(
             f"reward manager {manager!r} is not implemented by the native launcher; allowed: naive",
@@ -27,7 +31,7 @@ def make_reward_fn(reward_cfg: dict) -> Callable[..., float]:
             value=manager,
             fix="set it to naive, or launcher=verl",
         )
-    return load_reward_fn(reward_cfg)
+    return load_reward_fn(reward_cfg.model_dump())  # shared with `fsdpcfg preview`, which reads a mapping
 
 
 def score_responses(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -27,23 +27,24 @@ from fsdpcfg.train.reward import score_responses
 from fsdpcfg.train.rollout.hf import GenerationSettings
 
 if TYPE_CHECKING:
+    from fsdpcfg.schema.rollout import RolloutSection
     from fsdpcfg.train.loop import Trainer
 
 #: bootstrap resamples per best@k/worst@k value, and their seed (verl: 1000, 42).
 N_BOOTSTRAP, BOOTSTRAP_SEED = 1000, 42
 
 
-def validation_settings(rollout_cfg: dict[str, Any]) -> GenerationSettings:
+def validation_settings(rollout_cfg: RolloutSection) -> GenerationSettings:
     """Sampling settings of validation: ``rollout.val_kwargs`` (n, temperature, top_p, top_k, do_sample) over the
     rollout's own (response length, ignore_eos)."""
-    vk = rollout_cfg["val_kwargs"]
+    vk = rollout_cfg.val_kwargs
     return replace(
         GenerationSettings.from_rollout_cfg(rollout_cfg),
-        n=int(vk["n"]),
-        temperature=float(vk["temperature"]),
-        top_p=float(vk["top_p"]),
-        top_k=int(vk["top_k"]),
-        do_sample=bool(vk["do_sample"]),
+        n=int(vk.n),
+        temperature=float(vk.temperature),
+        top_p=float(vk.top_p),
+        top_k=int(vk.top_k),
+        do_sample=bool(vk.do_sample),
     )
 
 
@@ -114,11 +115,12 @@ class Validator:
 
     def __init__(self, trainer: Trainer) -> None:
         cfg = trainer.cfg
-        data = dict(
-            cfg["data"],
-            train_files=cfg["data"]["val_files"],
-            train_max_samples=cfg["data"]["val_max_samples"],
-            filter_overlong_prompts=False,
+        data = cfg.data.model_copy(
+            update={
+                "train_files": cfg.data.val_files,
+                "train_max_samples": cfg.data.val_max_samples,
+                "filter_overlong_prompts": False,
+            }
         )
         self.trainer = trainer
         self.dataset = PromptDataset(data, trainer.tokenizer)
@@ -135,7 +137,7 @@ class Validator:
         samples = [(i, j) for i in range(len(self.dataset)) for j in range(n)]  # (prompt, sample): [V*n]
         mine = samples[tr.rank :: tr.world]  # rank r takes every world-th sample: shares differ by at most 1
         results: list[tuple[str, int, float]] = []
-        base_seed = int(tr.rollout_cfg["seed"]) + tr.rank
+        base_seed = tr.rollout_cfg.seed + tr.rank
         for c in range(0, len(mine), self.chunk):
             part = mine[c : c + self.chunk]
             batch = self.dataset.batch([i for i, _ in part])  # input_ids [b, P] left-padded
@@ -148,9 +150,9 @@ class Validator:
                 out.responses,
                 out.response_mask,
                 batch.rows,
-                tr.cfg["data"]["reward_fn_key"],
+                tr.cfg.data.reward_fn_key,
             )
-            key = tr.cfg["data"]["reward_fn_key"]
+            key = tr.cfg.data.reward_fn_key
             results += [
                 (str(row.get(key)), i, float(s))
                 for (i, _), row, s in zip(part, batch.rows, scores.tolist(), strict=True)

@@ -15,7 +15,6 @@ NOT_CONFIG = {
     "plan/memory.py:c.get('rollout replica', 0)": "the estimate's own component table",
     "plan/param_count.py:c.get('tie_word_embeddings', config.get('tie_word_embeddings'))": "a model's config.json",
     "train/checkpoint.py:os.environ.get('FSDPCFG_TEST_SAVE_PAUSE', '')": "a test hook, an environment variable",
-    "train/checkpoint.py:cfg.get('trainer', {})": "the model card of a saved config that may be a verl file",
     "train/ckpt_layout.py:manifest.get('files', [])": "a checkpoint manifest",
     "train/entry.py:os.environ.get('RANK', '0')": "torchrun's environment",
     "train/base.py:os.environ.get('LOCAL_RANK', '0')": "torchrun's environment",

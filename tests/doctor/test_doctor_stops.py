@@ -66,15 +66,11 @@ def test_wrap_class_error_at_run_time_is_a_training_state_failure(tiny_model):
     """The engine's own error (what stage 3/4 would meet if the static check could not see it) maps to the same
     boundary through its traceback, and keeps the engine's fix."""
     from fsdpcfg.errors import ConfigError
+    from fsdpcfg.schema.model import ModelSection
     from fsdpcfg.train.engine.fsdp import decoder_layer_classes
     from fsdpcfg.train.model import load_model
 
-    cfg = {
-        "path": str(tiny_model("tiny-qwen2")),
-        "trust_remote_code": False,
-        "external_lib": None,
-        "override_config": {},
-    }
+    cfg = ModelSection(path=str(tiny_model("tiny-qwen2")))
     import torch
 
     model = load_model(cfg, torch.float32)

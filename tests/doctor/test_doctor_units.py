@@ -27,14 +27,10 @@ def test_patch_comparison_detects_a_changed_model(tiny_model):
     import torch
 
     from fsdpcfg.doctor.compare import compare_patched, probe_batch
+    from fsdpcfg.schema.model import ModelSection
     from fsdpcfg.train.model import load_model
 
-    mcfg = {
-        "path": str(tiny_model("tiny-qwen2")),
-        "trust_remote_code": False,
-        "external_lib": None,
-        "override_config": {},
-    }
+    mcfg = ModelSection(path=str(tiny_model("tiny-qwen2")))
     plain, other = load_model(mcfg, torch.float32), load_model(mcfg, torch.float32)
     ids, mask, resp = probe_batch(plain.config.vocab_size)
     assert compare_patched(plain, other, ids, mask, resp).ok  # identical copies agree

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from fsdpcfg.schema.trainer import TrainerSection
 from fsdpcfg.train.ckpt_layout import complete_checkpoints, find_resume_folder, is_complete
 
 
@@ -30,5 +31,5 @@ def test_manifest_and_listed_files_make_a_checkpoint_complete(tmp_path):
     assert is_complete(one) and not is_complete(two) and not is_complete(three) and not is_complete(four)
     assert complete_checkpoints(tmp_path) == [one]
     (tmp_path / "latest_checkpointed_iteration.txt").write_text("3\n")  # names an incomplete one
-    assert find_resume_folder({"resume_mode": "auto", "default_local_dir": str(tmp_path)}) == one
-    assert find_resume_folder({"resume_mode": "disable", "default_local_dir": str(tmp_path)}) is None
+    assert find_resume_folder(TrainerSection(resume_mode="auto", default_local_dir=str(tmp_path))) == one
+    assert find_resume_folder(TrainerSection(resume_mode="disable", default_local_dir=str(tmp_path))) is None

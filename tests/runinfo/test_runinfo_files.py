@@ -146,5 +146,7 @@ def test_a_checkpoint_of_the_old_layout_is_refused_before_start_another_world_si
 
     (ck / "trainer_state" / "dcp").mkdir()
     (ck / "trainer_state" / "dcp" / ".metadata").write_bytes(b"m")
-    trainer = {"resume_mode": "auto", "default_local_dir": str(tmp_path / "ck")}
+    from fsdpcfg.schema.trainer import TrainerSection
+
+    trainer = TrainerSection(resume_mode="auto", default_local_dir=str(tmp_path / "ck"))
     assert check_resume_layout(trainer) == ck  # world size 4, this plan 2: not refused

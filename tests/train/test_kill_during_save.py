@@ -44,7 +44,10 @@ def test_sigkill_during_save_then_resume_loads_the_previous_checkpoint(tiny_mode
     from fsdpcfg.train.ckpt_layout import find_resume_folder, is_complete
 
     assert not is_complete(tmp2) and is_complete(ckpt / "global_step_1")
-    assert find_resume_folder({"resume_mode": "auto", "default_local_dir": str(ckpt)}) == ckpt / "global_step_1"
+    from fsdpcfg.schema.trainer import TrainerSection
+
+    trainer = TrainerSection(resume_mode="auto", default_local_dir=str(ckpt))
+    assert find_resume_folder(trainer) == ckpt / "global_step_1"
     # resume: loads global_step_1, trains step 2 again, writes a complete global_step_2
     proc = subprocess.run(
         [sys.executable, "-m", "fsdpcfg", *args], cwd=REPO, capture_output=True, text=True, timeout=400

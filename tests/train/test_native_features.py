@@ -75,16 +75,13 @@ class _OneRank:
 def _advantages(tmp_path: Path, scores, rmask, old, ref, *, kl_penalty: str = "kl", beta: float = 0.5):
     import torch
 
+    from fsdpcfg.schema.algorithm import AlgorithmSection, KLCtrl
     from fsdpcfg.train.loop import Trainer
 
-    cfg = {
-        "algorithm": {
-            "use_kl_in_reward": True,
-            "kl_ctrl": {"type": "fixed", "kl_coef": beta},
-            "kl_penalty": kl_penalty,
-            "norm_adv_by_std_in_grpo": True,
-        }
-    }
+    algorithm = AlgorithmSection(
+        use_kl_in_reward=True, kl_ctrl=KLCtrl(type="fixed", kl_coef=beta), kl_penalty=kl_penalty
+    )
+    cfg = SimpleNamespace(algorithm=algorithm)  # the part of the typed RunConfig _advantages reads
     fake = SimpleNamespace(
         cfg=cfg, plan=SimpleNamespace(sequences_per_rank=len(scores)), rank=0, device=torch.device("cpu")
     )

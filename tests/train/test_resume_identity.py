@@ -14,6 +14,7 @@ from fsdpcfg.cli.main import main
 from fsdpcfg.compose import compose
 from fsdpcfg.launch import signals  # the launcher starts torchrun through run_forwarding
 from fsdpcfg.runinfo import run_config
+from fsdpcfg.schema import RunConfig, parse_run_config
 from fsdpcfg.train.ckpt_identity import differences, identity
 
 
@@ -26,6 +27,11 @@ def no_torchrun(monkeypatch):
 
 def _cfg(*overrides: str) -> dict:
     return run_config(compose(["+recipe=qwen_grpo", *overrides]))
+
+
+def _typed(*overrides: str) -> RunConfig:
+    """The typed config of qwen_grpo with ``overrides`` (what :func:`identity` reads)."""
+    return parse_run_config(_cfg(*overrides))
 
 
 def _checkpoint(root: Path, trained_from: dict | None, step: int = 1) -> Path:
@@ -61,7 +67,7 @@ def _run(tmp_path: Path, model: Path, *more: str) -> list[str]:
 
 def test_same_architecture_other_model_is_refused_at_resume(tmp_path, tiny_model, capsys, no_torchrun):
     qwen, arith = tiny_model("tiny-qwen2"), tiny_model("tiny-qwen2-arith")  # same config.json, other weights
-    folder = _checkpoint(tmp_path / "ckpt", identity(_cfg(f"actor_rollout_ref.model.path={qwen}")))
+    folder = _checkpoint(tmp_path / "ckpt", identity(_typed(f"actor_rollout_ref.model.path={qwen}")))
     assert main(_run(tmp_path, arith)) == 1 and not no_torchrun
     err = capsys.readouterr().err
     assert f"would resume {folder}, trained from {qwen}, but this run's model is {arith}" in err
@@ -89,7 +95,7 @@ def test_same_architecture_other_model_is_refused_at_resume(tmp_path, tiny_model
 def test_weights_replaced_at_the_same_path_are_refused(tmp_path, tiny_model, capsys, no_torchrun):
     model = tmp_path / "model"
     shutil.copytree(tiny_model("tiny-qwen2"), model)
-    _checkpoint(tmp_path / "ckpt", identity(_cfg(f"actor_rollout_ref.model.path={model}")))
+    _checkpoint(tmp_path / "ckpt", identity(_typed(f"actor_rollout_ref.model.path={model}")))
     shutil.copy(tiny_model("tiny-qwen2-arith") / "model.safetensors", model / "model.safetensors")
     assert main(_run(tmp_path, model)) == 1 and not no_torchrun
     assert "weights: sha256" in capsys.readouterr().err
@@ -97,7 +103,7 @@ def test_weights_replaced_at_the_same_path_are_refused(tmp_path, tiny_model, cap
 
 def test_other_architecture_is_refused_even_with_resume_path(tmp_path, tiny_model, capsys, no_torchrun):
     qwen, phi3 = tiny_model("tiny-qwen2"), tiny_model("tiny-phi3")
-    folder = _checkpoint(tmp_path / "ckpt", identity(_cfg(f"actor_rollout_ref.model.path={qwen}")))
+    folder = _checkpoint(tmp_path / "ckpt", identity(_typed(f"actor_rollout_ref.model.path={qwen}")))
     for extra in ([], ["trainer.resume_mode=resume_path", f"trainer.resume_from_path={folder}"]):
         assert main(_run(tmp_path, phi3, *extra)) == 1 and not no_torchrun
         err = capsys.readouterr().err
@@ -107,7 +113,7 @@ def test_other_architecture_is_refused_even_with_resume_path(tmp_path, tiny_mode
 
 def test_other_lora_rank_is_refused(tmp_path, tiny_model, capsys, no_torchrun):
     qwen = tiny_model("tiny-qwen2")
-    _checkpoint(tmp_path / "ckpt", identity(_cfg(f"actor_rollout_ref.model.path={qwen}")))
+    _checkpoint(tmp_path / "ckpt", identity(_typed(f"actor_rollout_ref.model.path={qwen}")))
     assert main(_run(tmp_path, qwen, "actor_rollout_ref.model.lora_rank=8")) == 1 and not no_torchrun
     assert (
         '"actor_rollout_ref.model.lora_rank": 0} -> {"actor_rollout_ref.model.lora_rank": 8}' in capsys.readouterr().err
@@ -122,7 +128,7 @@ def test_checkpoint_without_a_record_resumes_with_a_note(tmp_path, tiny_model, c
 
 def test_identity_of_an_unreadable_hub_id_is_its_path(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    rec = identity(_cfg("model=qwen2_5_0_5b_instruct"))
+    rec = identity(_typed("model=qwen2_5_0_5b_instruct"))
     assert rec["model_path"] == "Qwen/Qwen2.5-0.5B-Instruct" and "weights" not in rec
     other = dict(rec, model_path="Qwen/Qwen2.5-1.5B-Instruct")
     assert [d[0] for d in differences(rec, other)] == ["model path"]
@@ -139,7 +145,7 @@ def test_ranks_started_directly_check_the_identity_too(tmp_path, tiny_model, mon
     from fsdpcfg.train import entry
 
     qwen, arith = tiny_model("tiny-qwen2"), tiny_model("tiny-qwen2-arith")
-    _checkpoint(tmp_path / "ckpt", identity(_cfg(f"actor_rollout_ref.model.path={qwen}")))
+    _checkpoint(tmp_path / "ckpt", identity(_typed(f"actor_rollout_ref.model.path={qwen}")))
     cfg = _cfg(
         f"actor_rollout_ref.model.path={arith}",
         f"fsdpcfg.run_dir={tmp_path}/run",

@@ -1,9 +1,11 @@
 """The native loop's declaration (fsdpcfg/train/support.py) held against the code in fsdpcfg/train.
 
 A key counts as *read* by a function when the function's source (its AST, not its docstring or messages)
-indexes a mapping with the key's leaf (``cfg["algorithm"]["use_kl_in_reward"]``), calls ``.get`` with it, or
-passes the dotted key (or a dotted tail of it) as a positional argument (``_get(cfg, "algorithm.kl_ctrl.type")``).
-Keyword arguments (``key=`` of a ConfigError, ``config_key=`` of a Patch) name keys without reading them.
+reads the key's leaf as an attribute of the typed config (``cfg.algorithm.use_kl_in_reward``, or
+``getattr(section, "use_kl_in_reward")``), indexes a mapping with it (``cfg["algorithm"]["use_kl_in_reward"]``),
+calls ``.get`` with it, or passes the dotted key (or a dotted tail of it) as a positional argument
+(``_get(cfg, "algorithm.kl_ctrl.type")``). Keyword arguments (``key=`` of a ConfigError, ``config_key=`` of a
+Patch) name keys without reading them.
 """
 
 from __future__ import annotations
@@ -28,22 +30,47 @@ def _reads(tree: ast.AST) -> set[str]:
     """The key strings a piece of code reads (leaves and dotted keys), per the module docstring."""
     out: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Subscript):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            chain = _attribute_chain(node)
+            out.update(ATTR + ".".join(chain[i:]) for i in range(len(chain)))
+        elif isinstance(node, ast.Subscript):
             if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
                 out.add(node.slice.value)
-        elif isinstance(node, ast.Call):
+        if isinstance(node, ast.Call):
             args = node.args
             is_get = isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+            is_getattr = isinstance(node.func, ast.Name) and node.func.id == "getattr"
             for i, a in enumerate(args):
                 if isinstance(a, ast.Constant) and isinstance(a.value, str):
-                    if (is_get and i == 0) or DOTTED.match(a.value):
+                    if (is_get and i == 0) or (is_getattr and i == 1) or DOTTED.match(a.value):
                         out.add(a.value)
     return out
 
 
-def _is_read(key: str, reads: set[str]) -> bool:
+def _attribute_chain(node: ast.Attribute) -> list[str]:
+    """The attribute names of ``a.b.c`` (``[b, c]`` for the node of ``.c``; the base name left out)."""
+    names = [node.attr]
+    value = node.value
+    while isinstance(value, ast.Attribute):
+        names.insert(0, value.attr)
+        value = value.value
+    return names
+
+
+#: marks an attribute read in :func:`_reads` (``cfg.trainer.save_freq`` -> ``@trainer.save_freq``, ``@save_freq``)
+ATTR = "@"
+
+
+def _is_read(key: str, reads: set[str], *, anywhere: bool = False) -> bool:
+    """``key`` (or a dotted tail of it) is in ``reads``. In the functions a feature names, an attribute read counts
+    by its leaf (``optim_cfg.optimizer``). ``anywhere`` (a key no module may read): a plain-word leaf (``type``,
+    ``name``) is an attribute of many objects (``device.type``), so there it counts only with its parent
+    (``kl_ctrl.type``); a compound leaf (``use_dynamic_bsz``) counts alone."""
     parts = key.split(".")
-    return any(".".join(parts[i:]) in reads for i in range(len(parts)))
+    tails = [".".join(parts[i:]) for i in range(len(parts))]
+    if any(t in reads for t in tails):
+        return True
+    return any(ATTR + t in reads for t in tails if not anywhere or "." in t or "_" in t)
 
 
 def _function(spec: str) -> ast.AST:
@@ -73,7 +100,11 @@ def _train_modules() -> dict[Path, set[str]]:
 
 def test_reader_finds_the_reads_it_should():
     code = 'def f(cfg, rc):\n    cfg["a"]["use_x"]; rc.get("y", 0); _get(cfg, "b.c.z"); E(key="k.not_read")\n'
-    assert _reads(ast.parse(code)) == {"a", "use_x", "y", "b.c.z"}
+    assert _reads(ast.parse(code)) == {"a", "use_x", "@get", "y", "b.c.z"}
+    typed = 'def f(cfg, tr, device):\n    cfg.trainer.save_freq; getattr(tr, "keep"); cfg.x = 1; device.type\n'
+    assert _reads(ast.parse(typed)) == {"@trainer", "@trainer.save_freq", "@save_freq", "keep", "@type"}
+    assert _is_read("trainer.save_freq", _reads(ast.parse(typed))) and not _is_read("a.type", {"@type"}, anywhere=True)
+    assert _is_read("a.kl_ctrl.type", {"@kl_ctrl.type"})
     assert _is_read("s.b.c.z", {"b.c.z"}) and not _is_read("s.b.c.z", {"b.c"})
 
 
@@ -85,7 +116,7 @@ def test_native_feature_is_read_by_its_code(feature):
         assert feature.values and set(feature.values) == set(feature.keys), feature.name
         for key in feature.keys:
             assert not _refuses_verl_default(key, feature), key
-            readers = [p for p, r in _train_modules().items() if _is_read(key, r)]
+            readers = [p for p, r in _train_modules().items() if _is_read(key, r, anywhere=True)]
             assert not readers, f"{key} is declared absent from the native loop but read by {readers}"
         return
     reads = set().union(*(_reads(_function(s)) for s in feature.impl))
@@ -114,7 +145,7 @@ def test_refused_feature_has_no_code_behind_it(feature):
         patch = next((REGISTRY[n] for n in REGISTRY.names() if REGISTRY[n].config_key == key), None)
         if patch is not None:
             assert "native" not in patch.launchers and not patch.impls, f"{key}: patch {patch.name} runs natively"
-        readers = [str(p.relative_to(TRAIN)) for p, r in modules.items() if _is_read(key, r)]
+        readers = [str(p.relative_to(TRAIN)) for p, r in modules.items() if _is_read(key, r, anywhere=True)]
         assert not readers, f"{key} is declared not implemented ({feature.reason}) but read by {readers}"
 
 

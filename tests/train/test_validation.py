@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fsdpcfg.schema.rollout import RolloutSection, ValKwargs
 from fsdpcfg.train.validate import is_validation_step, validation_metrics, validation_settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,16 +35,14 @@ def test_metrics_per_data_source_as_verl_names_them():
 
 
 def test_settings_come_from_val_kwargs():
-    r = {
-        "n": 8,
-        "response_length": 16,
-        "temperature": 1.0,
-        "top_p": 1.0,
-        "top_k": -1,
-        "do_sample": True,
-        "ignore_eos": False,
-        "val_kwargs": {"n": 1, "temperature": 0, "top_p": 1.0, "top_k": -1, "do_sample": False},
-    }
+    r = RolloutSection(
+        name="hf",
+        n=8,
+        response_length=16,
+        temperature=1.0,
+        do_sample=True,
+        val_kwargs=ValKwargs(n=1, temperature=0, top_p=1.0, top_k=-1, do_sample=False),
+    )
     s = validation_settings(r)
     assert (s.n, s.do_sample, s.temperature, s.response_length) == (1, False, 0.0, 16)
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from fsdpcfg.train.algorithm.losses import agg_loss, kl_penalty, masked_mean
+
+if TYPE_CHECKING:
+    from fsdpcfg.schema.actor import ActorSection
 
 
 def token_level_rewards(scores: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
@@ -126,7 +130,7 @@ class ActorLossConfig:
     kl_loss_type: str
 
     @classmethod
-    def from_actor_cfg(cls, actor: dict) -> ActorLossConfig:
+    def from_actor_cfg(cls, actor: ActorSection) -> ActorLossConfig:
         """Read the settings from the ``actor_rollout_ref.actor`` section; ``clip_ratio_low/high`` fall back to
         ``clip_ratio`` when null, as in verl.
 
@@ -139,7 +143,7 @@ class ActorLossConfig:
         from fsdpcfg.train.algorithm.losses import KL_TYPES, LOSS_AGG_MODES
 
         key = "actor_rollout_ref.actor"
-        mode = actor["policy_loss"]["loss_mode"]
+        mode = actor.policy_loss.loss_mode
         modes = support.NATIVE_VALUES[f"{key}.policy_loss.loss_mode"]  # declared in train/support.py (FC803)
         if mode not in modes:
             raise ConfigError(
@@ -148,38 +152,38 @@ class ActorLossConfig:
                 value=mode,
                 fix=f"use {modes[0]}, or launcher=verl",
             )
-        if actor["loss_agg_mode"] not in LOSS_AGG_MODES:
+        if actor.loss_agg_mode not in LOSS_AGG_MODES:
             raise ConfigError(
-                f"unknown loss_agg_mode {actor['loss_agg_mode']!r}; allowed: {', '.join(LOSS_AGG_MODES)}",
+                f"unknown loss_agg_mode {actor.loss_agg_mode!r}; allowed: {', '.join(LOSS_AGG_MODES)}",
                 key=f"{key}.loss_agg_mode",
-                value=actor["loss_agg_mode"],
+                value=actor.loss_agg_mode,
                 fix="use token-mean",
             )
-        if actor["use_kl_loss"] and actor["kl_loss_type"].rstrip("+") not in KL_TYPES:
+        if actor.use_kl_loss and actor.kl_loss_type.rstrip("+") not in KL_TYPES:
             raise ConfigError(
-                f"unknown kl_loss_type {actor['kl_loss_type']!r}; allowed: {', '.join(KL_TYPES)}",
+                f"unknown kl_loss_type {actor.kl_loss_type!r}; allowed: {', '.join(KL_TYPES)}",
                 key=f"{key}.kl_loss_type",
-                value=actor["kl_loss_type"],
+                value=actor.kl_loss_type,
                 fix="use low_var_kl",
             )
-        if float(actor["clip_ratio_c"]) <= 1.0:
+        if float(actor.clip_ratio_c) <= 1.0:
             raise ConfigError(
-                f"clip_ratio_c must be > 1 for dual-clip PPO, got {actor['clip_ratio_c']}",
+                f"clip_ratio_c must be > 1 for dual-clip PPO, got {actor.clip_ratio_c}",
                 key=f"{key}.clip_ratio_c",
-                value=actor["clip_ratio_c"],
+                value=actor.clip_ratio_c,
                 fix="use 3.0 (verl's default)",
             )
-        low = actor["clip_ratio_low"] if actor["clip_ratio_low"] is not None else actor["clip_ratio"]
-        high = actor["clip_ratio_high"] if actor["clip_ratio_high"] is not None else actor["clip_ratio"]
+        low = actor.clip_ratio_low if actor.clip_ratio_low is not None else actor.clip_ratio
+        high = actor.clip_ratio_high if actor.clip_ratio_high is not None else actor.clip_ratio
         return cls(
             clip_ratio_low=float(low),
             clip_ratio_high=float(high),
-            clip_ratio_c=float(actor["clip_ratio_c"]),
-            loss_agg_mode=actor["loss_agg_mode"],
-            entropy_coeff=float(actor["entropy_coeff"]),
-            use_kl_loss=bool(actor["use_kl_loss"]),
-            kl_loss_coef=float(actor["kl_loss_coef"]),
-            kl_loss_type=actor["kl_loss_type"],
+            clip_ratio_c=float(actor.clip_ratio_c),
+            loss_agg_mode=actor.loss_agg_mode,
+            entropy_coeff=float(actor.entropy_coeff),
+            use_kl_loss=bool(actor.use_kl_loss),
+            kl_loss_coef=float(actor.kl_loss_coef),
+            kl_loss_type=actor.kl_loss_type,
         )
 
 

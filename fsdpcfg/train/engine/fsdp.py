@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
@@ -17,6 +18,10 @@ from torch import nn
 
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.train.model import to_dtype
+
+if TYPE_CHECKING:
+    from fsdpcfg.schema.actor import FSDPConfig
+    from fsdpcfg.schema.sft import SftEngine
 
 _FSDP1_PREFIXES = ("_fsdp_wrapped_module.", "_checkpoint_wrapped_module.", "_orig_mod.")
 
@@ -30,7 +35,7 @@ class Precision:
     buffer: torch.dtype
 
     @classmethod
-    def from_fsdp_config(cls, fsdp_cfg: dict, section: str) -> Precision:
+    def from_fsdp_config(cls, fsdp_cfg: FSDPConfig | SftEngine, section: str) -> Precision:
         """Read ``<section>.fsdp_config``: ``mixed_precision`` when set (all three of ``param_dtype``,
         ``reduce_dtype``, ``buffer_dtype``: no dtype default lives in code), else ``dtype`` for compute, fp32
         reduce and buffers.
@@ -38,7 +43,7 @@ class Precision:
         Raises:
             ConfigError: an unknown dtype name; a ``mixed_precision`` mapping with unknown or missing entries.
         """
-        mp = fsdp_cfg["mixed_precision"]
+        mp = getattr(fsdp_cfg, "mixed_precision", None)  # the SFT engine section has no such key: dtype
         if mp:
             entries = ("param_dtype", "reduce_dtype", "buffer_dtype")
             unknown, missing = set(mp) - set(entries), [e for e in entries if e not in mp]
@@ -57,7 +62,7 @@ class Precision:
                 buffer=to_dtype(mp["buffer_dtype"], key),
             )
         return cls(
-            param=to_dtype(fsdp_cfg["dtype"], f"{section}.fsdp_config.dtype"),
+            param=to_dtype(fsdp_cfg.dtype, f"{section}.fsdp_config.dtype"),
             reduce=torch.float32,
             buffer=torch.float32,
         )
@@ -232,7 +237,7 @@ def shard_model(
 
 
 def shard_from_config(
-    model: nn.Module, strategy: str, fsdp_cfg: dict, section: str, *, device: torch.device
+    model: nn.Module, strategy: str, fsdp_cfg: FSDPConfig, section: str, *, device: torch.device
 ) -> nn.Module:
     """:func:`shard_model` with the settings of ``<section>.fsdp_config`` (``section`` is
     ``actor_rollout_ref.actor`` or ``actor_rollout_ref.ref``): mixed precision, ``reshard_after_forward``,
@@ -246,7 +251,7 @@ def shard_from_config(
     """
     key = f"{section}.fsdp_config"
     for flag in ("param_offload", "optimizer_offload"):
-        if fsdp_cfg.get(flag):
+        if getattr(fsdp_cfg, flag):
             raise ConfigError(
                 f"{flag}=true is not implemented by the native engine"
                 + (" (on a CPU run the parameters already live in host memory)" if device.type == "cpu" else ""),
@@ -255,12 +260,12 @@ def shard_from_config(
                 fix=f"set {key}.{flag}=false"
                 + ("" if device.type == "cpu" else ", or launcher=verl (or offload_policy=true with fsdp2)"),
             )
-    wrap = fsdp_cfg.get("wrap_policy") or {}
-    if (wrap.get("min_num_params") or 0) > 0:
+    wrap = fsdp_cfg.wrap_policy
+    if wrap.min_num_params > 0:
         raise ConfigError(
-            f"size-based wrapping (min_num_params={wrap['min_num_params']}) is not implemented by the native engine",
+            f"size-based wrapping (min_num_params={wrap.min_num_params}) is not implemented by the native engine",
             key=f"{key}.wrap_policy.min_num_params",
-            value=wrap["min_num_params"],
+            value=wrap.min_num_params,
             fix=f"set {key}.wrap_policy.min_num_params=0 (wrap the decoder layers)",
         )
     return shard_model(
@@ -268,10 +273,10 @@ def shard_from_config(
         strategy,
         Precision.from_fsdp_config(fsdp_cfg, section),
         device=device,
-        reshard_after_forward=bool(fsdp_cfg["reshard_after_forward"]),
-        wrap_classes=wrap.get("transformer_layer_cls_to_wrap"),
-        fsdp_size=int(fsdp_cfg["fsdp_size"]),
-        offload_policy=bool(fsdp_cfg.get("offload_policy")),
+        reshard_after_forward=fsdp_cfg.reshard_after_forward,
+        wrap_classes=wrap.transformer_layer_cls_to_wrap,
+        fsdp_size=fsdp_cfg.fsdp_size,
+        offload_policy=fsdp_cfg.offload_policy,
     )
 
 

@@ -4,20 +4,28 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Union
 
 import torch
 from torch.optim.lr_scheduler import LambdaLR
 
 from fsdpcfg.errors import ConfigError
 
+if TYPE_CHECKING:
+    from fsdpcfg.schema.actor import Optim
+    from fsdpcfg.schema.sft import SftOptim
 
-def build_optimizer(params, optim_cfg: dict) -> torch.optim.Optimizer:
+#: the optimizer section: ``actor_rollout_ref.actor.optim`` (GRPO) or ``optim`` (SFT)
+OptimCfg = Union["Optim", "SftOptim"]
+
+
+def build_optimizer(params, optim_cfg: OptimCfg) -> torch.optim.Optimizer:
     """AdamW with ``lr``, ``betas``, ``weight_decay`` from ``optim_cfg`` (``actor_rollout_ref.actor.optim``).
 
     Raises:
         ConfigError: an optimizer other than AdamW.
     """
-    name = optim_cfg["optimizer"]
+    name = optim_cfg.optimizer
     if str(name).lower() != "adamw":
         raise ConfigError(
             f"optimizer {name!r} is not implemented by the native launcher; allowed: AdamW",
@@ -27,21 +35,21 @@ def build_optimizer(params, optim_cfg: dict) -> torch.optim.Optimizer:
         )
     return torch.optim.AdamW(
         params,
-        lr=float(optim_cfg["lr"]),
-        betas=tuple(float(b) for b in optim_cfg["betas"]),
-        weight_decay=float(optim_cfg["weight_decay"]),
+        lr=float(optim_cfg.lr),
+        betas=tuple(float(b) for b in optim_cfg.betas),
+        weight_decay=float(optim_cfg.weight_decay),
     )
 
 
-def warmup_steps(optim_cfg: dict, total_steps: int) -> int:
+def warmup_steps(optim_cfg: OptimCfg, total_steps: int) -> int:
     """``lr_warmup_steps`` when > 0, else ``int(lr_warmup_steps_ratio x total_steps)`` (verl's rule)."""
-    steps = optim_cfg["lr_warmup_steps"]
+    steps = optim_cfg.lr_warmup_steps
     if steps is None or steps <= 0:
-        steps = int(float(optim_cfg["lr_warmup_steps_ratio"]) * total_steps)
+        steps = int(float(optim_cfg.lr_warmup_steps_ratio) * total_steps)
     return int(steps)
 
 
-def lr_lambda(optim_cfg: dict, total_steps: int):
+def lr_lambda(optim_cfg: OptimCfg, total_steps: int):
     """Return the multiplier of the base lr as a function of the 0-indexed optimizer step.
 
     ``constant``: linear warmup from 0 over the warmup steps, then 1. ``cosine``: the same warmup, then
@@ -52,12 +60,12 @@ def lr_lambda(optim_cfg: dict, total_steps: int):
         ConfigError: an unknown ``lr_scheduler_type``.
     """
     warm = warmup_steps(optim_cfg, total_steps)
-    kind = optim_cfg["lr_scheduler_type"]
+    kind = optim_cfg.lr_scheduler_type
     if kind == "constant":
         return lambda step: float(step) / float(max(1, warm)) if step < warm else 1.0
     if kind == "cosine":
-        mn = float(optim_cfg["min_lr_ratio"] or 0.0)
-        cycles = float(optim_cfg["num_cycles"])
+        mn = float(optim_cfg.min_lr_ratio or 0.0)
+        cycles = float(optim_cfg.num_cycles)
         coef, intercept = (1 - mn) * 0.5, (1 + mn) * 0.5
 
         def cosine(step: int) -> float:
@@ -75,7 +83,7 @@ def lr_lambda(optim_cfg: dict, total_steps: int):
     )
 
 
-def build_scheduler(optimizer: torch.optim.Optimizer, optim_cfg: dict, total_steps: int) -> LambdaLR:
+def build_scheduler(optimizer: torch.optim.Optimizer, optim_cfg: OptimCfg, total_steps: int) -> LambdaLR:
     """The ``LambdaLR`` of :func:`lr_lambda`; ``total_steps`` counts optimizer steps of the whole run
     (verl sets ``optim.total_training_steps`` to the trainer's step count)."""
     return LambdaLR(optimizer, lr_lambda(optim_cfg, total_steps))

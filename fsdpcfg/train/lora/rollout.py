@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -24,6 +25,10 @@ from fsdpcfg.train.lora.collect import iter_adapter_params, iter_base_params
 from fsdpcfg.train.lora.setup import LoraSettings
 from fsdpcfg.train.rollout.hf import HFRollout
 from fsdpcfg.train.rollout.load import load_buckets
+
+if TYPE_CHECKING:
+    from fsdpcfg.schema.model import ModelSection
+    from fsdpcfg.schema.root import RunConfig
 
 Bucket = list[tuple[str, torch.Tensor]]
 
@@ -204,7 +209,7 @@ class LoraWeightSync:
         )
 
 
-def lora_settings_for_run(cfg: dict) -> LoraSettings | None:
+def lora_settings_for_run(cfg: RunConfig) -> LoraSettings | None:
     """The LoRA settings of a GRPO run (``actor_rollout_ref.model.lora_*``, ``rollout.layered_summon`` and
     ``load_format``, ``fsdpcfg.lora_layer_prefixes``); ``None`` when ``lora_rank`` is 0. A resumed LoRA run
     reads the base from ``model.path`` and its adapter and optimizer state from the checkpoint's DCP state.
@@ -212,13 +217,13 @@ def lora_settings_for_run(cfg: dict) -> LoraSettings | None:
     Raises:
         ConfigError: invalid LoRA keys.
     """
-    arr = cfg["actor_rollout_ref"]
-    return LoraSettings.from_model_cfg(arr["model"], rollout_cfg=arr["rollout"], fsdpcfg_cfg=cfg.get("fsdpcfg"))
+    arr = cfg.actor_rollout_ref
+    return LoraSettings.from_model_cfg(arr.model, rollout_cfg=arr.rollout, fsdpcfg_cfg=cfg.fsdpcfg)
 
 
 def build_lora_rollout(
     actor: nn.Module,
-    model_cfg: dict,
+    model_cfg: ModelSection,
     settings: LoraSettings,
     dtype: torch.dtype,
     eos_token_ids: list[int],

@@ -9,11 +9,16 @@ start from); ``actor_rollout_ref.rollout.layered_summon`` and ``load_format``; f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
 from fsdpcfg.errors import ConfigError
+
+if TYPE_CHECKING:
+    from fsdpcfg.schema.fsdpcfg_section import FsdpcfgSection
+    from fsdpcfg.schema.rollout import RolloutSection
+    from fsdpcfg.train.model import ModelCfg
 
 DEFAULT_ADAPTER = "default"
 DEFAULT_LAYER_PREFIXES = ("layers.",)
@@ -49,10 +54,10 @@ class LoraSettings:
     @classmethod
     def from_model_cfg(
         cls,
-        model_cfg: dict,
+        model_cfg: ModelCfg,
         *,
-        rollout_cfg: dict | None = None,
-        fsdpcfg_cfg: dict | None = None,
+        rollout_cfg: RolloutSection | None = None,
+        fsdpcfg_cfg: FsdpcfgSection | None = None,
         key_prefix: str = "actor_rollout_ref.model",
         adapter_name: str = DEFAULT_ADAPTER,
     ) -> LoraSettings | None:
@@ -61,7 +66,7 @@ class LoraSettings:
         Raises:
             ConfigError: a negative rank, a non-positive alpha, empty target modules or layer prefixes.
         """
-        rank = model_cfg["lora_rank"] or 0
+        rank = model_cfg.lora_rank or 0
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
             raise ConfigError(
                 f"must be an integer >= 0 (0 = no LoRA), got {rank!r}",
@@ -71,7 +76,7 @@ class LoraSettings:
             )
         if rank == 0:
             return None
-        alpha = model_cfg["lora_alpha"]
+        alpha = model_cfg.lora_alpha
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
             raise ConfigError(
                 f"must be a positive number, got {alpha!r}",
@@ -79,7 +84,7 @@ class LoraSettings:
                 value=alpha,
                 fix=f"set {key_prefix}.lora_alpha=16",
             )
-        targets = model_cfg["target_modules"]
+        targets = model_cfg.target_modules
         if not targets:
             raise ConfigError(
                 "names no module to adapt",
@@ -87,8 +92,7 @@ class LoraSettings:
                 value=targets,
                 fix=f"set {key_prefix}.target_modules=all-linear or a list such as [q_proj,v_proj]",
             )
-        rollout_cfg = rollout_cfg or {}
-        prefixes = tuple((fsdpcfg_cfg or {}).get("lora_layer_prefixes") or DEFAULT_LAYER_PREFIXES)
+        prefixes = tuple((fsdpcfg_cfg.lora_layer_prefixes if fsdpcfg_cfg else None) or DEFAULT_LAYER_PREFIXES)
         if any(not isinstance(p, str) or not p for p in prefixes):
             raise ConfigError(
                 f"layer-name prefixes must be non-empty strings, got {list(prefixes)!r}",
@@ -99,12 +103,12 @@ class LoraSettings:
             rank=rank,
             alpha=float(alpha),
             target_modules=_plain(targets),
-            exclude_modules=_plain(model_cfg.get("exclude_modules")),
+            exclude_modules=_plain(model_cfg.exclude_modules),
             adapter_name=adapter_name,
-            adapter_path=model_cfg.get("lora_adapter_path"),
+            adapter_path=model_cfg.lora_adapter_path,
             # no rollout section (SFT): nothing to summon, no engine holding the base weights
-            layered_summon=bool(rollout_cfg["layered_summon"]) if rollout_cfg else False,
-            base_preloaded=bool(rollout_cfg) and "dummy" not in str(rollout_cfg["load_format"]),
+            layered_summon=rollout_cfg.layered_summon if rollout_cfg else False,
+            base_preloaded=rollout_cfg is not None and "dummy" not in rollout_cfg.load_format,
             layer_prefixes=prefixes,
             key_prefix=key_prefix,
         )

@@ -25,6 +25,7 @@ from fsdpcfg.patches import REGISTRY, Patch, PatchConflict, PatchRegistry, Probl
 from fsdpcfg.train.patches.remove_padding import is_packed
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
     from torch import nn
 
 __all__ = [
@@ -41,14 +42,21 @@ __all__ = [
 ]
 
 
-def _getter(cfg: dict) -> Any:
+def _getter(cfg: dict | BaseModel) -> Any:
+    from pydantic import BaseModel
+
+    if isinstance(cfg, BaseModel):
+        from fsdpcfg.schema import attr_path
+
+        return lambda key: attr_path(cfg, key)
     from fsdpcfg import keypath
 
     return lambda key: keypath.get(cfg, key, None)
 
 
-def selected(cfg: dict) -> list[str]:
-    """Names of the patches the resolved config (nested dicts, verl keys) turns on, in registry order."""
+def selected(cfg: dict | BaseModel) -> list[str]:
+    """Names of the patches a config turns on, in registry order: the typed config of a trainer
+    (:class:`fsdpcfg.schema.RunConfig`) or a resolved config as nested dicts (the start-up audit, the doctor)."""
     return REGISTRY.selected(_getter(cfg))
 
 

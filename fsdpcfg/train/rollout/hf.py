@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.train.rollout.load import load_buckets
+
+if TYPE_CHECKING:
+    from fsdpcfg.schema.rollout import RolloutSection
 
 
 @dataclass
@@ -37,16 +41,16 @@ class GenerationSettings:
     ignore_eos: bool
 
     @classmethod
-    def from_rollout_cfg(cls, r: dict) -> GenerationSettings:
+    def from_rollout_cfg(cls, r: RolloutSection) -> GenerationSettings:
         """Read the ``actor_rollout_ref.rollout`` section."""
         return cls(
-            n=int(r["n"]),
-            response_length=int(r["response_length"]),
-            temperature=float(r["temperature"]),
-            top_p=float(r["top_p"]),
-            top_k=int(r["top_k"]),
-            do_sample=bool(r["do_sample"]),
-            ignore_eos=bool(r["ignore_eos"]),
+            n=int(r.n),
+            response_length=int(r.response_length),
+            temperature=float(r.temperature),
+            top_p=float(r.top_p),
+            top_k=int(r.top_k),
+            do_sample=bool(r.do_sample),
+            ignore_eos=bool(r.ignore_eos),
         )
 
 

@@ -18,12 +18,15 @@ A mask entry marks a *target* token: the loss at position ``t`` is ``-log p(x_t 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from fsdpcfg.datafiles import read_rows
 from fsdpcfg.errors import ConfigError
+
+if TYPE_CHECKING:
+    from fsdpcfg.schema.sft import SftData
 
 
 def _ids(out: Any) -> list[int]:
@@ -77,15 +80,15 @@ class SFTDataset:
             unknown truncation mode.
     """
 
-    def __init__(self, data_cfg: dict, tokenizer) -> None:
+    def __init__(self, data_cfg: SftData, tokenizer) -> None:
         self.tokenizer = tokenizer
-        self.messages_key = data_cfg["messages_key"]
-        self.tools_key = data_cfg["tools_key"]
-        self.thinking_key = data_cfg["enable_thinking_key"]
-        default = data_cfg["enable_thinking_default"]
+        self.messages_key = data_cfg.messages_key
+        self.tools_key = data_cfg.tools_key
+        self.thinking_key = data_cfg.enable_thinking_key
+        default = data_cfg.enable_thinking_default
         self.thinking_default = None if default is None or str(default).lower() == "none" else bool(default)
-        self.max_length = int(data_cfg["max_length"])
-        self.truncation = data_cfg["truncation"]
+        self.max_length = data_cfg.max_length
+        self.truncation = data_cfg.truncation
         if self.truncation not in ("error", "left", "right"):
             raise ConfigError(
                 f"unknown truncation {self.truncation!r}; allowed: error, left, right",
@@ -93,10 +96,10 @@ class SFTDataset:
                 value=self.truncation,
                 fix="use error, left or right",
             )
-        self.template_kwargs = dict(data_cfg.get("apply_chat_template_kwargs") or {})
-        self.rows = read_rows(data_cfg["train_files"], data_cfg["train_max_samples"])
+        self.template_kwargs = dict(data_cfg.apply_chat_template_kwargs or {})
+        self.rows = read_rows(data_cfg.train_files, data_cfg.train_max_samples)
         if not self.rows:
-            raise ConfigError("the training files hold no rows", key="data.train_files", value=data_cfg["train_files"])
+            raise ConfigError("the training files hold no rows", key="data.train_files", value=data_cfg.train_files)
         if self.messages_key not in self.rows[0]:
             raise ConfigError(
                 f"rows have no {self.messages_key!r} column (columns: {sorted(self.rows[0])})",

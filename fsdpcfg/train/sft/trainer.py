@@ -13,7 +13,7 @@ clipping (``optim.clip_grad``), one AdamW step, the lr schedule. Checkpoints are
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
@@ -27,6 +27,9 @@ from fsdpcfg.train.engine.fsdp import Precision, clip_grad_norm, gradient_sync, 
 from fsdpcfg.train.engine.optim import build_optimizer, build_scheduler
 from fsdpcfg.train.model import load_model, load_tokenizer, to_dtype
 from fsdpcfg.train.sft.dataset import SFTDataset, collate
+
+if TYPE_CHECKING:
+    from fsdpcfg.schema.sft import SftRunConfig
 
 BAR_KEYS = {"train/loss": "loss", "train/grad_norm": "gnorm", "timing_s/step": "s/step"}
 LINE_KEYS = ("train/loss", "train/grad_norm", "train/lr", "train/target_tokens", "perf/throughput", "timing_s/step")
@@ -67,8 +70,12 @@ def sft_micro_loss(
 
 
 class SFTTrainer(TrainerBase):
-    """Builds an SFT run from the resolved config (verl's sft_trainer_engine keys) and runs its steps (the set-up,
+    """Builds an SFT run from the typed config (verl's sft_trainer_engine keys) and runs its steps (the set-up,
     resume, loop and checkpoint it shares with the GRPO trainer: :class:`fsdpcfg.train.base.TrainerBase`).
+
+    Args:
+        cfg: the validated config (:func:`fsdpcfg.schema.parse_sft_config`); the batch arithmetic is its
+            :class:`fsdpcfg.plan.sft.SftPlan`, computed once by :meth:`start`.
 
     Raises:
         ConfigError: a setting the native trainer cannot honour (named key, value and fix).
@@ -77,24 +84,26 @@ class SFTTrainer(TrainerBase):
     keep_key = "max_ckpt_to_keep"
     logger_options = {"desc": "SFT", "bar_keys": BAR_KEYS, "line_keys": LINE_KEYS}
 
-    def __init__(self, cfg: dict[str, Any]) -> None:
+    cfg: SftRunConfig
+
+    def __init__(self, cfg: SftRunConfig) -> None:
         from fsdpcfg.train.lora import LoraSettings
 
         self.cfg = cfg
         self.start(make_sft_plan(cfg))
-        self.model_cfg, self.engine_cfg, tr = cfg["model"], cfg["engine"], cfg["trainer"]
+        self.model_cfg, self.engine_cfg = cfg.model, cfg.engine
         for flag in ("param_offload", "optimizer_offload"):
-            if self.engine_cfg.get(flag):
+            if getattr(self.engine_cfg, flag):
                 raise ConfigError(
                     f"{flag}=true is not implemented by the native SFT trainer",
                     key=f"engine.{flag}",
                     value=True,
                     fix=f"set engine.{flag}=false, or launcher=verl",
                 )
-        torch.manual_seed(int(self.engine_cfg["seed"]))
+        torch.manual_seed(self.engine_cfg.seed)
         self.tokenizer = load_tokenizer(self.model_cfg)
-        self.dataset = SFTDataset(cfg["data"], self.tokenizer)
-        self.sampler = StatefulSampler(len(self.dataset), self.plan.train_batch_size, True, int(tr["seed"]))
+        self.dataset = SFTDataset(cfg.data, self.tokenizer)
+        self.sampler = StatefulSampler(len(self.dataset), self.plan.train_batch_size, True, cfg.trainer.seed)
         self.total_steps = total_sft_steps(cfg, len(self.dataset))
         self.lora = LoraSettings.from_model_cfg(self.model_cfg, key_prefix="model")
         self._build()
@@ -104,31 +113,30 @@ class SFTTrainer(TrainerBase):
         from fsdpcfg.train.lora import apply_lora
 
         eng = self.engine_cfg
-        master = to_dtype(eng["model_dtype"], "engine.model_dtype")
+        master = to_dtype(eng.model_dtype, "engine.model_dtype")
         # a resume reads model.path, then the sharded state of the checkpoint over it (ckpt.load_checkpoint)
         model = load_model(self.model_cfg, master).to(self.device)
-        if self.model_cfg.get("enable_gradient_checkpointing"):
+        if self.model_cfg.enable_gradient_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.hf_config = model.config
         self.generation_config = getattr(model, "generation_config", None)
         if self.lora is not None:
-            if self.model_cfg.get("enable_gradient_checkpointing"):
+            if self.model_cfg.enable_gradient_checkpointing:
                 model.enable_input_require_grads()
             model = apply_lora(model, self.lora)
-        wrap = (eng.get("wrap_policy") or {}).get("transformer_layer_cls_to_wrap")
         self.model = shard_model(
             model,
             self.plan.strategy,
-            Precision.from_fsdp_config(dict(eng, mixed_precision=None), "engine"),
+            Precision.from_fsdp_config(eng, "engine"),
             device=self.device,
-            reshard_after_forward=bool(eng["reshard_after_forward"]),
-            wrap_classes=wrap,
-            fsdp_size=int(eng["fsdp_size"]),
-            offload_policy=bool(eng["offload_policy"]),
+            reshard_after_forward=eng.reshard_after_forward,
+            wrap_classes=eng.wrap_policy.transformer_layer_cls_to_wrap,
+            fsdp_size=eng.fsdp_size,
+            offload_policy=eng.offload_policy,
         )
-        optim_cfg = self.cfg["optim"]
+        optim_cfg = self.cfg.optim
         self.optimizer = build_optimizer([p for p in self.model.parameters() if p.requires_grad], optim_cfg)
-        sched = optim_cfg["total_training_steps"]
+        sched = optim_cfg.total_training_steps
         self.scheduler = build_scheduler(
             self.optimizer, optim_cfg, self.total_steps if sched is None or sched <= 0 else sched
         )
@@ -164,7 +172,7 @@ class SFTTrainer(TrainerBase):
                 s, _ = sft_micro_loss(out.logits, mb["input_ids"], mb["loss_mask"], pos)
                 (s / denom * self.world).backward()
             nll += float(s.detach())
-        grad_norm = clip_grad_norm(self.model, float(self.cfg["optim"]["clip_grad"]))
+        grad_norm = clip_grad_norm(self.model, self.cfg.optim.clip_grad)
         if torch.isfinite(torch.tensor(grad_norm)):
             self.optimizer.step()
         else:
@@ -192,13 +200,13 @@ class SFTTrainer(TrainerBase):
         from fsdpcfg.train.lora import iter_adapter_params, iter_merged_params
 
         adapter = (
-            self.lora.lora_config(base_model=self.model_cfg["path"]),
+            self.lora.lora_config(base_model=self.model_cfg.path),
             iter_adapter_params(self.model, self.lora.adapter_name),
         )
         return self.model, iter_merged_params(self.model, self.lora.adapter_name), adapter
 
     def cfg_model_path(self) -> str:
-        return self.model_cfg["path"]
+        return self.model_cfg.path
 
 
 def main(config_path: str) -> int:

@@ -50,14 +50,10 @@ def main(model_dir: str, cases_path: str, out: str) -> None:
 
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
-    mcfg = {
-        "path": model_dir,
-        "tokenizer_path": None,
-        "trust_remote_code": False,
-        "external_lib": None,
-        "override_config": {},
-        "custom_chat_template": None,
-    }
+    from fsdpcfg.schema.actor import FSDPConfig, WrapPolicy
+    from fsdpcfg.schema.model import ModelSection
+
+    mcfg = ModelSection(path=model_dir)
     base = load_model(mcfg, torch.float32)
     ids, mask, adv = batch(base.config.vocab_size)
     n_tokens = float(mask[:, -R:].sum())
@@ -77,17 +73,13 @@ def main(model_dir: str, cases_path: str, out: str) -> None:
     for case in json.loads(open(cases_path).read()):
         model = copy.deepcopy(base)
         applied = patches.apply_patches(model, case.get("patches", []), device="cpu")
-        fsdp_cfg = {
-            "param_offload": False,
-            "optimizer_offload": False,
-            "offload_policy": False,
-            "reshard_after_forward": True,
-            "fsdp_size": case.get("fsdp_size", -1),
-            "model_dtype": "fp32",
-            "dtype": "float32",
-            "mixed_precision": case.get("mixed_precision"),
-            "wrap_policy": {"min_num_params": 0, "transformer_layer_cls_to_wrap": case.get("wrap")},
-        }
+        fsdp_cfg = FSDPConfig(
+            fsdp_size=case.get("fsdp_size", -1),
+            model_dtype="fp32",
+            dtype="float32",
+            mixed_precision=case.get("mixed_precision"),
+            wrap_policy=WrapPolicy(transformer_layer_cls_to_wrap=case.get("wrap")),
+        )
         module = shard_from_config(
             model, case["strategy"], fsdp_cfg, "actor_rollout_ref.actor", device=torch.device("cpu")
         )

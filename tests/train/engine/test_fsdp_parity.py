@@ -63,19 +63,10 @@ def test_fsdp1_fsdp2_parity_one_step(tiny_model_path, tmp_path):
 
 
 def _model(tiny_model_path):
+    from fsdpcfg.schema.model import ModelSection
     from fsdpcfg.train.model import load_model
 
-    return load_model(
-        {
-            "path": str(tiny_model_path),
-            "tokenizer_path": None,
-            "trust_remote_code": False,
-            "external_lib": None,
-            "override_config": {},
-            "custom_chat_template": None,
-        },
-        torch.float32,
-    )
+    return load_model(ModelSection(path=str(tiny_model_path)), torch.float32)
 
 
 def test_wrap_classes_that_do_not_resolve_list_the_model_classes(tiny_model_path):
@@ -94,20 +85,10 @@ def test_wrap_classes_that_do_not_resolve_list_the_model_classes(tiny_model_path
     "flag,strategy", [("param_offload", "fsdp2"), ("optimizer_offload", "fsdp"), ("offload_policy", "fsdp2")]
 )
 def test_offload_on_cpu_is_a_config_error(flag, strategy, tiny_model_path):
+    from fsdpcfg.schema.actor import FSDPConfig
     from fsdpcfg.train.engine.fsdp import shard_from_config
 
-    cfg = {
-        "param_offload": False,
-        "optimizer_offload": False,
-        "offload_policy": False,
-        "reshard_after_forward": True,
-        "fsdp_size": -1,
-        "model_dtype": "fp32",
-        "dtype": "float32",
-        "mixed_precision": None,
-        "wrap_policy": {"min_num_params": 0},
-        flag: True,
-    }
+    cfg = FSDPConfig(model_dtype="fp32", dtype="float32", **{flag: True})
     with pytest.raises(ConfigError) as e:  # raised before any process group is needed
         shard_from_config(_model(tiny_model_path), strategy, cfg, "actor_rollout_ref.actor", device=torch.device("cpu"))
     assert e.value.key == f"actor_rollout_ref.actor.fsdp_config.{flag}"

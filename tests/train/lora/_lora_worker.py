@@ -32,17 +32,12 @@ def main(model_dir: str, strategy: str, adapter: str, out: str) -> dict:
     if strategy != "none":
         dist.init_process_group("gloo")
     rank = dist.get_rank() if dist.is_initialized() else 0
-    mcfg = {
-        "path": model_dir,
-        "tokenizer_path": None,
-        "trust_remote_code": False,
-        "external_lib": None,
-        "override_config": {},
-        "custom_chat_template": None,
-    }
+    from fsdpcfg.schema.model import ModelSection
+
+    mcfg = ModelSection(path=model_dir)
     tok = load_tokenizer(mcfg)
     settings = LoraSettings.from_model_cfg(
-        {"lora_rank": 4, "lora_alpha": 8, "target_modules": "all-linear"}, adapter_name=adapter
+        ModelSection(path=model_dir, lora_rank=4, lora_alpha=8, target_modules="all-linear"), adapter_name=adapter
     )
     torch.manual_seed(0)
     model = apply_lora(load_model(mcfg, torch.float32), settings)

@@ -8,6 +8,9 @@ import torch
 from torch import nn
 
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.schema.fsdpcfg_section import FsdpcfgSection
+from fsdpcfg.schema.model import ModelSection
+from fsdpcfg.schema.rollout import RolloutSection
 from fsdpcfg.train.lora import names
 
 peft = pytest.importorskip("peft")
@@ -16,13 +19,12 @@ peft = pytest.importorskip("peft")
 # ---- pure name mapping -------------------------------------------------------------------------------------------
 
 
-def _m(entries: dict) -> dict:
-    """A composed ``actor_rollout_ref.model`` section (the default tree's) with ``entries`` set."""
-    from fsdpcfg.catalog import defaults
-
-    p = "actor_rollout_ref.model."
-    base = {k[len(p) :]: v for k, v in defaults.tree().items() if k.startswith(p) and "." not in k[len(p) :]}
-    return {**base, **entries}
+def _m(entries: dict, *, validate: bool = True) -> ModelSection:
+    """An ``actor_rollout_ref.model`` section (the schema's defaults) with ``entries`` set; ``validate=False``
+    sets them without the schema's checks (values it refuses, for the settings' own checks)."""
+    if validate:
+        return ModelSection(path="tiny", **entries)
+    return ModelSection(path="tiny").model_copy(update=entries)
 
 
 @pytest.mark.parametrize(
@@ -163,7 +165,8 @@ def test_layered_before_the_base_was_sent_says_to_preload_it():
     from fsdpcfg.train.lora.rollout import LoraWeightSync
 
     s = LoraSettings.from_model_cfg(
-        _m({"lora_rank": 2, "lora_alpha": 4}), rollout_cfg={"layered_summon": True, "load_format": "dummy"}
+        _m({"lora_rank": 2, "lora_alpha": 4}),
+        rollout_cfg=RolloutSection(name="hf", layered_summon=True, load_format="dummy"),
     )
     sync = LoraWeightSync(_toy(), s, bucket_megabytes=1)
     assert not sync.base_sent
@@ -172,7 +175,7 @@ def test_layered_before_the_base_was_sent_says_to_preload_it():
     assert "preload the base" in e.value.message and e.value.key == "actor_rollout_ref.rollout.layered_summon"
     # a base read from disk by the rollout counts as sent: only adapters are synchronised
     s2 = LoraSettings.from_model_cfg(
-        _m({"lora_rank": 2}), rollout_cfg={"layered_summon": True, "load_format": "safetensors"}
+        _m({"lora_rank": 2}), rollout_cfg=RolloutSection(name="hf", layered_summon=True, load_format="safetensors")
     )
     assert LoraWeightSync(_toy(), s2, bucket_megabytes=1).base_sent
 
@@ -197,7 +200,7 @@ def test_settings_from_config():
     assert LoraSettings.from_model_cfg(_m({"lora_rank": 0})) is None
     s = LoraSettings.from_model_cfg(
         _m({"lora_rank": 8, "lora_alpha": 16, "target_modules": ["q_proj"], "exclude_modules": None}),
-        fsdpcfg_cfg={"lora_layer_prefixes": ["blocks."]},
+        fsdpcfg_cfg=FsdpcfgSection(lora_layer_prefixes=["blocks."]),
         adapter_name="sft",
     )
     assert (s.rank, s.alpha, s.target_modules, s.layer_prefixes, s.adapter_name) == (
@@ -214,5 +217,5 @@ def test_settings_from_config():
         ({"lora_rank": 4, "target_modules": []}, "target_modules"),
     ):
         with pytest.raises(ConfigError) as e:
-            LoraSettings.from_model_cfg(_m(bad))
+            LoraSettings.from_model_cfg(_m(bad, validate=False))
         assert e.value.key == f"actor_rollout_ref.model.{key}"

@@ -40,19 +40,13 @@ def test_sdpa_skips_attention_softcapping_eager_applies_it(tiny_model):
 
 
 def test_native_loader_honours_override_attn_implementation(tiny_model):
-    mcfg = {
-        "path": str(tiny_model("tiny-gemma2")),
-        "tokenizer_path": None,
-        "trust_remote_code": False,
-        "external_lib": None,
-        "custom_chat_template": None,
-    }
+    from fsdpcfg.schema.model import ModelSection
+
+    path = str(tiny_model("tiny-gemma2"))
     for weights in (True, False):  # the actor (from_pretrained) and the rollout replica (from_config)
-        assert (
-            load_model(dict(mcfg, override_config={}), torch.float32, weights=weights).config._attn_implementation
-            == "sdpa"
-        )
-        got = load_model(dict(mcfg, override_config={"attn_implementation": "eager"}), torch.float32, weights=weights)
+        assert load_model(ModelSection(path=path), torch.float32, weights=weights).config._attn_implementation == "sdpa"
+        eager = ModelSection(path=path, override_config={"attn_implementation": "eager"})
+        got = load_model(eager, torch.float32, weights=weights)
         assert got.config._attn_implementation == "eager"
 
 

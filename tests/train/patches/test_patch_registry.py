@@ -72,17 +72,10 @@ def test_problems_name_model_type_device_launcher_and_requirements():
 def test_engine_refuses_patches_it_does_not_run(tiny_model):
     import torch
 
+    from fsdpcfg.schema.model import ModelSection
     from fsdpcfg.train.model import load_model
 
-    mcfg = {
-        "path": str(tiny_model("tiny-qwen2")),
-        "tokenizer_path": None,
-        "trust_remote_code": False,
-        "external_lib": None,
-        "override_config": {},
-        "custom_chat_template": None,
-    }
-    model = load_model(mcfg, torch.float32)
+    model = load_model(ModelSection(path=str(tiny_model("tiny-qwen2"))), torch.float32)
     with pytest.raises(ConfigError) as e:
         patches.apply_patches(model, ["remove_padding", "ulysses", "liger"], device="cpu")
     msg = str(e.value)

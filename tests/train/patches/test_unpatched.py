@@ -14,14 +14,9 @@ from fsdpcfg.train.model import load_model
 
 
 def _mcfg(path):
-    return {
-        "path": str(path),
-        "tokenizer_path": None,
-        "trust_remote_code": False,
-        "external_lib": None,
-        "override_config": {},
-        "custom_chat_template": None,
-    }
+    from fsdpcfg.schema.model import ModelSection
+
+    return ModelSection(path=str(path))
 
 
 def test_unpatched_forward_is_plain_transformers(tiny_model):

@@ -20,14 +20,9 @@ def main(model_dir: str, strategy: str, out: str) -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(0)
-    mcfg = {
-        "path": model_dir,
-        "tokenizer_path": None,
-        "trust_remote_code": False,
-        "external_lib": None,
-        "override_config": {},
-        "custom_chat_template": None,
-    }
+    from fsdpcfg.schema.model import ModelSection
+
+    mcfg = ModelSection(path=model_dir)
     tok = load_tokenizer(mcfg)
     actor = shard_model(
         load_model(mcfg, torch.float32),

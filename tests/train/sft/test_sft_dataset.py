@@ -36,12 +36,10 @@ def _ds(tmp_path, tok, rows=ROWS, **data):
 
     f = tmp_path / "d.jsonl"
     f.write_text("\n".join(json.dumps(r) for r in rows))
-    from fsdpcfg.catalog import defaults
+    from fsdpcfg.schema.sft import SftData
 
-    # the SFT tree's composed data section (every key the trainer reads), then the test's values
-    base = {k[5:]: v for k, v in defaults.tree("sft").items() if k.startswith("data.") and "." not in k[5:]}
-    cfg = {**base, "train_files": str(f), "max_length": 1024, "truncation": "error", **data}
-    return SFTDataset(cfg, tok)
+    # the SFT schema's data section (verl's defaults), then the test's values
+    return SFTDataset(SftData(**{"train_files": str(f), "max_length": 1024, "truncation": "error", **data}), tok)
 
 
 def test_loss_covers_exactly_the_assistant_replies(tmp_path, tok):
@@ -148,14 +146,13 @@ def test_shipped_parquet_gives_the_jsonl_tokens(tok):
     """The SFT data group names train.parquet (verl's SFT dataset reads parquet only); the native dataset reads
     it through fsdpcfg.datafiles to the same tokens as the JSON Lines copy."""
     from fsdpcfg import paths
-    from fsdpcfg.catalog import defaults
+    from fsdpcfg.schema.sft import SftData
     from fsdpcfg.train.sft.dataset import SFTDataset
 
     folder = paths.data_dir() / "datasets" / "gsm8k_sft"
-    tree = {k[5:]: v for k, v in defaults.tree("sft").items() if k.startswith("data.") and "." not in k[5:]}
-    base = {**tree, "max_length": 1024, "truncation": "error", "train_max_samples": 3}
-    a = SFTDataset({**base, "train_files": str(folder / "train.parquet")}, tok)
-    b = SFTDataset({**base, "train_files": str(folder / "train.jsonl")}, tok)
+    base = {"max_length": 1024, "truncation": "error", "train_max_samples": 3}
+    a = SFTDataset(SftData(**base, train_files=str(folder / "train.parquet")), tok)
+    b = SFTDataset(SftData(**base, train_files=str(folder / "train.jsonl")), tok)
     assert len(a) == len(b) == 3
     for i in range(3):
         assert a[i].input_ids.tolist() == b[i].input_ids.tolist() and a[i].loss_mask.tolist() == b[i].loss_mask.tolist()
