@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from fsdpcfg.schema._base import MAX_WORKERS, F, Section, Sub
 
@@ -14,6 +14,11 @@ class CustomRewardFunction(Section):
         None, description="file defining the function; null: verl's default_compute_score by data_source"
     )
     name: str = F("compute_score", description="function name in that file")
+    reward_kwargs: dict[str, Any] = F(
+        default_factory=dict,
+        description="keyword arguments bound to the function; verl reads them with .get (no default in its tree: "
+        "set them with +reward.custom_reward_function.reward_kwargs.NAME=VALUE)",
+    )
 
 
 class RewardManager(Section):

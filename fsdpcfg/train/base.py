@@ -68,6 +68,9 @@ class TrainerBase:
     hf_config: Any
     generation_config: Any
 
+    #: the resolved config the run started from (nested dicts, verl's keys included): what trackers record
+    resolved: dict[str, Any] | None = None
+
     def __init__(self, cfg: AnyRunConfig) -> None:
         """Keep the typed config; a trainer's own ``__init__`` then calls :meth:`start` and builds its parts."""
         self.cfg = cfg
@@ -148,7 +151,12 @@ class TrainerBase:
         from fsdpcfg.train.metrics import MetricsLogger
 
         logger = MetricsLogger.for_run(
-            self.cfg, self.total_steps, self.start_step, enabled=self.rank == 0, **self.logger_options
+            self.cfg,
+            self.total_steps,
+            self.start_step,
+            enabled=self.rank == 0,
+            tracked=self.resolved,
+            **self.logger_options,
         )
         save_freq = self.cfg.trainer.save_freq
         if self.resume_from is not None:
@@ -201,6 +209,7 @@ def train_rank(config_path: str, trainer_cls: type[TrainerBase], *, audit: bool 
     path = Path(config_path)
     resolved = yaml.safe_load(path.read_text())
     trainer = trainer_cls(parse_config(resolved))
+    trainer.resolved = resolved
     try:
         if trainer.rank == 0:
             save_resolved_config(resolved, trainer.cfg.fsdpcfg.run_dir, path)

@@ -236,11 +236,19 @@ class MetricsLogger:
 
     @classmethod
     def for_run(
-        cls, cfg: AnyRunConfig, total_steps: int, start_step: int, *, enabled: bool, **display: Any
+        cls,
+        cfg: AnyRunConfig,
+        total_steps: int,
+        start_step: int,
+        *,
+        enabled: bool,
+        tracked: dict[str, Any] | None = None,
+        **display: Any,
     ) -> MetricsLogger:
         """The logger a run's typed config asks for (``trainer.logger``, names, run folder); ``display``: the
-        progress bar's ``desc``, ``bar_keys``, ``line_keys``. wandb's config and MLflow's params are the
-        validated config's fields (``model_dump``)."""
+        progress bar's ``desc``, ``bar_keys``, ``line_keys``. wandb's config and MLflow's params are ``tracked``:
+        the resolved config the run was started from (every key, verl's included, as verl logs its whole config),
+        else the typed config's fields (``model_dump``)."""
         tr = cfg.trainer
         loggers = tr.logger if isinstance(tr.logger, list) else [tr.logger]
         return cls(
@@ -250,7 +258,7 @@ class MetricsLogger:
             loggers=list(loggers),
             project=tr.project_name,
             experiment=tr.experiment_name,
-            config=cfg.model_dump(mode="json"),
+            config=tracked if tracked is not None else cfg.model_dump(mode="json"),
             enabled=enabled,
             **display,
         )
