@@ -275,3 +275,14 @@ def test_config_path_without_config_name(tmp_path):
     (checked,) = check_run_script(script)
     notes = [f for f in checked.findings if f.rule == "FC124"]
     assert notes and "config ppo_trainer.yaml was not found" in notes[0].message, checked.findings
+
+
+def test_a_smaller_veomni_ulysses_size_leaves_the_budget_short_of_one_sequence():
+    results = check_run_script(CORPUS / "veomni_ulysses_budget.sh", args=["2"], environ=ENV)
+    errors = [f for r in results for f in r.findings if f.severity == "error"]
+    assert [(f.rule, f.keys[0]) for f in errors] == [
+        ("FC207", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"),
+        ("FC207", "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"),
+    ]
+    assert all("2048 x ulysses_parallel_size 2 = 4096 tokens" in f.message for f in errors)
+    assert all("actor_rollout_ref.actor.veomni.ulysses_parallel_size" in f.keys for f in errors)

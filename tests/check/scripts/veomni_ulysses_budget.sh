@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # GRPO on verl's veomni engine with Ulysses 4: each micro batch packs ppo_max_token_len_per_gpu x 4 tokens, so a
 # budget of (prompt + response) / 4 per GPU holds one full sequence. The token-budget rule used to multiply by the
-# FSDP Ulysses size (1 here) and reported FC207.
+# FSDP Ulysses size (1 here) and reported FC207. The first argument sets a smaller Ulysses size for the same
+# budget (tests/check/test_run_scripts.py gives `-- 2`: 2048 x 2 tokens cannot hold one 8192-token sequence).
 # expect: no errors
 # expect-info: FC111
 set -euo pipefail
 usp=4
+if [ $# -gt 0 ]; then
+    usp=$1
+    shift
+fi
 prompt=$((1024 * 2))
 response=$((1024 * 6))
-budget=$(((prompt + response) / usp))
+budget=$(((prompt + response) / 4))
 
 ENGINE=(
     model_engine=veomni
