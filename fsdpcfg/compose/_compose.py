@@ -266,6 +266,10 @@ def compose(
         if o.key_or_group == "recipe" and isinstance(o.value(), str):
             kind = recipe_kind(o.value(), extra_dirs)
     engine = _engine_choice(parsed, kind, extra_dirs)
+    if kind == "sft" and any(o.key_or_group == "optim" for o in parsed):
+        # verl's `optim=megatron` beside `engine=megatron`: the engine option selects both
+        overrides = verl_base.sft_optim_overrides(overrides, engine)
+        parsed = _parse_overrides(overrides)
     verl_base.register(kind, [engine] if engine is not None else [])
     try:
         try:
@@ -542,7 +546,7 @@ def _composition_error(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
                 fix=f"set it without the plus: {key}=VALUE (or force with ++{key}=VALUE)",
             )
         if kind == "sft":
-            listed = key in verlref.keys("sft_trainer_engine")
+            listed = key in verlref.keys("sft")
         else:
             from fsdpcfg.schema.keys import classify
 
@@ -575,7 +579,7 @@ def _known_keys(kind: str = "ppo") -> list[str]:
     for g in groups(kind):
         for f in (conf / g).glob("*.yaml"):
             keys.update(yaml_leaf_lines(f))
-    keys.update(verlref.keys("sft_trainer_engine" if kind == "sft" else "ppo_trainer"))
+    keys.update(verlref.keys("sft" if kind == "sft" else "ppo_trainer"))
     return sorted(keys)
 
 

@@ -108,7 +108,7 @@ def classify(data: Any, text: str = "") -> ConfigFile:
     tree = _tree(data)
     base = verl_base(data.get("defaults"))
     if base is not None:
-        return ConfigFile("verl", VERL_BASES[base], base)
+        return ConfigFile("verl", "sft" if base in verlref.SFT_COMPOSITIONS else "ppo", base)
     if "defaults" not in data and not has_package_header(text) and FULL_SECTIONS[tree] <= top:
         return ConfigFile("full", tree)
     return ConfigFile("recipe", tree)
@@ -164,11 +164,24 @@ def has_package_header(text: str) -> bool:
 
 
 def verl_base(defaults: Any) -> str | None:
-    """The verl config (``ppo_trainer``, ``sft_trainer_engine``) a defaults list starts from, or ``None``."""
+    """The verl composition (:data:`fsdpcfg.verlref.COMPOSITIONS`) a defaults list starts from, or ``None``:
+    its verl config (``ppo_trainer``, ``sft_trainer_engine``), refined by the group overrides that select
+    another engine's composition (``{override engine: megatron}`` and ``{override optim: megatron}`` after
+    ``sft_trainer_engine``: ``sft_megatron_trainer``, as ``fsdpcfg export`` writes it)."""
+    base, chosen = None, set()
     for entry in defaults if isinstance(defaults, list) else []:
         if isinstance(entry, str) and entry.strip().lstrip("/") in VERL_BASES:
-            return entry.strip().lstrip("/")
-    return None
+            base = base or entry.strip().lstrip("/")
+        elif isinstance(entry, dict):
+            for k, v in entry.items():
+                if str(k).startswith("override "):
+                    chosen.add(f"{str(k)[len('override ') :].strip().lstrip('/')}={v}")
+    if base is None:
+        return None
+    for name, (config_name, overrides) in verlref.COMPOSITIONS.items():
+        if config_name == base and overrides and set(overrides) <= chosen:
+            return name
+    return base
 
 
 def _tree(data: dict) -> str:

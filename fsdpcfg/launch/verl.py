@@ -170,8 +170,8 @@ def _drop_unlisted_nulls(tree: Any, known: frozenset[str], prefix: str) -> Any:
 
 def verl_composition(composed: Any) -> str:
     """Return verl's composition the config extends (``ppo_trainer``, ``ppo_megatron_trainer``,
-    ``ppo_veomni_trainer``, ``ppo_torchtitan_trainer`` or ``sft_trainer_engine``), from verl's own
-    ``model_engine`` key (:func:`fsdpcfg.compose.verl_base.composition_of`).
+    ``ppo_veomni_trainer``, ``ppo_torchtitan_trainer``, ``sft_trainer_engine`` or ``sft_megatron_trainer`` ...),
+    from verl's own ``model_engine`` key (SFT: ``engine._target_``) (:func:`fsdpcfg.compose.verl_base.composition_of`).
 
     Raises:
         ConfigError: the config kind is neither ``ppo`` nor ``sft``.
@@ -275,7 +275,7 @@ def _header(config: str, entry: str, composed: Any, notes: list[str]) -> str:
     lines = [
         f"verl {verlref.VERL_VERSION} config written by fsdpcfg (launcher=verl): {entry} reads verl's own",
         f"`{config}` config first, then the keys below on top (this file's defaults list).",
-        f"Run: {'python -m' if config != 'sft_trainer_engine' else 'torchrun --nproc_per_node=GPUS -m'} {entry} "
+        f"Run: {'torchrun --nproc_per_node=GPUS -m' if config in verlref.SFT_COMPOSITIONS else 'python -m'} {entry} "
         f"--config-path=<this folder> --config-name={Path(CONFIG_FILE).stem} [key=value ...]",
     ]
     choices = getattr(composed, "choices", {}) or {}

@@ -68,7 +68,8 @@ class Context:
     @cached_property
     def verl_config(self) -> str:
         """verl's composition this config belongs to (``ppo_trainer``, ``ppo_megatron_trainer`` ...,
-        ``sft_trainer_engine``), from verl's own ``model_engine`` key (:mod:`fsdpcfg.compose.verl_base`)."""
+        ``sft_trainer_engine``, ``sft_megatron_trainer`` ...), from verl's own ``model_engine`` key (SFT: the
+        ``engine._target_`` class) (:mod:`fsdpcfg.compose.verl_base`)."""
         from fsdpcfg.compose.verl_base import composition_of
 
         return composition_of(self.cfg, getattr(self.composed, "kind", "ppo") or "ppo")
@@ -77,7 +78,7 @@ class Context:
         """``{dotted key: verl's default}`` of :attr:`verl_config`, then of every other ``main_ppo`` engine
         (a key of another engine reads as that engine's default)."""
         own = verlref.defaults(self.verl_config, resolved)
-        if self.verl_config == "sft_trainer_engine":
+        if self.verl_config in verlref.SFT_COMPOSITIONS:
             return own
         return _Chain(own, verlref.defaults("ppo", resolved))
 

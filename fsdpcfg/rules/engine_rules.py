@@ -6,6 +6,10 @@ fsdpcfg checks the FSDP engines in depth. A role whose ``strategy`` is another e
 (batch arithmetic, rollout, data, reward, trainer, model files) still run. The native launcher runs FSDP only:
 ``actor_rollout_ref.actor.strategy`` is declared with its values in :mod:`fsdpcfg.train.support` (rule FC803
 names launcher=verl).
+
+SFT (``verl.trainer.sft_trainer``): the engine option picks verl's ``engine=X optim=X`` composition
+(``sft_megatron_trainer`` ...); FC111 and FC113 read it the same way, the FSDP-only SFT rules skip it
+(:func:`fsdpcfg.rules.sft_rules.fsdp_engine`) and FC254 refuses it under the native SFT trainer.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from fsdpcfg.schema import keys as K
     severity="info",
     keys=["actor_rollout_ref.actor.strategy", "critic.strategy"],
     example=["launcher=verl", "engine=megatron"],
+    kinds=("ppo", "sft"),
 )
 def non_fsdp_engine(ctx: Context) -> Iterable[Finding]:
     """One info for the run when any role it builds (actor, reference when KL is used, critic when GAE is
@@ -36,7 +41,13 @@ def non_fsdp_engine(ctx: Context) -> Iterable[Finding]:
 
     Source: verl 0.9.1 ``verl/trainer/config/model_engine/*.yaml`` (dp, megatron, veomni, torchtitan) and
     ``EngineRegistry.register`` in ``verl/workers/engine/*/transformer_impl.py``; issue 12.
+
+    SFT: one info when the engine option is not fsdp/fsdp2 (verl's ``engine=megatron optim=megatron`` ...):
+    the engine-independent SFT rules ran (batch split, data, trainer, model files).
     """
+    if ctx.composed.kind == "sft":
+        yield from _non_fsdp_sft(ctx)
+        return
     roles = non_fsdp_roles(ctx)
     if not roles:
         return
@@ -54,11 +65,29 @@ def non_fsdp_engine(ctx: Context) -> Iterable[Finding]:
     )
 
 
+def _non_fsdp_sft(ctx: Context) -> Iterable[Finding]:
+    comp = ctx.verl_config
+    if comp == "sft_trainer_engine":
+        return
+    engine = verl_base.sft_engine(comp)
+    yield ctx.finding(
+        "FC111",
+        [],
+        f"fsdpcfg checks FSDP engines; engine-independent rules ran (SFT engine={engine}: verl's {comp}, "
+        f"engine={engine} optim={engine}): the FSDP rules were skipped and the engine.*/optim.* settings are "
+        "passed to verl as they are",
+        f"check the {engine} settings with verl itself (`fsdpcfg check --verl` composes and validates them with "
+        "the installed verl)",
+        severity="info",
+    )
+
+
 @rule(
     "FC113",
     "a key the chosen engine's verl config does not have",
     keys=["actor_rollout_ref.actor.strategy"],
     example=["launcher=verl", "engine=megatron", "actor_rollout_ref.actor.fsdp_config.param_offload=true"],
+    kinds=("ppo", "sft"),
 )
 def foreign_engine_key(ctx: Context) -> Iterable[Finding]:
     """A key set by the recipe or the command line that belongs to another engine's sections: with
@@ -71,6 +100,9 @@ def foreign_engine_key(ctx: Context) -> Iterable[Finding]:
     Source: verl 0.9.1's compositions (``fsdpcfg/data/verl_reference.json``: ``ppo_megatron_trainer``,
     ``ppo_veomni_trainer``, ``ppo_torchtitan_trainer``); issue 12.
     """
+    if ctx.composed.kind == "sft":
+        yield from _foreign_sft_key(ctx)
+        return
     if ctx.composed.kind != "ppo":
         return
     comp = ctx.verl_config
@@ -93,4 +125,31 @@ def foreign_engine_key(ctx: Context) -> Iterable[Finding]:
             "as an override and ignores it in a config file",
             f"remove it, or set the engine's own key (`fsdpcfg explain {key.rsplit('.', 1)[-1]}`), or "
             "choose the engine it belongs to (engine=fsdp2)",
+        )
+
+
+def _foreign_sft_key(ctx: Context) -> Iterable[Finding]:
+    """FC113 of an SFT config on another engine than FSDP: an ``engine.*``/``optim.*`` key the user set that
+    verl's ``engine=X optim=X`` composition does not have (``engine.fsdp_size`` under Megatron)."""
+    comp = ctx.verl_config
+    if comp == "sft_trainer_engine":
+        return  # the FSDP tree: the SFT schema (FC150) names unknown keys
+    engine = verl_base.sft_engine(comp)
+    for key in verl_base.foreign_keys(verlref.flatten(ctx.cfg), comp):
+        if key.split(".", 1)[0] not in verl_base.SFT_ENGINE_SECTIONS:
+            continue  # the other sections are the SFT schema's (FC150)
+        src = ctx.composed.provenance.source_of(key)
+        if src is not None and src.kind in ("verl", "default", "group"):
+            continue
+        if any(p in K.VERL_DICT_FIELDS for p in key.split(".")[:-1]):
+            continue  # below a mapping verl hands to a library (+engine.override_transformer_config.*)
+        other = next((c for c in verlref.SFT_COMPOSITIONS if key in verlref.keys(c)), None)
+        where = f" (it is a key of verl's {other}, engine={verl_base.sft_engine(other)})" if other else ""
+        yield ctx.finding(
+            "FC113",
+            [key],
+            f"{key} is not a key of verl's {comp} (engine={engine} optim={engine}){where}: verl rejects it as "
+            "an override and ignores it in a config file",
+            f"remove it, or set the engine's own key (`fsdpcfg show +recipe=qwen_sft engine={engine}` lists them), "
+            "or choose the engine it belongs to",
         )

@@ -195,8 +195,8 @@ def native_sft_verl_only_key(ctx: Context) -> Iterator[Finding]:
     verl 0.9.1's default would be a silent no-op: fsdpcfg/train/sft reads only the schema's keys. Keys that
     copy another key (``${...}``) are left to the key they copy. The SFT counterpart of FC802. Source:
     DESIGN.md "no silent no-ops"; verl/trainer/config/sft_trainer_engine.yaml."""
-    if ctx.launcher != "native":
-        return
+    if ctx.launcher != "native" or ctx.verl_config != "sft_trainer_engine":
+        return  # another engine under the native launcher is FC254's
     from fsdpcfg.rules.sft_rules import _schema_defaults
 
     schema = _schema_defaults()

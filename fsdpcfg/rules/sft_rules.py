@@ -4,6 +4,13 @@ configs, and the RL rules only on RL configs.
 FC150  the SFT schema (unknown keys with a did-you-mean, types and allowed values, required values)
 FC250  data.train_batch_size splits into data-parallel ranks x micro_batch_size_per_gpu
 FC251  the native SFT trainer runs fixed micro-batches (use_dynamic_bsz is verl's)
+FC252  the native SFT trainer has no Ulysses sequence parallelism
+FC253  the native SFT trainer runs no validation
+FC254  the native SFT trainer runs the FSDP engines (engine=megatron, automodel ... are verl's)
+
+Under another engine than FSDP (``engine=megatron``: verl's ``engine=megatron optim=megatron``) the engine's
+``engine.*``/``optim.*`` sections are verl's own keys with verl's defaults: FC150 leaves them to verl (FC113 names a
+key the engine does not have), FC250 splits the batch over Megatron's data-parallel ranks, FC111 says what ran.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import difflib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from fsdpcfg.compose import verl_base
 from fsdpcfg.rules._common import divisors
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
@@ -20,6 +28,25 @@ if TYPE_CHECKING:
     from fsdpcfg.rules.context import Context
 
 SFT = ("sft",)
+
+#: verl's Megatron engine keys whose product with the data-parallel size is the world (Megatron-core's
+#: ``parallel_state``: world = tp x pp x cp x dp).
+MEGATRON_MP_KEYS = (
+    "engine.tensor_model_parallel_size",
+    "engine.pipeline_model_parallel_size",
+    "engine.context_parallel_size",
+)
+
+
+def sft_engine(ctx: Context) -> str:
+    """The config's SFT engine option (``fsdp`` for verl's FSDP ``sft_trainer_engine``, whose strategy key says
+    fsdp or fsdp2; ``megatron``, ``automodel``, ``veomni``, ``torchtitan``), from verl's composition."""
+    return verl_base.sft_engine(ctx.verl_config)
+
+
+def fsdp_engine(ctx: Context) -> bool:
+    """True when the SFT config trains on FSDP/FSDP2 (verl's ``engine=fsdp``), the engine fsdpcfg models."""
+    return ctx.verl_config == "sft_trainer_engine"
 
 
 def _get(ctx: Context, key: str, default: Any = None) -> Any:
@@ -74,12 +101,15 @@ def sft_schema(ctx: Context) -> Iterator[Finding]:
     for key, why in sorted((getattr(ctx, "unresolved", None) or {}).items()):
         yield ctx.finding("FC150", [key], f"{key}: {why}", "point the ${...} at an existing key, or set a literal")
     known = sorted(_schema_defaults())
-    flat = _flatten(ctx.cfg)
+    tree = ctx.cfg
+    if not fsdp_engine(ctx):  # verl's engine/optim sections of another engine: FC113 names a foreign key
+        tree = {k: v for k, v in ctx.cfg.items() if k not in verl_base.SFT_ENGINE_SECTIONS}
+    flat = _flatten(tree)
     for key, value in flat.items():
         if value == "???":
             yield ctx.finding("FC150", [key], f"{key} is required and not set (???)", f"set {key}=VALUE")
     try:
-        SftRunConfig.model_validate(_schema_part(ctx.cfg, frozenset(known)))
+        SftRunConfig.model_validate(_schema_part(tree, frozenset(known), comp=ctx.verl_config))
     except ValidationError as e:
         for err in e.errors():
             key = ".".join(str(p) for p in err["loc"] if isinstance(p, str))
@@ -106,21 +136,24 @@ def sft_schema(ctx: Context) -> Iterator[Finding]:
                 )
 
 
-def _schema_part(tree: dict[str, Any], schema: frozenset[str], prefix: str = "") -> dict[str, Any]:
+def _schema_part(
+    tree: dict[str, Any], schema: frozenset[str], prefix: str = "", comp: str = "sft_trainer_engine"
+) -> dict[str, Any]:
     """``tree`` without the keys of verl's ``sft_trainer_engine`` composition that the SFT schema does not
     model (``engine.qat.*``, ``profiler.*`` ...): the tree starts from verl's own (fsdpcfg/compose/verl_base.py),
     so they are verl's keys with verl's values, passed to verl; what is left is validated (an unknown key
     stays, for ``extra="forbid"`` to report)."""
     from fsdpcfg import verlref
 
-    vkeys, vpre = verlref.keys("sft_trainer_engine"), verlref.prefixes("sft_trainer_engine")
+    vkeys, vpre = verlref.keys(comp), verlref.prefixes(comp)
     out: dict[str, Any] = {}
     for k, v in tree.items():
         key = f"{prefix}{k}"
         in_schema = key in schema or any(s.startswith(key + ".") for s in schema)
         if not in_schema and (key in vkeys or key in vpre):
             continue
-        out[k] = _schema_part(v, schema, key + ".") if isinstance(v, dict) and in_schema and key not in schema else v
+        nested = isinstance(v, dict) and in_schema and key not in schema
+        out[k] = _schema_part(v, schema, key + ".", comp) if nested else v
     return out
 
 
@@ -143,19 +176,28 @@ def _pos_int(v: Any) -> bool:
         "trainer.nnodes",
         "trainer.n_gpus_per_node",
         "engine.ulysses_sequence_parallel_size",
+        *MEGATRON_MP_KEYS,
     ),
     example=("+recipe=qwen_sft", "data.train_batch_size=6"),
     kinds=SFT,
 )
 def sft_batch_split(ctx: Context) -> Iterator[Finding]:
     """verl's SFT trainer splits ``data.train_batch_size`` sequences over the data-parallel ranks
-    (``world / ulysses_sequence_parallel_size``) and each rank's share into micro-batches of
-    ``micro_batch_size_per_gpu`` (fixed sizes: gradient accumulation = share / micro). A remainder fails in
-    verl's data-parallel split or silently changes the batch. With ``use_dynamic_bsz`` verl packs micro-batches
-    by tokens and only the data-parallel split must divide. Source: ``verl/trainer/sft_trainer.py``
-    (``train_batch_size // dp_size``), ``verl/workers/engine/utils.py`` (micro-batch split)."""
+    (``world / ulysses_sequence_parallel_size``; Megatron: ``world / (tensor x pipeline x context parallel)``;
+    the automodel, veomni and torchtitan layouts are not modelled, so the rule does not judge them) and each
+    rank's share into micro-batches of ``micro_batch_size_per_gpu`` (fixed sizes: gradient accumulation =
+    share / micro). A remainder fails in verl's data-parallel split or silently changes the batch. With
+    ``use_dynamic_bsz`` verl packs micro-batches by tokens and only the data-parallel split must divide.
+    Source: ``verl/trainer/sft_trainer.py`` (``train_batch_size // dp_size``), ``verl/workers/engine/utils.py``
+    (micro-batch split)."""
     tbs, micro = _get(ctx, "data.train_batch_size"), _get(ctx, "data.micro_batch_size_per_gpu")
     nodes, gpus = _get(ctx, "trainer.nnodes"), _get(ctx, "trainer.n_gpus_per_node")
+    engine = sft_engine(ctx)
+    if engine == "megatron":
+        yield from _megatron_batch_split(ctx, tbs, micro, nodes, gpus)
+        return
+    if not fsdp_engine(ctx):
+        return  # automodel, veomni, torchtitan: their layouts are not modelled (FC111 says so)
     sp = _get(ctx, "engine.ulysses_sequence_parallel_size", 1)
     if not all(_pos_int(v) for v in (tbs, micro, nodes, gpus, sp)):
         return  # FC150 reports the types
@@ -172,6 +214,26 @@ def sft_batch_split(ctx: Context) -> Iterator[Finding]:
     dp = world // sp
     derivation = f"dp = {nodes} nodes x {gpus} ranks / ulysses {sp} = {dp}"
     keys = ["data.train_batch_size", "data.micro_batch_size_per_gpu", "trainer.n_gpus_per_node", "trainer.nnodes"]
+    yield from _split_findings(ctx, tbs, micro, dp, derivation, keys)
+
+
+def _megatron_batch_split(ctx: Context, tbs: Any, micro: Any, nodes: Any, gpus: Any) -> Iterator[Finding]:
+    tp, pp, cp = (_get(ctx, k, 1) for k in MEGATRON_MP_KEYS)
+    if not all(_pos_int(v) for v in (tbs, micro, nodes, gpus, tp, pp, cp)):
+        return  # verl's dataclass reports the types
+    world = nodes * gpus
+    if world % (tp * pp * cp):
+        return  # Megatron-core asserts the product (verl's McoreEngineConfig), not a batch question
+    dp = world // (tp * pp * cp)
+    derivation = (
+        f"dp = {nodes} nodes x {gpus} ranks / (tensor {tp} x pipeline {pp} x context {cp} model parallel) = {dp}"
+    )
+    keys = ["data.train_batch_size", "data.micro_batch_size_per_gpu", "trainer.n_gpus_per_node", "trainer.nnodes"]
+    yield from _split_findings(ctx, tbs, micro, dp, derivation, keys + list(MEGATRON_MP_KEYS))
+
+
+def _split_findings(ctx: Context, tbs: int, micro: int, dp: int, derivation: str, keys: list[str]) -> Iterator[Finding]:
+    """FC250 on ``tbs`` sequences split over ``dp`` data-parallel ranks into micro-batches of ``micro``."""
     if tbs % dp:
         yield ctx.finding(
             "FC250",
@@ -270,3 +332,29 @@ def sft_validation_native(ctx: Context) -> Iterator[Finding]:
             f"{what}: the native SFT trainer runs no validation, so this would do nothing",
             "unset it (data.val_files=null trainer.test_freq=-1), or use launcher=verl, whose SFT trainer validates",
         )
+
+
+@rule(
+    "FC254",
+    "the native SFT trainer runs the FSDP engines (engine=megatron, automodel, veomni, torchtitan are verl's)",
+    keys=("engine.strategy", "fsdpcfg.launcher"),
+    example=("+recipe=qwen_sft", "engine=megatron"),
+    kinds=SFT,
+)
+def sft_engine_native(ctx: Context) -> Iterator[Finding]:
+    """The native SFT trainer (fsdpcfg/train/sft) shards the model with FSDP1/FSDP2 (``engine=fsdp``/``fsdp2``,
+    verl's ``engine.strategy``); verl's other SFT engines (``engine=megatron optim=megatron`` ..., their
+    ``engine.*`` sections: ``McoreEngineConfig`` ...) run only under verl's ``sft_trainer``. Not a silent
+    FSDP run with the Megatron keys ignored: an error naming the launcher that runs it. Source: DESIGN.md "A key
+    that verl knows but the chosen launcher does not implement is an error"; verl/trainer/sft_trainer.py
+    (``engine`` built from ``config.engine`` by ``EngineRegistry``)."""
+    if _get(ctx, "fsdpcfg.launcher") != "native" or fsdp_engine(ctx):
+        return
+    engine = sft_engine(ctx)
+    yield ctx.finding(
+        "FC254",
+        ["fsdpcfg.launcher"],
+        f"engine={engine} (verl's {ctx.verl_config}: engine={engine} optim={engine}) is run by launcher=verl; "
+        "the native SFT trainer runs engine=fsdp and engine=fsdp2 only",
+        f"use launcher=verl to run engine={engine}, or engine=fsdp2 for the native SFT trainer",
+    )

@@ -2,7 +2,8 @@
 
 ``fsdpcfg/data/verl_reference.json`` holds, for each verl composition (:data:`COMPOSITIONS`: ``ppo_trainer``
 for ``verl.trainer.main_ppo`` with the FSDP engine, ``ppo_megatron_trainer``, the veomni and torchtitan
-engines of ``main_ppo``, ``sft_trainer_engine`` for ``verl.trainer.sft_trainer``), every leaf key with its
+engines of ``main_ppo``, ``sft_trainer_engine`` for ``verl.trainer.sft_trainer`` with the FSDP engine and
+``sft_{megatron,automodel,veomni,torchtitan}_trainer`` for its other engines), every leaf key with its
 default as written (interpolations kept as ``${...}`` text) and as resolved. It is generated from the
 installed verl by ``scripts/gen_verl_reference.py`` (:func:`build_reference`) and a test keeps it in sync.
 Reading it needs neither verl nor torch.
@@ -27,20 +28,41 @@ ENTRY_POINTS = {
     "ppo_veomni_trainer": "verl.trainer.main_ppo",
     "ppo_torchtitan_trainer": "verl.trainer.main_ppo",
     "sft_trainer_engine": "verl.trainer.sft_trainer",
+    "sft_megatron_trainer": "verl.trainer.sft_trainer",
+    "sft_automodel_trainer": "verl.trainer.sft_trainer",
+    "sft_veomni_trainer": "verl.trainer.sft_trainer",
+    "sft_torchtitan_trainer": "verl.trainer.sft_trainer",
 }
 #: verl composition -> (verl config name, the overrides that select it), as a verl user selects it:
 #: ``--config-name=ppo_megatron_trainer`` (verl 0.9.1's file: ppo_trainer with ``model_engine: megatron``);
 #: the veomni and torchtitan engines have no entry config of their own, only ``model_engine=...``
 #: (verl/trainer/config/model_engine/*.yaml, ``_generated_ppo_{veomni,torchtitan}_trainer.yaml``).
+#: ``verl.trainer.sft_trainer`` composes ``engine@engine`` and ``optim@optim`` groups
+#: (verl/trainer/config/sft_trainer_engine.yaml, engine/*.yaml, optim/*.yaml): its other engines are
+#: ``engine=X optim=X``, as verl's examples/sft run them (run_qwen_megatron_fsdp.sh, run_qwen2_5_0_5b_automodel.sh).
 COMPOSITIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ppo_trainer": ("ppo_trainer", ()),
     "ppo_megatron_trainer": ("ppo_megatron_trainer", ()),
     "ppo_veomni_trainer": ("ppo_trainer", ("model_engine=veomni",)),
     "ppo_torchtitan_trainer": ("ppo_trainer", ("model_engine=torchtitan",)),
     "sft_trainer_engine": ("sft_trainer_engine", ()),
+    "sft_megatron_trainer": ("sft_trainer_engine", ("engine=megatron", "optim=megatron")),
+    "sft_automodel_trainer": ("sft_trainer_engine", ("engine=automodel", "optim=automodel")),
+    "sft_veomni_trainer": ("sft_trainer_engine", ("engine=veomni", "optim=veomni")),
+    "sft_torchtitan_trainer": ("sft_trainer_engine", ("engine=torchtitan", "optim=torchtitan")),
 }
 #: The compositions ``verl.trainer.main_ppo`` reads, one per ``model_engine`` (dp, megatron, veomni, torchtitan).
 PPO_COMPOSITIONS = ("ppo_trainer", "ppo_megatron_trainer", "ppo_veomni_trainer", "ppo_torchtitan_trainer")
+#: The compositions ``verl.trainer.sft_trainer`` reads, one per ``engine``/``optim`` group option (fsdp first).
+SFT_COMPOSITIONS = (
+    "sft_trainer_engine",
+    "sft_megatron_trainer",
+    "sft_automodel_trainer",
+    "sft_veomni_trainer",
+    "sft_torchtitan_trainer",
+)
+#: The unions :func:`defaults` and :func:`keys` take as a config name: every key the entry point reads.
+_UNIONS = {"ppo": PPO_COMPOSITIONS, "sft": SFT_COMPOSITIONS}
 _MISSING = "???"
 
 
@@ -56,7 +78,8 @@ def verl_version() -> str:
 
 def defaults(config: str = "ppo_trainer", resolved: bool = True) -> Mapping[str, Any]:
     """Return ``{dotted key: default}`` for every leaf of verl's ``config`` (a name of :data:`COMPOSITIONS`, or
-    ``"ppo"``: the union of :data:`PPO_COMPOSITIONS`, ``ppo_trainer``'s values first). Lists and empty
+    ``"ppo"``/``"sft"``: the union of :data:`PPO_COMPOSITIONS`/:data:`SFT_COMPOSITIONS`, the FSDP composition's
+    values first). Lists and empty
     mappings are leaves. ``resolved=False`` gives the values as written, interpolations as ``${...}`` text;
     ``"???"`` marks a required value. The mapping is read-only and shared (no copy per call).
 
@@ -68,9 +91,9 @@ def defaults(config: str = "ppo_trainer", resolved: bool = True) -> Mapping[str,
 
 @cache
 def _defaults(config: str, resolved: bool) -> dict[str, Any]:
-    if config == "ppo":  # every key main_ppo reads with some engine; the FSDP composition's value first
+    if config in _UNIONS:  # every key the entry point reads with some engine; the FSDP composition's value first
         out: dict[str, Any] = {}
-        for c in reversed(PPO_COMPOSITIONS):
+        for c in reversed(_UNIONS[config]):
             out.update(_defaults(c, resolved))
         return out
     entry = _load()["configs"][config]
@@ -98,9 +121,10 @@ def _kinds_table(config: str) -> dict[str, frozenset[str]]:
 @cache
 def keys(config: str = "ppo_trainer") -> frozenset[str]:
     """Return the set of dotted leaf keys verl's ``config`` knows (a name of :data:`COMPOSITIONS`, or
-    ``"ppo"`` for the union of :data:`PPO_COMPOSITIONS`: every key ``main_ppo`` reads with some engine)."""
-    if config == "ppo":
-        return frozenset().union(*(keys(c) for c in PPO_COMPOSITIONS))
+    ``"ppo"``/``"sft"`` for the union of :data:`PPO_COMPOSITIONS`/:data:`SFT_COMPOSITIONS`: every key
+    ``main_ppo``/``sft_trainer`` reads with some engine)."""
+    if config in _UNIONS:
+        return frozenset().union(*(keys(c) for c in _UNIONS[config]))
     return frozenset(_load()["configs"][config]["defaults"])
 
 

@@ -54,6 +54,23 @@ def test_check_of_export_output_has_no_false_finding(recipe, tmp_path: Path, cap
     assert _false_findings(checked.findings) == []
 
 
+@pytest.mark.parametrize("engine", ["megatron", "automodel"])
+def test_export_of_an_sft_engine_reads_back_as_its_verl_composition(engine, tmp_path: Path, capsys):
+    """engine=megatron is written as verl's sft_trainer_engine with `override engine/optim: megatron` and read
+    back as that composition (verl's Megatron keys, not the FSDP tree), with FC111 and no error."""
+    out = tmp_path / "out"
+    args = ["export", "--launcher", "verl", "+recipe=qwen_sft", f"engine={engine}", "trainer=gpu_8x"]
+    args += ["data.train_batch_size=32", "-o", str(out)]
+    assert main(args) == 0
+    capsys.readouterr()
+    data, info = config_file.read(out / "config.yaml")
+    assert data["defaults"] == ["sft_trainer_engine", {"override engine": engine}, {"override optim": engine}, "_self_"]
+    assert info.kind == "verl" and info.tree == "sft" and info.base == f"sft_{engine}_trainer"
+    checked = check_yaml_file(out / "config.yaml")
+    assert _false_findings([f for f in checked.findings if f.rule != "FC111"]) == []
+    assert [f.rule for f in checked.findings if f.rule == "FC111"] == ["FC111"]
+
+
 def test_check_of_export_output_still_finds_a_real_mistake(tmp_path: Path, capsys):
     out = tmp_path / "out"
     assert main(["export", "--launcher", "verl", "+recipe=qwen_grpo", "-o", str(out)]) == 0

@@ -89,7 +89,15 @@ def test_shell_completion_script_and_queries(capsys, monkeypatch):
     assert rc == 0 and "complete -F _fsdpcfg_complete fsdpcfg" in script
     subprocess.run(["bash", "-n"], input=script, text=True, check=True)  # valid bash
     cases = {
-        "fsdpcfg engine=": {"engine=fsdp", "engine=fsdp2", "engine=megatron", "engine=torchtitan", "engine=veomni"},
+        # both trees' options: engine=automodel is the SFT tree's (verl's sft_trainer has an automodel engine)
+        "fsdpcfg engine=": {
+            "engine=fsdp",
+            "engine=fsdp2",
+            "engine=megatron",
+            "engine=torchtitan",
+            "engine=veomni",
+            "engine=automodel",
+        },
         "fsdpcfg +recipe=": {
             "+recipe=qwen_grpo",
             "+recipe=arith_grpo",

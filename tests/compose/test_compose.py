@@ -120,6 +120,46 @@ def test_engine_megatron_is_verls_megatron_composition():
     assert "actor_rollout_ref.actor.fsdp_config.dtype" in c.pruned
 
 
+def test_sft_engine_megatron_is_verls_sft_megatron_composition():
+    """SFT engine=megatron is verl's sft_trainer_engine with engine=megatron optim=megatron: every engine.*/optim.*
+    key of verl's Megatron configs with verl's default, none of fsdpcfg's FSDP engine keys."""
+    from fsdpcfg import verlref
+    from fsdpcfg.compose import verl_base
+
+    c = compose(["+recipe=qwen_sft", "engine=megatron", "launcher=verl"])
+    cfg = c.to_container()
+    engine, optim = cfg["engine"], cfg["optim"]
+    assert verl_base.composition_of(cfg, "sft") == "sft_megatron_trainer"
+    assert engine["_target_"] == "verl.workers.config.McoreEngineConfig"
+    assert optim["_target_"] == "verl.workers.config.McoreOptimizerConfig"
+    assert (engine["tensor_model_parallel_size"], engine["pipeline_model_parallel_size"]) == (1, 1)
+    assert engine["context_parallel_size"] == 1
+    assert engine["override_transformer_config"]["attention_backend"] == "flash"
+    # verl's Megatron defaults, not fsdpcfg's FSDP ones: verl's optimizer name, no FSDP engine keys
+    assert optim["optimizer"] == verlref.defaults("sft_megatron_trainer")["optim.optimizer"] == "adam"
+    assert optim["lr_decay_style"] == "constant" and "lr_scheduler_type" not in optim
+    for key in ("strategy", "fsdp_size", "wrap_policy", "ulysses_sequence_parallel_size", "reshard_after_forward"):
+        assert key not in engine, key
+    assert {"engine.strategy", "engine.fsdp_size", "optim.lr_scheduler_type"} <= set(c.pruned)
+    # every leaf of verl's engine/optim sections is in the tree
+    flat = verlref.flatten(cfg)
+    want = {k for k in verlref.keys("sft_megatron_trainer") if k.split(".")[0] in ("engine", "optim")}
+    assert want <= set(flat)
+    assert not [k for k in flat if k.split(".")[0] in ("engine", "optim") and k not in want]
+    assert str(c.provenance.source_of("optim.optimizer")).startswith("verl 0.9.1 default")
+    # the recipe's own value stays (qwen_sft sets optim.lr)
+    assert optim["lr"] == 1.0e-3
+
+
+def test_sft_optim_follows_the_engine():
+    c = compose(["+recipe=qwen_sft", "engine=automodel", "optim=automodel", "launcher=verl"])
+    assert c.cfg.engine.strategy == "automodel" and c.cfg.optim._target_.endswith("AutomodelOptimizerConfig")
+    assert compose(["+recipe=qwen_sft", "optim=fsdp"]).cfg.engine.strategy == "fsdp2"  # verl's FSDP optim
+    with pytest.raises(ConfigError) as e:
+        compose(["+recipe=qwen_sft", "engine=megatron", "optim=fsdp"])
+    assert e.value.key == "optim" and "engine=megatron" in str(e.value) and "optim=megatron" in e.value.fix
+
+
 def test_unknown_group_option_lists_the_options():
     with pytest.raises(ConfigError) as e:
         compose(["+recipe=qwen_grpo", "engine=fsdp3"])

@@ -130,3 +130,28 @@ def test_sft_plan_refuses_through_the_rules(overrides, key, text):
     with pytest.raises(ConfigError) as e:
         make_sft_plan(compose(["+recipe=qwen_sft", *overrides]).to_container())
     assert e.value.key == key and text in e.value.message, e.value.message
+
+
+def test_sft_on_verls_other_engines_is_checked_by_the_engine_independent_rules():
+    """engine=megatron / automodel (verl's engine=X optim=X): FC111 info and no error under launcher=verl; the
+    native SFT trainer refuses them (FC254); the batch split judges Megatron's data-parallel group."""
+    verl = ["+recipe=qwen_sft", "launcher=verl", "trainer=gpu_8x", "data.train_batch_size=32"]
+    for engine in ("megatron", "automodel", "veomni", "torchtitan"):
+        findings = check_overrides([*verl, f"engine={engine}"])
+        assert _rules(findings) == [] and _rules(findings, "warning") == [], [f.message for f in findings]
+        [info] = [f for f in findings if f.rule == "FC111"]
+        assert f"engine={engine}" in info.message and "--verl" in info.fix
+    # the native SFT trainer runs fsdp/fsdp2 only
+    [refusal] = [f for f in check_overrides(["+recipe=qwen_sft", "engine=megatron"]) if f.rule == "FC254"]
+    assert refusal.severity == "error" and "launcher=verl" in refusal.fix and "engine=fsdp2" in refusal.fix
+    # 8 GPUs / tensor parallel 4 = 2 data-parallel ranks: 32 / 2 = 16 per rank, micro 2 divides it
+    mp = [*verl, "engine=megatron", "engine.tensor_model_parallel_size=4", "data.micro_batch_size_per_gpu=2"]
+    assert _rules(check_overrides(mp)) == []
+    # 8 data-parallel ranks (tp 1): 32 / 8 = 4 per rank, not a multiple of micro 8
+    [fc250] = [
+        f for f in check_overrides([*verl, "engine=megatron", "data.micro_batch_size_per_gpu=8"]) if f.rule == "FC250"
+    ]
+    assert "4 sequences (32 / 8 ranks)" in fc250.message and "engine.tensor_model_parallel_size" in fc250.keys
+    # an FSDP key under Megatron is named, with the engine it belongs to
+    [fc113] = [f for f in check_overrides([*verl, "engine=megatron", "+engine.fsdp_size=2"]) if f.rule == "FC113"]
+    assert fc113.keys == ["engine.fsdp_size"] and "sft_trainer_engine" in fc113.message

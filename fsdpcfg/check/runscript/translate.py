@@ -103,13 +103,21 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
         return "command line" if w.cli else f"{script}:{w.line}"
 
     config, extra_groups, file_items = _config_choice(vc, script, label, notes)
+    items = file_items + [(w, where(w)) for w in vc.overrides]
+    sft_engine = _sft_engine_option(items) if kind == "sft" else None
     user: list[str] = []
     unknown: list[tuple[Word, str]] = []
-    for w, src in file_items + [(w, where(w)) for w in vc.overrides]:
+    for w, src in items:
         if not w.known:
             unknown.append((w, key_of(w.text)))
             continue
         group, eq, option = w.text.partition("=")
+        if kind == "sft" and eq and group == "optim":
+            if _sft_optim_note(w, option.strip("'\""), sft_engine, label, notes):
+                continue
+            user.append(w.text)  # not the engine's optimizer config: compose names both options and the fix
+            lines["optim"] = src
+            continue
         if eq and VERL_DEFAULT_GROUPS[kind].get(group) == option.strip("'\""):
             # verl's default option: verl's defaults (the resets below) already are what it selects
             notes.append(
@@ -148,6 +156,10 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
             if t.startswith("engine=") and t.split("=", 1)[1] in verl_base.ENGINE_COMPOSITION:
                 config = verl_base.ENGINE_COMPOSITION[t.split("=", 1)[1]]
                 lines.setdefault("engine", lines.get("model_engine", ""))
+    if kind == "sft" and sft_engine is not None:
+        from fsdpcfg.compose import verl_base
+
+        config = verl_base.SFT_ENGINE_COMPOSITION.get(sft_engine, config)
     kind_groups = set(groups(kind))
     user_groups = [t for t in user if "=" in t and not t.startswith(("+", "~")) and key_of(t) in kind_groups]
     rollout = next(
@@ -175,7 +187,8 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
     out = base + resets
     for tok in user:
         key = tok.split("=", 1)[0]
-        if not tok.startswith(("+", "~")) and "=" in tok and key not in raw and key not in kind_groups:
+        own_group = key in kind_groups or (kind == "sft" and key == "optim")  # verl's optim group: see above
+        if not tok.startswith(("+", "~")) and "=" in tok and key not in raw and not own_group:
             tok = "+" + tok  # verl's own tree has it (or it is unknown: FC102 names the closest key)
         out.append(tok)
     for w, key in unknown:
@@ -217,6 +230,34 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
             )
         )
     return Translation(out, lines, notes, kind, config, user, [key_of(r) for r in resets])
+
+
+def _sft_engine_option(items: list[tuple[Word, str]]) -> str | None:
+    """The ``engine=X`` group option an SFT command chooses (the last one; ``None`` when it names none)."""
+    out = None
+    for w, _ in items:
+        group, eq, option = w.text.partition("=")
+        if w.known and eq and group == "engine":
+            out = option.strip("'\"")
+    return out
+
+
+def _sft_optim_note(w: Word, option: str, engine: str | None, label: str, notes: list[Finding]) -> bool:
+    """verl's ``optim=X`` of an SFT command: True (and an FC124 info) when it is the optimizer config of the
+    command's ``engine`` option (``optim=megatron`` with ``engine=megatron``; ``optim=fsdp``, verl's default,
+    with the FSDP engine), which the engine option selects with it in fsdpcfg's SFT tree."""
+    from fsdpcfg.compose import verl_base
+
+    engine = engine or VERL_DEFAULT_GROUPS["sft"]["engine"]
+    if verl_base.SFT_OPTIM.get(engine) != option:
+        return False
+    what = (
+        "is verl's default option of its `optim` group: nothing to change"
+        if engine == VERL_DEFAULT_GROUPS["sft"]["engine"]
+        else f"is the optimizer config of `engine={engine}`, which selects it: nothing to change"
+    )
+    notes.append(Finding("FC124", "info", [], f"{label}: `{w.text}` (line {w.line}) {what}", "nothing to do"))
+    return True
 
 
 def _one_per_group(base: list[str], user_groups: list[str]) -> list[str]:
