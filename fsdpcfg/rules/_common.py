@@ -282,9 +282,13 @@ class DataParallel:
 WORLD_KEYS = ("trainer.n_gpus_per_node", "trainer.nnodes")
 
 
-def data_parallel(ctx: Context, section: str, sp: int = 1) -> DataParallel | None:
+def data_parallel(
+    ctx: Context, section: str, sp: int = 1, *, strategy: str | None = None, engine_keys: str | None = None
+) -> DataParallel | None:
     """The data-parallel group of the engine configured at ``section`` (``actor_rollout_ref.actor``,
-    ``actor_rollout_ref.ref``, ``critic``): the ranks a batch is split over.
+    ``actor_rollout_ref.ref``, ``critic``; ``engine`` for SFT): the ranks a batch is split over. ``strategy``:
+    the engine (default: ``<section>.strategy``); ``engine_keys``: where that engine's own keys are (default:
+    ``<section>.megatron`` / ``<section>.veomni`` as in the RL tree; ``engine`` in verl's SFT tree).
 
     - FSDP (``fsdp``, ``fsdp2``): ``world // ulysses_sp`` (verl/workers/engine/fsdp/transformer_impl.py
       ``get_data_parallel_size``);
@@ -299,7 +303,8 @@ def data_parallel(ctx: Context, section: str, sp: int = 1) -> DataParallel | Non
     w = world(ctx)
     if w is None:
         return None
-    strategy = str(val(ctx, f"{section}.strategy"))
+    strategy = strategy or str(val(ctx, f"{section}.strategy"))
+    own = engine_keys or f"{section}.{strategy}"
     if strategy in FSDP_STRATEGIES:
         if sp < 1 or w % sp:
             return None
@@ -308,7 +313,7 @@ def data_parallel(ctx: Context, section: str, sp: int = 1) -> DataParallel | Non
             w // sp, f"{w // sp} data-parallel ranks = {w} ranks / ulysses_sp={sp}", WORLD_KEYS + sp_keys
         )
     if strategy == "veomni":  # veomni/transformer_impl.py: dp_size = world_size // ulysses_parallel_size
-        key = f"{section}.veomni.ulysses_parallel_size"
+        key = f"{own}.ulysses_parallel_size"
         usp = num(val(ctx, key)) or 1
         if usp < 1 or w % usp:
             return None
@@ -317,7 +322,7 @@ def data_parallel(ctx: Context, section: str, sp: int = 1) -> DataParallel | Non
         )
     if strategy == "megatron":
         names = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
-        mp_keys = tuple(f"{section}.megatron.{k}" for k in names)
+        mp_keys = tuple(f"{own}.{k}" for k in names)
         tp, pp, cp = (num(val(ctx, k)) or 1 for k in mp_keys)
         if tp < 1 or pp < 1 or cp < 1 or w % (tp * pp * cp):
             return None

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from fsdpcfg.compose import verl_base
-from fsdpcfg.rules._common import divisors
+from fsdpcfg.rules._common import data_parallel, divisors
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
 
@@ -211,25 +211,21 @@ def sft_batch_split(ctx: Context) -> Iterator[Finding]:
             derivation=f"world {world} = {nodes} nodes x {gpus}",
         )
         return
-    dp = world // sp
-    derivation = f"dp = {nodes} nodes x {gpus} ranks / ulysses {sp} = {dp}"
-    keys = ["data.train_batch_size", "data.micro_batch_size_per_gpu", "trainer.n_gpus_per_node", "trainer.nnodes"]
-    yield from _split_findings(ctx, tbs, micro, dp, derivation, keys)
+    group = data_parallel(ctx, "engine", sp, strategy="fsdp", engine_keys="engine")
+    if group is None:
+        return
+    keys = ["data.train_batch_size", "data.micro_batch_size_per_gpu", *group.keys]
+    yield from _split_findings(ctx, tbs, micro, group.size, group.derivation, keys)
 
 
 def _megatron_batch_split(ctx: Context, tbs: Any, micro: Any, nodes: Any, gpus: Any) -> Iterator[Finding]:
-    tp, pp, cp = (_get(ctx, k, 1) for k in MEGATRON_MP_KEYS)
-    if not all(_pos_int(v) for v in (tbs, micro, nodes, gpus, tp, pp, cp)):
+    if not all(_pos_int(v) for v in (tbs, micro, nodes, gpus)):
         return  # verl's dataclass reports the types
-    world = nodes * gpus
-    if world % (tp * pp * cp):
+    group = data_parallel(ctx, "engine", strategy="megatron", engine_keys="engine")
+    if group is None:
         return  # Megatron-core asserts the product (verl's McoreEngineConfig), not a batch question
-    dp = world // (tp * pp * cp)
-    derivation = (
-        f"dp = {nodes} nodes x {gpus} ranks / (tensor {tp} x pipeline {pp} x context {cp} model parallel) = {dp}"
-    )
-    keys = ["data.train_batch_size", "data.micro_batch_size_per_gpu", "trainer.n_gpus_per_node", "trainer.nnodes"]
-    yield from _split_findings(ctx, tbs, micro, dp, derivation, keys + list(MEGATRON_MP_KEYS))
+    keys = ["data.train_batch_size", "data.micro_batch_size_per_gpu", *group.keys]
+    yield from _split_findings(ctx, tbs, micro, group.size, group.derivation, keys)
 
 
 def _split_findings(ctx: Context, tbs: int, micro: int, dp: int, derivation: str, keys: list[str]) -> Iterator[Finding]:
