@@ -40,7 +40,9 @@ def worker(config_path: str, out_path: str) -> None:
     cuda = torch.cuda.is_available() and cfg["trainer"]["device"] == "cuda"
     mem = torch.cuda if cuda else _NoCudaMemory()
     mem.reset_peak_memory_stats()
-    trainer = loop.Trainer(cfg)
+    from fsdpcfg.schema import parse_config
+
+    trainer = loop.Trainer(parse_config(cfg))
     peaks = {"build": mem.max_memory_allocated()}
     overall = peaks["build"]
     probes: list[dict] = []

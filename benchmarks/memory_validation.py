@@ -79,7 +79,9 @@ def worker(config_path: str, out_dir: str) -> None:
     baseline = _rss_bytes()
     phases: list[tuple[str, int]] = [("imports", _maxrss_bytes())]
     cfg = yaml.safe_load(Path(config_path).read_text())
-    trainer = loop.Trainer(cfg)
+    from fsdpcfg.schema import parse_config
+
+    trainer = loop.Trainer(parse_config(cfg))
     phases.append(("build", _maxrss_bytes()))
 
     def wrap(obj, name, label):

@@ -43,7 +43,9 @@ def worker(model_path: str, mode: str, bucket_mb: float, out: str) -> None:
     from fsdpcfg.train.rollout.hf import HFRollout
 
     dist.init_process_group("gloo")
-    mcfg = {"path": model_path, "external_lib": None, "trust_remote_code": False, "override_config": {}}
+    from fsdpcfg.schema.model import ModelSection
+
+    mcfg = ModelSection(path=model_path)
     actor = shard_model(
         load_model(mcfg, torch.float32),
         "fsdp2",
