@@ -79,7 +79,7 @@ def run_match(trainer, cfg: dict, variant: str, step: int = 2) -> StageResult:
         actor_lp = batched_log_probs(trainer.actor, ids, amask, R, 2, temperature=gen.temperature).cpu()
         with torch.no_grad():
             rollout_lp, _ = response_log_probs(trainer.rollout.model, ids, amask, R, temperature=gen.temperature)
-        actor_dtype = Precision.from_fsdp_config(trainer.actor_cfg.fsdp_config, "actor_rollout_ref.actor").param
+        actor_dtype = Precision.from_fsdp_config(trainer.actor_cfg.fsdp_config).param
         tol = logp_tolerance(actor_dtype, trainer.rollout.dtype)
         diff = _all_max(max_masked_diff(actor_lp, rollout_lp.cpu(), out.response_mask))
         data.update(rollout_max_abs_diff=diff, tolerance=tol, response_tokens=int(out.response_mask.sum()))

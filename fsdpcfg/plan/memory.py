@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from fsdpcfg.plan.param_count import ParamCounts, UnsupportedArchitecture, count_parameters
+from fsdpcfg.schema.actor import fsdp_dtypes
 
 GIB = 2**30
 MIB = 2**20
@@ -277,8 +278,7 @@ def _estimate(cfg: dict, pc: ParamCounts, mc: dict) -> MemoryEstimate:
     P, H, V, L = pc.total, pc.hidden_size, pc.vocab_size, len(pc.layers)
     S = _shard(int(_get(cfg, a + "fsdp_size")), world)
     pm = _bytes(_get(cfg, a + "model_dtype"))
-    mp = _get(cfg, a + "mixed_precision") or {}
-    pcb = _bytes(mp.get("param_dtype") if mp else _get(cfg, a + "dtype"))
+    pcb = _bytes(fsdp_dtypes({k: _get(cfg, a + k) for k in ("mixed_precision", "dtype")})[0])
     lora = int(_get(cfg, "actor_rollout_ref.model.lora_rank")) > 0
     trainable = 0 if lora else P
     on_dev = not cpu  # offload moves state from the device to the host; on the CPU nothing leaves
@@ -333,8 +333,7 @@ def _estimate(cfg: dict, pc: ParamCounts, mc: dict) -> MemoryEstimate:
     ref_S = _shard(int(_get(cfg, r + "fsdp_size")), world)
     ref_off = on_dev and bool(_get(cfg, r + "param_offload"))
     c["reference"] = P * ref_b // ref_S if use_ref else 0
-    ref_mp = _get(cfg, r + "mixed_precision") or {}
-    ref_cb = _bytes(ref_mp.get("param_dtype") if ref_mp else _get(cfg, r + "dtype"))
+    ref_cb = _bytes(fsdp_dtypes({k: _get(cfg, r + k) for k in ("mixed_precision", "dtype")})[0])
     ref_ws = (root + 2 * pc.largest_layer) * ref_cb if use_ref else 0
     # FSDP2 keeps a root unit gathered after a forward without backward: the reference model's root stays
     # gathered from its log-prob pass on (its reshard waits for a backward that never comes)

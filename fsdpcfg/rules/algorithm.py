@@ -14,6 +14,7 @@ from fsdpcfg.rules._common import A, flag, num, val
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
+from fsdpcfg.schema.actor import LossAggMode
 from fsdpcfg.schema.algorithm import GROUP_ESTIMATORS, AdvEstimator
 
 ADV, N = "algorithm.adv_estimator", f"{A}.rollout.n"
@@ -21,8 +22,8 @@ ADV, N = "algorithm.adv_estimator", f"{A}.rollout.n"
 #: Every estimator verl 0.9.1 registers, and those whose baseline is the group of ``n`` samples of one prompt:
 #: one home, the schema (``fsdpcfg/schema/algorithm.py``, from verl/trainer/ppo/core_algos.py).
 ESTIMATORS = get_args(AdvEstimator)
-#: verl/workers/config/actor.py ``ActorConfig.__post_init__``.
-LOSS_AGG_MODES = ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+#: verl/workers/config/actor.py ``ActorConfig.__post_init__``; one home, the schema (``fsdpcfg/schema/actor.py``).
+LOSS_AGG_MODES = get_args(LossAggMode)
 
 
 @rule(

@@ -67,22 +67,35 @@ def _differs(value: Any, default: Any) -> bool:
     return value != default
 
 
+def _native_kind(ctx: Context) -> str | None:
+    """``ppo`` or ``sft`` when the native trainer of that kind runs this config, else ``None`` (launcher=verl;
+    an SFT engine other than FSDP, which the native launcher does not run: FC254)."""
+    if ctx.launcher != "native":
+        return None
+    if ctx.composed.kind == "sft":
+        return "sft" if ctx.verl_config == "sft_trainer_engine" else None
+    return "ppo"
+
+
 @rule(
     "FC802",
     "every key set away from verl's default is implemented by the native launcher",
     keys=tuple(support.NATIVE_UNSUPPORTED),
     example=("+recipe=qwen_grpo", "actor_rollout_ref.rollout.gpu_memory_utilization=0.6"),
+    kinds=("ppo", "sft"),
 )
 def native_unsupported_key(ctx: Context) -> Iterator[Finding]:
     """Under ``fsdpcfg.launcher=native``: a key the native loop does not implement (``NATIVE_UNSUPPORTED``)
     or a key only verl reads (not in fsdpcfg's schema), with a value other than verl 0.9.1's default, would
     be a silent no-op. Keys at verl's default are fine. Keys whose value copies another key
-    (``${...}``) are reported on the key they copy. Source: DESIGN.md "no silent no-ops"."""
-    if ctx.launcher != "native":
+    (``${...}``) are reported on the key they copy. SFT: the keys the native SFT trainer declares refused
+    (``support.SFT_FEATURES``; a key only verl reads is FC114's). Source: DESIGN.md "no silent no-ops"."""
+    kind = _native_kind(ctx)
+    if kind is None:
         return
     derived = ctx.derived
     for key, why in support.NATIVE_UNSUPPORTED.items():
-        if key in derived or not ctx.is_set(key):
+        if support.KIND[key] != kind or key in derived or not ctx.is_set(key):
             continue
         value, default = ctx.get(key), _default(ctx, key)
         if _differs(value, default):
@@ -93,6 +106,8 @@ def native_unsupported_key(ctx: Context) -> Iterator[Finding]:
                 f"launcher ({why}); only verl's default {default!r} is",
                 f"use launcher=verl to run it, or set {key}={_text(default)}",
             )
+    if kind == "sft":
+        return
     raw_defaults = ctx.verl_defaults(resolved=False)
     for key, value in schema_report(ctx).verl_only.items():
         if key in derived or key.endswith("._target_"):
@@ -116,17 +131,20 @@ def native_unsupported_key(ctx: Context) -> Iterator[Finding]:
     "values the native launcher implements",
     keys=tuple(support.NATIVE_VALUES),
     example=("+recipe=qwen_grpo", "algorithm.adv_estimator=rloo"),
+    kinds=("ppo", "sft"),
 )
 def native_unsupported_value(ctx: Context) -> Iterator[Finding]:
     """Under ``fsdpcfg.launcher=native``: keys whose values the native loop implements only in part
     (``NATIVE_VALUES``: GRPO advantages, the vanilla PPO-clip loss, AdamW, the FSDP engines, no critic, a fixed
     in-reward KL coefficient, the load formats the hf replica reads), each while its ``NATIVE_WHEN`` condition
     holds (``kl_ctrl.type`` only with ``algorithm.use_kl_in_reward``). A value the schema rejects is the schema
-    rule's; the rollout backend is FC801's. Source: :mod:`fsdpcfg.train.support` (each entry names its code)."""
-    if ctx.launcher != "native":
+    rule's; the rollout backend is FC801's. SFT: the native SFT trainer's (``support.SFT_FEATURES``: AdamW).
+    Source: :mod:`fsdpcfg.train.support` (each entry names its code)."""
+    kind = _native_kind(ctx)
+    if kind is None:
         return
     for key, allowed in support.NATIVE_VALUES.items():
-        if key == NAME:
+        if key == NAME or support.KIND[key] != kind:
             continue
         cond = support.NATIVE_WHEN.get(key)
         if cond is not None and ctx.get(cond[0]) != cond[1]:

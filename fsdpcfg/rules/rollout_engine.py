@@ -265,12 +265,29 @@ def load_format(ctx: Context) -> Iterable[Finding]:
 )
 def sampling(ctx: Context) -> Iterable[Finding]:
     """Validation sampling needs ``rollout.temperature > 0`` (verl checks the training temperature); rollout
-    ``mode=sync`` was removed.
+    ``mode=sync`` was removed. Under ``launcher=native`` the training rollout samples too: its hf replica
+    calls ``generate(do_sample=True, temperature=...)``, which refuses a temperature <= 0 (greedy decoding is
+    ``rollout.do_sample=false``).
 
     Source: verl/utils/config.py ``validate_config`` (val_kwargs); verl/workers/config/rollout.py
-    ``RolloutConfig.__post_init__`` (mode).
+    ``RolloutConfig.__post_init__`` (mode); transformers ``TemperatureLogitsWarper`` ("temperature has to be a
+    strictly positive float"), fsdpcfg/train/rollout/hf.py ``HFRollout.generate``.
     """
     t: Any = ctx.get(f"{R}.temperature")
+    if (
+        ctx.launcher == "native"
+        and flag(ctx.get(f"{R}.do_sample"))
+        and isinstance(t, (int, float))
+        and not isinstance(t, bool)
+        and t <= 0
+    ):
+        yield ctx.finding(
+            "FC506",
+            [f"{R}.temperature", f"{R}.do_sample", "fsdpcfg.launcher"],
+            f"{R}.temperature = {t} with {R}.do_sample = true: the native launcher's hf rollout samples with "
+            "transformers' generate, which needs a temperature > 0",
+            f"set {R}.temperature > 0 (verl's default 1.0), or {R}.do_sample=false for greedy decoding",
+        )
     if flag(ctx.get(f"{R}.val_kwargs.do_sample")) and isinstance(t, (int, float)) and t <= 0:
         yield ctx.finding(
             "FC506",

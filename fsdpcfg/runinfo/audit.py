@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.schema.actor import fsdp_dtypes
 
 #: file in the run folder written by rank 0 at start-up.
 AUDIT_FILE = "startup_audit.json"
@@ -56,9 +57,7 @@ def expected_audit(cfg: dict[str, Any]) -> dict[str, Any]:
 
     shape, dims = mesh_shape(fsdp_size, world) or ((world,), ("fsdp",))  # make_plan ran FC301 first
     mesh = {"shape": list(shape), "dim_names": list(dims)}
-    mp = fsdp.get("mixed_precision") or {}
-    compute = mp.get("param_dtype", "bf16") if mp else fsdp["dtype"]
-    reduce = mp.get("reduce_dtype", "fp32") if mp else "fp32"
+    compute, reduce, _ = fsdp_dtypes(fsdp)
     return {
         "fsdp_version": 2 if plan.strategy == "fsdp2" else 1,
         "mesh": mesh,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import field_validator
@@ -52,6 +53,31 @@ class WrapPolicy(Section):
     )
 
 
+class MixedPrecision(Section):
+    """An explicit FSDP mixed-precision policy (torch's FSDP1 ``MixedPrecision``, FSDP2 ``MixedPrecisionPolicy``).
+
+    An entry left out takes verl's default: verl/workers/engine/fsdp/transformer_impl.py ``_build_fsdp_module``
+    reads each with ``.get`` (``bf16``, ``fp32``, ``fp32``); :func:`fsdp_dtypes` is where every reader gets them.
+    """
+
+    param_dtype: Precision = F("bf16", description="dtype parameters are gathered and computed in")
+    reduce_dtype: Precision = F("fp32", description="dtype gradients are reduced in")
+    buffer_dtype: Precision = F("fp32", description="dtype of the module buffers (FSDP1; FSDP2 leaves them)")
+
+
+def fsdp_dtypes(fsdp_config: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    """``(param, reduce, buffer)`` precision names (``bf16``, ``fp32`` ...) of one ``fsdp_config`` mapping as the
+    native engine shards with them: the ``mixed_precision`` entries when it is set (each left out: verl's default,
+    :class:`MixedPrecision`'s), else ``dtype`` for compute with fp32 reduce and buffers. One home for the engine
+    (``Precision.from_fsdp_config``), the memory plan and ``fsdpcfg audit``; SFT's ``engine`` section has no
+    ``mixed_precision`` and reads as null."""
+    mp = fsdp_config.get("mixed_precision")
+    if isinstance(mp, Mapping):
+        d = {name: field.default for name, field in MixedPrecision.model_fields.items()} | dict(mp)
+        return d["param_dtype"], d["reduce_dtype"], d["buffer_dtype"]
+    return fsdp_config.get("dtype"), "fp32", "fp32"
+
+
 class FSDPConfig(Section):
     """FSDP/FSDP2 engine settings of one role (verl's ``FSDPEngineConfig``)."""
 
@@ -67,8 +93,10 @@ class FSDPConfig(Section):
     forward_prefetch: bool = F(False, description="FSDP1: prefetch the next all-gather during forward")
     model_dtype: Precision = F("fp32", description="dtype the parameters are kept in (master weights)")
     dtype: Precision = F("bfloat16", description="compute dtype of the mixed-precision policy")
-    mixed_precision: dict[str, Any] | None = F(
-        None, description="explicit mixed-precision policy (param_dtype, reduce_dtype, buffer_dtype); null: from dtype"
+    mixed_precision: MixedPrecision | None = F(
+        None,
+        description="explicit mixed-precision policy (param_dtype, reduce_dtype, buffer_dtype; each left out: verl's "
+        "bf16, fp32, fp32); null: compute in dtype, reduce and buffers in fp32",
     )
     seed: int = F(42, ge=0, le=MAX_SEED, description="seed of the engine's random state")
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import StringConstraints
 
 from fsdpcfg.schema._base import F, Section
 
@@ -34,7 +36,7 @@ class FsdpcfgSection(Section):
         "leaves out allocator overheads and may overcount); a warning from 90% of the "
         "device up; null: never refuse, warn only (rule FC450)",
     )
-    lora_layer_prefixes: list[str] = F(
+    lora_layer_prefixes: list[Annotated[str, StringConstraints(min_length=1)]] = F(
         default_factory=lambda: ["layers."],
         min_length=1,
         description="LoRA with rollout.layered_summon: names of "

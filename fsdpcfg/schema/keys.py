@@ -198,7 +198,13 @@ def classify(key: str) -> KeyKind:
     for i in range(len(parts) - 1, 0, -1):
         parent = ".".join(parts[:i])
         if parent in leaves:
-            return "free" if _is_mapping(leaves[parent].annotation) else "conflict"
+            ann = leaves[parent].annotation
+            if _is_mapping(ann):
+                return "free"
+            sub = next(filter(None, map(_sub_model, typing.get_args(ann))), None)
+            if sub is not None:  # an optional section (fsdp_config.mixed_precision: null, or its typed entries)
+                return "schema" if ".".join(parts[i:]) in model_index(sub)[0] else "unknown"
+            return "conflict"
         if parent in vkeys:
             return "free" if _verl_free(parent) else "conflict"
     return "unknown"
@@ -219,6 +225,10 @@ def known_parent(key: str) -> str | None:
 def suggestion_pool() -> tuple[str, ...]:
     """Every real key and section (schema and verl), legacy sections excluded: the did-you-mean candidates."""
     pool = set(schema_keys()) | set(schema_prefixes()) | set(verl_keys()) | set(_verl_prefixes())
+    for key, info in _schema_index()[0].items():  # the entries of an optional section (mixed_precision.param_dtype)
+        sub = next(filter(None, map(_sub_model, typing.get_args(info.annotation))), None)
+        if sub is not None:
+            pool.update(f"{key}.{k}" for k in model_index(sub)[0])
     return tuple(sorted(k for k in pool if k.split(".", 1)[0] not in LEGACY_PREFIXES and "_target_" not in k))
 
 

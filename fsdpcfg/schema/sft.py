@@ -30,7 +30,7 @@ class SftModel(Section):
     use_remove_padding: bool = F(True, description="packed sequences without pad tokens (patches=remove_padding)")
     lora_rank: int = F(0, ge=0, description="LoRA rank; 0 trains all weights")
     lora_alpha: int | float = F(
-        16, gt=0, description="LoRA alpha: the adapter update is scaled by lora_alpha / lora_rank"
+        16, ge=0, description="LoRA alpha: the adapter update is scaled by lora_alpha / lora_rank"
     )
     target_modules: str | list[str] = F("all-linear", description="modules LoRA adapts: all-linear or names")
     exclude_modules: str | list[str] | None = F(None, description="modules LoRA must not adapt")

@@ -97,7 +97,7 @@ def find_resume_folder(trainer_cfg: TrainerCfg) -> Path | None:
     one, else none); ``resume_path`` -> ``trainer.resume_from_path``.
 
     Raises:
-        ConfigError: an unknown mode, or a ``resume_from_path`` that is not a complete checkpoint.
+        ConfigError: a ``resume_from_path`` that is not a complete checkpoint (the folder on disk).
     """
     mode = trainer_cfg.resume_mode
     if mode == "disable":
@@ -111,22 +111,15 @@ def find_resume_folder(trainer_cfg: TrainerCfg) -> Path | None:
                 return folder
         done = complete_checkpoints(root)
         return done[-1] if done else None
-    if mode == "resume_path":
-        path = trainer_cfg.resume_from_path
-        if not path or not is_complete(Path(path)):
-            raise ConfigError(
-                f"{path!r} is not a complete checkpoint folder (global_step_N with {MANIFEST})",
-                key="trainer.resume_from_path",
-                value=path,
-                fix="point it at a global_step_N folder the native loop wrote",
-            )
-        return Path(path)
-    raise ConfigError(
-        f"unknown resume_mode {mode!r}; allowed: auto, disable, resume_path",
-        key="trainer.resume_mode",
-        value=mode,
-        fix="use auto, disable or resume_path",
-    )
+    path = trainer_cfg.resume_from_path  # resume_path: the schema's literal leaves no other mode
+    if not path or not is_complete(Path(path)):
+        raise ConfigError(
+            f"{path!r} is not a complete checkpoint folder (global_step_N with {MANIFEST})",
+            key="trainer.resume_from_path",
+            value=path,
+            fix="point it at a global_step_N folder the native loop wrote",
+        )
+    return Path(path)
 
 
 def require_dcp_state(folder: str | Path) -> None:

@@ -18,8 +18,6 @@ from fsdpcfg.errors import ConfigError
 if TYPE_CHECKING:
     from fsdpcfg.schema.data import DataSection
 
-TRUNCATION = ("error", "left", "right", "middle")
-
 
 @dataclass
 class PromptBatch:
@@ -59,7 +57,7 @@ class PromptDataset:
         tokenizer: a Hugging Face tokenizer with a chat template.
 
     Raises:
-        ConfigError: unreadable files, a row without the prompt key, an unknown truncation mode.
+        ConfigError: unreadable files, a row without the prompt key.
     """
 
     def __init__(self, data_cfg: DataSection, tokenizer) -> None:
@@ -67,13 +65,6 @@ class PromptDataset:
         self.prompt_key = data_cfg.prompt_key
         self.max_len = data_cfg.max_prompt_length
         self.truncation = data_cfg.truncation
-        if self.truncation not in TRUNCATION:
-            raise ConfigError(
-                f"unknown truncation {self.truncation!r}; allowed: {', '.join(TRUNCATION)}",
-                key="data.truncation",
-                value=self.truncation,
-                fix="use error, left, right or middle",
-            )
         self.template_kwargs = dict(data_cfg.apply_chat_template_kwargs or {})
         self.rows = read_rows(data_cfg.train_files, data_cfg.train_max_samples)
         if not self.rows:

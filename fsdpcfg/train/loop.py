@@ -99,7 +99,7 @@ class Trainer(TrainerBase):
 
     def _build_models(self) -> None:
         fsdp_cfg = self.actor_cfg.fsdp_config
-        master = to_dtype(fsdp_cfg.model_dtype, "actor_rollout_ref.actor.fsdp_config.model_dtype")
+        master = to_dtype(fsdp_cfg.model_dtype)
         # a resume reads model.path, then the sharded state of the checkpoint over it (ckpt.load_checkpoint)
         model = load_model(self.model_cfg, master).to(self.device)
         self.patches = patches.apply_patches(model, patches.selected(self.cfg), device=self.plan.device)
@@ -136,7 +136,7 @@ class Trainer(TrainerBase):
                 device=self.device,
             )
             self.ref.eval()
-        rdtype = to_dtype(self.rollout_cfg.dtype, "actor_rollout_ref.rollout.dtype")
+        rdtype = to_dtype(self.rollout_cfg.dtype)
         eos = self._eos_ids()
         if self.lora is not None:  # a PEFT replica: the base once, then the adapter (fsdpcfg/train/lora)
             self.rollout, self._lora_sync = build_lora_rollout(

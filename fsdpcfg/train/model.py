@@ -14,38 +14,31 @@ import torch
 from fsdpcfg.errors import ConfigError
 
 if TYPE_CHECKING:
+    from fsdpcfg.schema.actor import Precision
     from fsdpcfg.schema.model import ModelSection
     from fsdpcfg.schema.sft import SftModel
 
 #: the model section of a run: ``actor_rollout_ref.model`` (GRPO) or ``model`` (SFT); both have the fields read here
 ModelCfg = Union["ModelSection", "SftModel"]
 
-_DTYPES = {
+#: every precision name the schema accepts (``fsdpcfg.schema._base.Precision``: verl's ``PrecisionType.to_dtype``,
+#: verl/utils/torch_dtypes.py) -> its torch dtype; ``tests/train/test_model_load.py`` holds the keys to the literal.
+DTYPES: dict[str, torch.dtype] = {
     "fp32": torch.float32,
     "float32": torch.float32,
+    "32": torch.float32,
     "bf16": torch.bfloat16,
     "bfloat16": torch.bfloat16,
     "fp16": torch.float16,
     "float16": torch.float16,
-    "half": torch.float16,
-    "float": torch.float32,
+    "16": torch.float16,
 }
 
 
-def to_dtype(name: str | torch.dtype, key: str = "dtype") -> torch.dtype:
-    """Map a config dtype name (``fp32``, ``bfloat16``, ...) to a torch dtype.
-
-    Raises:
-        ConfigError: an unknown name (names ``key`` and the allowed values).
-    """
-    if isinstance(name, torch.dtype):
-        return name
-    try:
-        return _DTYPES[str(name).lower()]
-    except KeyError:
-        raise ConfigError(
-            f"unknown dtype {name!r}; allowed: {', '.join(_DTYPES)}", key=key, value=name, fix="use fp32, bf16 or fp16"
-        ) from None
+def to_dtype(name: Precision | torch.dtype) -> torch.dtype:
+    """The torch dtype of a config precision name (``fp32``, ``bfloat16``, ``16``: the schema's ``Precision``
+    literal, which validated it before the run started)."""
+    return name if isinstance(name, torch.dtype) else DTYPES[name]
 
 
 def import_external_libs(libs: str | list[str] | None) -> None:

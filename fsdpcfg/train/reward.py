@@ -16,21 +16,15 @@ if TYPE_CHECKING:
 
 
 def make_reward_fn(reward_cfg: RewardSection) -> Callable[..., float]:
-    """The reward function the ``reward`` section selects (custom file or the built-in dispatcher).
+    """The reward function the ``reward`` section selects (custom file or the built-in dispatcher); the
+    native loop is verl's naive manager (one call per response: declared in :mod:`fsdpcfg.train.support`,
+    rule FC803).
 
     Raises:
-        ConfigError: a reward manager other than ``naive``, or a custom reward file that cannot be loaded.
+        ConfigError: a custom reward file that cannot be loaded.
     """
     from fsdpcfg.rewards import load_reward_fn
 
-    manager = reward_cfg.reward_manager.name
-    if manager != "naive":
-        raise ConfigError(
-            f"reward manager {manager!r} is not implemented by the native launcher; allowed: naive",
-            key="reward.reward_manager.name",
-            value=manager,
-            fix="set it to naive, or launcher=verl",
-        )
     return load_reward_fn(reward_cfg.model_dump())  # shared with `fsdpcfg preview`, which reads a mapping
 
 

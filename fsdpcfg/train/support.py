@@ -36,11 +36,14 @@ class Native:
         name: a short name (``kl_in_reward``).
         keys: the verl keys it reads.
         impl: ``"module:Qualname"`` of each function that reads them (``fsdpcfg.train.loop:Trainer._advantages``);
-            empty for a component the loop does not have (only its "off" ``values`` run).
+            empty when nothing reads them: a component the loop does not have (only its "off" ``values`` run),
+            or a single implementation (AdamW, the naive reward manager: only that value runs).
         values: key -> the only values the loop runs (FC803); keys not named run every value verl accepts.
         when: ``(key, value)``: ``values`` are enforced only while ``key`` has ``value``.
         note: how it is implemented, for ``fsdpcfg explain`` and the docs.
         source: verl's implementation it follows.
+        kind: the trainer: ``ppo`` (the GRPO loop, verl's ``ppo_trainer`` keys) or ``sft`` (the SFT trainer,
+            verl's ``sft_trainer_engine`` keys); the two trees' keys never coincide.
     """
 
     name: str
@@ -50,6 +53,7 @@ class Native:
     when: tuple[str, Any] | None = None
     note: str = ""
     source: str = ""
+    kind: str = "ppo"
 
 
 @dataclass(frozen=True)
@@ -57,12 +61,14 @@ class NotNative:
     """A feature the native loop does not implement: ``keys`` away from verl's default are refused (FC802).
 
     Attributes:
-        name: a short name; keys: the verl keys; reason: why (shown in the finding, which names launcher=verl).
+        name: a short name; keys: the verl keys; reason: why (shown in the finding, which names launcher=verl);
+        kind: ``ppo`` or ``sft``, as :attr:`Native.kind`.
     """
 
     name: str
     keys: tuple[str, ...]
     reason: str
+    kind: str = "ppo"
 
 
 FEATURES: tuple[Native | NotNative, ...] = (
@@ -102,7 +108,7 @@ FEATURES: tuple[Native | NotNative, ...] = (
     Native(
         "vanilla_policy_loss",
         (f"{A}.actor.policy_loss.loss_mode",),
-        ("fsdpcfg.train.algorithm.grpo:ActorLossConfig.from_actor_cfg",),
+        (),  # one policy loss: train/algorithm/grpo.py ppo_actor_loss
         values={f"{A}.actor.policy_loss.loss_mode": ("vanilla",)},
         note="PPO-clip with dual clip (algorithm/losses.py)",
         source="verl/trainer/ppo/core_algos.py compute_policy_loss_vanilla",
@@ -110,8 +116,9 @@ FEATURES: tuple[Native | NotNative, ...] = (
     Native(
         "adamw",
         (f"{A}.actor.optim.optimizer",),
-        ("fsdpcfg.train.engine.optim:build_optimizer",),
+        (),  # one optimizer: train/engine/optim.py build_optimizer builds torch.optim.AdamW
         values={f"{A}.actor.optim.optimizer": ("AdamW",)},
+        note="torch.optim.AdamW with optim.lr, betas and weight_decay (train/engine/optim.py build_optimizer)",
         source="verl/workers/config/optimizer.py build_optimizer",
     ),
     Native(
@@ -121,6 +128,15 @@ FEATURES: tuple[Native | NotNative, ...] = (
         values={f"{R}.name": ("hf",)},
         note="an unsharded Hugging Face replica that generates (train/rollout/hf.py); engines run under verl "
         "(rule FC801)",
+    ),
+    Native(
+        "naive_reward_manager",
+        ("reward.reward_manager.name", "reward.reward_manager.source"),
+        (),  # no manager component: train/reward.py score_responses calls the reward function per response
+        values={"reward.reward_manager.name": ("naive",), "reward.reward_manager.source": ("register",)},
+        note="one compute_score call per response with data_source, solution_str, ground_truth and extra_info "
+        "(train/reward.py score_responses); verl's other managers (dapo, prime, batch ...) run under launcher=verl",
+        source="verl/workers/reward_manager/naive.py NaiveRewardManager",
     ),
     Native(
         "fsdp_engine",
@@ -183,11 +199,36 @@ FEATURES: tuple[Native | NotNative, ...] = (
 )
 
 
+#: The native SFT trainer (fsdpcfg/train/sft): verl's ``sft_trainer_engine`` keys with the FSDP engine (another
+#: engine under the native launcher is rule FC254's; a key the SFT schema does not model is FC114's).
+SFT_FEATURES: tuple[Native | NotNative, ...] = (
+    Native(
+        "sft_adamw",
+        ("optim.optimizer",),
+        (),  # one optimizer: train/engine/optim.py build_optimizer builds torch.optim.AdamW
+        values={"optim.optimizer": ("AdamW",)},
+        note="torch.optim.AdamW with optim.lr, betas and weight_decay (train/engine/optim.py build_optimizer)",
+        source="verl/workers/config/optimizer.py build_optimizer",
+        kind="sft",
+    ),
+    NotNative(
+        "sft_offload",
+        ("engine.param_offload", "engine.optimizer_offload"),
+        "the native SFT trainer keeps parameters and optimizer state where it trains them",
+        kind="sft",
+    ),
+)
+
+#: Every declaration, both trainers (their keys are distinct: ``actor_rollout_ref.actor.optim.optimizer`` and
+#: ``optim.optimizer``).
+ALL_FEATURES: tuple[Native | NotNative, ...] = FEATURES + SFT_FEATURES
+
+
 def _tables() -> tuple[dict[str, str], dict[str, tuple[Any, ...]], dict[str, tuple[str, Any]]]:
     unsupported: dict[str, str] = {}
     values: dict[str, tuple[Any, ...]] = {}
     when: dict[str, tuple[str, Any]] = {}
-    for f in FEATURES:
+    for f in ALL_FEATURES:
         if isinstance(f, NotNative):
             unsupported.update(dict.fromkeys(f.keys, f.reason))
             continue
@@ -202,8 +243,10 @@ def _tables() -> tuple[dict[str, str], dict[str, tuple[Any, ...]], dict[str, tup
 #: NATIVE_VALUES: key -> the only values the native loop runs (FC803); NATIVE_WHEN: key -> ``(key, value)``
 #: under which its NATIVE_VALUES apply (always when absent).
 NATIVE_UNSUPPORTED, NATIVE_VALUES, NATIVE_WHEN = _tables()
+#: key -> the trainer (``ppo``, ``sft``) whose declaration names it
+KIND: dict[str, str] = {k: f.kind for f in ALL_FEATURES for k in f.keys}
 
 
 def feature_of(key: str) -> Native | NotNative | None:
     """The declaration naming ``key``, or ``None`` (a schema key the loop reads without a restriction)."""
-    return next((f for f in FEATURES if key in f.keys), None)
+    return next((f for f in ALL_FEATURES if key in f.keys), None)

@@ -88,13 +88,14 @@ def _function(spec: str) -> ast.AST:
     return node
 
 
-def _train_modules() -> dict[Path, set[str]]:
-    """Reads of every module of the GRPO loop: fsdpcfg/train except the SFT trainer (its own key tree, FC114)
-    and this declaration."""
+def _train_modules(kind: str = "ppo") -> dict[Path, set[str]]:
+    """Reads of every module of a native trainer, less this declaration: the GRPO loop (``ppo``) is
+    fsdpcfg/train except the SFT trainer (its own key tree); the SFT trainer (``sft``) is all of fsdpcfg/train
+    (it shares the engine, optimizer, model and LoRA modules)."""
     return {
         p: _reads(ast.parse(p.read_text()))
         for p in sorted(TRAIN.rglob("*.py"))
-        if "sft" not in p.relative_to(TRAIN).parts and p.name != "support.py"
+        if (kind == "sft" or "sft" not in p.relative_to(TRAIN).parts) and p.name != "support.py"
     }
 
 
@@ -108,7 +109,7 @@ def test_reader_finds_the_reads_it_should():
     assert _is_read("s.b.c.z", {"b.c.z"}) and not _is_read("s.b.c.z", {"b.c"})
 
 
-@pytest.mark.parametrize("feature", [f for f in support.FEATURES if isinstance(f, support.Native)], ids=str)
+@pytest.mark.parametrize("feature", [f for f in support.ALL_FEATURES if isinstance(f, support.Native)], ids=str)
 def test_native_feature_is_read_by_its_code(feature):
     """Every key of an implemented feature is read by one of the functions it names; a component the loop
     does not have (impl empty) is read nowhere in fsdpcfg/train and runs only its off values."""
@@ -116,7 +117,7 @@ def test_native_feature_is_read_by_its_code(feature):
         assert feature.values and set(feature.values) == set(feature.keys), feature.name
         for key in feature.keys:
             assert not _refuses_verl_default(key, feature), key
-            readers = [p for p, r in _train_modules().items() if _is_read(key, r, anywhere=True)]
+            readers = [p for p, r in _train_modules(feature.kind).items() if _is_read(key, r, anywhere=True)]
             assert not readers, f"{key} is declared absent from the native loop but read by {readers}"
         return
     reads = set().union(*(_reads(_function(s)) for s in feature.impl))
@@ -132,15 +133,15 @@ def _refuses_verl_default(key: str, feature: support.Native) -> bool:
     that would refuse every default config)."""
     from fsdpcfg import verlref
 
-    defaults = verlref.defaults()
+    defaults = verlref.defaults("sft_trainer_engine" if feature.kind == "sft" else "ppo_trainer")
     return key in defaults and defaults[key] not in (feature.values or {}).get(key, (defaults[key],))
 
 
-@pytest.mark.parametrize("feature", [f for f in support.FEATURES if isinstance(f, support.NotNative)], ids=str)
+@pytest.mark.parametrize("feature", [f for f in support.ALL_FEATURES if isinstance(f, support.NotNative)], ids=str)
 def test_refused_feature_has_no_code_behind_it(feature):
     """No module of the loop reads a refused key. A patch declared for ``launcher=verl`` only is read by the
     patch registry to refuse it: it must have no native implementation."""
-    modules = _train_modules()
+    modules = _train_modules(feature.kind)
     for key in feature.keys:
         patch = next((REGISTRY[n] for n in REGISTRY.names() if REGISTRY[n].config_key == key), None)
         if patch is not None:
@@ -152,16 +153,24 @@ def test_refused_feature_has_no_code_behind_it(feature):
 def test_every_declared_key_is_a_schema_key_with_its_values_allowed():
     from fsdpcfg.schema import keys as K
 
-    names = [f.name for f in support.FEATURES]
+    names = [f.name for f in support.ALL_FEATURES]
     assert len(names) == len(set(names))
-    declared = [k for f in support.FEATURES for k in f.keys]
+    declared = [k for f in support.ALL_FEATURES for k in f.keys]
     assert len(declared) == len(set(declared)), "a key is declared twice"
-    for key in declared:
-        assert key in K.schema_keys(), key
+    sft_keys = set(_sft_schema_keys())
+    for f in support.ALL_FEATURES:
+        for key in f.keys:
+            assert key in (sft_keys if f.kind == "sft" else K.schema_keys()), key
     for key, values in support.NATIVE_VALUES.items():
         allowed = K.allowed_values(key)
         assert not allowed or set(values) <= set(allowed), key
     assert set(support.NATIVE_WHEN) <= set(support.NATIVE_VALUES)
+
+
+def _sft_schema_keys() -> list[str]:
+    from fsdpcfg.rules.sft_rules import _schema_defaults
+
+    return list(_schema_defaults())
 
 
 def test_formerly_refused_features_are_declared_native():

@@ -3,12 +3,17 @@ and entropy. Shapes: ``(batch, response_len)`` for per-token matrices; masks are
 
 from __future__ import annotations
 
+from typing import get_args
+
 import torch
 
-#: loss_agg_mode values the native loop implements (verl's ``agg_loss``).
-LOSS_AGG_MODES = ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
-#: kl estimator names (verl's ``kl_penalty``); a trailing ``+`` uses the k2 gradient with the named value.
-KL_TYPES = ("kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3")
+from fsdpcfg.schema.actor import KLType, LossAggMode
+
+#: loss_agg_mode values the native loop implements: all of verl's ``agg_loss`` (one home: the schema's literal).
+LOSS_AGG_MODES: tuple[str, ...] = get_args(LossAggMode)
+#: kl estimator names (verl's ``kl_penalty``, the schema's literal without the ``+`` forms); a trailing ``+``
+#: uses the k2 gradient with the named value.
+KL_TYPES: tuple[str, ...] = tuple(k for k in get_args(KLType) if not k.endswith("+"))
 
 
 def masked_sum(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

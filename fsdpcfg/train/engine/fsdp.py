@@ -35,37 +35,14 @@ class Precision:
     buffer: torch.dtype
 
     @classmethod
-    def from_fsdp_config(cls, fsdp_cfg: FSDPConfig | SftEngine, section: str) -> Precision:
-        """Read ``<section>.fsdp_config``: ``mixed_precision`` when set (all three of ``param_dtype``,
-        ``reduce_dtype``, ``buffer_dtype``: no dtype default lives in code), else ``dtype`` for compute, fp32
-        reduce and buffers.
+    def from_fsdp_config(cls, fsdp_cfg: FSDPConfig | SftEngine) -> Precision:
+        """The dtypes of one ``fsdp_config`` section (SFT: ``engine``): :func:`fsdpcfg.schema.actor.fsdp_dtypes`
+        (``mixed_precision`` when set, else ``dtype`` with fp32 reduce and buffers); the schema validated every
+        name."""
+        from fsdpcfg.schema.actor import fsdp_dtypes
 
-        Raises:
-            ConfigError: an unknown dtype name; a ``mixed_precision`` mapping with unknown or missing entries.
-        """
-        mp = getattr(fsdp_cfg, "mixed_precision", None)  # the SFT engine section has no such key: dtype
-        if mp:
-            entries = ("param_dtype", "reduce_dtype", "buffer_dtype")
-            unknown, missing = set(mp) - set(entries), [e for e in entries if e not in mp]
-            if unknown or missing:
-                raise ConfigError(
-                    (f"unknown entries {sorted(unknown)}; " if unknown else f"missing entries {missing}; ")
-                    + "mixed_precision takes param_dtype, reduce_dtype and buffer_dtype",
-                    key=f"{section}.fsdp_config.mixed_precision",
-                    fix="give all three (verl's engine fills in bf16, fp32, fp32), or null: compute in "
-                    f"{section}.fsdp_config.dtype, reduce and buffers in fp32",
-                )
-            key = f"{section}.fsdp_config.mixed_precision"
-            return cls(
-                param=to_dtype(mp["param_dtype"], key),
-                reduce=to_dtype(mp["reduce_dtype"], key),
-                buffer=to_dtype(mp["buffer_dtype"], key),
-            )
-        return cls(
-            param=to_dtype(fsdp_cfg.dtype, f"{section}.fsdp_config.dtype"),
-            reduce=torch.float32,
-            buffer=torch.float32,
-        )
+        param, reduce, buffer = fsdp_dtypes(fsdp_cfg.model_dump())
+        return cls(param=to_dtype(param), reduce=to_dtype(reduce), buffer=to_dtype(buffer))
 
 
 def decoder_layer_classes(
@@ -163,8 +140,10 @@ def shard_model(
         The sharded module (FSDP2: ``model`` itself, now an ``FSDPModule``; FSDP1: the wrapper).
 
     Raises:
-        ConfigError: an unknown strategy, wrap classes that do not resolve, a bad ``fsdp_size``, or
-            ``offload_policy`` without an accelerator or under FSDP1.
+        ConfigError: wrap classes that do not resolve, or ``offload_policy`` without an accelerator or under
+            FSDP1.
+        ValueError: a strategy other than fsdp/fsdp2, or an ``fsdp_size`` that builds no mesh: a config the
+            schema and the rules refuse (FC803, FC301) cannot reach here.
     """
     layers = decoder_layer_classes(model, wrap_classes)
     if offload_policy and (device.type == "cpu" or strategy != "fsdp2"):
@@ -228,12 +207,7 @@ def shard_model(
             sync_module_states=False,
             use_orig_params=False,
         )
-    raise ConfigError(
-        f"unknown strategy {strategy!r}; allowed: fsdp, fsdp2",
-        key="actor_rollout_ref.actor.strategy",
-        value=strategy,
-        fix="set actor_rollout_ref.actor.strategy=fsdp2 (or fsdp)",
-    )
+    raise ValueError(f"strategy {strategy!r} is not an FSDP engine (the schema's literal; rule FC803 under native)")
 
 
 def shard_from_config(
@@ -271,7 +245,7 @@ def shard_from_config(
     return shard_model(
         model,
         strategy,
-        Precision.from_fsdp_config(fsdp_cfg, section),
+        Precision.from_fsdp_config(fsdp_cfg),
         device=device,
         reshard_after_forward=fsdp_cfg.reshard_after_forward,
         wrap_classes=wrap.transformer_layer_cls_to_wrap,

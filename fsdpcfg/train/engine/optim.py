@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING, Union
 import torch
 from torch.optim.lr_scheduler import LambdaLR
 
-from fsdpcfg.errors import ConfigError
-
 if TYPE_CHECKING:
     from fsdpcfg.schema.actor import Optim
     from fsdpcfg.schema.sft import SftOptim
@@ -20,19 +18,9 @@ OptimCfg = Union["Optim", "SftOptim"]
 
 
 def build_optimizer(params, optim_cfg: OptimCfg) -> torch.optim.Optimizer:
-    """AdamW with ``lr``, ``betas``, ``weight_decay`` from ``optim_cfg`` (``actor_rollout_ref.actor.optim``).
-
-    Raises:
-        ConfigError: an optimizer other than AdamW.
-    """
-    name = optim_cfg.optimizer
-    if str(name).lower() != "adamw":
-        raise ConfigError(
-            f"optimizer {name!r} is not implemented by the native launcher; allowed: AdamW",
-            key="actor_rollout_ref.actor.optim.optimizer",
-            value=name,
-            fix="set it to AdamW",
-        )
+    """AdamW with ``lr``, ``betas``, ``weight_decay`` from ``optim_cfg`` (``actor_rollout_ref.actor.optim``, SFT
+    ``optim``): the one optimizer of the native trainers (``optimizer=AdamW``, declared in
+    :mod:`fsdpcfg.train.support`, rule FC803)."""
     return torch.optim.AdamW(
         params,
         lr=float(optim_cfg.lr),
@@ -55,32 +43,23 @@ def lr_lambda(optim_cfg: OptimCfg, total_steps: int):
     ``constant``: linear warmup from 0 over the warmup steps, then 1. ``cosine``: the same warmup, then
     ``max(min_lr_ratio, c cos(2 pi num_cycles progress) + i)`` with ``c = (1 - min_lr_ratio) / 2`` and
     ``i = (1 + min_lr_ratio) / 2``.
-
-    Raises:
-        ConfigError: an unknown ``lr_scheduler_type``.
     """
     warm = warmup_steps(optim_cfg, total_steps)
     kind = optim_cfg.lr_scheduler_type
     if kind == "constant":
         return lambda step: float(step) / float(max(1, warm)) if step < warm else 1.0
-    if kind == "cosine":
-        mn = float(optim_cfg.min_lr_ratio or 0.0)
-        cycles = float(optim_cfg.num_cycles)
-        coef, intercept = (1 - mn) * 0.5, (1 + mn) * 0.5
+    # cosine: the schema's literal (constant, cosine) leaves no other kind
+    mn = float(optim_cfg.min_lr_ratio or 0.0)
+    cycles = float(optim_cfg.num_cycles)
+    coef, intercept = (1 - mn) * 0.5, (1 + mn) * 0.5
 
-        def cosine(step: int) -> float:
-            if step < warm:
-                return float(step) / float(max(1, warm))
-            progress = float(step - warm) / float(max(1, total_steps - warm))
-            return max(mn, math.cos(math.pi * cycles * 2.0 * progress) * coef + intercept)
+    def cosine(step: int) -> float:
+        if step < warm:
+            return float(step) / float(max(1, warm))
+        progress = float(step - warm) / float(max(1, total_steps - warm))
+        return max(mn, math.cos(math.pi * cycles * 2.0 * progress) * coef + intercept)
 
-        return cosine
-    raise ConfigError(
-        f"unknown lr_scheduler_type {kind!r}; allowed: constant, cosine",
-        key="actor_rollout_ref.actor.optim.lr_scheduler_type",
-        value=kind,
-        fix="use constant or cosine",
-    )
+    return cosine
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, optim_cfg: OptimCfg, total_steps: int) -> LambdaLR:

@@ -61,48 +61,18 @@ class LoraSettings:
         key_prefix: str = "actor_rollout_ref.model",
         adapter_name: str = DEFAULT_ADAPTER,
     ) -> LoraSettings | None:
-        """Read the LoRA keys of a ``model`` section; ``None`` when ``lora_rank`` is 0 (no LoRA).
-
-        Raises:
-            ConfigError: a negative rank, a non-positive alpha, empty target modules or layer prefixes.
+        """Read the LoRA keys of a ``model`` section; ``None`` when ``lora_rank`` is 0 (no LoRA). The schema
+        validated the values (``lora_rank >= 0``, ``lora_alpha >= 0``, non-empty layer prefixes) and rule FC507
+        the adapter (``lora_alpha > 0`` and some ``target_modules`` with LoRA on) before the run started.
         """
-        rank = model_cfg.lora_rank or 0
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            raise ConfigError(
-                f"must be an integer >= 0 (0 = no LoRA), got {rank!r}",
-                key=f"{key_prefix}.lora_rank",
-                value=rank,
-                fix=f"set {key_prefix}.lora_rank=8 (or 0 to train all weights)",
-            )
+        rank = model_cfg.lora_rank
         if rank == 0:
             return None
-        alpha = model_cfg.lora_alpha
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
-            raise ConfigError(
-                f"must be a positive number, got {alpha!r}",
-                key=f"{key_prefix}.lora_alpha",
-                value=alpha,
-                fix=f"set {key_prefix}.lora_alpha=16",
-            )
-        targets = model_cfg.target_modules
-        if not targets:
-            raise ConfigError(
-                "names no module to adapt",
-                key=f"{key_prefix}.target_modules",
-                value=targets,
-                fix=f"set {key_prefix}.target_modules=all-linear or a list such as [q_proj,v_proj]",
-            )
-        prefixes = tuple((fsdpcfg_cfg.lora_layer_prefixes if fsdpcfg_cfg else None) or DEFAULT_LAYER_PREFIXES)
-        if any(not isinstance(p, str) or not p for p in prefixes):
-            raise ConfigError(
-                f"layer-name prefixes must be non-empty strings, got {list(prefixes)!r}",
-                key="fsdpcfg.lora_layer_prefixes",
-                fix="e.g. [layers.] or [transformer_blocks.]",
-            )
+        prefixes = tuple(fsdpcfg_cfg.lora_layer_prefixes if fsdpcfg_cfg else DEFAULT_LAYER_PREFIXES)
         return cls(
             rank=rank,
-            alpha=float(alpha),
-            target_modules=_plain(targets),
+            alpha=float(model_cfg.lora_alpha),
+            target_modules=_plain(model_cfg.target_modules),
             exclude_modules=_plain(model_cfg.exclude_modules),
             adapter_name=adapter_name,
             adapter_path=model_cfg.lora_adapter_path,

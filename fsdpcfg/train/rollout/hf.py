@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from fsdpcfg.errors import ConfigError
 from fsdpcfg.train.rollout.load import load_buckets
 
 if TYPE_CHECKING:
@@ -159,20 +158,11 @@ class HFRollout:
             generator_seed: seeds torch's global RNG before sampling (per rank and step, for reproducibility).
 
         Returns:
-            A :class:`RolloutOutput` whose responses are exactly ``settings.response_length`` wide.
-
-        Raises:
-            ConfigError: ``do_sample`` with a non-positive temperature.
+            A :class:`RolloutOutput` whose responses are exactly ``settings.response_length`` wide (sampling
+            with a temperature > 0: rule FC506 under the native launcher).
         """
         if self.syncs == 0:
             raise RuntimeError("generate() before the first weight synchronisation")
-        if settings.do_sample and settings.temperature <= 0:
-            raise ConfigError(
-                "sampling needs temperature > 0",
-                key="actor_rollout_ref.rollout.temperature",
-                value=settings.temperature,
-                fix="set rollout.do_sample=false for greedy decoding",
-            )
         if generator_seed is not None:
             torch.manual_seed(generator_seed)
         dev = self.device

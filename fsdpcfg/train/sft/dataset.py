@@ -76,8 +76,7 @@ class SFTDataset:
         tokenizer: a Hugging Face tokenizer with a chat template.
 
     Raises:
-        ConfigError: unreadable files, no rows, a row without the messages key or with a malformed message, an
-            unknown truncation mode.
+        ConfigError: unreadable files, no rows, a row without the messages key or with a malformed message.
     """
 
     def __init__(self, data_cfg: SftData, tokenizer) -> None:
@@ -89,13 +88,6 @@ class SFTDataset:
         self.thinking_default = None if default is None or str(default).lower() == "none" else bool(default)
         self.max_length = data_cfg.max_length
         self.truncation = data_cfg.truncation
-        if self.truncation not in ("error", "left", "right"):
-            raise ConfigError(
-                f"unknown truncation {self.truncation!r}; allowed: error, left, right",
-                key="data.truncation",
-                value=self.truncation,
-                fix="use error, left or right",
-            )
         self.template_kwargs = dict(data_cfg.apply_chat_template_kwargs or {})
         self.rows = read_rows(data_cfg.train_files, data_cfg.train_max_samples)
         if not self.rows:

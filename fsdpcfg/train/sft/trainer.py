@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 import torch
 import torch.distributed as dist
 
-from fsdpcfg.errors import ConfigError
 from fsdpcfg.plan.sft import make_sft_plan, total_sft_steps
 from fsdpcfg.train.algorithm.losses import token_log_probs
 from fsdpcfg.train.base import TrainerBase, train_rank
@@ -77,8 +76,8 @@ class SFTTrainer(TrainerBase):
         cfg: the validated config (:func:`fsdpcfg.schema.parse_sft_config`); the batch arithmetic is its
             :class:`fsdpcfg.plan.sft.SftPlan`, computed once by :meth:`start`.
 
-    Raises:
-        ConfigError: a setting the native trainer cannot honour (named key, value and fix).
+    What it runs of verl's SFT keys is declared in :mod:`fsdpcfg.train.support` (``SFT_FEATURES``; rules FC802,
+    FC803 and FC114 refuse the rest before the run starts).
     """
 
     keep_key = "max_ckpt_to_keep"
@@ -92,14 +91,6 @@ class SFTTrainer(TrainerBase):
         self.cfg = cfg
         self.start(make_sft_plan(cfg))
         self.model_cfg, self.engine_cfg = cfg.model, cfg.engine
-        for flag in ("param_offload", "optimizer_offload"):
-            if getattr(self.engine_cfg, flag):
-                raise ConfigError(
-                    f"{flag}=true is not implemented by the native SFT trainer",
-                    key=f"engine.{flag}",
-                    value=True,
-                    fix=f"set engine.{flag}=false, or launcher=verl",
-                )
         torch.manual_seed(self.engine_cfg.seed)
         self.tokenizer = load_tokenizer(self.model_cfg)
         self.dataset = SFTDataset(cfg.data, self.tokenizer)
@@ -113,7 +104,7 @@ class SFTTrainer(TrainerBase):
         from fsdpcfg.train.lora import apply_lora
 
         eng = self.engine_cfg
-        master = to_dtype(eng.model_dtype, "engine.model_dtype")
+        master = to_dtype(eng.model_dtype)
         # a resume reads model.path, then the sharded state of the checkpoint over it (ckpt.load_checkpoint)
         model = load_model(self.model_cfg, master).to(self.device)
         if self.model_cfg.enable_gradient_checkpointing:
@@ -127,7 +118,7 @@ class SFTTrainer(TrainerBase):
         self.model = shard_model(
             model,
             self.plan.strategy,
-            Precision.from_fsdp_config(eng, "engine"),
+            Precision.from_fsdp_config(eng),
             device=self.device,
             reshard_after_forward=eng.reshard_after_forward,
             wrap_classes=eng.wrap_policy.transformer_layer_cls_to_wrap,
