@@ -29,7 +29,7 @@ SITES: dict[str, tuple[int, str]] = {
     "train/engine/fsdp.py:Precision.from_fsdp_config": (1, "LEFT: mixed_precision entries (schema FC103)"),
     "train/engine/fsdp.py:decoder_layer_classes": (1, "the module classes of the model loaded"),
     "train/engine/fsdp.py:shard_model": (2, "the device in use (offload policy); LEFT: unknown strategy (FC103)"),
-    "train/engine/fsdp.py:shard_from_config": (2, "the device in use (offload on CPU); LEFT: min_num_params"),
+    "train/engine/fsdp.py:check_fsdp1_units": (1, "the FSDP1 units of the model loaded (LoRA beside frozen weights)"),
     "train/engine/optim.py:build_optimizer": (1, "LEFT: FC803 decides first (make_plan)"),
     "train/engine/optim.py:lr_lambda": (1, "LEFT: FC103 decides first (make_plan)"),
     "train/entry.py:check_config_file": (1, "reports the rules' own findings"),
