@@ -7,6 +7,7 @@ FC251  the native SFT trainer runs fixed micro-batches (use_dynamic_bsz is verl'
 FC252  the native SFT trainer has no Ulysses sequence parallelism
 FC253  the native SFT trainer runs no validation
 FC254  the native SFT trainer runs the FSDP engines (engine=megatron, automodel ... are verl's)
+FC255  the native SFT trainer moves nothing to the CPU between phases (param_offload, optimizer_offload are verl's)
 
 Under another engine than FSDP (``engine=megatron``: verl's ``engine=megatron optim=megatron``) the engine's
 ``engine.*``/``optim.*`` sections are verl's own keys with verl's defaults: FC150 leaves them to verl (FC113 names a
@@ -354,3 +355,33 @@ def sft_engine_native(ctx: Context) -> Iterator[Finding]:
         "the native SFT trainer runs engine=fsdp and engine=fsdp2 only",
         f"use launcher=verl to run engine={engine}, or engine=fsdp2 for the native SFT trainer",
     )
+
+
+SFT_OFFLOAD_FLAGS = ("engine.param_offload", "engine.optimizer_offload")
+
+
+@rule(
+    "FC255",
+    "the native SFT trainer moves nothing to the CPU between phases (param_offload, optimizer_offload are verl's)",
+    keys=(*SFT_OFFLOAD_FLAGS, "fsdpcfg.launcher"),
+    example=("+recipe=qwen_sft", "engine.param_offload=true"),
+    kinds=SFT,
+)
+def sft_offload_native(ctx: Context) -> Iterator[Finding]:
+    """verl's FSDP SFT engine moves the parameters (``engine.param_offload``) and the optimizer state
+    (``engine.optimizer_offload``) to the CPU between phases; the native SFT trainer keeps them where it shards
+    them, so either flag would do nothing. Not a silent no-op: an error naming the launcher that implements it
+    (FSDP2 offload during compute, ``engine.offload_policy``, runs natively on an accelerator: FC704). Source:
+    DESIGN.md "A key that verl knows but the chosen launcher does not implement is an error";
+    verl/workers/engine/fsdp/transformer_impl.py (``_is_offload_param``, ``_is_offload_optimizer``)."""
+    if _get(ctx, "fsdpcfg.launcher") != "native" or not fsdp_engine(ctx):
+        return  # another engine under the native launcher is FC254's
+    on = [k for k in SFT_OFFLOAD_FLAGS if _get(ctx, k) is True]
+    if on:
+        yield ctx.finding(
+            "FC255",
+            on,
+            f"{', '.join(k + ' = true' for k in on)}: offloading between phases is implemented by launcher=verl, "
+            "not by the native SFT trainer",
+            f"set {', '.join(k + '=false' for k in on)}, or launcher=verl",
+        )

@@ -25,6 +25,29 @@ LEGACY_SECTIONS = {
     "reward_model": "reward.reward_model",
     "sandbox_fusion": "reward.sandbox_fusion",
 }
+#: the FSDP1 size-based wrapping threshold, under an engine section
+MIN_PARAMS = "wrap_policy.min_num_params"
+
+
+def _value(ctx: Context, key: str) -> Any:
+    """The effective value of ``key``: RL, verl's interpolated defaults resolved (:func:`val`); SFT, the config's
+    or the SFT schema's default."""
+    if ctx.composed.kind == "sft":
+        from fsdpcfg.rules.sft_rules import _get
+
+        return _get(ctx, key)
+    return val(ctx, key)
+
+
+def _fsdp_roles(ctx: Context) -> list[tuple[str, str, bool]]:
+    """``(FSDP section, strategy key, trains an LM head)`` of every FSDP role: RL, :func:`fsdp_sections` (the
+    actor trains one; the reference is frozen; the critic's value head has no tied embedding); SFT, ``engine``
+    under verl's FSDP SFT engine."""
+    if ctx.composed.kind == "sft":
+        from fsdpcfg.rules.sft_rules import fsdp_engine
+
+        return [("engine", "engine.strategy", True)] if fsdp_engine(ctx) else []
+    return [(sec, skey, sec == f"{A}.actor.fsdp_config") for sec, skey in fsdp_sections(ctx)]
 
 
 @rule(
@@ -122,30 +145,53 @@ def fsdp1_offload_under_fsdp2(ctx: Context) -> Iterable[Finding]:
 
 @rule(
     "FC704",
-    "CPU offload cannot work on a CPU run",
-    keys=[f"{A}.actor.fsdp_config.offload_policy", f"{A}.ref.fsdp_config.offload_policy"],
+    "the native engine runs offload_policy under FSDP2 on an accelerator only",
+    keys=[
+        f"{A}.actor.fsdp_config.offload_policy",
+        f"{A}.ref.fsdp_config.offload_policy",
+        "engine.offload_policy",
+        "trainer.device",
+        f"{A}.actor.strategy",
+        "engine.strategy",
+    ],
     example=["trainer=cpu", "actor_rollout_ref.actor.fsdp_config.offload_policy=true"],
+    kinds=("ppo", "sft"),
 )
 def offload_on_cpu(ctx: Context) -> Iterable[Finding]:
-    """On the native launcher's CPU runs the parameters already live in host memory: FSDP2's
-    ``offload_policy`` (``CPUOffloadPolicy``) needs an accelerator to copy them to for compute. The manual
-    flags ``param_offload``/``optimizer_offload`` are not implemented by the native loop on any device: FC802
-    refuses them (one finding per key).
+    """Under ``launcher=native``, ``offload_policy`` is FSDP2's ``CPUOffloadPolicy``: the shards live in host
+    memory and are copied to the accelerator for compute. On a CPU run the parameters already live in host
+    memory and there is no accelerator to copy to; under strategy fsdp (FSDP1) there is no such policy (verl
+    reads ``offload_policy`` in its fsdp2 branch only). The native engine refuses both at launch, so check
+    does. The manual flags ``param_offload``/``optimizer_offload`` are not implemented by the native loop on
+    any device: FC802 refuses them (FC255 in the SFT tree), one finding per key.
 
-    Source: torch.distributed.fsdp ``CPUOffloadPolicy`` semantics; fsdpcfg/train/engine/fsdp.py ``shard_model``;
-    case c16 ("if the native launcher cannot honour a flag at all, that is an error").
+    Source: torch.distributed.fsdp ``CPUOffloadPolicy`` semantics; verl/workers/engine/fsdp/transformer_impl.py
+    ``_build_fsdp_module`` (``offload_policy`` in the fsdp2 branch only); fsdpcfg/train/engine/fsdp.py
+    ``shard_model``; case c16 ("if the native launcher cannot honour a flag at all, that is an error").
     """
-    if ctx.launcher != "native" or str(ctx.get("trainer.device")) != "cpu":
+    if ctx.launcher != "native":
         return
-    for sec, _ in fsdp_sections(ctx):
-        on = [f"{sec}.offload_policy"] if flag(val(ctx, f"{sec}.offload_policy")) else []
-        if on:
+    cpu = str(_value(ctx, "trainer.device")) == "cpu"
+    for sec, skey, _ in _fsdp_roles(ctx):
+        key = f"{sec}.offload_policy"
+        if not flag(_value(ctx, key)):
+            continue
+        if cpu:
             yield ctx.finding(
                 "FC704",
-                on,
-                f"{', '.join(on)} = true on a CPU run (trainer.device = cpu, launcher=native): there is "
-                "no device memory to offload from",
-                f"set {', '.join(k + '=false' for k in on)}",
+                [key, "trainer.device"],
+                f"{key} = true on a CPU run (trainer.device = cpu, launcher=native): FSDP2's CPUOffloadPolicy "
+                "copies host-memory shards to an accelerator for compute, and there is no device memory to "
+                "offload from",
+                f"set {key}=false (on the CPU the parameters already live in host memory)",
+            )
+        elif str(_value(ctx, skey)) != "fsdp2":
+            yield ctx.finding(
+                "FC704",
+                [key, skey],
+                f"{key} = true under {skey} = {_value(ctx, skey)}: offload_policy is FSDP2's CPUOffloadPolicy; "
+                "FSDP1 has none (verl ignores the key under fsdp) and the native engine refuses it",
+                f"set {skey}=fsdp2 to offload during compute, or {key}=false",
             )
 
 
@@ -192,30 +238,6 @@ def on_policy_micro_mismatch(ctx: Context) -> Iterable[Finding]:
         )
 
 
-MIN_PARAMS = "wrap_policy.min_num_params"
-
-
-def _value(ctx: Context, key: str) -> Any:
-    """The effective value of ``key``: RL, verl's interpolated defaults resolved (:func:`val`); SFT, the config's
-    or the SFT schema's default."""
-    if ctx.composed.kind == "sft":
-        from fsdpcfg.rules.sft_rules import _get
-
-        return _get(ctx, key)
-    return val(ctx, key)
-
-
-def _wrap_roles(ctx: Context) -> list[tuple[str, str, bool]]:
-    """``(FSDP section, strategy key, trains an LM head)`` of every FSDP role: RL, :func:`fsdp_sections` (the
-    actor trains one; the reference is frozen; the critic's value head has no tied embedding); SFT, ``engine``
-    under verl's FSDP SFT engine."""
-    if ctx.composed.kind == "sft":
-        from fsdpcfg.rules.sft_rules import fsdp_engine
-
-        return [("engine", "engine.strategy", True)] if fsdp_engine(ctx) else []
-    return [(sec, skey, sec == f"{A}.actor.fsdp_config") for sec, skey in fsdp_sections(ctx)]
-
-
 @rule(
     "FC706",
     "wrap_policy.min_num_params does nothing under FSDP2",
@@ -240,7 +262,7 @@ def min_num_params_under_fsdp2(ctx: Context) -> Iterable[Finding]:
     Source: verl/utils/fsdp_utils.py ``apply_fsdp2`` (by layer class only) vs ``get_fsdp_wrap_policy`` (FSDP1:
     ``size_based_auto_wrap_policy``); verl/workers/engine/fsdp/transformer_impl.py ``_build_fsdp_module``.
     """
-    for sec, skey, _ in _wrap_roles(ctx):
+    for sec, skey, _ in _fsdp_roles(ctx):
         key = f"{sec}.{MIN_PARAMS}"
         n = num(_value(ctx, key)) or 0
         if n > 0 and str(_value(ctx, skey)) == "fsdp2":
@@ -315,7 +337,7 @@ def min_num_params_unties_embeddings(ctx: Context) -> Iterable[Finding]:
     """
     from fsdpcfg.plan.param_count import UnsupportedArchitecture, count_parameters
 
-    for sec, skey, lm in _wrap_roles(ctx):
+    for sec, skey, lm in _fsdp_roles(ctx):
         key = f"{sec}.{MIN_PARAMS}"
         n = num(_value(ctx, key)) or 0
         if not lm or n <= 0 or str(_value(ctx, skey)) != "fsdp":

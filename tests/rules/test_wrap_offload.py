@@ -136,3 +136,34 @@ def test_verl_still_runs_the_manual_offload_flags():
     assert not errors(found) and not _own(found, "FC802")
     found = check_overrides(["+recipe=qwen_grpo", *GPU_VERL, "engine=fsdp2", f"{key}=true"])
     assert not errors(found) and [f.keys[0] for f in _own(found, "FC703")] == [key]
+
+
+# -- FC704: offload_policy under the native engine ------------------------------------------------------------
+
+
+def test_fc704_native_offload_policy_needs_fsdp2_on_an_accelerator():
+    pol = f"{A}.actor.fsdp_config.offload_policy"
+    e = errors(check_overrides(["+recipe=qwen_grpo", "trainer.device=cuda", "engine=fsdp", f"{pol}=true"]))
+    assert [(f.rule, f.keys) for f in e] == [("FC704", [pol, f"{A}.actor.strategy"])]
+    assert "under actor_rollout_ref.actor.strategy = fsdp" in e[0].message and "strategy=fsdp2" in e[0].fix
+    assert not errors(check_overrides(["+recipe=qwen_grpo", "trainer.device=cuda", "engine=fsdp2", f"{pol}=true"]))
+    e = errors(check_overrides(["+recipe=qwen_grpo", f"{pol}=true"]))  # CPU: one finding, the CPU one
+    assert [(f.rule, f.keys) for f in e] == [("FC704", [pol, "trainer.device"])]
+    # verl ignores offload_policy under fsdp; FC704 is the native engine's
+    assert not _own(check_overrides(["+recipe=qwen_grpo", *GPU_VERL, "engine=fsdp", f"{pol}=true"]), "FC704")
+
+
+def test_fc704_and_fc255_sft():
+    sft = ["+recipe=qwen_sft"]
+    e = errors(check_overrides([*sft, "engine.offload_policy=true"]))
+    assert [(f.rule, f.keys) for f in e] == [("FC704", ["engine.offload_policy", "trainer.device"])]
+    e = errors(check_overrides([*sft, "trainer=gpu_1x", "engine=fsdp", "engine.offload_policy=true"]))
+    assert [(f.rule, f.keys) for f in e] == [("FC704", ["engine.offload_policy", "engine.strategy"])]
+    assert not errors(check_overrides([*sft, "trainer=gpu_1x", "engine=fsdp2", "engine.offload_policy=true"]))
+    for gpu in ([], ["trainer=gpu_1x"]):
+        e = errors(check_overrides([*sft, *gpu, "engine.param_offload=true", "engine.optimizer_offload=true"]))
+        assert [(f.rule, f.keys) for f in e] == [("FC255", ["engine.param_offload", "engine.optimizer_offload"])]
+        assert e[0].message.startswith("engine.param_offload = true, engine.optimizer_offload = true: ")
+        assert "launcher=verl" in e[0].fix and "engine.param_offload=false" in e[0].fix
+    verl = [*sft, "launcher=verl", "data.use_dynamic_bsz=true", "engine.param_offload=true"]
+    assert not _own(check_overrides(verl), "FC255")

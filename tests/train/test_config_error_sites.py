@@ -55,7 +55,6 @@ SITES: dict[str, tuple[int, str]] = {
     "train/sft/dataset.py:SFTDataset._by_prefix": (1, "the chat template rendering the rows read"),
     "train/sft/dataset.py:SFTDataset.__getitem__": (2, "a row read: its messages, its length"),
     "plan/sft.py:total_sft_steps": (1, "the number of conversations read"),
-    "train/sft/trainer.py:SFTTrainer.__init__": (1, "LEFT: engine flags (FC114)"),
     "train/trackers.py:WandbSink.__init__": (1, "wandb's answer at start-up"),
 }
 

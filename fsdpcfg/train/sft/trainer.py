@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 import torch
 import torch.distributed as dist
 
-from fsdpcfg.errors import ConfigError
 from fsdpcfg.plan.sft import make_sft_plan, total_sft_steps
 from fsdpcfg.train.algorithm.losses import token_log_probs
 from fsdpcfg.train.base import TrainerBase, train_rank
@@ -91,15 +90,7 @@ class SFTTrainer(TrainerBase):
 
         self.cfg = cfg
         self.start(make_sft_plan(cfg))
-        self.model_cfg, self.engine_cfg = cfg.model, cfg.engine
-        for flag in ("param_offload", "optimizer_offload"):
-            if getattr(self.engine_cfg, flag):
-                raise ConfigError(
-                    f"{flag}=true is not implemented by the native SFT trainer",
-                    key=f"engine.{flag}",
-                    value=True,
-                    fix=f"set engine.{flag}=false, or launcher=verl",
-                )
+        self.model_cfg, self.engine_cfg = cfg.model, cfg.engine  # engine.param_offload/optimizer_offload: FC255
         torch.manual_seed(self.engine_cfg.seed)
         self.tokenizer = load_tokenizer(self.model_cfg)
         self.dataset = SFTDataset(cfg.data, self.tokenizer)
