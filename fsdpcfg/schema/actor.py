@@ -46,7 +46,11 @@ class WrapPolicy(Section):
     """Which modules become FSDP units."""
 
     min_num_params: int = F(
-        0, le=2**62, ge=0, description="wrap any module with at least this many parameters (0: by layer class only)"
+        0,
+        le=2**62,
+        ge=0,
+        description="FSDP1: wrap any module with at least this many parameters, in place of the layer classes "
+        "(0: by layer class; FSDP2 ignores it)",
     )
     transformer_layer_cls_to_wrap: str | list[str] | None = F(
         None, description="decoder-layer class names to wrap; null: the model's `_no_split_modules`"

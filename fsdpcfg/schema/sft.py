@@ -42,7 +42,12 @@ class SftModel(Section):
 class SftWrapPolicy(Section):
     """``engine.wrap_policy``: which modules become FSDP units."""
 
-    min_num_params: int = F(0, ge=0, description="size-based wrapping threshold (0: wrap by layer class)")
+    min_num_params: int = F(
+        0,
+        ge=0,
+        description="FSDP1: wrap any module with at least this many parameters, in place of the layer classes "
+        "(0: by layer class; FSDP2 ignores it)",
+    )
     transformer_layer_cls_to_wrap: str | list[str] | None = F(
         None, description="decoder layer class name(s) to wrap; null: the model's _no_split_modules"
     )

@@ -163,6 +163,22 @@ FEATURES: tuple[Native | NotNative, ...] = (
         "every sync sends the full weights and neither key changes a number (as in verl)",
         source="verl/utils/fsdp_utils.py collect_lora_params; verl/workers/engine_workers.py base_sync_done",
     ),
+    Native(
+        "size_based_wrap",
+        (f"{A}.actor.fsdp_config.wrap_policy.min_num_params", f"{A}.ref.fsdp_config.wrap_policy.min_num_params"),
+        ("fsdpcfg.train.engine.fsdp:shard_from_config",),
+        note="> 0 under strategy fsdp: torch's size_based_auto_wrap_policy makes the FSDP1 units in place of the "
+        "decoder layers (no LoRA adapter units beside it, as verl); strategy fsdp2 ignores it, as verl does (FC706)",
+        source="verl/utils/fsdp_utils.py get_fsdp_wrap_policy, apply_fsdp2",
+    ),
+    NotNative(
+        "manual_offload",
+        tuple(
+            f"{A}.{role}.fsdp_config.{k}" for role in ("actor", "ref") for k in ("param_offload", "optimizer_offload")
+        ),
+        "the native engine does not move parameters or optimizer state to the CPU between phases as verl does; a "
+        "CPU run has nothing to move, and FSDP2 offloads during compute with offload_policy=true",
+    ),
     NotNative(
         "dynamic_bsz",
         (f"{A}.actor.use_dynamic_bsz", f"{A}.ref.log_prob_use_dynamic_bsz", f"{R}.log_prob_use_dynamic_bsz"),

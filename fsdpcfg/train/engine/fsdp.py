@@ -110,6 +110,104 @@ def build_mesh(device: torch.device, fsdp_size: int):
     return init_device_mesh(device.type, got[0], mesh_dim_names=got[1])
 
 
+def fsdp1_wrap_policy(layers: set[type], min_num_params: int = 0, *, lora: bool = False):
+    """The FSDP1 ``auto_wrap_policy``, as verl's ``get_fsdp_wrap_policy`` (verl/utils/fsdp_utils.py).
+
+    ``min_num_params > 0``: torch's ``size_based_auto_wrap_policy`` (a module whose parameters not already in a
+    nested unit number at least ``min_num_params`` elements becomes a unit; ``ModuleList``/``ModuleDict`` never
+    do) replaces the layer-class policy. Else ``transformer_auto_wrap_policy`` over ``layers``. With ``lora``
+    each trainable leaf with a ``weight`` (the adapters) gets a unit of its own too (an FSDP1 flat parameter has
+    one ``requires_grad``), only when ``min_num_params == 0``: verl leaves the LoRA policy out beside the size
+    policy, whose nested units can all-gather in diverging orders (an NCCL deadlock).
+
+    Args:
+        layers: the decoder layer classes (:func:`decoder_layer_classes`); not read when ``min_num_params > 0``.
+        min_num_params: ``wrap_policy.min_num_params``, in parameters (elements).
+        lora: trainable adapters on a frozen base.
+    """
+    import functools
+
+    from torch.distributed.fsdp.wrap import (
+        _or_policy,
+        lambda_auto_wrap_policy,
+        size_based_auto_wrap_policy,
+        transformer_auto_wrap_policy,
+    )
+
+    if min_num_params > 0:
+        policies = [functools.partial(size_based_auto_wrap_policy, min_num_params=min_num_params)]
+    else:
+        policies = [functools.partial(transformer_auto_wrap_policy, transformer_layer_cls=layers)]
+        if lora:
+
+            def _trainable_leaf(m: nn.Module) -> bool:
+                w = getattr(m, "weight", None)
+                return not list(m.children()) and isinstance(w, torch.Tensor) and w.requires_grad
+
+            policies.append(functools.partial(lambda_auto_wrap_policy, lambda_fn=_trainable_leaf))
+    return policies[0] if len(policies) == 1 else functools.partial(_or_policy, policies=policies)
+
+
+def fsdp1_units(model: nn.Module, policy) -> dict[str, list[nn.Parameter]]:
+    """The units ``FullyShardedDataParallel(model, auto_wrap_policy=policy)`` makes: module name (``""``: the
+    root) -> the parameters that unit flattens (those of no nested unit), innermost units first.
+
+    Found by the recursion FSDP1 itself runs for a callable policy (``torch.distributed.fsdp.wrap._recursive_wrap``)
+    with a wrapper that records each module instead of wrapping it: ``model`` is left as it was.
+    """
+    from torch.distributed.fsdp.wrap import _recursive_wrap
+
+    picked: list[nn.Module] = []
+
+    def record(module: nn.Module, **_: object) -> nn.Module:
+        picked.append(module)
+        return module
+
+    _recursive_wrap(
+        model,
+        auto_wrap_policy=policy,
+        wrapper_cls=record,
+        ignored_modules=set(),
+        ignored_params=set(),
+        only_wrap_children=True,
+    )
+    names = {m: n for n, m in model.named_modules()}
+    claimed: set[nn.Parameter] = set()
+    units: dict[str, list[nn.Parameter]] = {}
+    for unit in [*picked, model]:  # post-order: a nested unit before the units around it
+        own = [q for q in unit.parameters() if q not in claimed]
+        claimed.update(own)
+        units[names[unit]] = own
+    return units
+
+
+def check_fsdp1_units(
+    model: nn.Module,
+    policy,
+    min_num_params: int,
+    key: str = "actor_rollout_ref.actor.fsdp_config.wrap_policy.min_num_params",
+) -> None:
+    """Refuse FSDP1 size-based units that hold trainable and frozen parameters together (LoRA adapters beside
+    the frozen base): an FSDP1 flat parameter has one ``requires_grad``, and torch refuses the mix without
+    ``use_orig_params`` (which the native engine does not set). Which units mix depends on the module tree and
+    on ``min_num_params`` (a threshold small enough that each adapter's units hold adapters only runs).
+
+    Raises:
+        ConfigError: a unit :func:`fsdp1_units` finds mixed; the message names the first few.
+    """
+    mixed = [n or "<root>" for n, ps in fsdp1_units(model, policy).items() if len({q.requires_grad for q in ps}) == 2]
+    if mixed:
+        raise ConfigError(
+            f"{key} = {min_num_params}: FSDP1 size-based wrapping puts LoRA adapters and frozen weights in one unit "
+            f"({', '.join(mixed[:3])}{' ...' if len(mixed) > 3 else ''}); a flat parameter has one requires_grad, "
+            "and verl adds the per-adapter units only when min_num_params is 0",
+            key=key,
+            value=min_num_params,
+            fix=f"set {key}=0 (decoder layers plus one unit per adapter), or launcher=verl with "
+            "fsdp_config.use_orig_params=true",
+        )
+
+
 def shard_model(
     model: nn.Module,
     strategy: str,
@@ -120,14 +218,16 @@ def shard_model(
     wrap_classes: str | list[str] | None = None,
     fsdp_size: int = -1,
     offload_policy: bool = False,
+    min_num_params: int = 0,
 ) -> nn.Module:
     """Shard ``model`` (it must already be on ``device`` or the CPU, in its master dtype), as verl's
     ``FSDPEngine._build_fsdp_module`` does.
 
     ``fsdp2``: ``fully_shard`` on every decoder layer, then on the root, over :func:`build_mesh` (a 2-D mesh
     gives HSDP: replicate over ``ddp``, shard over ``fsdp``); ``offload_policy`` -> ``CPUOffloadPolicy`` (CUDA
-    only). ``fsdp``: ``FullyShardedDataParallel`` with a transformer-layer auto-wrap policy,
-    ``device_id=device`` (FSDP1 needs it explicitly on the CPU) and verl's ``get_sharding_strategy``:
+    only); ``min_num_params`` is ignored, as verl's ``apply_fsdp2`` ignores it (rule FC706 warns). ``fsdp``:
+    ``FullyShardedDataParallel`` with :func:`fsdp1_wrap_policy`, ``device_id=device`` (FSDP1 needs it explicitly
+    on the CPU) and verl's ``get_sharding_strategy``:
     ``FULL_SHARD``/``SHARD_GRAD_OP`` on a 1-D mesh, ``HYBRID_SHARD``/``_HYBRID_SHARD_ZERO2`` on a 2-D one
     (the second of each pair when not resharding after forward).
 
@@ -135,6 +235,10 @@ def shard_model(
         wrap_classes: ``wrap_policy.transformer_layer_cls_to_wrap`` (``None``: ``_no_split_modules``).
         fsdp_size: ``fsdp_config.fsdp_size`` (-1: shard over all ranks).
         offload_policy: ``fsdp_config.offload_policy`` (FSDP2 ``CPUOffloadPolicy``).
+        min_num_params: ``wrap_policy.min_num_params``, a number of parameters (elements); > 0: FSDP1 wraps by
+            size instead of by layer class (``wrap_classes`` is then not read, as in verl; with LoRA,
+            :func:`check_fsdp1_units` raises ConfigError for a unit mixing adapters and frozen weights); FSDP2
+            ignores it.
 
     Returns:
         The sharded module (FSDP2: ``model`` itself, now an ``FSDPModule``; FSDP1: the wrapper).
@@ -145,7 +249,8 @@ def shard_model(
         ValueError: a strategy other than fsdp/fsdp2, or an ``fsdp_size`` that builds no mesh: a config the
             schema and the rules refuse (FC803, FC301) cannot reach here.
     """
-    layers = decoder_layer_classes(model, wrap_classes)
+    by_size = strategy == "fsdp" and min_num_params > 0  # verl's FSDP1 size policy replaces the class one
+    layers = set() if by_size else decoder_layer_classes(model, wrap_classes)
     if offload_policy and (device.type == "cpu" or strategy != "fsdp2"):
         raise ConfigError(
             "offload_policy (FSDP2 CPUOffloadPolicy) needs strategy fsdp2 on an accelerator, got "
@@ -171,25 +276,13 @@ def shard_model(
         fully_shard(model, **kw)
         return model
     if strategy == "fsdp":
-        import functools
-
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
         from torch.distributed.fsdp import MixedPrecision, ShardingStrategy
-        from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
 
-        policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls=layers)
-        grads = {p.requires_grad for p in model.parameters()}
-        if len(grads) == 2:  # LoRA: trainable adapter leaves get units of their own (a flat param has one
-            # requires_grad), as verl's get_fsdp_wrap_policy(is_lora=True) does
-            from torch.distributed.fsdp.wrap import _or_policy, lambda_auto_wrap_policy
-
-            def _trainable_leaf(m: nn.Module) -> bool:
-                w = getattr(m, "weight", None)
-                return not list(m.children()) and isinstance(w, torch.Tensor) and w.requires_grad
-
-            policy = functools.partial(
-                _or_policy, policies=[policy, functools.partial(lambda_auto_wrap_policy, lambda_fn=_trainable_leaf)]
-            )
+        lora = len({p.requires_grad for p in model.parameters()}) == 2  # trainable adapters on a frozen base
+        policy = fsdp1_wrap_policy(layers, min_num_params, lora=lora)
+        if lora and by_size:
+            check_fsdp1_units(model, policy, min_num_params)
         mp = MixedPrecision(param_dtype=precision.param, reduce_dtype=precision.reduce, buffer_dtype=precision.buffer)
         if mesh.ndim == 1:
             sharding = ShardingStrategy.FULL_SHARD if reshard_after_forward else ShardingStrategy.SHARD_GRAD_OP
@@ -215,33 +308,14 @@ def shard_from_config(
 ) -> nn.Module:
     """:func:`shard_model` with the settings of ``<section>.fsdp_config`` (``section`` is
     ``actor_rollout_ref.actor`` or ``actor_rollout_ref.ref``): mixed precision, ``reshard_after_forward``,
-    ``wrap_policy.transformer_layer_cls_to_wrap``, ``fsdp_size``, ``offload_policy``.
+    ``wrap_policy.transformer_layer_cls_to_wrap``, ``wrap_policy.min_num_params``, ``fsdp_size``,
+    ``offload_policy``. ``param_offload``/``optimizer_offload`` are not read: the native loop does not implement
+    them (fsdpcfg/train/support.py; rule FC802 refuses them before launch).
 
     Raises:
-        ConfigError: settings the native engine cannot honour: ``param_offload``/``optimizer_offload``
-            (verl moves shards to the CPU between phases; the native engine does not, and on a CPU run there is
-            nothing to offload from: rule FC704), ``wrap_policy.min_num_params > 0`` (size-based wrapping), and
-            everything :func:`shard_model` refuses.
+        ConfigError: everything :func:`shard_model` refuses.
     """
-    key = f"{section}.fsdp_config"
-    for flag in ("param_offload", "optimizer_offload"):
-        if getattr(fsdp_cfg, flag):
-            raise ConfigError(
-                f"{flag}=true is not implemented by the native engine"
-                + (" (on a CPU run the parameters already live in host memory)" if device.type == "cpu" else ""),
-                key=f"{key}.{flag}",
-                value=True,
-                fix=f"set {key}.{flag}=false"
-                + ("" if device.type == "cpu" else ", or launcher=verl (or offload_policy=true with fsdp2)"),
-            )
     wrap = fsdp_cfg.wrap_policy
-    if wrap.min_num_params > 0:
-        raise ConfigError(
-            f"size-based wrapping (min_num_params={wrap.min_num_params}) is not implemented by the native engine",
-            key=f"{key}.wrap_policy.min_num_params",
-            value=wrap.min_num_params,
-            fix=f"set {key}.wrap_policy.min_num_params=0 (wrap the decoder layers)",
-        )
     return shard_model(
         model,
         strategy,
@@ -251,6 +325,7 @@ def shard_from_config(
         wrap_classes=wrap.transformer_layer_cls_to_wrap,
         fsdp_size=fsdp_cfg.fsdp_size,
         offload_policy=fsdp_cfg.offload_policy,
+        min_num_params=wrap.min_num_params,
     )
 
 

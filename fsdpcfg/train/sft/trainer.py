@@ -124,6 +124,7 @@ class SFTTrainer(TrainerBase):
             wrap_classes=eng.wrap_policy.transformer_layer_cls_to_wrap,
             fsdp_size=eng.fsdp_size,
             offload_policy=eng.offload_policy,
+            min_num_params=eng.wrap_policy.min_num_params,
         )
         optim_cfg = self.cfg.optim
         self.optimizer = build_optimizer([p for p in self.model.parameters() if p.requires_grad], optim_cfg)

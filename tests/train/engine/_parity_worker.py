@@ -4,7 +4,12 @@ unsharded model in this process. Writes a JSON report (rank 0).
 
     torchrun --nproc_per_node 2 tests/train/engine/_parity_worker.py MODEL_DIR CASES.json OUT.json
 
-CASES.json: a list of ``{"name", "strategy", "fsdp_size", "mixed_precision", "wrap", "patches"}``. The global
+CASES.json: a list of ``{"name", "strategy", "fsdp_size", "mixed_precision", "wrap", "min_num_params", "patches"}``.
+Each case reports its FSDP units (the cleaned names of the modules FSDP1 wrapped or FSDP2 sharded; the root is
+``""``); an FSDP1 case with ``min_num_params`` also reports ``torch_units``, the units of the same model wrapped by
+torch's own ``size_based_auto_wrap_policy`` with that threshold. ``tied_diff``: on a model with tied embeddings, the
+largest difference between the trained ``lm_head.weight`` and ``model.embed_tokens.weight`` when they come out as
+two tensors (``None``: still one). The global
 batch (8 sequences, left-padded prompts + right-padded responses) is split over the ranks; the loss is the
 token-mean over the whole batch of ``-advantage x log-prob`` (the shape of verl's PPO loss at ratio 1);
 gradients are clipped to ``MAX_NORM`` (small, so clipping acts) before one AdamW step.
@@ -78,7 +83,9 @@ def main(model_dir: str, cases_path: str, out: str) -> None:
             model_dtype="fp32",
             dtype="float32",
             mixed_precision=case.get("mixed_precision"),
-            wrap_policy=WrapPolicy(transformer_layer_cls_to_wrap=case.get("wrap")),
+            wrap_policy=WrapPolicy(
+                transformer_layer_cls_to_wrap=case.get("wrap"), min_num_params=case.get("min_num_params", 0)
+            ),
         )
         module = shard_from_config(
             model, case["strategy"], fsdp_cfg, "actor_rollout_ref.actor", device=torch.device("cpu")
@@ -101,7 +108,14 @@ def main(model_dir: str, cases_path: str, out: str) -> None:
             "params_compared": sum(k in after for k in ref_after),
             "patches": applied,
             "sharding": _sharding(module),
+            "units": _units(module),
+            # a tied embedding streamed under two names: FSDP1 units split the tie, the copies trained apart
+            "tied_diff": float((after["lm_head.weight"] - after["model.embed_tokens.weight"]).abs().max())
+            if base.config.tie_word_embeddings and "lm_head.weight" in after
+            else None,
         }
+        if case["strategy"] == "fsdp" and case.get("min_num_params"):
+            report["cases"][case["name"]]["torch_units"] = _units(_torch_size_wrapped(base, case["min_num_params"]))
     names = list(weights)
     for a in names:  # pairwise: FSDP1 vs FSDP2 under the same settings
         for b in names:
@@ -114,6 +128,28 @@ def main(model_dir: str, cases_path: str, out: str) -> None:
             json.dump(report, fh, indent=1)
     dist.barrier()
     dist.destroy_process_group()
+
+
+def _units(module) -> list[str]:
+    """The cleaned names of the FSDP units of ``module`` (FSDP1 wrappers, FSDP2 ``FSDPModule``s), sorted."""
+    from torch.distributed.fsdp import FSDPModule
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+    from fsdpcfg.train.engine.fsdp import clean_name
+
+    units = (n for n, m in module.named_modules() if isinstance(m, (FSDP, FSDPModule)))
+    return sorted(clean_name(n + ".").rstrip(".") for n in units)
+
+
+def _torch_size_wrapped(base, min_num_params: int):
+    """A copy of ``base`` wrapped by FSDP1 with torch's ``size_based_auto_wrap_policy`` alone (the expectation)."""
+    import functools
+
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy
+
+    policy = functools.partial(size_based_auto_wrap_policy, min_num_params=min_num_params)
+    return FSDP(copy.deepcopy(base), auto_wrap_policy=policy, device_id=torch.device("cpu"), use_orig_params=False)
 
 
 def _sharding(module) -> str:
