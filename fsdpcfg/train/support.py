@@ -227,6 +227,16 @@ SFT_FEATURES: tuple[Native | NotNative, ...] = (
         source="verl/workers/config/optimizer.py build_optimizer",
         kind="sft",
     ),
+    Native(
+        "sft_flat_params",
+        ("engine.use_orig_params",),
+        (),  # FSDP1 flat parameters (use_orig_params=False): train/engine/fsdp.py shard_model
+        values={"engine.use_orig_params": (False,)},
+        note="FSDP1 flat parameters; LoRA adapters get units of their own (verl's LoRA policy), so no "
+        "use_orig_params is needed",
+        source="verl/workers/engine/fsdp/transformer_impl.py _build_fsdp_module (use_orig_params)",
+        kind="sft",
+    ),
     NotNative(
         "sft_offload",
         ("engine.param_offload", "engine.optimizer_offload"),

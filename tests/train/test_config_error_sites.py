@@ -26,7 +26,6 @@ SITES: dict[str, tuple[int, str]] = {
     "train/data.py:StatefulSampler.__init__": (1, "the number of prompts read"),
     "train/data.py:StatefulSampler.load_state_dict": (1, "the checkpoint's sampler state"),
     "train/engine/fsdp.py:decoder_layer_classes": (1, "the module classes of the model loaded"),
-    "train/engine/fsdp.py:shard_model": (1, "the device in use (offload policy)"),
     "train/engine/fsdp.py:check_fsdp1_units": (1, "the FSDP1 units of the model loaded (LoRA beside frozen weights)"),
     "train/entry.py:check_config_file": (1, "reports the rules' own findings"),
     "train/base.py:TrainerBase.start": (1, "the ranks torchrun started (both trainers)"),

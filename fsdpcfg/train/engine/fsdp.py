@@ -219,6 +219,7 @@ def shard_model(
     fsdp_size: int = -1,
     offload_policy: bool = False,
     min_num_params: int = 0,
+    forward_prefetch: bool = False,
 ) -> nn.Module:
     """Shard ``model`` (it must already be on ``device`` or the CPU, in its master dtype), as verl's
     ``FSDPEngine._build_fsdp_module`` does.
@@ -239,26 +240,24 @@ def shard_model(
             size instead of by layer class (``wrap_classes`` is then not read, as in verl; with LoRA,
             :func:`check_fsdp1_units` raises ConfigError for a unit mixing adapters and frozen weights); FSDP2
             ignores it.
+        forward_prefetch: ``fsdp_config.forward_prefetch``: issue the next unit's all-gather before the current
+            unit's forward compute (FSDP1's ``forward_prefetch``; FSDP2: each decoder-layer unit prefetches the
+            next one, ``set_modules_to_forward_prefetch``, depth 1 as in verl's ``apply_fsdp2``). It changes the
+            overlap, not a number.
 
     Returns:
         The sharded module (FSDP2: ``model`` itself, now an ``FSDPModule``; FSDP1: the wrapper).
 
     Raises:
-        ConfigError: wrap classes that do not resolve, or ``offload_policy`` without an accelerator or under
-            FSDP1.
-        ValueError: a strategy other than fsdp/fsdp2, or an ``fsdp_size`` that builds no mesh: a config the
-            schema and the rules refuse (FC803, FC301) cannot reach here.
+        ConfigError: wrap classes that do not resolve.
+        ValueError: a strategy other than fsdp/fsdp2, an ``fsdp_size`` that builds no mesh, ``offload_policy``
+            without an accelerator or under FSDP1: a config the schema and the rules refuse (FC803, FC301,
+            FC704) cannot reach here.
     """
     by_size = strategy == "fsdp" and min_num_params > 0  # verl's FSDP1 size policy replaces the class one
     layers = set() if by_size else decoder_layer_classes(model, wrap_classes)
-    if offload_policy and (device.type == "cpu" or strategy != "fsdp2"):
-        raise ConfigError(
-            "offload_policy (FSDP2 CPUOffloadPolicy) needs strategy fsdp2 on an accelerator, got "
-            f"strategy {strategy} on {device.type}",
-            key="actor_rollout_ref.actor.fsdp_config.offload_policy",
-            value=True,
-            fix="set actor_rollout_ref.actor.fsdp_config.offload_policy=false",
-        )
+    if offload_policy and (device.type == "cpu" or strategy != "fsdp2"):  # rule FC704 refuses it (both trees)
+        raise ValueError(f"offload_policy needs strategy fsdp2 on an accelerator, got {strategy} on {device.type}")
     mesh = build_mesh(device, fsdp_size)
     if strategy == "fsdp2":
         from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
@@ -270,10 +269,13 @@ def shard_model(
             reshard_after_forward=reshard_after_forward,
             offload_policy=CPUOffloadPolicy(pin_memory=True) if offload_policy else OffloadPolicy(),
         )
-        for module in list(model.modules()):
-            if type(module) in layers:
-                fully_shard(module, **kw)
+        units = [m for m in list(model.modules()) if type(m) in layers]
+        for module in units:
+            fully_shard(module, **kw)
         fully_shard(model, **kw)
+        if forward_prefetch:
+            for unit, nxt in zip(units, units[1:], strict=False):
+                unit.set_modules_to_forward_prefetch([nxt])  # type: ignore[operator]  # an FSDPModule now
         return model
     if strategy == "fsdp":
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -298,6 +300,7 @@ def shard_model(
             device_id=device,
             device_mesh=mesh,
             sync_module_states=False,
+            forward_prefetch=forward_prefetch,
             use_orig_params=False,
         )
     raise ValueError(f"strategy {strategy!r} is not an FSDP engine (the schema's literal; rule FC803 under native)")
@@ -309,8 +312,8 @@ def shard_from_config(
     """:func:`shard_model` with the settings of ``<section>.fsdp_config`` (``section`` is
     ``actor_rollout_ref.actor`` or ``actor_rollout_ref.ref``): mixed precision, ``reshard_after_forward``,
     ``wrap_policy.transformer_layer_cls_to_wrap``, ``wrap_policy.min_num_params``, ``fsdp_size``,
-    ``offload_policy``. ``param_offload``/``optimizer_offload`` are not read: the native loop does not implement
-    them (fsdpcfg/train/support.py; rule FC802 refuses them before launch).
+    ``offload_policy``, ``forward_prefetch``. ``param_offload``/``optimizer_offload`` are not read: the native
+    loop does not implement them (fsdpcfg/train/support.py; rule FC802 refuses them before launch).
 
     Raises:
         ConfigError: everything :func:`shard_model` refuses.
@@ -326,6 +329,7 @@ def shard_from_config(
         fsdp_size=fsdp_cfg.fsdp_size,
         offload_policy=fsdp_cfg.offload_policy,
         min_num_params=wrap.min_num_params,
+        forward_prefetch=fsdp_cfg.forward_prefetch,
     )
 
 

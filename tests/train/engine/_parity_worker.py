@@ -4,7 +4,8 @@ unsharded model in this process. Writes a JSON report (rank 0).
 
     torchrun --nproc_per_node 2 tests/train/engine/_parity_worker.py MODEL_DIR CASES.json OUT.json
 
-CASES.json: a list of ``{"name", "strategy", "fsdp_size", "mixed_precision", "wrap", "min_num_params", "patches"}``.
+CASES.json: a list of ``{"name", "strategy", "fsdp_size", "mixed_precision", "forward_prefetch", "wrap",
+"min_num_params", "patches"}``.
 Each case reports its FSDP units (the cleaned names of the modules FSDP1 wrapped or FSDP2 sharded; the root is
 ``""``); an FSDP1 case with ``min_num_params`` also reports ``torch_units``, the units of the same model wrapped by
 torch's own ``size_based_auto_wrap_policy`` with that threshold. ``tied_diff``: on a model with tied embeddings, the
@@ -83,6 +84,7 @@ def main(model_dir: str, cases_path: str, out: str) -> None:
             model_dtype="fp32",
             dtype="float32",
             mixed_precision=case.get("mixed_precision"),
+            forward_prefetch=case.get("forward_prefetch", False),
             wrap_policy=WrapPolicy(
                 transformer_layer_cls_to_wrap=case.get("wrap"), min_num_params=case.get("min_num_params", 0)
             ),
@@ -109,6 +111,7 @@ def main(model_dir: str, cases_path: str, out: str) -> None:
             "patches": applied,
             "sharding": _sharding(module),
             "units": _units(module),
+            "prefetch": _prefetch(module),
             # a tied embedding streamed under two names: FSDP1 units split the tie, the copies trained apart
             "tied_diff": float((after["lm_head.weight"] - after["model.embed_tokens.weight"]).abs().max())
             if base.config.tie_word_embeddings and "lm_head.weight" in after
@@ -128,6 +131,29 @@ def main(model_dir: str, cases_path: str, out: str) -> None:
             json.dump(report, fh, indent=1)
     dist.barrier()
     dist.destroy_process_group()
+
+
+def _prefetch(module) -> bool | dict[str, list[str]]:
+    """FSDP1: the wrapper's ``forward_prefetch``; FSDP2: unit -> the units its forward prefetches (cleaned names)."""
+    from torch.distributed.fsdp import FSDPModule
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+    from fsdpcfg.train.engine.fsdp import clean_name
+
+    if isinstance(module, FSDP):
+        return bool(module.forward_prefetch)
+    names = {
+        id(m._get_fsdp_state()): clean_name(n + ".").rstrip(".")
+        for n, m in module.named_modules()
+        if isinstance(m, FSDPModule)
+    }
+    out = {}
+    for n, m in module.named_modules():
+        if isinstance(m, FSDPModule):
+            nxt = [names[id(s)] for s in m._get_fsdp_state()._states_to_forward_prefetch]
+            if nxt:
+                out[clean_name(n + ".").rstrip(".")] = nxt
+    return out
 
 
 def _units(module) -> list[str]:

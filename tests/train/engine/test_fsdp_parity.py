@@ -18,7 +18,8 @@ from fsdpcfg.errors import ConfigError
 from fsdpcfg.launch.torchrun import torchrun_argv
 
 WORKER = Path(__file__).with_name("_parity_worker.py")
-#: bf16 compute; every entry given (fsdpcfg/train/engine/fsdp.py keeps no dtype default in code)
+#: bf16 compute, every entry given; ``fsdp2_bf16_partial`` gives only param_dtype (verl's defaults fill in the
+#: others: fp32 reduce and buffers, fsdpcfg/schema/actor.py MixedPrecision), the same policy
 _BF16 = {"param_dtype": "bf16", "reduce_dtype": "fp32", "buffer_dtype": "fp32"}
 CASES = [
     {"name": "fsdp2", "strategy": "fsdp2"},
@@ -27,6 +28,9 @@ CASES = [
     {"name": "fsdp2_wrap", "strategy": "fsdp2", "wrap": ["Qwen2DecoderLayer"]},
     {"name": "fsdp2_bf16", "strategy": "fsdp2", "mixed_precision": _BF16},
     {"name": "fsdp_bf16", "strategy": "fsdp", "mixed_precision": _BF16},
+    {"name": "fsdp2_bf16_partial", "strategy": "fsdp2", "mixed_precision": {"param_dtype": "bf16"}},
+    {"name": "fsdp2_prefetch", "strategy": "fsdp2", "forward_prefetch": True},
+    {"name": "fsdp_prefetch", "strategy": "fsdp", "forward_prefetch": True},
 ]
 
 
@@ -45,7 +49,7 @@ def test_fsdp1_fsdp2_parity_one_step(tiny_model_path, tmp_path):
     rep = run_worker(tiny_model_path, CASES, tmp_path)
     ref, cases = rep["reference"], rep["cases"]
     assert ref["grad_norm"] > 0.05 * 10  # far above MAX_NORM: clipping acted
-    for name in ("fsdp2", "fsdp", "fsdp2_hsdp", "fsdp2_wrap"):
+    for name in ("fsdp2", "fsdp", "fsdp2_hsdp", "fsdp2_wrap", "fsdp2_prefetch", "fsdp_prefetch"):
         c = cases[name]
         assert c["loss"] == pytest.approx(ref["loss"], rel=1e-6), name
         assert c["grad_norm"] == pytest.approx(ref["grad_norm"], rel=1e-6), name
@@ -56,6 +60,11 @@ def test_fsdp1_fsdp2_parity_one_step(tiny_model_path, tmp_path):
     assert cases["fsdp2"]["sharding"] == "mesh (2,) S(0)"
     assert cases["fsdp2_hsdp"]["sharding"] == "mesh (2, 1) R,S(0)"  # HSDP: replicate x shard
     assert rep["pairs"]["fsdp2_bf16|fsdp_bf16"] <= 1e-6
+    assert rep["pairs"]["fsdp2_bf16|fsdp2_bf16_partial"] == 0.0
+    # forward_prefetch (verl's FSDP1 argument; FSDP2: each decoder layer prefetches the next, depth 1)
+    assert (cases["fsdp"]["prefetch"], cases["fsdp_prefetch"]["prefetch"]) == (False, True)
+    assert cases["fsdp2"]["prefetch"] == {}
+    assert cases["fsdp2_prefetch"]["prefetch"] == {"model.layers.0": ["model.layers.1"]}
     b = cases["fsdp2_bf16"]
     assert b["loss"] != ref["loss"]  # bf16 compute really happened
     assert b["loss"] == pytest.approx(ref["loss"], rel=1e-3)
@@ -135,15 +144,21 @@ def test_wrap_classes_that_do_not_resolve_list_the_model_classes(tiny_model_path
 
 
 @pytest.mark.parametrize("strategy", ["fsdp2", "fsdp"])
-def test_offload_policy_on_cpu_is_a_config_error(strategy, tiny_model_path):
-    """offload_policy needs fsdp2 on an accelerator (rule FC704 refuses it on a CPU run before launch)."""
+def test_offload_policy_on_cpu_is_refused_before_launch(strategy, tiny_model_path):
+    """offload_policy needs fsdp2 on an accelerator: rule FC704 refuses it on a CPU run (and under FSDP1) before
+    launch, so the engine's own guard is a ValueError a checked config never reaches."""
+    from fsdpcfg.check import check_overrides
     from fsdpcfg.schema.actor import FSDPConfig
     from fsdpcfg.train.engine.fsdp import shard_from_config
 
+    key = "actor_rollout_ref.actor.fsdp_config.offload_policy"
+    found = [
+        f for f in check_overrides(["+recipe=qwen_grpo", f"engine={strategy}", f"{key}=true"]) if f.severity == "error"
+    ]
+    assert [(f.rule, f.keys[0]) for f in found] == [("FC704", key)]
     cfg = FSDPConfig(model_dtype="fp32", dtype="float32", offload_policy=True)
-    with pytest.raises(ConfigError) as e:  # raised before any process group is needed
+    with pytest.raises(ValueError, match="offload_policy"):  # raised before any process group is needed
         shard_from_config(_model(tiny_model_path), strategy, cfg, "actor_rollout_ref.actor", device=torch.device("cpu"))
-    assert e.value.key == "actor_rollout_ref.actor.fsdp_config.offload_policy"
 
 
 def test_fsdp1_wrap_policy_is_verls():
