@@ -136,36 +136,100 @@ def engine_rollout(ctx: Context) -> bool:
     return rollout_name(ctx) in ENGINE_ROLLOUTS
 
 
-def actor_sp(ctx: Context) -> int:
-    """The actor's Ulysses size: ``actor.ulysses_sequence_parallel_size`` when > 1 (FSDPActorConfig copies
-    it into the engine config), else ``actor.fsdp_config.ulysses_sequence_parallel_size``."""
-    top = num(val(ctx, f"{A}.actor.ulysses_sequence_parallel_size")) or 1
-    if top > 1:
-        return top
-    return num(val(ctx, f"{A}.actor.fsdp_config.ulysses_sequence_parallel_size")) or 1
+#: The parallel sizes of each engine fsdpcfg models, ``(leaf key in the engine's config section, name in messages,
+#: whether it splits each sequence)``: their product times the data-parallel size is the world.
+#:
+#: - FSDP: ``world = dp x ulysses`` (verl/workers/engine/fsdp/transformer_impl.py ``_init_device_mesh``,
+#:   ``get_data_parallel_size``: ``world // ulysses_sequence_parallel_size``);
+#: - veomni: the same (verl/workers/engine/veomni/transformer_impl.py: ``dp_size = world_size //
+#:   ulysses_parallel_size``; VeOmni's ``ParallelState`` requires the product of its sizes to be the world);
+#: - Megatron: ``world = tp x pp x cp x dp`` (verl/utils/config.py ``validate_config`` ``megatron_dp``;
+#:   Megatron-core ``parallel_state.initialize_model_parallel``).
+ENGINE_SIZES: dict[str, tuple[tuple[str, str, bool], ...]] = {
+    **{s: (("ulysses_sequence_parallel_size", "ulysses", True),) for s in FSDP_STRATEGIES},
+    "veomni": (("ulysses_parallel_size", "veomni ulysses", True),),
+    "megatron": (
+        ("tensor_model_parallel_size", "tensor", False),
+        ("pipeline_model_parallel_size", "pipeline", False),
+        ("context_parallel_size", "context", True),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Size:
+    """One parallel size of an engine, as verl hands it over: ``key`` (a key of the tree the rule judges: the RL
+    tree's ``actor_rollout_ref.actor.megatron.*``, the SFT tree's ``engine.*``), ``value`` as the config holds it
+    (verl's default when the config does not hold the key, ``None`` for an explicit null), ``name`` for messages
+    and ``sequence``: whether it splits each sequence (the factor of the token budgets)."""
+
+    key: str
+    value: Any
+    name: str
+    sequence: bool
+
+    @property
+    def size(self) -> int | None:
+        """The value as a whole number (0 and negative numbers too: rule FC302 reports them), ``None`` when it
+        is not one (null, a string, a run script's value the check cannot know)."""
+        return num(self.value)
+
+
+def engine_sizes(
+    ctx: Context, section: str, *, strategy: str | None = None, engine_keys: str | None = None
+) -> tuple[str, tuple[Size, ...]] | None:
+    """``(strategy, sizes)``: the parallel sizes (:data:`ENGINE_SIZES`) of the engine configured at ``section``
+    (``actor_rollout_ref.actor``, ``actor_rollout_ref.ref``, ``critic``; ``engine`` for SFT), read from the keys
+    of the tree being judged. ``strategy``: the engine (default ``<section>.strategy``); ``engine_keys``: where
+    that engine's own keys are (default, the RL tree's: ``<section>.fsdp_config`` (the critic's
+    ``critic.fsdp``), ``<section>.megatron``, ``<section>.veomni``; ``engine`` in verl's SFT tree).
+
+    An RL FSDP role's Ulysses size is its ``<section>.ulysses_sequence_parallel_size`` (deprecated) when that is
+    > 1 (or not a whole number: then the size is not known), else its engine config's:
+    verl/workers/config/actor.py ``FSDPActorConfig.__post_init__`` copies the former into the latter only when
+    > 1. The critic's is read the same way, as the critic rules always have (verl 0.9.1's ``FSDPCriticConfig``
+    copies nothing: its engine reads ``critic.fsdp.ulysses_sequence_parallel_size`` alone).
+
+    ``None`` for an engine fsdpcfg does not model (torchtitan, automodel, fsdp_turbo).
+    """
+    strategy = strategy or str(val(ctx, f"{section}.strategy"))
+    spec = ENGINE_SIZES.get(strategy)
+    if spec is None:
+        return None
+    fsdp = strategy in FSDP_STRATEGIES
+    if engine_keys is not None:
+        own = engine_keys
+    elif fsdp:
+        own = "critic.fsdp" if section == "critic" else f"{section}.fsdp_config"
+    else:
+        own = f"{section}.{strategy}"
+    sizes = []
+    for leaf, name, sequence in spec:
+        key = f"{own}.{leaf}"
+        if fsdp and engine_keys is None:
+            top = f"{section}.ulysses_sequence_parallel_size"
+            t = num(val(ctx, top))
+            key = top if t is None or t > 1 else key
+        sizes.append(Size(key, val(ctx, key), name, sequence))
+    return strategy, tuple(sizes)
 
 
 def sequence_parallel(ctx: Context, section: str) -> tuple[int, tuple[str, ...]] | None:
     """``(size, keys)``: how many ranks split one sequence in the engine configured at ``section``, the factor of
     its token budgets (verl/workers/engine/utils.py ``prepare_micro_batches``: ``max_token_len_per_gpu x
-    sp_size``, each engine setting ``sp_size``):
+    sp_size``, each engine setting ``sp_size``): FSDP's Ulysses size, Megatron's ``context_parallel_size``
+    (megatron/transformer_impl.py), veomni's ``ulysses_parallel_size`` (veomni/transformer_impl.py); ``keys``: the
+    key it was read from (:func:`engine_sizes`).
 
-    - FSDP: the Ulysses size (the actor's :func:`actor_sp`; ``<section>.ulysses_sequence_parallel_size`` else);
-    - Megatron: ``megatron.context_parallel_size`` (megatron/transformer_impl.py);
-    - veomni: ``veomni.ulysses_parallel_size`` (veomni/transformer_impl.py).
-
-    ``None`` for an engine fsdpcfg does not model (torchtitan, automodel, fsdp_turbo).
+    ``None`` for an engine fsdpcfg does not model (torchtitan, automodel, fsdp_turbo), and when the size is not a
+    whole number >= 1 (rule FC302 reports it) or cannot be known.
     """
-    strategy = str(val(ctx, f"{section}.strategy"))
-    if strategy in FSDP_STRATEGIES:
-        keys = (f"{section}.ulysses_sequence_parallel_size", f"{section}.fsdp_config.ulysses_sequence_parallel_size")
-        if section == f"{A}.actor":
-            return actor_sp(ctx), keys
-        return num(val(ctx, keys[0])) or 1, keys[:1]
-    key = {"megatron": f"{section}.megatron.context_parallel_size", "veomni": f"{section}.veomni.ulysses_parallel_size"}
-    if strategy in key:
-        return num(val(ctx, key[strategy])) or 1, (key[strategy],)
-    return None
+    got = engine_sizes(ctx, section)
+    if got is None:
+        return None
+    s = next(s for s in got[1] if s.sequence)
+    n = s.size
+    return (n, (s.key,)) if n is not None and n >= 1 else None
 
 
 @dataclass(frozen=True)
@@ -175,7 +239,8 @@ class Role:
     ``mini`` is the mini-batch key (``None`` for forward-only roles); ``micro``/``micro_gpu`` the global
     (deprecated) and per-GPU micro-batch keys; ``dyn`` the dynamic-batch flag; ``tokens`` the per-GPU token
     budget key; ``sp`` the sequence-parallel size of the engine that runs it (:func:`sequence_parallel`; 0 when
-    fsdpcfg does not model that engine's); ``section`` that engine's config section.
+    fsdpcfg does not model that engine's, or the size is not a whole number >= 1: FC302 reports it); ``section``
+    that engine's config section.
     """
 
     name: str
@@ -283,56 +348,31 @@ WORLD_KEYS = ("trainer.n_gpus_per_node", "trainer.nnodes")
 
 
 def data_parallel(
-    ctx: Context, section: str, sp: int = 1, *, strategy: str | None = None, engine_keys: str | None = None
+    ctx: Context, section: str, *, strategy: str | None = None, engine_keys: str | None = None
 ) -> DataParallel | None:
     """The data-parallel group of the engine configured at ``section`` (``actor_rollout_ref.actor``,
-    ``actor_rollout_ref.ref``, ``critic``; ``engine`` for SFT): the ranks a batch is split over. ``strategy``:
-    the engine (default: ``<section>.strategy``); ``engine_keys``: where that engine's own keys are (default:
-    ``<section>.megatron`` / ``<section>.veomni`` as in the RL tree; ``engine`` in verl's SFT tree).
+    ``actor_rollout_ref.ref``, ``critic``; ``engine`` for SFT): the ranks a batch is split over, ``world //`` the
+    product of the engine's parallel sizes (:func:`engine_sizes`, :data:`ENGINE_SIZES`: FSDP's and veomni's
+    Ulysses size, Megatron's tensor x pipeline x context parallel size). ``strategy`` and ``engine_keys`` as for
+    :func:`engine_sizes`; the group's ``keys`` are the world's and the sizes' own keys, keys of the tree judged.
 
-    - FSDP (``fsdp``, ``fsdp2``): ``world // ulysses_sp`` (verl/workers/engine/fsdp/transformer_impl.py
-      ``get_data_parallel_size``);
-    - Megatron: ``world // (tensor x pipeline x context parallel size)`` (Megatron-core's
-      ``parallel_state``: world = tp x pp x cp x dp; verl/utils/config.py ``validate_config`` ``megatron_dp``);
-    - veomni: ``world // veomni.ulysses_parallel_size`` (verl/workers/engine/veomni/transformer_impl.py).
-
-    ``None`` when the world is unknown, a size does not divide it (FC302 reports Ulysses; verl asserts the
-    Megatron product), or the engine is another one (torchtitan, automodel, fsdp_turbo: their layouts
-    are not modelled here, so no per-rank rule guesses; FC111 says so).
+    ``None`` when the world is unknown, a size is not a whole number >= 1 or their product does not divide the
+    world (rule FC302 reports both), a size cannot be known, or the engine is another one (torchtitan, automodel,
+    fsdp_turbo: their layouts are not modelled here, so no per-rank rule guesses; FC111 says so).
     """
     w = world(ctx)
-    if w is None:
+    got = engine_sizes(ctx, section, strategy=strategy, engine_keys=engine_keys)
+    if w is None or got is None:
         return None
-    strategy = strategy or str(val(ctx, f"{section}.strategy"))
-    own = engine_keys or f"{section}.{strategy}"
-    if strategy in FSDP_STRATEGIES:
-        if sp < 1 or w % sp:
-            return None
-        sp_keys = (f"{section}.ulysses_sequence_parallel_size", f"{section}.fsdp_config.ulysses_sequence_parallel_size")
-        return DataParallel(
-            w // sp, f"{w // sp} data-parallel ranks = {w} ranks / ulysses_sp={sp}", WORLD_KEYS + sp_keys
-        )
-    if strategy == "veomni":  # veomni/transformer_impl.py: dp_size = world_size // ulysses_parallel_size
-        key = f"{own}.ulysses_parallel_size"
-        usp = num(val(ctx, key)) or 1
-        if usp < 1 or w % usp:
-            return None
-        return DataParallel(
-            w // usp, f"{w // usp} data-parallel ranks = {w} ranks / veomni ulysses {usp}", WORLD_KEYS + (key,)
-        )
-    if strategy == "megatron":
-        names = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
-        mp_keys = tuple(f"{own}.{k}" for k in names)
-        tp, pp, cp = (num(val(ctx, k)) or 1 for k in mp_keys)
-        if tp < 1 or pp < 1 or cp < 1 or w % (tp * pp * cp):
-            return None
-        dp = w // (tp * pp * cp)
-        return DataParallel(
-            dp,
-            f"{dp} data-parallel ranks = {w} ranks / (tensor {tp} x pipeline {pp} x context {cp} model parallel)",
-            WORLD_KEYS + mp_keys,
-        )
-    return None
+    sizes = got[1]
+    ns = [n for n in (s.size for s in sizes) if n is not None and n >= 1]
+    if len(ns) < len(sizes) or w % math.prod(ns):
+        return None
+    dp = w // math.prod(ns)
+    split = " x ".join(f"{s.name} {n}" for s, n in zip(sizes, ns, strict=True))
+    return DataParallel(
+        dp, f"{dp} data-parallel ranks = {w} ranks / ({split} parallel)", WORLD_KEYS + tuple(s.key for s in sizes)
+    )
 
 
 def world_derivation(ctx: Context) -> str:

@@ -244,7 +244,7 @@ def _sp_name(r: Role) -> str:
 
 def _dp(ctx: Context, r: Role) -> DataParallel | None:
     """The data-parallel group of the engine that runs ``r`` (:func:`fsdpcfg.rules._common.data_parallel`)."""
-    return data_parallel(ctx, r.section, r.sp)
+    return data_parallel(ctx, r.section)
 
 
 @rule(

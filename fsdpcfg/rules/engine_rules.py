@@ -37,7 +37,9 @@ def non_fsdp_engine(ctx: Context) -> Iterable[Finding]:
     """One info for the run when any role it builds (actor, reference when KL is used, critic when GAE is
     used) trains on an engine other than FSDP/FSDP2: fsdpcfg checks FSDP engines; the engine-independent rules
     ran, the FSDP ones (wrap policy, fsdp_size, offload flags, FSDP1/FSDP2 traps) did not, and the engine's own
-    sections (``actor_rollout_ref.actor.megatron.*`` ...) are accepted as verl's keys with verl's defaults.
+    sections (``actor_rollout_ref.actor.megatron.*`` ...) are accepted as verl's keys with verl's defaults; of them,
+    the parallel sizes the data-parallel group is derived from (Megatron TP x PP x CP, veomni Ulysses) are judged
+    by FC302 and feed the batch rules.
 
     Source: verl 0.9.1 ``verl/trainer/config/model_engine/*.yaml`` (dp, megatron, veomni, torchtitan) and
     ``EngineRegistry.register`` in ``verl/workers/engine/*/transformer_impl.py``; issue 12.

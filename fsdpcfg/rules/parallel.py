@@ -1,9 +1,13 @@
-"""FC3xx: parallel layouts — FSDP mesh, Ulysses sequence parallelism, rollout engine TP x DP x PP.
+"""FC3xx: parallel layouts — FSDP mesh, the training engines' parallel sizes (FSDP and veomni Ulysses, Megatron
+TP x PP x CP), rollout engine TP x DP x PP.
 
 verl 0.9.1 sources:
 - ``verl/workers/engine/fsdp/utils.py`` ``create_device_mesh``: ``(world // fsdp_size, fsdp_size)`` mesh.
 - ``verl/workers/engine/fsdp/transformer_impl.py`` ``FSDPEngine._init_device_mesh`` (``(dp, sp)`` Ulysses
   mesh) and ``__init__`` (sequence parallelism requires remove-padding).
+- ``verl/workers/engine/veomni/transformer_impl.py`` (``world // ulysses_parallel_size`` data-parallel ranks),
+  ``verl/utils/config.py`` ``validate_config`` and Megatron-core ``initialize_model_parallel`` (``world //
+  (tp x pp x cp)``).
 - ``verl/workers/config/actor.py`` ``FSDPActorConfig.validate`` (same remove-padding rule).
 - ``verl/models/transformers/monkey_patch.py`` ``apply_monkey_patch`` (Ulysses head divisibility).
 - ``verl/workers/engine_workers.py`` ``ActorRolloutRefWorker.init_model`` (rollout world divisible by
@@ -13,18 +17,21 @@ verl 0.9.1 sources:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from fsdpcfg.rules._common import (
+    ENGINE_SIZES,
+    FSDP_STRATEGIES,
     WORLD_KEYS,
     A,
-    actor_sp,
+    Size,
     divisors,
     engine_rollout,
+    engine_sizes,
     flag,
     fsdp_sections,
-    need_critic,
-    need_ref,
+    model_roles,
     num,
     rollout_name,
     src,
@@ -73,57 +80,182 @@ def fsdp_size_divides(ctx: Context) -> Iterable[Finding]:
             )
 
 
+def _engine_roles(ctx: Context) -> list[tuple[str, str, str | None, str | None]]:
+    """``(role, section, strategy, engine_keys)`` of every engine the run builds (:func:`engine_sizes`'s
+    arguments): RL, each model role (:func:`model_roles`: actor, reference, critic) with its ``strategy`` key's
+    engine; SFT, verl's ``engine`` section (its keys are ``engine.*``)."""
+    if getattr(ctx.composed, "kind", "ppo") == "sft":
+        from fsdpcfg.rules.sft_rules import fsdp_engine, sft_engine
+
+        return [("SFT engine", "engine", "fsdp" if fsdp_engine(ctx) else sft_engine(ctx), "engine")]
+    return [(role, skey.rsplit(".", 1)[0], None, None) for role, _, skey in model_roles(ctx)]
+
+
 def _sp_roles(ctx: Context) -> list[tuple[str, str, int]]:
-    """``(role, key, sp)`` for each role that runs a Ulysses mesh."""
-    a = actor_sp(ctx)
-    akey = f"{A}.actor.ulysses_sequence_parallel_size"
-    if num(val(ctx, akey)) in (None, 1) and a > 1:
-        akey = f"{A}.actor.fsdp_config.ulysses_sequence_parallel_size"
-    out = [("actor", akey, a)]
-    if need_ref(ctx):
-        out.append(
-            (
-                "ref",
-                f"{A}.ref.ulysses_sequence_parallel_size",
-                num(val(ctx, f"{A}.ref.ulysses_sequence_parallel_size")) or 1,
-            )
-        )
-    if need_critic(ctx):
-        out.append(
-            (
-                "critic",
-                "critic.ulysses_sequence_parallel_size",
-                num(val(ctx, "critic.ulysses_sequence_parallel_size")) or 1,
-            )
-        )
+    """``(role, key, sp)`` for each FSDP role's Ulysses size that is a whole number (:func:`engine_sizes`: ``key``
+    is the one the size is read from)."""
+    out = []
+    for role, section, _, _ in _engine_roles(ctx):
+        got = engine_sizes(ctx, section)
+        if got is None or got[0] not in FSDP_STRATEGIES:
+            continue
+        for s in got[1]:
+            if s.size is not None:
+                out.append((role, s.key, s.size))
     return out
+
+
+#: What verl 0.9.1 does with an engine's parallel sizes, for FC302's messages: ``(how the data-parallel size is
+#: derived, where, what fails when their product does not divide the world, the config class holding them)``.
+_VERL_LAYOUT = {
+    "fsdp": (
+        "verl's FSDP engine takes world // ulysses data-parallel ranks",
+        "verl/workers/engine/fsdp/transformer_impl.py get_data_parallel_size",
+        "the (dp, sp) device mesh cannot be built",
+        "FSDPEngineConfig",
+    ),
+    "veomni": (
+        "verl's veomni engine takes world // ulysses_parallel_size data-parallel ranks",
+        "verl/workers/engine/veomni/transformer_impl.py VeOmniEngine.__init__",
+        "VeOmni's ParallelState raises (the product of its sizes must be the world)",
+        "VeOmniEngineConfig",
+    ),
+    "megatron": (
+        "verl's Megatron engine takes world // (tensor x pipeline x context) data-parallel ranks",
+        "verl/workers/engine/megatron/transformer_impl.py, Megatron-core parallel_state.initialize_model_parallel; "
+        "RL: verl/utils/config.py validate_config",
+        "Megatron-core's initialize_model_parallel raises (RL: verl's validate_config asserts it first, without "
+        "dynamic batch size)",
+        "McoreEngineConfig",
+    ),
+}
+
+
+def _schema_validates(ctx: Context, key: str) -> bool:
+    """True when the schema rule reports ``key``'s range (FC103 for the RL tree, FC150 for the SFT FSDP tree), so
+    FC302 does not report it a second time."""
+    if getattr(ctx.composed, "kind", "ppo") == "sft":
+        from fsdpcfg.rules.sft_rules import _schema_defaults, fsdp_engine
+
+        return fsdp_engine(ctx) and key in _schema_defaults()
+    from fsdpcfg.schema.keys import classify
+
+    return classify(key) == "schema"
+
+
+def _why_not_a_size(ctx: Context, s: Size, strategy: str, w: int | None, others: int) -> str | None:
+    """Why ``s`` cannot run (what verl does with it; ``others``: the product of the engine's other valid sizes), or
+    ``None`` when it is a whole number >= 1, absent (verl's default applies), not a number (the schema reports the
+    type; a run script's unknown value is left out) or a key the schema judges."""
+    if _schema_validates(ctx, s.key):
+        return None
+    layout, source, _, cls = _VERL_LAYOUT["fsdp" if strategy in FSDP_STRATEGIES else strategy]
+    if s.value is None:
+        if not ctx.is_set(s.key):
+            return None
+        return f"verl's {cls} field is an int and {layout} ({source}): null raises a TypeError"
+    n = s.size
+    if n is None or n >= 1:
+        return None
+    if n == 0:
+        return f"{layout} ({source}): 0 divides by zero (ZeroDivisionError)"
+    ranks = f"{w} // {others * n} = {w // (others * n)}" if w else "a negative number of"
+    return f"{layout} ({source}): {n} gives {ranks} data-parallel ranks"
+
+
+def _choices(w: int, others: int) -> list[int]:
+    """The sizes that make ``others x size`` divide the ``w`` ranks."""
+    return divisors(w // others) if others >= 1 and w % others == 0 else []
 
 
 @rule(
     "FC302",
-    "Ulysses sequence-parallel size must divide the world size",
-    keys=[f"{A}.actor.ulysses_sequence_parallel_size"],
+    "parallel sizes (Ulysses, veomni Ulysses, Megatron TP x PP x CP) are whole numbers >= 1 that divide the world",
+    keys=[
+        f"{A}.actor.ulysses_sequence_parallel_size",
+        f"{A}.actor.fsdp_config.ulysses_sequence_parallel_size",
+        f"{A}.actor.veomni.ulysses_parallel_size",
+        *(f"{A}.actor.megatron.{leaf}" for leaf, _, _ in ENGINE_SIZES["megatron"]),
+        "engine.ulysses_sequence_parallel_size",
+    ],
     example=["trainer.n_gpus_per_node=8", "actor_rollout_ref.actor.ulysses_sequence_parallel_size=3"],
+    kinds=("ppo", "sft"),
 )
-def ulysses_divides_world(ctx: Context) -> Iterable[Finding]:
-    """Each role's engine builds a ``(world // sp, sp)`` device mesh for Ulysses; ``sp`` must divide the
-    world, and data-parallel size is ``world // sp``.
+def parallel_sizes_divide_world(ctx: Context) -> Iterable[Finding]:
+    """Each engine's parallel sizes (:data:`fsdpcfg.rules._common.ENGINE_SIZES`) multiply with its data-parallel
+    size to the world: FSDP builds a ``(world // sp, sp)`` Ulysses mesh, veomni takes ``world //
+    ulysses_parallel_size`` data-parallel ranks, Megatron ``world // (tp x pp x cp)``. A size must be a whole
+    number >= 1 (0 divides by zero, a negative size gives a negative data-parallel size, null is a TypeError:
+    verl's config classes take them unchecked), and the product must divide the world. A key absent from the
+    config reads as verl's default. Run for every role the run builds (actor, reference, critic; the SFT tree's
+    ``engine.*``), on the key the engine reads (:func:`fsdpcfg.rules._common.engine_sizes`); a key the schema
+    judges (``actor.ulysses_sequence_parallel_size``, SFT ``engine.ulysses_sequence_parallel_size``) has its range
+    reported by FC103/FC150.
 
-    Source: verl/workers/engine/fsdp/transformer_impl.py ``_init_device_mesh`` and
-    ``get_data_parallel_size``.
+    Source: verl/workers/engine/fsdp/transformer_impl.py ``_init_device_mesh`` and ``get_data_parallel_size``;
+    verl/workers/engine/veomni/transformer_impl.py ``VeOmniEngine.__init__`` (``dp_size = world_size //
+    ulysses_parallel_size``, VeOmni ``ParallelState``: the sizes' product must equal the world);
+    verl/utils/config.py ``validate_config`` (``n_gpus % (tp x pp x cp)`` asserted without dynamic batch size) and
+    Megatron-core ``parallel_state.initialize_model_parallel`` (world not divisible by tp x pp x cp: RuntimeError);
+    verl/workers/config/engine.py ``McoreEngineConfig``/``VeOmniEngineConfig``/``FSDPEngineConfig`` (int fields,
+    default 1, no range check in ``__post_init__``).
     """
     w = world(ctx)
-    if w is None:
-        return
-    for role, key, sp in _sp_roles(ctx):
-        if sp < 1 or w % sp:
+    seen: set[tuple[str, object]] = set()  # (leaf, value) reported: a copy of it (the ref's ${oc.select:...}) is not
+    for role, section, strategy, engine_keys in _engine_roles(ctx):
+        got = engine_sizes(ctx, section, strategy=strategy, engine_keys=engine_keys)
+        if got is None:
+            continue
+        engine, sizes = got
+        _, source, failure, _ = _VERL_LAYOUT["fsdp" if engine in FSDP_STRATEGIES else engine]
+        bad = []
+        for s in sizes:
+            others = math.prod(n for x in sizes if x is not s and (n := x.size) is not None and n >= 1)
+            if why := _why_not_a_size(ctx, s, engine, w, others):
+                bad.append((s, why, others))
+        for s, why, others in bad:
+            if _copied(ctx, s.key, s.value, seen):
+                continue
+            ok = _choices(w, others) if w else []
+            shown = "null" if s.value is None else s.value
             yield ctx.finding(
                 "FC302",
-                [key, *WORLD_KEYS],
-                f"{role}: {key} = {sp} does not divide the {w} ranks; the (dp, sp) mesh cannot be built",
-                f"set {key} to one of {divisors(w)}",
-                derivation=world_derivation(ctx),
+                [s.key],
+                f"{role}: {s.key} = {shown} {src(ctx, s.key)} is not a parallel size (a whole number >= 1): {why}",
+                f"set {s.key} to a whole number >= 1"
+                + (f": one of {ok}" if ok else "")
+                + f" (1: no {s.name} parallelism)",
+                derivation=world_derivation(ctx) if w else None,
             )
+        ns = [n for n in (s.size for s in sizes) if n is not None and n >= 1]
+        if bad or w is None or len(ns) < len(sizes) or w % math.prod(ns) == 0:
+            continue
+        if all([_copied(ctx, s.key, n, seen) for s, n in zip(sizes, ns, strict=True)]):
+            continue
+        prod = math.prod(ns)
+        what = " x ".join(f"{s.key} = {n}" for s, n in zip(sizes, ns, strict=True))
+        if len(sizes) > 1:
+            what += f" = {prod} ranks"
+        fixes = [f"{s.key} to one of {ok}" for s, n in zip(sizes, ns, strict=True) if (ok := _choices(w, prod // n))]
+        yield ctx.finding(
+            "FC302",
+            [*(s.key for s in sizes), *WORLD_KEYS],
+            f"{role}: {what} does not divide the {w} ranks: {failure} ({source})",
+            ("set " + ", or ".join(fixes) if fixes else "change the sizes")
+            + (f", or run on a multiple of {prod} ranks" if len(sizes) > 1 else ""),
+            derivation=world_derivation(ctx),
+        )
+
+
+def _copied(ctx: Context, key: str, value: object, seen: set[tuple[str, object]]) -> bool:
+    """True when ``key``'s value is a copy (an interpolation, ``ctx.derived``) of a size already reported with the
+    same leaf and value, the reference's ``${oc.select:actor_rollout_ref.actor.megatron.*,1}``: fixing that key
+    fixes both. Records ``key`` as reported otherwise."""
+    leaf = (key.rsplit(".", 1)[-1], value)
+    if key in getattr(ctx, "derived", frozenset()) and leaf in seen:
+        return True
+    seen.add(leaf)
+    return False
 
 
 @rule(

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from fsdpcfg.compose import verl_base
-from fsdpcfg.rules._common import data_parallel, divisors
+from fsdpcfg.rules._common import ENGINE_SIZES, data_parallel, divisors
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
 
@@ -29,13 +29,9 @@ if TYPE_CHECKING:
 
 SFT = ("sft",)
 
-#: verl's Megatron engine keys whose product with the data-parallel size is the world (Megatron-core's
-#: ``parallel_state``: world = tp x pp x cp x dp).
-MEGATRON_MP_KEYS = (
-    "engine.tensor_model_parallel_size",
-    "engine.pipeline_model_parallel_size",
-    "engine.context_parallel_size",
-)
+#: verl's Megatron engine keys of the SFT tree whose product with the data-parallel size is the world
+#: (:data:`fsdpcfg.rules._common.ENGINE_SIZES`).
+MEGATRON_MP_KEYS = tuple(f"engine.{leaf}" for leaf, _, _ in ENGINE_SIZES["megatron"])
 
 
 def sft_engine(ctx: Context) -> str:
@@ -187,43 +183,20 @@ def sft_batch_split(ctx: Context) -> Iterator[Finding]:
     the automodel, veomni and torchtitan layouts are not modelled, so the rule does not judge them) and each
     rank's share into micro-batches of ``micro_batch_size_per_gpu`` (fixed sizes: gradient accumulation =
     share / micro). A remainder fails in verl's data-parallel split or silently changes the batch. With
-    ``use_dynamic_bsz`` verl packs micro-batches by tokens and only the data-parallel split must divide.
+    ``use_dynamic_bsz`` verl packs micro-batches by tokens and only the data-parallel split must divide. A
+    parallel size below 1 or one that does not divide the world is FC302's (the split is then not judged).
     Source: ``verl/trainer/sft_trainer.py`` (``train_batch_size // dp_size``), ``verl/workers/engine/utils.py``
     (micro-batch split)."""
     tbs, micro = _get(ctx, "data.train_batch_size"), _get(ctx, "data.micro_batch_size_per_gpu")
     nodes, gpus = _get(ctx, "trainer.nnodes"), _get(ctx, "trainer.n_gpus_per_node")
-    engine = sft_engine(ctx)
-    if engine == "megatron":
-        yield from _megatron_batch_split(ctx, tbs, micro, nodes, gpus)
-        return
-    if not fsdp_engine(ctx):
-        return  # automodel, veomni, torchtitan: their layouts are not modelled (FC111 says so)
-    sp = _get(ctx, "engine.ulysses_sequence_parallel_size", 1)
-    if not all(_pos_int(v) for v in (tbs, micro, nodes, gpus, sp)):
-        return  # FC150 reports the types
-    world = nodes * gpus
-    if world % sp:
-        yield ctx.finding(
-            "FC250",
-            ["engine.ulysses_sequence_parallel_size", "trainer.n_gpus_per_node", "trainer.nnodes"],
-            f"the world size {world} is not a multiple of ulysses_sequence_parallel_size {sp}",
-            f"choose a divisor of {world}",
-            derivation=f"world {world} = {nodes} nodes x {gpus}",
-        )
-        return
-    group = data_parallel(ctx, "engine", sp, strategy="fsdp", engine_keys="engine")
-    if group is None:
-        return
-    keys = ["data.train_batch_size", "data.micro_batch_size_per_gpu", *group.keys]
-    yield from _split_findings(ctx, tbs, micro, group.size, group.derivation, keys)
-
-
-def _megatron_batch_split(ctx: Context, tbs: Any, micro: Any, nodes: Any, gpus: Any) -> Iterator[Finding]:
+    strategy = "fsdp" if fsdp_engine(ctx) else sft_engine(ctx)
+    if strategy not in ("fsdp", "megatron"):
+        return  # automodel, veomni, torchtitan: their batch split is not modelled (FC111 says so)
     if not all(_pos_int(v) for v in (tbs, micro, nodes, gpus)):
-        return  # verl's dataclass reports the types
-    group = data_parallel(ctx, "engine", strategy="megatron", engine_keys="engine")
+        return  # FC150 (FSDP) or verl's dataclass (Megatron) reports the types
+    group = data_parallel(ctx, "engine", strategy=strategy, engine_keys="engine")
     if group is None:
-        return  # Megatron-core asserts the product (verl's McoreEngineConfig), not a batch question
+        return  # FC302 reports a parallel size below 1 or one that does not divide the world
     keys = ["data.train_batch_size", "data.micro_batch_size_per_gpu", *group.keys]
     yield from _split_findings(ctx, tbs, micro, group.size, group.derivation, keys)
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from fsdpcfg.rules._common import A, actor_sp, data_parallel, flag, need_critic, num, val, world_derivation
+from fsdpcfg.rules._common import A, data_parallel, flag, need_critic, num, val, world_derivation
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
@@ -433,7 +433,7 @@ def prefix_grouper_balance(ctx: Context) -> Iterable[Finding]:
     """
     if not (flag(val(ctx, f"{A}.actor.use_prefix_grouper")) and flag(val(ctx, "trainer.balance_batch"))):
         return
-    group, tbs = data_parallel(ctx, f"{A}.actor", actor_sp(ctx)), num(val(ctx, "data.train_batch_size"))
+    group, tbs = data_parallel(ctx, f"{A}.actor"), num(val(ctx, "data.train_batch_size"))
     if group is None or not tbs:
         return
     dp = group.size

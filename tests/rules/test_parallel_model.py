@@ -16,7 +16,7 @@ def test_fc301_fc302():
     f = errors(run(parallel.fsdp_size_divides, *GPU, f"{A}.actor.fsdp_config.fsdp_size=3"))
     assert f and "[1, 2, 4]" in f[0].fix
     assert not run(parallel.fsdp_size_divides, *GPU, f"{A}.actor.fsdp_config.fsdp_size=4")
-    assert errors(run(parallel.ulysses_divides_world, *GPU, f"{A}.actor.ulysses_sequence_parallel_size=3"))
+    assert errors(run(parallel.parallel_sizes_divide_world, *GPU, f"{A}.actor.ulysses_sequence_parallel_size=3"))
 
 
 def test_fc304_valid_values(shared_models):

@@ -83,6 +83,18 @@ VERL_CHECKS = {
     "actor: unknown loss_agg_mode": ["actor_rollout_ref.actor.loss_agg_mode=foo"],
     "vllm: lora rank above 512": ["actor_rollout_ref.model.lora_rank=600"],
     "actor: mini batch above train batch": ["actor_rollout_ref.actor.ppo_mini_batch_size=8"],
+    "megatron: tp x pp x cp does not divide the GPUs": [
+        "engine=megatron",
+        "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=3",
+    ],
+    "megatron: a parallel size of 0": [
+        "engine=megatron",
+        "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=0",
+    ],
+    "megatron: a null parallel size": [
+        "engine=megatron",
+        "actor_rollout_ref.actor.megatron.context_parallel_size=null",
+    ],
 }
 
 
