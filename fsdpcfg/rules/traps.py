@@ -120,14 +120,13 @@ def verl_on_cpu(ctx: Context) -> Iterable[Finding]:
 def fsdp1_offload_under_fsdp2(ctx: Context) -> Iterable[Finding]:
     """Under FSDP2, ``param_offload``/``optimizer_offload`` only park the shards in CPU memory *between*
     phases; peak memory during the update is unchanged. FSDP2's CPU offload during compute is
-    ``offload_policy=true`` (``CPUOffloadPolicy``), which then turns the manual flags off. verl's launcher only:
-    the native loop does not implement the two flags at all (FC802 refuses them, fsdpcfg/train/support.py).
+    ``offload_policy=true`` (``CPUOffloadPolicy``), which then turns the manual flags off. Both launchers: under
+    the native one FC802 also refuses the two flags (fsdpcfg/train/support.py: not implemented at all); this
+    warning says what they would not have done under verl either (case c16).
 
     Source: verl/workers/engine/fsdp/transformer_impl.py ``_build_fsdp_module`` (fsdp2 branch:
     ``offload_policy`` -> ``CPUOffloadPolicy``, manual offload otherwise); case c16.
     """
-    if ctx.launcher == "native":
-        return
     for sec, strat in fsdp_sections(ctx):
         if str(val(ctx, strat)) != "fsdp2" or flag(val(ctx, f"{sec}.offload_policy")):
             continue

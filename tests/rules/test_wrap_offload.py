@@ -118,7 +118,8 @@ def test_native_cuda_refuses_the_manual_offload_flags_with_fc802(role, flag):
     assert [(f.rule, f.keys) for f in e] == [("FC802", [key, "fsdpcfg.launcher"])]
     assert e[0].message.startswith(f"{key}=True is not implemented by the native launcher")
     assert "launcher=verl" in e[0].fix and f"{key}=false" in e[0].fix
-    assert not _own(found, "FC703")  # verl's trap: the native loop does not run the flags at all
+    # FC703's warning (case c16: the flags would not lower the update's peak under verl's FSDP2 either) stays
+    assert [f.severity for f in _own(found, "FC703")] == ["warning"]
 
 
 def test_native_cpu_gives_one_error_per_offload_key():
