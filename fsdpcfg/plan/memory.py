@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from fsdpcfg.plan.param_count import ParamCounts, UnsupportedArchitecture, count_parameters
-from fsdpcfg.schema.actor import fsdp_dtypes
 
 GIB = 2**30
 MIB = 2**20
@@ -271,6 +270,8 @@ def estimate_memory(cfg: dict, model_config: dict | None = None, *, suggest: boo
 
 
 def _estimate(cfg: dict, pc: ParamCounts, mc: dict) -> MemoryEstimate:
+    from fsdpcfg.schema.actor import fsdp_dtypes  # the schema is heavy; a plan of a config that passed has it
+
     a = "actor_rollout_ref.actor.fsdp_config."
     world = int(_get(cfg, "trainer.nnodes")) * int(_get(cfg, "trainer.n_gpus_per_node"))
     native = _get(cfg, "fsdpcfg.launcher") == "native"

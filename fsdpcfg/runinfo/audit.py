@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.schema.actor import fsdp_dtypes
 
 #: file in the run folder written by rank 0 at start-up.
 AUDIT_FILE = "startup_audit.json"
@@ -57,6 +56,8 @@ def expected_audit(cfg: dict[str, Any]) -> dict[str, Any]:
 
     shape, dims = mesh_shape(fsdp_size, world) or ((world,), ("fsdp",))  # make_plan ran FC301 first
     mesh = {"shape": list(shape), "dim_names": list(dims)}
+    from fsdpcfg.schema.actor import fsdp_dtypes  # the schema is heavy: `check` imports runinfo first
+
     compute, reduce, _ = fsdp_dtypes(fsdp)
     return {
         "fsdp_version": 2 if plan.strategy == "fsdp2" else 1,
