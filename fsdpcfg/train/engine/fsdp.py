@@ -220,6 +220,7 @@ def shard_model(
     offload_policy: bool = False,
     min_num_params: int = 0,
     forward_prefetch: bool = False,
+    wrap_key: str = "actor_rollout_ref.actor.fsdp_config.wrap_policy",
 ) -> nn.Module:
     """Shard ``model`` (it must already be on ``device`` or the CPU, in its master dtype), as verl's
     ``FSDPEngine._build_fsdp_module`` does.
@@ -240,6 +241,7 @@ def shard_model(
             size instead of by layer class (``wrap_classes`` is then not read, as in verl; with LoRA,
             :func:`check_fsdp1_units` raises ConfigError for a unit mixing adapters and frozen weights); FSDP2
             ignores it.
+        wrap_key: where ``wrap_policy`` is in the config (``engine.wrap_policy`` for SFT), named in errors.
         forward_prefetch: ``fsdp_config.forward_prefetch``: issue the next unit's all-gather before the current
             unit's forward compute (FSDP1's ``forward_prefetch``; FSDP2: each decoder-layer unit prefetches the
             next one, ``set_modules_to_forward_prefetch``, depth 1 as in verl's ``apply_fsdp2``). It changes the
@@ -255,7 +257,9 @@ def shard_model(
             FC704) cannot reach here.
     """
     by_size = strategy == "fsdp" and min_num_params > 0  # verl's FSDP1 size policy replaces the class one
-    layers = set() if by_size else decoder_layer_classes(model, wrap_classes)
+    layers = (
+        set() if by_size else decoder_layer_classes(model, wrap_classes, f"{wrap_key}.transformer_layer_cls_to_wrap")
+    )
     if offload_policy and (device.type == "cpu" or strategy != "fsdp2"):  # rule FC704 refuses it (both trees)
         raise ValueError(f"offload_policy needs strategy fsdp2 on an accelerator, got {strategy} on {device.type}")
     mesh = build_mesh(device, fsdp_size)
@@ -284,7 +288,7 @@ def shard_model(
         lora = len({p.requires_grad for p in model.parameters()}) == 2  # trainable adapters on a frozen base
         policy = fsdp1_wrap_policy(layers, min_num_params, lora=lora)
         if lora and by_size:
-            check_fsdp1_units(model, policy, min_num_params)
+            check_fsdp1_units(model, policy, min_num_params, f"{wrap_key}.min_num_params")
         mp = MixedPrecision(param_dtype=precision.param, reduce_dtype=precision.reduce, buffer_dtype=precision.buffer)
         if mesh.ndim == 1:
             sharding = ShardingStrategy.FULL_SHARD if reshard_after_forward else ShardingStrategy.SHARD_GRAD_OP
@@ -330,6 +334,7 @@ def shard_from_config(
         offload_policy=fsdp_cfg.offload_policy,
         min_num_params=wrap.min_num_params,
         forward_prefetch=fsdp_cfg.forward_prefetch,
+        wrap_key=f"{section}.fsdp_config.wrap_policy",
     )
 
 

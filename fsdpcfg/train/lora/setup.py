@@ -21,7 +21,13 @@ if TYPE_CHECKING:
     from fsdpcfg.train.model import ModelCfg
 
 DEFAULT_ADAPTER = "default"
-DEFAULT_LAYER_PREFIXES = ("layers.",)
+
+
+def _default_layer_prefixes() -> tuple[str, ...]:
+    """``fsdpcfg.lora_layer_prefixes``' default, from its one home (the schema's field)."""
+    from fsdpcfg.schema.fsdpcfg_section import FsdpcfgSection
+
+    return tuple(FsdpcfgSection().lora_layer_prefixes)
 
 
 @dataclass
@@ -48,7 +54,7 @@ class LoraSettings:
     adapter_path: str | None = None
     layered_summon: bool = False
     base_preloaded: bool = False
-    layer_prefixes: tuple[str, ...] = field(default=DEFAULT_LAYER_PREFIXES)
+    layer_prefixes: tuple[str, ...] = field(default_factory=_default_layer_prefixes)
     key_prefix: str = "actor_rollout_ref.model"
 
     @classmethod
@@ -68,7 +74,7 @@ class LoraSettings:
         rank = model_cfg.lora_rank
         if rank == 0:
             return None
-        prefixes = tuple(fsdpcfg_cfg.lora_layer_prefixes if fsdpcfg_cfg else DEFAULT_LAYER_PREFIXES)
+        prefixes = tuple(fsdpcfg_cfg.lora_layer_prefixes) if fsdpcfg_cfg else _default_layer_prefixes()
         return cls(
             rank=rank,
             alpha=float(model_cfg.lora_alpha),

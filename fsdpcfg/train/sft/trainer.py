@@ -126,6 +126,7 @@ class SFTTrainer(TrainerBase):
             offload_policy=eng.offload_policy,
             min_num_params=eng.wrap_policy.min_num_params,
             forward_prefetch=eng.forward_prefetch,
+            wrap_key="engine.wrap_policy",
         )
         optim_cfg = self.cfg.optim
         self.optimizer = build_optimizer([p for p in self.model.parameters() if p.requires_grad], optim_cfg)

@@ -143,6 +143,24 @@ def test_wrap_classes_that_do_not_resolve_list_the_model_classes(tiny_model_path
     assert "Qwen3DecoderLayer not found" in msg and "Qwen2DecoderLayer" in msg and "Qwen2RMSNorm" in msg
 
 
+def test_engine_errors_name_the_key_of_the_tree_being_run(tiny_model_path):
+    """A wrap class that does not resolve names the key of the section being sharded (SFT: ``engine.*``), not
+    the actor's (both are raised before any process group is needed)."""
+    from fsdpcfg.train.engine.fsdp import Precision, shard_model
+
+    fp32 = Precision(torch.float32, torch.float32, torch.float32)
+    with pytest.raises(ConfigError) as e:
+        shard_model(
+            _model(tiny_model_path),
+            "fsdp2",
+            fp32,
+            device=torch.device("cpu"),
+            wrap_classes=["NoSuchLayer"],
+            wrap_key="engine.wrap_policy",
+        )
+    assert e.value.key == "engine.wrap_policy.transformer_layer_cls_to_wrap"
+
+
 @pytest.mark.parametrize("strategy", ["fsdp2", "fsdp"])
 def test_offload_policy_on_cpu_is_refused_before_launch(strategy, tiny_model_path):
     """offload_policy needs fsdp2 on an accelerator: rule FC704 refuses it on a CPU run (and under FSDP1) before
