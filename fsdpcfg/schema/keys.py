@@ -134,9 +134,22 @@ def schema_prefixes() -> frozenset[str]:
     return _schema_index()[1]
 
 
+@cache
+def optional_entries() -> dict[str, Any]:
+    """``{dotted key: FieldInfo}`` of the entries of the schema's optional sections: a leaf typed ``Model | None``
+    (``actor_rollout_ref.actor.fsdp_config.mixed_precision``: null by default, else ``param_dtype`` ...), whose
+    entries are keys of the schema only once the section is set."""
+    out: dict[str, Any] = {}
+    for key, info in _schema_index()[0].items():
+        sub = next(filter(None, map(_sub_model, typing.get_args(info.annotation))), None)
+        if sub is not None:
+            out.update({f"{key}.{k}": v for k, v in model_index(sub)[0].items()})
+    return out
+
+
 def field_info(key: str) -> Any:
-    """Return the Pydantic ``FieldInfo`` of a schema leaf key, or ``None``."""
-    return _schema_index()[0].get(key)
+    """Return the Pydantic ``FieldInfo`` of a schema leaf key (or of an optional section's entry), or ``None``."""
+    return _schema_index()[0].get(key) or optional_entries().get(key)
 
 
 def verl_keys() -> frozenset[str]:
@@ -201,9 +214,8 @@ def classify(key: str) -> KeyKind:
             ann = leaves[parent].annotation
             if _is_mapping(ann):
                 return "free"
-            sub = next(filter(None, map(_sub_model, typing.get_args(ann))), None)
-            if sub is not None:  # an optional section (fsdp_config.mixed_precision: null, or its typed entries)
-                return "schema" if ".".join(parts[i:]) in model_index(sub)[0] else "unknown"
+            if any(_sub_model(a) for a in typing.get_args(ann)):  # an optional section (mixed_precision)
+                return "schema" if key in optional_entries() else "unknown"
             return "conflict"
         if parent in vkeys:
             return "free" if _verl_free(parent) else "conflict"
@@ -225,10 +237,7 @@ def known_parent(key: str) -> str | None:
 def suggestion_pool() -> tuple[str, ...]:
     """Every real key and section (schema and verl), legacy sections excluded: the did-you-mean candidates."""
     pool = set(schema_keys()) | set(schema_prefixes()) | set(verl_keys()) | set(_verl_prefixes())
-    for key, info in _schema_index()[0].items():  # the entries of an optional section (mixed_precision.param_dtype)
-        sub = next(filter(None, map(_sub_model, typing.get_args(info.annotation))), None)
-        if sub is not None:
-            pool.update(f"{key}.{k}" for k in model_index(sub)[0])
+    pool |= set(optional_entries())  # mixed_precision.param_dtype ...
     return tuple(sorted(k for k in pool if k.split(".", 1)[0] not in LEGACY_PREFIXES and "_target_" not in k))
 
 
