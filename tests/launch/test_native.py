@@ -101,6 +101,7 @@ def _no_torchrun(monkeypatch):
 
 def test_missing_model_folder_is_refused_before_torchrun_naming_the_offline_option(tmp_path, capsys, monkeypatch):
     started = _no_torchrun(monkeypatch)
+    monkeypatch.chdir(tmp_path)  # not the checkout: a checkpoint the README's main job left there would resume
     rc = main(
         [
             "+recipe=qwen_grpo",
@@ -118,6 +119,7 @@ def test_uncached_hub_id_is_refused_when_the_hub_is_unreachable_or_offline(tmp_p
     from fsdpcfg.schema import model as model_schema
 
     started = _no_torchrun(monkeypatch)
+    monkeypatch.chdir(tmp_path)  # not the checkout: a checkpoint the README's main job left there would resume
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache: the id is not cached
     monkeypatch.setattr(model_schema, "hub_reachable", lambda timeout_s=3.0: False)
     rc = main(["+recipe=qwen_grpo", "model=qwen2_5_0_5b_instruct", f"fsdpcfg.run_dir={tmp_path}/run"])
