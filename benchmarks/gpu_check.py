@@ -73,9 +73,9 @@ from gpu_check_report import render_markdown, summarise  # noqa: E402 (benchmark
 from fsdpcfg.launch.torchrun import torchrun_argv  # noqa: E402
 
 WHEELS = ROOT / ".whl"
-#: what the GPU machine lacks (NOTES.md "The GPU machine"): fsdpcfg's core dependencies but PyYAML, which it has, and
-#: typing-extensions at the version pydantic was tested with here (its floor may be above the machine's; newer is
-#: backward compatible for torch).
+#: what the lent GPU machine lacks (it has Python 3.12, CUDA torch, transformers, peft and PyYAML, and no package
+#: registry): fsdpcfg's core dependencies but PyYAML, and typing-extensions at the version pydantic was tested with
+#: here (its floor may be above the machine's; newer is backward compatible for torch).
 PACKAGES = (
     "hydra-core",
     "omegaconf",

@@ -1,7 +1,10 @@
 #!/usr/bin/env python
 """Regenerate the datasets shipped in ``fsdpcfg/data/datasets/`` (deterministic: same bytes every run).
 
-    python scripts/prepare_data.py [--gsm8k-source ../shared/data/gsm8k] [--out fsdpcfg/data/datasets]
+    python scripts/prepare_data.py [--gsm8k-source DIR] [--out fsdpcfg/data/datasets]
+
+``DIR`` holds the raw GSM8K ``train.jsonl`` and ``test.jsonl`` of github.com/openai/grade-school-math
+(``grade_school_math/data/``, MIT; the commit and sha256 are in ``fsdpcfg/data/datasets/gsm8k/SOURCES.md``).
 
 Writes:
 - ``gsm8k/{train,test}.jsonl``: the first 256 train / 64 test GSM8K problems in verl's RL format, converted

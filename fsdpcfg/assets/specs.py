@@ -1,8 +1,8 @@
 """The table of offline model assets: which real config each tiny model scales down, with which tokenizer.
 
 Pure data, no torch: ``fsdpcfg assets list`` and the checker may read it cheaply. Real configs live in
-``fsdpcfg/data/model_configs/<dir>/`` and real tokenizers in ``fsdpcfg/data/tokenizers/<name>/`` (copied from
-``../shared/data``, provenance in the ``SOURCES.md`` beside them).
+``fsdpcfg/data/model_configs/<dir>/`` and real tokenizers in ``fsdpcfg/data/tokenizers/<name>/`` (public models'
+files, copied byte for byte; source, commit and license of each in the ``SOURCES.md`` beside them).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def train_files_present(ctx: Context) -> Iterable[Finding]:
     normal (info), and ``python -m fsdpcfg`` refuses to launch without it, before torchrun starts.
 
     Source: verl/utils/dataset/rl_dataset.py and sft_dataset (read at worker start-up, minutes in);
-    ../shared/cases/README.md "Offline inspection".
+    docs/design.md#offline-inspection.
     """
     missing = missing_files(ctx.get(KEY))
     if missing:

@@ -3,8 +3,8 @@ subset of verl's keys; verl (Ray) runs the inference-engine rollouts. Which keys
 honours is declared beside its code in :mod:`fsdpcfg.train.support` (``FEATURES``, read as ``NATIVE_UNSUPPORTED``,
 ``NATIVE_VALUES`` and ``NATIVE_WHEN``; importable without torch).
 
-Source: DESIGN.md "A key that verl knows but the chosen launcher does not implement is an error that says so
-and names the launcher that does (no silent no-ops)"; issue 2.3 (rollout backend per launcher).
+Source: docs/design.md#no-silent-no-ops (a key that verl knows but the chosen launcher does not implement is an error
+naming the launcher that does); issue 2.3 (rollout backend per launcher).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def native_unsupported_key(ctx: Context) -> Iterator[Finding]:
     or a key only verl reads (not in fsdpcfg's schema), with a value other than verl 0.9.1's default, would
     be a silent no-op. Keys at verl's default are fine. Keys whose value copies another key
     (``${...}``) are reported on the key they copy. SFT: the keys the native SFT trainer declares refused
-    (``support.SFT_FEATURES``; a key only verl reads is FC114's). Source: DESIGN.md "no silent no-ops"."""
+    (``support.SFT_FEATURES``; a key only verl reads is FC114's). Source: docs/design.md#no-silent-no-ops."""
     kind = _native_kind(ctx)
     if kind is None:
         return
@@ -212,7 +212,7 @@ def native_sft_verl_only_key(ctx: Context) -> Iterator[Finding]:
     schema does not model (``engine.qat.*``, ``profiler.*``, ``model.lora.*`` ...) with a value other than
     verl 0.9.1's default would be a silent no-op: fsdpcfg/train/sft reads only the schema's keys. Keys that
     copy another key (``${...}``) are left to the key they copy. The SFT counterpart of FC802. Source:
-    DESIGN.md "no silent no-ops"; verl/trainer/config/sft_trainer_engine.yaml."""
+    docs/design.md#no-silent-no-ops; verl/trainer/config/sft_trainer_engine.yaml."""
     if ctx.launcher != "native" or ctx.verl_config != "sft_trainer_engine":
         return  # another engine under the native launcher is FC254's
     from fsdpcfg.rules.sft_rules import _schema_defaults

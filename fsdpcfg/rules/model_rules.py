@@ -2,7 +2,7 @@
 config — read as JSON by :mod:`fsdpcfg.rules.model_files`, never executed.
 
 A hub id without a local snapshot, or a path absent on this machine, cannot be inspected: FC400 says so
-(info) and the rules that need the files stay silent (../shared/cases/README.md, "Offline inspection").
+(info) and the rules that need the files stay silent (docs/design.md#offline-inspection).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def model_not_local(ctx: Context) -> Iterable[Finding]:
     """A hub id with no local snapshot, or a path that does not exist on this machine (a cluster path checked
     in pre-commit), cannot be read: say so and go on without the model rules. Launch fails on it later.
 
-    Source: ../shared/cases/README.md "Offline inspection".
+    Source: docs/design.md#offline-inspection.
     """
     m = ctx.model
     if m is not None and m.status == "not_local" and pending_checkpoint_root(m.path) is None:  # else FC690
@@ -59,7 +59,7 @@ def model_folder_incomplete(ctx: Context) -> Iterable[Finding]:
     """A folder that exists but lacks ``config.json`` (or has an unreadable one), or whose tokenizer folder
     lacks ``tokenizer_config.json``, fails on every rank at start-up.
 
-    Source: ../shared/cases/README.md "Offline inspection"; verl/workers/config/model.py
+    Source: docs/design.md#offline-inspection; verl/workers/config/model.py
     ``HFModelConfig.__post_init__`` (AutoConfig) and verl/utils/tokenizer/tokenizer.py ``hf_tokenizer``.
     """
     m = ctx.model

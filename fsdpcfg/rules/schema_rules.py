@@ -1,8 +1,9 @@
 """FC1xx: the schema, unknown and unread keys, types and allowed values, the model path.
 
 These rules report what :func:`fsdpcfg.schema.validate_tree` finds (computed once per check and cached on
-the context). Sources: DESIGN.md "Unknown keys are never ignored"; verl 0.9.1's dataclass checks
-(``verl/workers/config/*.py``) for the allowed values; ../shared/cases c09, c20, c23.
+the context). Sources: docs/design.md#unknown-keys-are-never-ignored; verl 0.9.1's dataclass checks
+(``verl/workers/config/*.py``) for the allowed values; reported cases c09, c20, c23
+(docs/design.md#reported-misconfigurations).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def unresolved_interpolation(ctx: Context) -> Iterator[Finding]:
 def unknown_key(ctx: Context) -> Iterator[Finding]:
     """A key that neither fsdpcfg's schema nor verl 0.9.1's ``ppo_trainer`` config defines, from a config
     file (keys created on the command line with ``+`` are FC102). verl and Hydra ignore such keys silently
-    when they sit in a file. Source: DESIGN.md "Unknown keys are never ignored"."""
+    when they sit in a file. Source: docs/design.md#unknown-keys-are-never-ignored."""
     added = _added(ctx)
     for i in schema_report(ctx).issues:
         if i.kind != "unknown" or any(_under(a, i.key) or _under(i.key, a) for a in added):
@@ -89,7 +90,8 @@ def unknown_key(ctx: Context) -> Iterator[Finding]:
 )
 def unread_added_key(ctx: Context) -> Iterator[Finding]:
     """``+key=value`` creates a key even when nothing reads it, so a typo in a ``+`` override is silently
-    accepted by Hydra and by verl. Source: ../shared/cases c09 (``+model.trust_remote_code``) and c20."""
+    accepted by Hydra and by verl. Source: reported cases c09 (``+model.trust_remote_code``) and c20
+    (docs/design.md#reported-misconfigurations)."""
     for key in _added(ctx):
         if K.classify(key) != "unknown":
             continue
@@ -129,7 +131,7 @@ def invalid_value(ctx: Context) -> Iterator[Finding]:
     """Types, ranges and allowed values of the schema (Pydantic, ``fsdpcfg/schema/``), and values of
     verl-only keys whose type differs from verl's default. Source: verl 0.9.1 ``verl/workers/config/*.py``
     (``__post_init__`` checks), ``verl/trainer/ppo/core_algos.py`` (estimators, KL types, policy losses);
-    ../shared/cases c23."""
+    reported case c23 (docs/design.md#reported-misconfigurations)."""
     for i in schema_report(ctx).issues:
         if i.kind in ("invalid", "verl_type", "conflict"):
             yield ctx.finding("FC103", [i.key], f"{i.key}: {i.message}", i.fix)
@@ -148,7 +150,7 @@ def needs_plus(ctx: Context) -> Iterator[Finding]:
     ``ray_kwargs.ray_init``) or read by verl's dataclasses without a YAML entry
     (``fsdp_config.mixed_precision``). :func:`fsdpcfg.check.compose_for_check` composes again with ``+`` so that
     the other rules still run, and records the override in ``composed.plus_needed``. A key of another
-    engine's sections is FC113's. Source: Hydra's override grammar; STYLE.md "Errors a person can act on"."""
+    engine's sections is FC113's. Source: Hydra's override grammar; docs/design.md#errors-a-person-can-act-on."""
     from fsdpcfg import verlref
 
     own = verlref.keys(ctx.verl_config)
@@ -238,7 +240,7 @@ def model_path(ctx: Context) -> Iterator[Finding]:
     exist on this machine (a cluster path checked on a laptop) cannot be inspected: info, and the rules that
     read config.json are skipped; it becomes an error at launch (:func:`fsdpcfg.schema.require_model_path`).
     A ``${fsdpcfg_latest:ROOT}`` with no checkpoint yet is FC690's (which run comes first), not this rule's.
-    Source: ../shared/cases/README.md "Offline inspection". The critic's model (``critic.model.path``) is
+    Source: docs/design.md#offline-inspection. The critic's model (``critic.model.path``) is
     checked the same way when the run builds a critic (verl/trainer/ppo/utils.py ``need_critic``)."""
     from fsdpcfg.rules._common import need_critic
 

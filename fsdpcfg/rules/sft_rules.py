@@ -89,7 +89,7 @@ def sft_schema(ctx: Context) -> Iterator[Finding]:
     verl 0.9.1's ``sft_trainer_engine`` keys and defaults): an unknown key (with the closest real key), a value
     of the wrong type or outside the allowed set, a required value left as ``???``, an interpolation that
     cannot be resolved. verl's Hydra config would accept a misspelt key in a file and ignore it. Source:
-    ``verl/trainer/config/sft_trainer_engine.yaml``; DESIGN.md "Unknown keys are never ignored"."""
+    ``verl/trainer/config/sft_trainer_engine.yaml``; docs/design.md#unknown-keys-are-never-ignored."""
     from pydantic import ValidationError
 
     from fsdpcfg.schema.sft import SftRunConfig
@@ -239,8 +239,7 @@ def _split_findings(ctx: Context, tbs: int, micro: int, dp: int, derivation: str
 def sft_dynamic_bsz_native(ctx: Context) -> Iterator[Finding]:
     """``data.use_dynamic_bsz`` (verl's default: true) packs micro-batches by ``max_token_len_per_gpu``; the
     native trainer splits each rank's share into ``micro_batch_size_per_gpu`` sequences instead. Not a silent
-    no-op: an error naming the launcher that implements it. Source: DESIGN.md "A key that verl knows but the
-    chosen launcher does not implement is an error"."""
+    no-op: an error naming the launcher that implements it. Source: docs/design.md#no-silent-no-ops."""
     if _get(ctx, "fsdpcfg.launcher") == "native" and _get(ctx, "data.use_dynamic_bsz") is True:
         yield ctx.finding(
             "FC251",
@@ -261,8 +260,8 @@ def sft_dynamic_bsz_native(ctx: Context) -> Iterator[Finding]:
 def sft_ulysses_native(ctx: Context) -> Iterator[Finding]:
     """``engine.ulysses_sequence_parallel_size`` > 1 splits each sequence over that many ranks in verl's SFT
     engine; the native trainer shards parameters only (every rank holds whole sequences). Not a silent no-op:
-    an error naming the launcher that implements it. Source: DESIGN.md "A key that verl knows but the chosen
-    launcher does not implement is an error"; verl/workers/engine/fsdp/transformer_impl.py (Ulysses mesh)."""
+    an error naming the launcher that implements it. Source: docs/design.md#no-silent-no-ops;
+    verl/workers/engine/fsdp/transformer_impl.py (Ulysses mesh)."""
     sp = _get(ctx, "engine.ulysses_sequence_parallel_size", 1)
     if _get(ctx, "fsdpcfg.launcher") == "native" and sp != 1:
         yield ctx.finding(
@@ -283,8 +282,8 @@ def sft_ulysses_native(ctx: Context) -> Iterator[Finding]:
 )
 def sft_validation_native(ctx: Context) -> Iterator[Finding]:
     """verl's SFT trainer evaluates ``data.val_files`` every ``trainer.test_freq`` steps; the native SFT trainer
-    has no validation pass, so either key set would be accepted and do nothing. Source: DESIGN.md "A key that
-    verl knows but the chosen launcher does not implement is an error"; verl/trainer/sft_trainer.py."""
+    has no validation pass, so either key set would be accepted and do nothing. Source:
+    docs/design.md#no-silent-no-ops; verl/trainer/sft_trainer.py."""
     if _get(ctx, "fsdpcfg.launcher") != "native":
         return
     set_keys = []
@@ -314,8 +313,8 @@ def sft_engine_native(ctx: Context) -> Iterator[Finding]:
     """The native SFT trainer (fsdpcfg/train/sft) shards the model with FSDP1/FSDP2 (``engine=fsdp``/``fsdp2``,
     verl's ``engine.strategy``); verl's other SFT engines (``engine=megatron optim=megatron`` ..., their
     ``engine.*`` sections: ``McoreEngineConfig`` ...) run only under verl's ``sft_trainer``. Not a silent
-    FSDP run with the Megatron keys ignored: an error naming the launcher that runs it. Source: DESIGN.md "A key
-    that verl knows but the chosen launcher does not implement is an error"; verl/trainer/sft_trainer.py
+    FSDP run with the Megatron keys ignored: an error naming the launcher that runs it. Source:
+    docs/design.md#no-silent-no-ops; verl/trainer/sft_trainer.py
     (``engine`` built from ``config.engine`` by ``EngineRegistry``)."""
     if _get(ctx, "fsdpcfg.launcher") != "native" or fsdp_engine(ctx):
         return

@@ -4,7 +4,8 @@ config says.
 Sources: verl/trainer/config/ppo_trainer.yaml (0.9 moved the reward keys under ``reward``),
 verl/utils/device.py (``get_device_name``: no CPU backend), verl/workers/engine/fsdp/transformer_impl.py
 (FSDP1 ``CPUOffload`` vs FSDP2 ``CPUOffloadPolicy``), verl/utils/fsdp_utils.py (``get_fsdp_wrap_policy``,
-``apply_fsdp2``: the FSDP units), and the reported problems in ../shared/cases (c16, c19, c24, c25).
+``apply_fsdp2``: the FSDP units), and the reported cases c16, c19, c24, c25
+(docs/design.md#reported-misconfigurations).
 """
 
 from __future__ import annotations

@@ -133,7 +133,8 @@ def _only(ctx: Any, rule_id: str) -> list[Finding]:
 def no_gpu(ctx: Any) -> list[Finding]:
     """verl 0.9.1 has no CPU device: started without a CUDA GPU it rewrites ``trainer.device`` to cuda and Ray
     waits for GPUs that do not exist. Not checked when attaching to a Ray cluster
-    (``ray_kwargs.ray_init.address``), whose nodes hold the GPUs. Source: verl/utils/device.py; NOTES.md."""
+    (``ray_kwargs.ray_init.address``), whose nodes hold the GPUs. Source: verl/utils/device.py; reported
+    case c25 (docs/design.md#reported-misconfigurations)."""
     return _only(ctx, "FC850")
 
 
