@@ -30,6 +30,10 @@ _fastparse.install()  # each ${...} string is parsed once: the same values, reso
 
 #: modules of fsdpcfg.rules that hold machinery, not rules.
 _NOT_RULES = {"context", "finding", "registry"}
+#: rule modules that live with the stage they check, outside fsdpcfg.rules: the machine checks of a verl launch
+#: (FC85x, ``stage="launch"``). Imported by name: the one plug-in point by which a later stage adds rules to
+#: the registry (tests/test_layout.py allows no other import up the pipeline).
+RULE_PLUGINS = ("fsdpcfg.launch.verl_launch",)
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 #: resolvers whose ``${...}`` values are paths, not copies of another key.
 _VALUE_RESOLVERS = ("${fsdpcfg_", "${oc.env", "${oc.decode")
@@ -37,14 +41,17 @@ _VALUE_RESOLVERS = ("${fsdpcfg_", "${oc.env", "${oc.decode")
 
 @cache
 def load_rule_modules() -> tuple[tuple[str, str | None], ...]:
-    """Import every rule module of :mod:`fsdpcfg.rules`; return ``(module, import error or None)`` pairs."""
+    """Import every rule module of :mod:`fsdpcfg.rules` and the :data:`RULE_PLUGINS`; return ``(module, import
+    error or None)`` pairs."""
     import fsdpcfg.rules as pkg
 
     out: list[tuple[str, str | None]] = []
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if info.name.startswith("_") or info.name in _NOT_RULES:
-            continue
-        name = f"{pkg.__name__}.{info.name}"
+    names = [
+        f"{pkg.__name__}.{info.name}"
+        for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name)
+        if not info.name.startswith("_") and info.name not in _NOT_RULES
+    ]
+    for name in [*names, *RULE_PLUGINS]:
         try:
             importlib.import_module(name)
             out.append((name, None))
@@ -124,7 +131,7 @@ def check_config(composed: Any) -> list[Finding]:
     kind = getattr(composed, "kind", "ppo")
     for rid in sorted(RULES):
         r = RULES[rid]
-        if r.stage != "check":  # machine checks run at launch only (fsdpcfg.rules.verl_launch)
+        if r.stage != "check":  # machine checks run at launch only (fsdpcfg.launch.verl_launch)
             continue
         if kind not in r.kinds:  # ppo rules read ppo keys; sft rules sft keys
             continue
