@@ -72,6 +72,7 @@ class Trainer(TrainerBase):
     """
 
     cfg: RunConfig
+    rollout: HFRollout  # the plain replica, or LoraHFRollout (a subclass) under LoRA
 
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
