@@ -115,7 +115,7 @@ def atomic_write_text(
     ``path``, so a reader never sees half a file; the temporary file is removed when the write fails (a full
     disk leaves the old file in place, never a truncated one). With ``root``, ``path`` must lie inside it
     (:func:`within`); ``mode`` sets the permission bits. Returns ``path``. The one atomic writer: text that may
-    hold config values goes through :func:`fsdpcfg.runinfo.redact.write_private`, which scrubs it first.
+    hold config values goes through :func:`fsdpcfg.redact.write_private`, which scrubs it first.
 
     Raises:
         PathEscape: ``path`` lies outside ``root``.

@@ -1,9 +1,11 @@
-"""The package tree is the pipeline: no module imports another package's private module, and the torch-free
+"""The package tree is the pipeline: each stage imports only the stages before it and the ground floor (no import
+up the pipeline, no import cycle), no module imports another package's private module, and the torch-free
 stages (check, rules, plan, the patch declarations) import no torch."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,3 +92,212 @@ def test_check_rules_plan_and_patch_declarations_import_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+#: the stages from the bottom up (Hydra's ``core/`` below ``_internal/``): a module may import its own stage and the
+#: stages below it, never one above nor a neighbour on its own floor. ``fsdpcfg`` is the package's own modules
+#: (errors, keypath, paths, yamlio, datafiles, secrets, redact); ``fsdpcfg.__main__`` belongs to the CLI. Every
+#: import counts, function-local and ``TYPE_CHECKING`` ones too; the one way up is a rule module a later stage
+#: registers by name (``fsdpcfg.check.config.RULE_PLUGINS``), which is data, not an import.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("fsdpcfg", "verlref"),  # the ground floor: errors, key walking, paths, YAML, secret shapes, verl's key list
+    ("patches", "native", "rewards", "assets"),  # torch-free declarations (patch sets, what the native loop runs,
+    # its checkpoint layout), reward functions, the offline test assets
+    ("compose",),  # Hydra composition of the config tree
+    ("schema",),  # Pydantic models of the composed config
+    ("rules",),  # the static rules over a composed, validated config
+    ("check",),  # compose + schema + rules behind one API; the run-script reader
+    ("catalog",),  # what the rules, keys and defaults are, for explain/ls/docs (reads the registry and the tree)
+    ("plan",),  # the numbers of a run that passed the rules (batch sizes, mesh, memory)
+    ("runinfo",),  # what a run was asked and did, in its folder
+    ("launch",),  # start a run: native (torchrun) or verl
+    ("train",),  # the native trainer under torchrun
+    ("sweep", "doctor"),  # many runs; the end-to-end self-check
+    ("cli",),  # the command line
+)
+
+
+def _floor() -> dict[str, int]:
+    return {unit: i for i, floor in enumerate(LAYERS) for unit in floor}
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted name -> source file of every module of fsdpcfg (a package by its ``__init__.py``)."""
+    out = {}
+    for path in sorted(PKG.rglob("*.py")):
+        module = ".".join(path.relative_to(PKG.parent).with_suffix("").parts)
+        out[module.removesuffix(".__init__")] = path
+    return out
+
+
+def unit_of(module: str) -> str:
+    """The stage of ``module``: its top subpackage of fsdpcfg (``fsdpcfg.rules.traps`` -> ``rules``),
+    ``fsdpcfg`` for the package's own modules (``fsdpcfg.errors``), ``cli`` for ``fsdpcfg.__main__``."""
+    parts = module.split(".")
+    if module == "fsdpcfg.__main__":
+        return "cli"
+    if len(parts) > 1 and (PKG / parts[1]).is_dir():
+        return parts[1]
+    return "fsdpcfg"
+
+
+def import_edges(source: str, module: str, modules: set[str], is_package: bool = False) -> list[tuple[int, str]]:
+    """``(line, module of fsdpcfg)`` for each import in ``source`` (the code of ``module``), wherever it sits
+    (top level, in a function, under ``TYPE_CHECKING``). ``from X import y`` counts as an import of ``X.y`` when
+    that is a module, else of ``X``; a name resolves to the longest module it starts with."""
+
+    def owner(name: str) -> str | None:
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            if ".".join(parts[:i]) in modules:
+                return ".".join(parts[:i])
+        return None
+
+    package = module if is_package else module.rpartition(".")[0]
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+        for name in names:
+            target = owner(name) if name.split(".")[0] == "fsdpcfg" else None
+            if target is not None and target != module:
+                out.append((node.lineno, target))
+    return out
+
+
+def import_graph() -> dict[str, dict[str, int]]:
+    """module -> {imported module of fsdpcfg: first line} for the whole package."""
+    mods = _modules()
+    names = set(mods)
+    graph: dict[str, dict[str, int]] = {}
+    for module, path in mods.items():
+        edges: dict[str, int] = {}
+        for line, target in import_edges(path.read_text(encoding="utf-8"), module, names, path.name == "__init__.py"):
+            edges.setdefault(target, line)
+        graph[module] = edges
+    return graph
+
+
+def upward_imports(graph: dict[str, dict[str, int]]) -> list[str]:
+    """``module:line imports X (stage a -> stage b)`` for each import of a later stage, or of a neighbour on the
+    same floor (the ground floor's modules, the shared helpers, may import each other); a module of a stage
+    :data:`LAYERS` does not name is one too (every stage has its floor)."""
+    floor = _floor()
+    bad = []
+    for module, edges in sorted(graph.items()):
+        a = unit_of(module)
+        for target, line in sorted(edges.items()):
+            b = unit_of(target)
+            if a == b:
+                continue
+            if a not in floor or b not in floor or floor[b] > floor[a] or (floor[b] == floor[a] and floor[a] > 0):
+                bad.append(f"{module}:{line} imports {target} ({a} -> {b})")
+    return bad
+
+
+def import_cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The import cycles of ``graph``: its strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_every_stage_has_its_floor():
+    units = {unit_of(m) for m in _modules()}
+    assert units == set(_floor()), "a new subpackage of fsdpcfg: give it its floor in LAYERS"
+
+
+#: the imports up the pipeline still to remove (issue 21 item 2), each with what it needs: this list only shrinks.
+KNOWN_UPWARD = {
+    # the memory gate, the FSDP mesh rule and the tied-embedding trap read plan's estimates (memory, parameter
+    # count, mesh shape), which in turn read catalog's defaults and rules' model reader: the estimates move down
+    "fsdpcfg.rules.memory_gate imports fsdpcfg.plan.memory (rules -> plan)",
+    "fsdpcfg.rules.memory_gate imports fsdpcfg.plan.param_count (rules -> plan)",
+    "fsdpcfg.rules.parallel imports fsdpcfg.plan.mesh (rules -> plan)",
+    "fsdpcfg.rules.traps imports fsdpcfg.plan.memory (rules -> plan)",
+    "fsdpcfg.rules.traps imports fsdpcfg.plan.param_count (rules -> plan)",
+    # an unknown key's error asks the schema's key classes whether verl would need `+` for it
+    "fsdpcfg.compose._compose imports fsdpcfg.schema.keys (compose -> schema)",
+    # the second opinion builds verl's tree with the exporter's translation (verl_tree, verl_composition)
+    "fsdpcfg.check.verl_opinion imports fsdpcfg.launch.verl (check -> launch)",
+    "fsdpcfg.check.verl_opinion._worker imports fsdpcfg.launch.verl (check -> launch)",
+}
+#: import cycles still to break: composition and the config-file reader call each other (function-local imports).
+KNOWN_CYCLES = [["fsdpcfg.compose._compose", "fsdpcfg.compose.config_file"]]
+
+
+def test_no_import_runs_up_the_pipeline():
+    found = {re.sub(r":\d+ imports ", " imports ", f) for f in upward_imports(import_graph())}
+    assert sorted(found - KNOWN_UPWARD) == [], "an import up the pipeline: move the shared fact down (LAYERS)"
+    assert sorted(KNOWN_UPWARD - found) == [], "fixed: remove it from KNOWN_UPWARD"
+
+
+def test_no_import_cycle():
+    assert import_cycles(import_graph()) == KNOWN_CYCLES
+
+
+def test_the_layer_scan_sees_an_upward_import_and_a_cycle():
+    mods = set(_modules())
+    planted = (
+        "from fsdpcfg.native import support\n"
+        "def f():\n"
+        "    from fsdpcfg.train.loop import Trainer\n"  # function-local: still an import
+        "    from fsdpcfg.plan import mesh\n"
+        "from .context import Context\n"
+    )
+    edges = import_edges(planted, "fsdpcfg.rules.planted", mods)
+    assert sorted(t for _, t in edges) == [
+        "fsdpcfg.native.support",
+        "fsdpcfg.plan.mesh",
+        "fsdpcfg.rules.context",
+        "fsdpcfg.train.loop",
+    ]
+    graph = {"fsdpcfg.rules.planted": {t: line for line, t in edges}, "fsdpcfg.train.loop": {}}
+    found = upward_imports(graph)
+    assert [re.sub(r":\d+ ", " ", f) for f in found] == [
+        "fsdpcfg.rules.planted imports fsdpcfg.plan.mesh (rules -> plan)",
+        "fsdpcfg.rules.planted imports fsdpcfg.train.loop (rules -> train)",
+    ]
+    assert upward_imports({"fsdpcfg.sweep.x": {"fsdpcfg.doctor.y": 1}}) == [
+        "fsdpcfg.sweep.x:1 imports fsdpcfg.doctor.y (sweep -> doctor)"  # neighbours on one floor
+    ]
+    assert (
+        upward_imports({"fsdpcfg.secrets": {"fsdpcfg.verlref": 30}, "fsdpcfg.compose.x": {"fsdpcfg.errors": 1}}) == []
+    )
+    cyc = {"fsdpcfg.train.loop": {"fsdpcfg.train.validate": 31}, "fsdpcfg.train.validate": {"fsdpcfg.train.loop": 3}}
+    assert import_cycles({**cyc, "fsdpcfg.errors": {}}) == [["fsdpcfg.train.loop", "fsdpcfg.train.validate"]]

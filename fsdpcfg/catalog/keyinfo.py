@@ -7,7 +7,7 @@
 * verl's default: :mod:`fsdpcfg.verlref` (the pinned verl release's own config);
 * where the tree sets it: the YAML files of ``conf/`` and ``recipes/`` (file:line);
 * the rules that read it: ``RULES[...].keys`` of the rule table;
-* whether the native launcher implements it: :mod:`fsdpcfg.train.support`.
+* whether the native launcher implements it: :mod:`fsdpcfg.native.support`.
 """
 
 from __future__ import annotations
@@ -209,8 +209,8 @@ def key_info(key: str) -> KeyInfo | None:
 
 
 def _native_text(key: str) -> str | None:
-    """What the native launcher does with ``key`` (:mod:`fsdpcfg.train.support`), or ``None`` when undeclared."""
-    from fsdpcfg.train import support
+    """What the native launcher does with ``key`` (:mod:`fsdpcfg.native.support`), or ``None`` when undeclared."""
+    from fsdpcfg.native import support
 
     if key in support.NATIVE_UNSUPPORTED:
         return f"not implemented by the native launcher ({support.NATIVE_UNSUPPORTED[key]}); use launcher=verl"

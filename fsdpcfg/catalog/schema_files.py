@@ -58,8 +58,21 @@ DEFAULTS_LIST = {
 
 
 def schemas_dir() -> Path:
-    """Return the repository's ``schemas/`` folder (next to ``conf/`` and ``recipes/``)."""
-    return paths.REPO_DIR / "schemas"
+    """Return the folder of the schema files: the repository's ``schemas/`` in a checkout (next to ``conf/`` and
+    ``recipes/``), else the copy an installed package carries (``fsdpcfg/_tree/schemas``, written by setup.py)."""
+    checkout = paths.REPO_DIR / "schemas"
+    if (paths.REPO_DIR / "conf" / "config.yaml").is_file():
+        return checkout
+    return paths.PACKAGE_DIR / "_tree" / "schemas"
+
+
+def output_dir() -> Path:
+    """Where ``fsdpcfg schema`` writes (and ``--check`` reads) by default: the repository's ``schemas/`` in a
+    checkout; from an installed package, ``schemas/`` in the current folder (a project's own copy for its
+    editor), never the installed package itself."""
+    if (paths.REPO_DIR / "conf" / "config.yaml").is_file():
+        return paths.REPO_DIR / "schemas"
+    return Path.cwd() / "schemas"
 
 
 def _roots() -> dict[str, Any]:
@@ -261,7 +274,7 @@ def render(doc: dict[str, Any]) -> str:
 
 def stale(folder: Path | None = None) -> list[str]:
     """Return the schema files under ``folder`` (default ``schemas/``) that are missing or out of date."""
-    folder = Path(folder or schemas_dir())
+    folder = Path(folder or output_dir())
     return [
         name
         for name, doc in build().items()
@@ -271,7 +284,7 @@ def stale(folder: Path | None = None) -> list[str]:
 
 def write(folder: Path | None = None) -> list[Path]:
     """Write every schema file under ``folder`` (default ``schemas/``); return the paths written."""
-    folder = Path(folder or schemas_dir())
+    folder = Path(folder or output_dir())
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for name, doc in build().items():

@@ -13,14 +13,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import re
 from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from omegaconf import OmegaConf
-
-from fsdpcfg import verlref
 from fsdpcfg.check import _fastparse, _fastyaml
 from fsdpcfg.errors import ConfigError, UsageError
 from fsdpcfg.rules.finding import Finding
@@ -28,72 +24,36 @@ from fsdpcfg.rules.finding import Finding
 _fastyaml.install()  # Hydra parses the config tree with libyaml: the same trees, composed faster
 _fastparse.install()  # each ${...} string is parsed once: the same values, resolved faster
 
+from fsdpcfg.compose.resolve import resolve  # noqa: E402  (after the two installs: it imports Hydra)
+
 #: modules of fsdpcfg.rules that hold machinery, not rules.
 _NOT_RULES = {"context", "finding", "registry"}
+#: rule modules that live with the stage they check, outside fsdpcfg.rules: the machine checks of a verl launch
+#: (FC85x, ``stage="launch"``). Imported by name: the one plug-in point by which a later stage adds rules to
+#: the registry (tests/test_layout.py allows no other import up the pipeline).
+RULE_PLUGINS = ("fsdpcfg.launch.verl_launch",)
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
-#: resolvers whose ``${...}`` values are paths, not copies of another key.
-_VALUE_RESOLVERS = ("${fsdpcfg_", "${oc.env", "${oc.decode")
 
 
 @cache
 def load_rule_modules() -> tuple[tuple[str, str | None], ...]:
-    """Import every rule module of :mod:`fsdpcfg.rules`; return ``(module, import error or None)`` pairs."""
+    """Import every rule module of :mod:`fsdpcfg.rules` and the :data:`RULE_PLUGINS`; return ``(module, import
+    error or None)`` pairs."""
     import fsdpcfg.rules as pkg
 
     out: list[tuple[str, str | None]] = []
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if info.name.startswith("_") or info.name in _NOT_RULES:
-            continue
-        name = f"{pkg.__name__}.{info.name}"
+    names = [
+        f"{pkg.__name__}.{info.name}"
+        for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name)
+        if not info.name.startswith("_") and info.name not in _NOT_RULES
+    ]
+    for name in [*names, *RULE_PLUGINS]:
         try:
             importlib.import_module(name)
             out.append((name, None))
         except Exception as e:  # a broken rule module must not take the checker down
             out.append((name, f"{type(e).__name__}: {e}"))
     return tuple(out)
-
-
-def resolve(composed: Any) -> tuple[dict[str, Any], dict[str, str], frozenset[str]]:
-    """Resolve the composed config without raising.
-
-    Returns:
-        (config as nested dicts, {key: why its interpolation failed} (those keys are left out),
-        keys whose value copies another key through an interpolation).
-    """
-    raw = OmegaConf.to_container(composed.cfg, resolve=False)
-    flat = verlref.flatten(raw)
-    derived = frozenset(
-        k for k, v in flat.items() if isinstance(v, str) and v.startswith("${") and not v.startswith(_VALUE_RESOLVERS)
-    )
-    try:
-        return composed.to_container(resolve=True), {}, derived
-    except ConfigError:
-        pass
-    failed: dict[str, str] = {}
-    out: dict[str, Any] = {}
-    for key, value in flat.items():
-        if isinstance(value, str) and "${" in value or isinstance(value, list):
-            try:
-                node = OmegaConf.select(composed.cfg, key, throw_on_resolution_failure=True)
-                value = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
-            except Exception as e:
-                failed[key] = f"{value!r} cannot be resolved: {str(e).strip().splitlines()[0]}"
-                continue
-        _set(out, key, value)
-    # a key that copies a broken key is left out too, but only the broken key is reported
-    roots = {k: why for k, why in failed.items() if _target(flat.get(k)) not in failed}
-    return out, roots or failed, derived
-
-
-def _target(raw: Any) -> str | None:
-    m = re.match(r"^\$\{(?:oc\.select:)?([^,}:]+)", raw) if isinstance(raw, str) else None
-    return m.group(1).strip() if m else None
-
-
-def _set(tree: dict[str, Any], key: str, value: Any) -> None:
-    from fsdpcfg import keypath
-
-    keypath.set(tree, key, value)
 
 
 def check_config(composed: Any) -> list[Finding]:
@@ -124,7 +84,7 @@ def check_config(composed: Any) -> list[Finding]:
     kind = getattr(composed, "kind", "ppo")
     for rid in sorted(RULES):
         r = RULES[rid]
-        if r.stage != "check":  # machine checks run at launch only (fsdpcfg.rules.verl_launch)
+        if r.stage != "check":  # machine checks run at launch only (fsdpcfg.launch.verl_launch)
             continue
         if kind not in r.kinds:  # ppo rules read ppo keys; sft rules sft keys
             continue

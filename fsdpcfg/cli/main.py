@@ -51,9 +51,9 @@ def main(argv: list[str] | None = None) -> int:
             f"fsdpcfg: error: unknown command `{argv[0]}`\n  -> {hint}commands: {', '.join(COMMANDS)}", file=sys.stderr
         )
         return 2
-    from fsdpcfg.runinfo.redact import filter_streams
+    from fsdpcfg.redact import filter_streams
 
-    restore = filter_streams()  # no line fsdpcfg prints holds a secret's value (fsdpcfg.runinfo.redact)
+    restore = filter_streams()  # no line fsdpcfg prints holds a secret's value (fsdpcfg.redact)
     try:
         return _dispatch(name, argv)
     finally:

@@ -200,8 +200,8 @@ def check_or_refuse(composed) -> None:
     # the section may be anything the user wrote (`fsdpcfg: null`, `fsdpcfg=${nope.key}`): the schema reports it
     launcher = OmegaConf.select(composed.cfg, "fsdpcfg.launcher", default=None, throw_on_resolution_failure=False)
     if has_errors(findings) and launcher == "verl":
-        # the run stops anyway: also say what verl needs that this machine lacks (FC85x, fsdpcfg/rules/verl_launch.py)
-        from fsdpcfg.rules.verl_launch import launch_findings
+        # the run stops anyway: also say what verl needs that this machine lacks (FC85x, fsdpcfg/launch/verl_launch.py)
+        from fsdpcfg.launch.verl_launch import launch_findings
 
         findings = list(findings) + launch_findings(composed.to_container(resolve=True))
     for f in findings:
@@ -242,9 +242,9 @@ def prepare(overrides: list[str]):
         from fsdpcfg.plan import make_plan
 
         plan = make_plan(cfg)
+    from fsdpcfg.native.ckpt_layout import check_resume_layout
     from fsdpcfg.schema import parse_config
     from fsdpcfg.train.ckpt_identity import check_resume_identity
-    from fsdpcfg.train.ckpt_layout import check_resume_layout
 
     # refused here, before torchrun starts: another world size, or another model than the checkpoint's
     typed = parse_config(cfg)

@@ -22,7 +22,11 @@ from fsdpcfg.errors import UsageError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``schema``'s arguments."""
     parser.add_argument(
-        "--out", type=Path, default=None, metavar="DIR", help="folder to write to (default: the repository's schemas/)"
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder to write to (default: the repository's schemas/; installed: ./schemas)",
     )
     parser.add_argument("--check", action="store_true", help="only report stale files; exit 1 if any")
     parser.add_argument(
@@ -36,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write, check or print the schema files."""
-    folder = args.out or schema_files.schemas_dir()
+    folder = args.out or schema_files.output_dir()
     if args.show:
         docs = schema_files.build()
         if args.show not in docs:

@@ -137,8 +137,8 @@ class Composed:
     script_notes: list[Any] | None = None
 
     def __post_init__(self) -> None:
-        # every composed config names its secrets before anything prints or writes it (fsdpcfg.runinfo.redact)
-        from fsdpcfg.runinfo.redact import register_config
+        # every composed config names its secrets before anything prints or writes it (fsdpcfg.redact)
+        from fsdpcfg.redact import register_config
 
         try:
             register_config(self.to_container(resolve=False))

@@ -22,14 +22,14 @@ def latest_checkpoint(root: str) -> str:
     """``${fsdpcfg_latest:ROOT}``: the Hugging Face model folder of the newest complete ``global_step_N`` under
     ``ROOT`` (a ``trainer.default_local_dir``; relative to the current directory, as the run that wrote it).
 
-    Complete is :func:`fsdpcfg.train.ckpt_layout.complete_checkpoints`'s test (manifest written last, every file
+    Complete is :func:`fsdpcfg.native.ckpt_layout.complete_checkpoints`'s test (manifest written last, every file
     it lists present), so a save in progress or killed is never picked. Returns the absolute
     ``ROOT/global_step_N`` (its ``huggingface/`` subfolder when that holds the ``config.json``), or
     ``ROOT/no_complete_checkpoint_yet`` when there is none: never raises at compose time, so ``fsdpcfg check``
     can say which run comes first (FC690) instead of failing to compose.
     """
     # torch-free (json and pathlib only): reads the folder layout, as the launcher does before torchrun
-    from fsdpcfg.train.ckpt_layout import complete_checkpoints
+    from fsdpcfg.native.ckpt_layout import complete_checkpoints
 
     base = Path(root).expanduser().absolute()
     done = complete_checkpoints(base)

@@ -60,7 +60,7 @@ _FRAMES: list[tuple[str, frozenset[str] | None, str]] = [
     ("fsdpcfg.train.engine.fsdp", frozenset({"iter_full_params", "bucketed", "_persistent_buffers"}), TRANSFER),
     ("fsdpcfg.train.engine", None, STATE),
     ("fsdpcfg.train.checkpoint", None, STATE),
-    ("fsdpcfg.train.ckpt_layout", None, STATE),
+    ("fsdpcfg.native.ckpt_layout", None, STATE),
     ("fsdpcfg.train.lora.setup", None, MODEL),
     ("fsdpcfg.train.sft.dataset", None, MODEL),  # the tokenizer's chat template applied to the data
     ("fsdpcfg.train.data", None, MODEL),

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from fsdpcfg.doctor.report import FAIL, NOT_RUN, PASS, SKIP, Report
 from fsdpcfg.doctor.smoke import Variant
-from fsdpcfg.runinfo.redact import write_private
+from fsdpcfg.redact import write_private
 
 RECIPE = "qwen_grpo"
 #: engines of stages 3-5 (a LoRA actor costs one more GRPO trainer per model, ~10 s on the tiny models).

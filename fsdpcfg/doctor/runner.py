@@ -22,7 +22,7 @@ from fsdpcfg.doctor.report import FAIL, Report, StageResult
 from fsdpcfg.doctor.smoke import Variant
 from fsdpcfg.errors import ConfigError, UsageError
 from fsdpcfg.launch.torchrun import torchrun_argv
-from fsdpcfg.runinfo.redact import write_private
+from fsdpcfg.redact import write_private
 
 _DEFAULT_BOUNDARY = {3: STATE, 4: STATE, 5: ROLLOUT}
 ENGINES = ("fsdp", "fsdp2")

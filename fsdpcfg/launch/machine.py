@@ -2,7 +2,7 @@
 
 Nothing here imports torch or the probed packages: GPUs are counted from ``nvidia-smi -L`` (or
 ``/proc/driver/nvidia/gpus``) narrowed by ``CUDA_VISIBLE_DEVICES``; packages are looked up with
-``importlib.util.find_spec``. The launch-time findings built on them are :mod:`fsdpcfg.rules.verl_launch` (FC85x).
+``importlib.util.find_spec``. The launch-time findings built on them are :mod:`fsdpcfg.launch.verl_launch` (FC85x).
 """
 
 from __future__ import annotations

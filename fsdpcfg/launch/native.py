@@ -62,13 +62,13 @@ def ensure_assets(cfg: dict[str, Any], echo: Callable[[str], None] = print) -> l
 
 def write_run_config(cfg: dict[str, Any], folder: str | Path | None = None) -> Path:
     """Write ``cfg`` to ``<folder>/config.yaml`` (default ``fsdpcfg.run_dir``) atomically (temp file, fsync,
-    rename); return the path. Secrets are never written: see :func:`fsdpcfg.runinfo.redact`.
+    rename); return the path. Secrets are never written: see :func:`fsdpcfg.redact`.
 
     Raises:
         WriteFault: the folder cannot be written (full, read-only, no permission).
     """
+    from fsdpcfg.redact import redact
     from fsdpcfg.runinfo.faults import write_file_in
-    from fsdpcfg.runinfo.redact import redact
 
     cfg = redact(cfg)
     run_dir = Path(folder if folder is not None else cfg["fsdpcfg"]["run_dir"]).expanduser()

@@ -84,16 +84,16 @@ class VerlInvocation:
 
     def write(self) -> Path:
         """Write the YAML into :attr:`config_dir` (created if needed, atomically, secrets as references:
-        :func:`fsdpcfg.runinfo.redact.write_private`) and return its path."""
-        from fsdpcfg.runinfo.redact import write_private
+        :func:`fsdpcfg.redact.write_private`) and return its path."""
+        from fsdpcfg.redact import write_private
 
         self.config_dir.mkdir(parents=True, exist_ok=True)
         return write_private(self.config_path, self.yaml_text)
 
     def command_line(self) -> str:
         """The exact command as one shell line, ``env`` assignments first; a secret is shown as the variable it
-        comes from (``WANDB_API_KEY="${MYKEY}"``, :func:`fsdpcfg.runinfo.redact.shell_value`), never its value."""
-        from fsdpcfg.runinfo.redact import scrub_text, shell_value
+        comes from (``WANDB_API_KEY="${MYKEY}"``, :func:`fsdpcfg.redact.shell_value`), never its value."""
+        from fsdpcfg.redact import scrub_text, shell_value
 
         prefix = " ".join(f"{k}={shell_value(k, v)}" for k, v in self.env.items())
         return (prefix + " " if prefix else "") + scrub_text(shlex.join(self.argv))
@@ -341,7 +341,7 @@ def build_verl_invocation(
         run_dir = (composed.to_container(resolve=True).get("fsdpcfg") or {}).get("run_dir") or "runs/verl"
         config_dir = Path(run_dir) / "verl"
     config_dir = Path(config_dir).absolute()
-    from fsdpcfg.runinfo.redact import scrub, scrub_text
+    from fsdpcfg.redact import scrub, scrub_text
 
     tree = scrub(tree)  # a secret verl reads (runtime_env.env_vars) becomes ${oc.env:NAME}: verl resolves it
     notes = _notes(tree, config)
@@ -432,7 +432,7 @@ def launch_verl(
     """Start verl on ``composed`` and return its exit code (0 for a dry run).
 
     Writes the YAML, then (unless ``dry_run``) runs the command with ``fsdpcfg.env`` added to the current
-    environment, streaming verl's output. Before anything starts, :func:`fsdpcfg.rules.verl_launch.
+    environment, streaming verl's output. Before anything starts, :func:`fsdpcfg.launch.verl_launch.
     launch_findings` checks this machine (CUDA GPUs, verl and the rollout engine installed); on a dry run
     its findings are printed as warnings instead.
 
@@ -441,7 +441,7 @@ def launch_verl(
             cannot be handed over (see :func:`build_verl_invocation`).
         Interrupted: a signal stopped verl (:func:`fsdpcfg.launch.signals.run_forwarding`).
     """
-    from fsdpcfg.rules.verl_launch import launch_findings
+    from fsdpcfg.launch.verl_launch import launch_findings
 
     inv = build_verl_invocation(composed, config_dir, python=sys.executable)  # the interpreter verl was found in
     findings = launch_findings(composed.to_container(resolve=True)) if check_machine else []

@@ -23,7 +23,7 @@ from typing import Any
 
 from fsdpcfg import paths, verlref
 from fsdpcfg.launch.verl import CONFIG_FILE, VerlInvocation, build_verl_invocation
-from fsdpcfg.runinfo.redact import shell_value, write_private
+from fsdpcfg.redact import shell_value, write_private
 
 SCRIPT_FILE = "run_verl.sh"
 FILES_DIR = "files"

@@ -4,7 +4,7 @@
 GPU only: Liger's kernels are Triton kernels, which need a CUDA device. verl applies them with
 ``liger_kernel.transformers.monkey_patch._apply_liger_kernel_to_instance(model=module)``
 (``verl/workers/engine/fsdp/transformer_impl.py`` ``_build_module``); the native launcher does not run them
-(:mod:`fsdpcfg.train.support`, rule FC802), so the patch is passed to verl. On a CPU run it is
+(:mod:`fsdpcfg.native.support`, rule FC802), so the patch is passed to verl. On a CPU run it is
 rejected before launch (rule FC861). The model types are liger-kernel's ``MODEL_TYPE_TO_APPLY_LIGER_FN``
 entries for causal LMs; verl silently skips other types, fsdpcfg reports them (rule FC361).
 """

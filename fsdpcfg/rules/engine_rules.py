@@ -4,7 +4,7 @@ fsdpcfg checks the FSDP engines in depth. A role whose ``strategy`` is another e
 (``EngineRegistry.register`` in ``verl/workers/engine/*/transformer_impl.py``) gets none of the FSDP-only rules
 (they read :func:`fsdpcfg.rules._common.fsdp_sections`, which lists FSDP roles only); the engine-independent rules
 (batch arithmetic, rollout, data, reward, trainer, model files) still run. The native launcher runs FSDP only:
-``actor_rollout_ref.actor.strategy`` is declared with its values in :mod:`fsdpcfg.train.support` (rule FC803
+``actor_rollout_ref.actor.strategy`` is declared with its values in :mod:`fsdpcfg.native.support` (rule FC803
 names launcher=verl).
 
 SFT (``verl.trainer.sft_trainer``): the engine option picks verl's ``engine=X optim=X`` composition

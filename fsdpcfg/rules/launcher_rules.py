@@ -1,6 +1,6 @@
 """FC8xx: what each launcher can run. The native launcher (fsdpcfg/train under torchrun) implements a
 subset of verl's keys; verl (Ray) runs the inference-engine rollouts. Which keys the native launcher
-honours is declared beside its code in :mod:`fsdpcfg.train.support` (``FEATURES``, read as ``NATIVE_UNSUPPORTED``,
+honours is declared beside its code in :mod:`fsdpcfg.native.support` (``FEATURES``, read as ``NATIVE_UNSUPPORTED``,
 ``NATIVE_VALUES`` and ``NATIVE_WHEN``; importable without torch).
 
 Source: docs/design.md#no-silent-no-ops (a key that verl knows but the chosen launcher does not implement is an error
@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from fsdpcfg import verlref
+from fsdpcfg.native import support
 from fsdpcfg.rules.registry import rule
 from fsdpcfg.rules.schema_rules import schema_report
 from fsdpcfg.schema import keys as K
 from fsdpcfg.schema.rollout import BACKEND_LAUNCHERS
-from fsdpcfg.train import support
 
 if TYPE_CHECKING:
     from fsdpcfg.rules.context import Context
@@ -139,7 +139,7 @@ def native_unsupported_value(ctx: Context) -> Iterator[Finding]:
     in-reward KL coefficient, the load formats the hf replica reads), each while its ``NATIVE_WHEN`` condition
     holds (``kl_ctrl.type`` only with ``algorithm.use_kl_in_reward``). A value the schema rejects is the schema
     rule's; the rollout backend is FC801's. SFT: the native SFT trainer's (``support.SFT_FEATURES``: AdamW).
-    Source: :mod:`fsdpcfg.train.support` (each entry names its code)."""
+    Source: :mod:`fsdpcfg.native.support` (each entry names its code)."""
     kind = _native_kind(ctx)
     if kind is None:
         return

@@ -6,7 +6,7 @@ the engine refuses the same selections at launch (``apply_patches``). The model'
 its config.json as JSON (``ctx.model``), never by importing the model.
 
 Requirements between patches are reported by the rule of the patch that needs them (ulysses -> remove_padding
-is FC303's); keys the native launcher does not run at all are FC802's (:mod:`fsdpcfg.train.support`). Two selected
+is FC303's); keys the native launcher does not run at all are FC802's (:mod:`fsdpcfg.native.support`). Two selected
 patches claiming one target cannot happen with the built-in registry (it rejects that at registration); the
 engine still checks every selection (``PatchRegistry.problems``).
 """

@@ -23,6 +23,8 @@ from fsdpcfg.compose import verl_base
 from fsdpcfg.rules._common import ENGINE_SIZES, data_parallel, divisors
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
+from fsdpcfg.schema.sft import schema_defaults as _schema_defaults
+from fsdpcfg.schema.sft import schema_part as _schema_part
 
 if TYPE_CHECKING:
     from fsdpcfg.rules.context import Context
@@ -54,27 +56,6 @@ def _get(ctx: Context, key: str, default: Any = None) -> Any:
     if v is not missing:
         return v
     return _schema_defaults().get(key, default)
-
-
-def _schema_defaults() -> dict[str, Any]:
-    from fsdpcfg.schema.sft import SftRunConfig
-
-    out: dict[str, Any] = {}
-
-    def walk(model_cls, prefix: str) -> None:
-        from pydantic import BaseModel
-
-        for name, info in model_cls.model_fields.items():
-            ann = info.annotation
-            if isinstance(ann, type) and issubclass(ann, BaseModel):
-                walk(ann, f"{prefix}{name}.")
-            elif info.default_factory is not None:
-                out[f"{prefix}{name}"] = info.default_factory()
-            else:
-                out[f"{prefix}{name}"] = info.default
-
-    walk(SftRunConfig, "")
-    return out
 
 
 @rule(
@@ -130,27 +111,6 @@ def sft_schema(ctx: Context) -> Iterator[Finding]:
                     f"{key}={value!r}: {err['msg']}",
                     f"set {key} to a valid value (default {_schema_defaults().get(key)!r})",
                 )
-
-
-def _schema_part(
-    tree: dict[str, Any], schema: frozenset[str], prefix: str = "", comp: str = "sft_trainer_engine"
-) -> dict[str, Any]:
-    """``tree`` without the keys of verl's ``sft_trainer_engine`` composition that the SFT schema does not
-    model (``engine.qat.*``, ``profiler.*`` ...): the tree starts from verl's own (fsdpcfg/compose/verl_base.py),
-    so they are verl's keys with verl's values, passed to verl; what is left is validated (an unknown key
-    stays, for ``extra="forbid"`` to report)."""
-    from fsdpcfg import verlref
-
-    vkeys, vpre = verlref.keys(comp), verlref.prefixes(comp)
-    out: dict[str, Any] = {}
-    for k, v in tree.items():
-        key = f"{prefix}{k}"
-        in_schema = key in schema or any(s.startswith(key + ".") for s in schema)
-        if not in_schema and (key in vkeys or key in vpre):
-            continue
-        nested = isinstance(v, dict) and in_schema and key not in schema
-        out[k] = _schema_part(v, schema, key + ".", comp) if nested else v
-    return out
 
 
 def _flatten(tree: Any) -> dict[str, Any]:

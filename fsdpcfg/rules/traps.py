@@ -122,7 +122,7 @@ def fsdp1_offload_under_fsdp2(ctx: Context) -> Iterable[Finding]:
     """Under FSDP2, ``param_offload``/``optimizer_offload`` only park the shards in CPU memory *between*
     phases; peak memory during the update is unchanged. FSDP2's CPU offload during compute is
     ``offload_policy=true`` (``CPUOffloadPolicy``), which then turns the manual flags off. Both launchers: under
-    the native one FC802 also refuses the two flags (fsdpcfg/train/support.py: not implemented at all); this
+    the native one FC802 also refuses the two flags (fsdpcfg/native/support.py: not implemented at all); this
     warning says what they would not have done under verl either (case c16).
 
     Source: verl/workers/engine/fsdp/transformer_impl.py ``_build_fsdp_module`` (fsdp2 branch:
@@ -163,7 +163,7 @@ def offload_on_cpu(ctx: Context) -> Iterable[Finding]:
     memory and there is no accelerator to copy to; under strategy fsdp (FSDP1) there is no such policy (verl
     reads ``offload_policy`` in its fsdp2 branch only). The native engine refuses both at launch, so check
     does. The manual flags ``param_offload``/``optimizer_offload`` are not implemented by the native loop on
-    any device: FC802 refuses them (both trees: fsdpcfg/train/support.py), one finding per key.
+    any device: FC802 refuses them (both trees: fsdpcfg/native/support.py), one finding per key.
 
     Source: torch.distributed.fsdp ``CPUOffloadPolicy`` semantics; verl/workers/engine/fsdp/transformer_impl.py
     ``_build_fsdp_module`` (``offload_policy`` in the fsdp2 branch only); fsdpcfg/train/engine/fsdp.py

@@ -321,7 +321,7 @@ def trainer_startup(ctx: Context) -> Iterable[Finding]:
     ``init_workers``, ``_load_checkpoint``.
     """
     if ctx.launcher != "verl":
-        return  # the native launcher has its own resume checks (fsdpcfg/train/ckpt_layout.py)
+        return  # the native launcher has its own resume checks (fsdpcfg/native/ckpt_layout.py)
     if not flag(val(ctx, f"{A}.hybrid_engine")):
         yield ctx.finding(
             "FC182",

@@ -9,7 +9,7 @@
                              mesh, dtypes, patches, rollout backend) next to what was asked; a mismatch stops the run
 
 Every file here is written through :func:`write_private` and every printed line through the CLI's scrubbed
-streams: no secret's value is saved or shown (:mod:`fsdpcfg.runinfo.redact`).
+streams: no secret's value is saved or shown (:mod:`fsdpcfg.redact`).
 
 Public API: :func:`write_run_info`, :func:`redact`, :func:`scrub_text`, :func:`write_private`,
 :func:`audit_startup`, :func:`expected_audit`,
@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from fsdpcfg import yamlio
+from fsdpcfg.redact import REDACTED, contains_secret, redact, scrub_text, write_private
 from fsdpcfg.runinfo._collect import git_info, hardware, package_versions
 from fsdpcfg.runinfo.audit import AUDIT_FILE, audit_startup, check_audit_file, compare_audit, expected_audit
-from fsdpcfg.runinfo.redact import REDACTED, contains_secret, redact, scrub_text, write_private
 
 __all__ = [
     "AUDIT_FILE",
@@ -63,7 +63,7 @@ def _atomic_write(run_dir: Path, name: str, text: str) -> Path:
 def redact_overrides(overrides: list[str]) -> list[str]:
     """Mask the value of every ``key=value`` override whose key names a secret and whose value is not an
     ``${oc.env:NAME}`` reference."""
-    from fsdpcfg.rules.secrets import env_reference, is_secret_key
+    from fsdpcfg.secrets import env_reference, is_secret_key
 
     out = []
     for o in overrides:

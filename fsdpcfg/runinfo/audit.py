@@ -45,8 +45,9 @@ def expected_audit(cfg: dict[str, Any]) -> dict[str, Any]:
     Raises:
         ConfigError: what :func:`fsdpcfg.plan.make_plan` raises for a config it cannot plan.
     """
+    from fsdpcfg import keypath
+    from fsdpcfg.patches import REGISTRY
     from fsdpcfg.plan import make_plan
-    from fsdpcfg.train import patches
 
     plan = make_plan(cfg)
     fsdp = cfg["actor_rollout_ref"]["actor"]["fsdp_config"]
@@ -67,7 +68,7 @@ def expected_audit(cfg: dict[str, Any]) -> dict[str, Any]:
         "param_dtype": _dtype(fsdp["model_dtype"]),
         "compute_dtype": _dtype(compute),
         "reduce_dtype": _dtype(reduce),
-        "patches": patches.selected(cfg),
+        "patches": REGISTRY.selected(lambda key: keypath.get(cfg, key, None)),
         "rollout_backend": cfg["actor_rollout_ref"]["rollout"]["name"],
         "reference_model": plan.use_reference,
     }

@@ -152,7 +152,7 @@ def require_writable(folder: str | Path, key: str, nbytes: int = 4096) -> None:
 
 def write_file_in(folder: str | Path, name: str, text: str, key: str) -> Path:
     """Write ``text`` to ``folder/name`` atomically and scrubbed of secrets
-    (:func:`fsdpcfg.runinfo.redact.write_private`), creating ``folder``; the one writer of the run folder's
+    (:func:`fsdpcfg.redact.write_private`), creating ``folder``; the one writer of the run folder's
     files. Returns the path.
 
     Raises:
@@ -160,7 +160,7 @@ def write_file_in(folder: str | Path, name: str, text: str, key: str) -> Path:
         WriteFault: the folder cannot be written (named with the cause and ``key``, the key that chose it).
     """
     from fsdpcfg.paths import within
-    from fsdpcfg.runinfo.redact import write_private
+    from fsdpcfg.redact import write_private
 
     path = within(folder, name)
     with writing(path, key):

@@ -1,5 +1,5 @@
 """The key universe: which dotted keys the schema defines, which verl 0.9.1 knows and which are free-form.
-Which ones the native launcher implements is declared beside its code (:mod:`fsdpcfg.train.support`).
+Which ones the native launcher implements is declared beside its code (:mod:`fsdpcfg.native.support`).
 
 Every key of a composed config is classified by :func:`classify` as one of
 

@@ -187,3 +187,44 @@ class SftRunConfig(Section):
     checkpoint: SftCheckpoint = Sub(SftCheckpoint, "checkpoint contents")
     trainer: SftTrainer = Sub(SftTrainer, "layout, length, logging, checkpoints")
     fsdpcfg: SftFsdpcfg = Sub(SftFsdpcfg, "fsdpcfg's own settings")
+
+
+def schema_defaults() -> dict[str, Any]:
+    """``{dotted key: default}`` of every leaf of :class:`SftRunConfig` (a default factory called)."""
+    out: dict[str, Any] = {}
+
+    def walk(model_cls, prefix: str) -> None:
+        from pydantic import BaseModel
+
+        for name, info in model_cls.model_fields.items():
+            ann = info.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                walk(ann, f"{prefix}{name}.")
+            elif info.default_factory is not None:
+                out[f"{prefix}{name}"] = info.default_factory()
+            else:
+                out[f"{prefix}{name}"] = info.default
+
+    walk(SftRunConfig, "")
+    return out
+
+
+def schema_part(
+    tree: dict[str, Any], schema: frozenset[str], prefix: str = "", comp: str = "sft_trainer_engine"
+) -> dict[str, Any]:
+    """``tree`` without the keys of verl's ``sft_trainer_engine`` composition that the SFT schema does not
+    model (``engine.qat.*``, ``profiler.*`` ...): the tree starts from verl's own (fsdpcfg/compose/verl_base.py),
+    so they are verl's keys with verl's values, passed to verl; what is left is validated (an unknown key
+    stays, for ``extra="forbid"`` to report)."""
+    from fsdpcfg import verlref
+
+    vkeys, vpre = verlref.keys(comp), verlref.prefixes(comp)
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        key = f"{prefix}{k}"
+        in_schema = key in schema or any(s.startswith(key + ".") for s in schema)
+        if not in_schema and (key in vkeys or key in vpre):
+            continue
+        nested = isinstance(v, dict) and in_schema and key not in schema
+        out[k] = schema_part(v, schema, key + ".", comp) if nested else v
+    return out

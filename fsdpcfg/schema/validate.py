@@ -339,7 +339,7 @@ def parse_run_config(cfg: Any) -> RunConfig:
     """
     derived: frozenset[str] = frozenset()
     if hasattr(cfg, "cfg") and hasattr(cfg, "provenance"):
-        from fsdpcfg.check import resolve
+        from fsdpcfg.compose.resolve import resolve
 
         cfg, failed, derived = resolve(cfg)
         if failed:
@@ -361,11 +361,10 @@ def parse_sft_config(cfg: dict[str, Any]) -> SftRunConfig:
     Raises:
         ConfigError: the config does not match the SFT schema (the first problem; ``fsdpcfg check`` lists all).
     """
-    from fsdpcfg.rules.sft_rules import _schema_defaults, _schema_part
-    from fsdpcfg.schema.sft import SftRunConfig
+    from fsdpcfg.schema.sft import SftRunConfig, schema_defaults, schema_part
 
     try:
-        return SftRunConfig.model_validate(_schema_part(cfg, frozenset(_schema_defaults())))
+        return SftRunConfig.model_validate(schema_part(cfg, frozenset(schema_defaults())))
     except ValidationError as e:
         err = e.errors()[0]
         key = ".".join(str(p) for p in err["loc"] if isinstance(p, str))

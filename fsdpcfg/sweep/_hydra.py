@@ -142,7 +142,7 @@ class HydraLaunch:
 
         launcher = self.instantiate(task_function)
         Path(self.sweep_dir).mkdir(parents=True, exist_ok=True)
-        from fsdpcfg.runinfo.redact import write_private
+        from fsdpcfg.redact import write_private
 
         # as BasicSweeper.sweep does (unresolved), through the secret scrubber
         write_private(Path(self.sweep_dir) / "multirun.yaml", OmegaConf.to_yaml(self.cfg))

@@ -62,8 +62,8 @@ def check_point(index: int, overrides: list[str]) -> PointCheck:
     """Compose, check and plan one point; never raises for a config mistake (it lands in the result)."""
     from fsdpcfg.check import check_config, has_errors
     from fsdpcfg.compose import compose
+    from fsdpcfg.native.ckpt_layout import check_resume_layout
     from fsdpcfg.runinfo import run_config
-    from fsdpcfg.train.ckpt_layout import check_resume_layout
 
     pc = PointCheck(index, list(overrides))
     try:

@@ -43,7 +43,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def _atomic(path: Path, text: str) -> None:
-    from fsdpcfg.runinfo.redact import write_private
+    from fsdpcfg.redact import write_private
 
     write_private(path, text)
 

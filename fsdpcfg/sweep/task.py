@@ -176,7 +176,7 @@ def run_point(job_cfg: Any, *, expected: dict[str, dict[str, Any]], ckpt_group: 
         result["error"] = f"{type(e).__name__}: {e} (traceback in {run_dir / LOG_FILE})"
     result["ended"] = time.time()
     result["wall_s"] = round(result["ended"] - started, 2)
-    from fsdpcfg.runinfo.redact import write_private
+    from fsdpcfg.redact import write_private
 
     write_private(run_dir / RESULT_FILE, json.dumps(result, indent=2, default=str) + "\n")
     if stop is not None:

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from fsdpcfg.train.ckpt_identity import AnyRunConfig
 
 # the layout (which folder is complete, which one a run resumes from) is read without torch by the launcher
-from fsdpcfg.train.ckpt_layout import (  # noqa: F401
+from fsdpcfg.native.ckpt_layout import (  # noqa: F401
     ADAPTER_DIR,
     DCP_DIR,
     LATEST,
@@ -122,7 +122,7 @@ def save_checkpoint(
         scheduler: the lr scheduler.
         trainer_state: picklable dict (step, sampler state, ...); RNG states are added here.
         keep: keep at most this many checkpoints (``trainer.max_actor_ckpt_to_keep``); ``None`` keeps all.
-            Only folders :func:`fsdpcfg.train.ckpt_layout.prunable` recognises as this layout's are deleted.
+            Only folders :func:`fsdpcfg.native.ckpt_layout.prunable` recognises as this layout's are deleted.
         trained_from: what the run was trained from (:func:`fsdpcfg.train.ckpt_identity.identity`, rank 0),
             recorded in the manifest and compared when a run resumes.
         adapter: for a LoRA run, ``(peft.LoraConfig, iterator of (adapter_file_key, full_tensor))`` (the iterator
@@ -268,7 +268,7 @@ def load_checkpoint(
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import set_state_dict
 
-    from fsdpcfg.train.ckpt_layout import require_dcp_state
+    from fsdpcfg.native.ckpt_layout import require_dcp_state
 
     require_dcp_state(folder)
     state = _dcp_state(model, optimizer)

@@ -205,7 +205,7 @@ def check_resume_identity(cfg: AnyRunConfig, folder: Path | None, echo: Any = pr
         ConfigError: naming the checkpoint, both models, what differs and the fixes.
     """
     from fsdpcfg.errors import ConfigError
-    from fsdpcfg.train.ckpt_layout import read_manifest
+    from fsdpcfg.native.ckpt_layout import read_manifest
 
     if folder is None:
         return

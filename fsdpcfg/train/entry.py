@@ -24,7 +24,7 @@ from pathlib import Path
 def _report(e: Exception, print_here: bool) -> int:
     """Record ``e`` as the run's error in ``$FSDPCFG_ERROR_FILE`` (the first rank to fail writes it), or print
     it when ``print_here`` and there is no such file; return the rank's exit code."""
-    from fsdpcfg.runinfo.redact import scrub_text
+    from fsdpcfg.redact import scrub_text
 
     target = os.environ.get("FSDPCFG_ERROR_FILE")
     if target:
@@ -48,7 +48,7 @@ def _log_detail(config_path: str, rank: int) -> None:
         from fsdpcfg.paths import within
 
         run_dir = yaml.safe_load(Path(config_path).read_text())["fsdpcfg"]["run_dir"]
-        from fsdpcfg.runinfo.redact import write_private
+        from fsdpcfg.redact import write_private
 
         write_private(within(run_dir, f"fault-rank{rank}.log"), traceback.format_exc())
 
@@ -59,10 +59,10 @@ def _rank0_preflight(config_path: str) -> None:
     run started directly with torchrun is checked here)."""
     import yaml
 
+    from fsdpcfg.native.ckpt_layout import find_resume_folder
     from fsdpcfg.runinfo.lock import hold_for_rank
     from fsdpcfg.schema import parse_config
     from fsdpcfg.train.ckpt_identity import check_resume_identity
-    from fsdpcfg.train.ckpt_layout import find_resume_folder
 
     resolved = yaml.safe_load(Path(config_path).read_text())
     hold_for_rank(resolved)
@@ -110,11 +110,11 @@ def run_rank(module: str, argv: list[str], prog: str) -> int:
         return 2
     from fsdpcfg.errors import ConfigError
     from fsdpcfg.launch.signals import die_with_parent
+    from fsdpcfg.redact import filter_streams
     from fsdpcfg.runinfo.faults import WriteFault
-    from fsdpcfg.runinfo.redact import filter_streams
 
     die_with_parent()  # torchrun starts ranks in their own sessions: they die with torchrun, whatever kills it
-    filter_streams()  # this rank's own output holds no secret either (fsdpcfg.runinfo.redact)
+    filter_streams()  # this rank's own output holds no secret either (fsdpcfg.redact)
     _register_secrets(argv[0])
     rank = int(os.environ.get("RANK", "0"))
     try:
@@ -150,7 +150,7 @@ def _register_secrets(config_path: str) -> None:
     """Register the secrets the config file refers to (``${oc.env:NAME}`` of secret keys) for the scrubber."""
     import yaml
 
-    from fsdpcfg.runinfo.redact import register_config
+    from fsdpcfg.redact import register_config
 
     try:
         register_config(yaml.safe_load(open(config_path).read()) or {})

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 import torch
 import torch.distributed as dist
 
+from fsdpcfg.native import support
 from fsdpcfg.plan import make_plan, total_training_steps
-from fsdpcfg.train import patches, support
+from fsdpcfg.train import patches
 from fsdpcfg.train.actor import ActorBatch, update_actor
 from fsdpcfg.train.algorithm.grpo import ActorLossConfig, grpo_advantages, token_level_rewards
 from fsdpcfg.train.algorithm.losses import kl_penalty
@@ -71,6 +72,7 @@ class Trainer(TrainerBase):
     """
 
     cfg: RunConfig
+    rollout: HFRollout  # the plain replica, or LoraHFRollout (a subclass) under LoRA
 
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg

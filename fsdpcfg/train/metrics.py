@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fsdpcfg.runinfo.redact import scrub_text
+from fsdpcfg.redact import scrub_text
 
 if TYPE_CHECKING:
     from fsdpcfg.train.ckpt_identity import AnyRunConfig

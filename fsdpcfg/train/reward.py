@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def make_reward_fn(reward_cfg: RewardSection) -> Callable[..., float]:
     """The reward function the ``reward`` section selects (custom file or the built-in dispatcher); the
-    native loop is verl's naive manager (one call per response: declared in :mod:`fsdpcfg.train.support`,
+    native loop is verl's naive manager (one call per response: declared in :mod:`fsdpcfg.native.support`,
     rule FC803).
 
     Raises:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.runinfo.redact import scrub_text, write_private
+from fsdpcfg.redact import scrub_text, write_private
 from fsdpcfg.schema.trainer import NATIVE_SINKS  # the declaration check reads (FC804)
 
 

@@ -15,8 +15,9 @@ function. Metrics, with verl's names (``verl/trainer/ppo/ray_trainer.py`` ``_val
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
@@ -27,8 +28,26 @@ from fsdpcfg.train.reward import score_responses
 from fsdpcfg.train.rollout.hf import GenerationSettings
 
 if TYPE_CHECKING:
+    from fsdpcfg.plan import Plan
     from fsdpcfg.schema.rollout import RolloutSection
-    from fsdpcfg.train.loop import Trainer
+    from fsdpcfg.schema.root import RunConfig
+    from fsdpcfg.train.rollout.hf import HFRollout
+
+
+class ValidationHost(Protocol):
+    """What the validation pass reads of the trainer that runs it (:class:`fsdpcfg.train.loop.Trainer`): a protocol,
+    so that the loop imports this module and not the other way round."""
+
+    cfg: RunConfig
+    plan: Plan
+    rollout_cfg: RolloutSection
+    rollout: HFRollout
+    tokenizer: Any
+    reward_fn: Callable[..., float]
+    device: torch.device
+    rank: int
+    world: int
+
 
 #: bootstrap resamples per best@k/worst@k value, and their seed (verl: 1000, 42).
 N_BOOTSTRAP, BOOTSTRAP_SEED = 1000, 42
@@ -107,13 +126,13 @@ class Validator:
     """The validation set and settings of a run; :meth:`run` is collective (every rank calls it).
 
     Args:
-        trainer: the built :class:`fsdpcfg.train.loop.Trainer` (its rollout replica, tokenizer, reward function).
+        trainer: the built trainer (:class:`ValidationHost`: its rollout replica, tokenizer, reward function).
 
     Raises:
         ConfigError: ``data.val_files`` unreadable or without prompts (as for the training files).
     """
 
-    def __init__(self, trainer: Trainer) -> None:
+    def __init__(self, trainer: ValidationHost) -> None:
         cfg = trainer.cfg
         data = cfg.data.model_copy(
             update={

@@ -15,7 +15,7 @@ NOT_CONFIG = {
     "plan/memory.py:c.get('rollout replica', 0)": "the estimate's own component table",
     "plan/param_count.py:c.get('tie_word_embeddings', config.get('tie_word_embeddings'))": "a model's config.json",
     "train/checkpoint.py:os.environ.get('FSDPCFG_TEST_SAVE_PAUSE', '')": "a test hook, an environment variable",
-    "train/ckpt_layout.py:manifest.get('files', [])": "a checkpoint manifest",
+    "native/ckpt_layout.py:manifest.get('files', [])": "a checkpoint manifest",
     "train/entry.py:os.environ.get('RANK', '0')": "torchrun's environment",
     "train/base.py:os.environ.get('LOCAL_RANK', '0')": "torchrun's environment",
     "train/trackers.py:os.environ.get('VERL_FILE_LOGGER_ROOT', '.')": "verl's file logger's environment variable",

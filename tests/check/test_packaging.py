@@ -113,3 +113,67 @@ def test_pre_commit_hook_on_a_scratch_repo(tmp_path):
     assert both.returncode == 1, both.stdout + both.stderr
     assert "Failed" in both.stdout and "FC103" in both.stdout and "recipes/bad.yaml" in both.stdout
     assert "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu" in both.stdout
+
+
+def _site_packages(python: Path) -> Path:
+    out = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True)
+    return Path(out.stdout.strip())
+
+
+@pytest.mark.slow
+def test_installed_wheel_works_from_an_empty_folder(tmp_path):
+    """A wheel installed into a fresh virtual environment (its dependencies reused from this one, no network) runs
+    ``fsdpcfg check +recipe=qwen_grpo``, ``fsdpcfg ls`` and ``fsdpcfg schema`` from an empty folder, and carries
+    the JSON Schema files (``fsdpcfg/_tree/schemas``) equal to the checkout's."""
+    out = _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "w")]
+        + [str(REPO)],
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    [wheel] = list((tmp_path / "w").glob("fsdpcfg-*.whl"))
+    shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("fsdpcfg/_tree/schemas/")}
+    assert shipped == {f"fsdpcfg/_tree/schemas/{p.name}" for p in (REPO / "schemas").glob("*.json")}
+    assert len(shipped) == 4
+
+    # no PYTHONPATH (a checkout on it would be "already installed"), no cache or config of this machine's user
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["HOME"] = str(tmp_path / "home")
+    venv = tmp_path / "venv"
+    out = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    python = venv / "bin" / "python"
+    out = _run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    # then this environment's packages, after the venv's own (a path in a .pth file is appended to sys.path; the
+    # .pth files there are not run, so the checkout's editable install stays out). Written after the install, so
+    # that pip sees a bare environment and never this one's fsdpcfg.
+    (_site_packages(python) / "zz_reuse.pth").write_text(f"{_site_packages(Path(sys.executable))}\n")
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+
+    def fsdpcfg(*args: str) -> subprocess.CompletedProcess:
+        return _run([str(venv / "bin" / "fsdpcfg"), *args], cwd=empty, env=env, timeout=300)
+
+    where = _run([str(python), "-c", "import fsdpcfg; print(fsdpcfg.__file__)"], cwd=empty, env=env, timeout=60)
+    assert where.stdout.strip() == str(_site_packages(python) / "fsdpcfg" / "__init__.py"), where.stderr
+
+    check = fsdpcfg("check", "+recipe=qwen_grpo")
+    assert check.returncode == 0 and "check passes (0 errors" in check.stdout, check.stdout + check.stderr
+    ls = fsdpcfg("ls")
+    assert ls.returncode == 0, ls.stderr
+    assert "qwen_grpo" in ls.stdout and "qwen_sft" in ls.stdout and "launcher (ppo)" in ls.stdout
+    assert fsdpcfg("schema", "--check").returncode == 1  # ./schemas does not exist yet: stale
+    made = fsdpcfg("schema")
+    assert made.returncode == 0, made.stdout + made.stderr
+    written = sorted(p.name for p in (empty / "schemas").glob("*.json"))
+    assert written == sorted(p.name for p in (REPO / "schemas").glob("*.json"))
+    for name in written:
+        assert (empty / "schemas" / name).read_text() == (REPO / "schemas" / name).read_text(), name
+    assert fsdpcfg("schema", "--check").returncode == 0
+    assert sorted(p.name for p in empty.iterdir()) == ["schemas"]  # nothing else written into the folder

@@ -14,8 +14,8 @@ import pytest
 
 import fsdpcfg
 from fsdpcfg.check import check_overrides
+from fsdpcfg.native.ckpt_layout import prunable
 from fsdpcfg.paths import PathEscape, atomic_write_text, component_problem, within
-from fsdpcfg.train.ckpt_layout import prunable
 
 CODE = str(Path(fsdpcfg.__file__).resolve().parents[1])  # the fsdpcfg under test, for a subprocess run elsewhere
 

@@ -11,7 +11,7 @@ import pytest
 
 from fsdpcfg.launch import machine
 from fsdpcfg.launch.machine import GpuInfo, detect_gpus
-from fsdpcfg.rules.verl_launch import launch_findings
+from fsdpcfg.launch.verl_launch import launch_findings
 
 REPO = Path(__file__).resolve().parents[2]
 

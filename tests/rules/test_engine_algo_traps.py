@@ -93,11 +93,11 @@ def test_fc703_fc704_fc705():
     assert w and f"{A}.actor.fsdp_config.offload_policy" in w[0].keys
     assert not run(traps.fsdp1_offload_under_fsdp2, *GPU, "engine=fsdp", f"{A}.actor.fsdp_config.param_offload=true")
     # under launcher=native too (case c16): the warning says what the flags would not do under FSDP2; FC802 also
-    # refuses them there (fsdpcfg/train/support.py)
+    # refuses them there (fsdpcfg/native/support.py)
     assert warnings(run(traps.fsdp1_offload_under_fsdp2, "engine=fsdp2", f"{A}.actor.fsdp_config.param_offload=true"))
     assert not run(traps.offload_on_cpu, *GPU, f"{A}.actor.fsdp_config.offload_policy=true")
     assert errors(run(traps.offload_on_cpu, f"{A}.actor.fsdp_config.offload_policy=true"))
-    # the manual flags are FC802's under launcher=native (fsdpcfg/train/support.py): one finding per key
+    # the manual flags are FC802's under launcher=native (fsdpcfg/native/support.py): one finding per key
     assert not run(traps.offload_on_cpu, f"{A}.actor.fsdp_config.param_offload=true")
     w = warnings(
         run(

@@ -1,5 +1,5 @@
 """The FSDP wrap threshold and the manual offload flags: what the native engine runs of them
-(fsdpcfg/train/engine/fsdp.py, fsdpcfg/train/support.py) is what check accepts.
+(fsdpcfg/train/engine/fsdp.py, fsdpcfg/native/support.py) is what check accepts.
 
 FC706 warns that ``wrap_policy.min_num_params`` does nothing under FSDP2 (verl's apply_fsdp2, and the native engine,
 wrap by layer class); FC707 refuses it under FSDP1 on a tied-embedding model (size-based units untie the embedding
@@ -166,7 +166,7 @@ def test_fc704_and_fc802_sft():
         assert [(f.rule, f.keys) for f in e] == [
             ("FC802", ["engine.param_offload", "fsdpcfg.launcher"]),
             ("FC802", ["engine.optimizer_offload", "fsdpcfg.launcher"]),
-        ]  # declared in fsdpcfg/train/support.py (SFT_FEATURES)
+        ]  # declared in fsdpcfg/native/support.py (SFT_FEATURES)
         assert e[0].message.startswith("engine.param_offload=True is not implemented by the native launcher")
         assert "launcher=verl" in e[0].fix and "engine.param_offload=false" in e[0].fix
     verl = [*sft, "launcher=verl", "data.use_dynamic_bsz=true", "engine.param_offload=true"]

@@ -1,11 +1,11 @@
-"""Which checkpoint folder counts as complete (torch-free, fsdpcfg/train/ckpt_layout.py)."""
+"""Which checkpoint folder counts as complete (torch-free, fsdpcfg/native/ckpt_layout.py)."""
 
 from __future__ import annotations
 
 import json
 
+from fsdpcfg.native.ckpt_layout import complete_checkpoints, find_resume_folder, is_complete
 from fsdpcfg.schema.trainer import TrainerSection
-from fsdpcfg.train.ckpt_layout import complete_checkpoints, find_resume_folder, is_complete
 
 
 def _ckpt(root, step, files=("model.safetensors",), manifest=True, world=2):

@@ -142,7 +142,7 @@ def test_a_checkpoint_of_the_old_layout_is_refused_before_start_another_world_si
         [*base, "trainer.resume_mode=disable", "--dry-run"], cwd=REPO, capture_output=True, text=True, timeout=60
     )
     assert ok.returncode == 0, ok.stderr
-    from fsdpcfg.train.ckpt_layout import check_resume_layout
+    from fsdpcfg.native.ckpt_layout import check_resume_layout
 
     (ck / "trainer_state" / "dcp").mkdir()
     (ck / "trainer_state" / "dcp" / ".metadata").write_bytes(b"m")

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fsdpcfg.rules.secrets import is_secret_key, is_secret_name, literal_secrets, secret_shapes
-from fsdpcfg.runinfo.redact import REDACTED, register, scrub_text, shell_value, write_private
+from fsdpcfg.redact import REDACTED, register, scrub_text, shell_value, write_private
+from fsdpcfg.secrets import is_secret_key, is_secret_name, literal_secrets, secret_shapes
 
 REPO = Path(__file__).resolve().parents[2]
 REF = "+fsdpcfg.env.WANDB_API_KEY=${oc.env:MYKEY}"

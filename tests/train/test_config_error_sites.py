@@ -19,8 +19,8 @@ SITES: dict[str, tuple[int, str]] = {
     "plan/_plan.py:_per_gpu": (2, "no fixed micro-batch to count (dynamic, verl); the global form"),
     "plan/_plan.py:total_training_steps": (1, "the number of prompts actually read"),
     "train/ckpt_identity.py:check_resume_identity": (1, "the checkpoint folder on disk"),
-    "train/ckpt_layout.py:find_resume_folder": (1, "the checkpoint folder on disk"),
-    "train/ckpt_layout.py:require_dcp_state": (1, "the checkpoint folder on disk"),
+    "native/ckpt_layout.py:find_resume_folder": (1, "the checkpoint folder on disk"),
+    "native/ckpt_layout.py:require_dcp_state": (1, "the checkpoint folder on disk"),
     "train/data.py:PromptDataset.__init__": (2, "the rows read"),
     "train/data.py:PromptDataset.token_ids": (1, "a prompt longer than allowed, in the data read"),
     "train/data.py:StatefulSampler.__init__": (1, "the number of prompts read"),
@@ -64,7 +64,7 @@ def _sites() -> Counter[str]:
                     found[f"{path}:{'.'.join(qual)}"] += 1
             visit(ch, qual, path)
 
-    for sub in ("plan", "train"):
+    for sub in ("plan", "train", "native"):
         for p in sorted((ROOT / sub).rglob("*.py")):
             visit(ast.parse(p.read_text()), [], p.relative_to(ROOT).as_posix())
     return found

@@ -41,7 +41,7 @@ def test_sigkill_during_save_then_resume_loads_the_previous_checkpoint(tiny_mode
     assert (tmp2 / "model.safetensors").is_file() and (tmp2 / "trainer_state" / "trainer.pt").is_file()
     assert not (tmp2 / "MANIFEST.json").exists() and not (ckpt / "global_step_2").exists()
     assert (ckpt / "latest_checkpointed_iteration.txt").read_text().strip() == "1"
-    from fsdpcfg.train.ckpt_layout import find_resume_folder, is_complete
+    from fsdpcfg.native.ckpt_layout import find_resume_folder, is_complete
 
     assert not is_complete(tmp2) and is_complete(ckpt / "global_step_1")
     from fsdpcfg.schema.trainer import TrainerSection

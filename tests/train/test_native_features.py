@@ -1,4 +1,4 @@
-"""Features the native loop implements (fsdpcfg/train/support.py), accepted by ``check`` under launcher=native
+"""Features the native loop implements (fsdpcfg/native/support.py), accepted by ``check`` under launcher=native
 and run: the KL penalty in the reward (``algorithm.use_kl_in_reward``) and LoRA's ``rollout.layered_summon``.
 
 - the penalty of ``Trainer._advantages`` against hand-computed numbers and against verl 0.9.1's own

@@ -1,4 +1,4 @@
-"""The native loop's declaration (fsdpcfg/train/support.py) held against the code in fsdpcfg/train.
+"""The native loop's declaration (fsdpcfg/native/support.py) held against the code in fsdpcfg/train.
 
 A key counts as *read* by a function when the function's source (its AST, not its docstring or messages)
 reads the key's leaf as an attribute of the typed config (``cfg.algorithm.use_kl_in_reward``, or
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from fsdpcfg.train import support
+from fsdpcfg.native import support
 from fsdpcfg.train.patches import REGISTRY
 
 TRAIN = Path(support.__file__).parent
@@ -183,6 +183,6 @@ def test_formerly_refused_features_are_declared_native():
 
 
 def test_declaration_imports_no_torch():
-    code = "import sys, fsdpcfg.train.support, fsdpcfg.rules.launcher_rules; print('torch' in sys.modules)"
+    code = "import sys, fsdpcfg.native.support, fsdpcfg.rules.launcher_rules; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fsdpcfg import paths
-from fsdpcfg.runinfo.redact import write_private
+from fsdpcfg.redact import write_private
 
 #: Seconds one worker process may take (import ~10 s, then well under a second per config).
 DEFAULT_TIMEOUT = 300

@@ -134,7 +134,7 @@ class ActorLossConfig:
         """Read the settings from the ``actor_rollout_ref.actor`` section; ``clip_ratio_low/high`` fall back to
         ``clip_ratio`` when null, as in verl. The values are the schema's (``loss_agg_mode``, ``kl_loss_type``:
         literals; ``clip_ratio_c > 1``); the policy loss is vanilla under the native launcher by rule FC803
-        (declared in :mod:`fsdpcfg.train.support`), which ran before the run started.
+        (declared in :mod:`fsdpcfg.native.support`), which ran before the run started.
         """
         low = actor.clip_ratio_low if actor.clip_ratio_low is not None else actor.clip_ratio
         high = actor.clip_ratio_high if actor.clip_ratio_high is not None else actor.clip_ratio

@@ -317,7 +317,7 @@ def shard_from_config(
     ``actor_rollout_ref.actor`` or ``actor_rollout_ref.ref``): mixed precision, ``reshard_after_forward``,
     ``wrap_policy.transformer_layer_cls_to_wrap``, ``wrap_policy.min_num_params``, ``fsdp_size``,
     ``offload_policy``, ``forward_prefetch``. ``param_offload``/``optimizer_offload`` are not read: the native
-    loop does not implement them (fsdpcfg/train/support.py; rule FC802 refuses them before launch).
+    loop does not implement them (fsdpcfg/native/support.py; rule FC802 refuses them before launch).
 
     Raises:
         ConfigError: everything :func:`shard_model` refuses.

@@ -20,7 +20,7 @@ OptimCfg = Union["Optim", "SftOptim"]
 def build_optimizer(params, optim_cfg: OptimCfg) -> torch.optim.Optimizer:
     """AdamW with ``lr``, ``betas``, ``weight_decay`` from ``optim_cfg`` (``actor_rollout_ref.actor.optim``, SFT
     ``optim``): the one optimizer of the native trainers (``optimizer=AdamW``, declared in
-    :mod:`fsdpcfg.train.support`, rule FC803)."""
+    :mod:`fsdpcfg.native.support`, rule FC803)."""
     return torch.optim.AdamW(
         params,
         lr=float(optim_cfg.lr),

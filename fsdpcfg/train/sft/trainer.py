@@ -76,7 +76,7 @@ class SFTTrainer(TrainerBase):
         cfg: the validated config (:func:`fsdpcfg.schema.parse_sft_config`); the batch arithmetic is its
             :class:`fsdpcfg.plan.sft.SftPlan`, computed once by :meth:`start`.
 
-    What it runs of verl's SFT keys is declared in :mod:`fsdpcfg.train.support` (``SFT_FEATURES``; rules FC802,
+    What it runs of verl's SFT keys is declared in :mod:`fsdpcfg.native.support` (``SFT_FEATURES``; rules FC802,
     FC803 and FC114 refuse the rest before the run starts).
     """
 

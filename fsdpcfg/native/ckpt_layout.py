@@ -15,16 +15,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Protocol
 
 from fsdpcfg.errors import ConfigError
 
-if TYPE_CHECKING:
-    from fsdpcfg.schema.sft import SftTrainer
-    from fsdpcfg.schema.trainer import TrainerSection
 
-#: the ``trainer`` section of a run of either kind (``resume_mode``, ``default_local_dir``, ``resume_from_path``)
-TrainerCfg = Union["TrainerSection", "SftTrainer"]
+class TrainerCfg(Protocol):
+    """The ``trainer`` section of a run of either kind, as far as resuming reads it (the schema's
+    ``TrainerSection`` and ``SftTrainer`` both are one; a protocol, so this floor imports no schema)."""
+
+    @property
+    def resume_mode(self) -> str: ...  # auto | disable | resume_path
+
+    @property
+    def default_local_dir(self) -> str: ...
+
+    @property
+    def resume_from_path(self) -> str | None: ...
+
 
 MANIFEST = "MANIFEST.json"
 LATEST = "latest_checkpointed_iteration.txt"

@@ -1,7 +1,7 @@
 """Keep secrets out of everything fsdpcfg writes or prints: one scrubber, :func:`scrub_text`, that every file
 writer (:func:`write_private`) and the CLI's stdout/stderr (:func:`filter_streams`) go through.
 
-What is a secret comes from :mod:`fsdpcfg.rules.secrets` (by name and by value shape). The values to look for
+What is a secret comes from :mod:`fsdpcfg.secrets` (by name and by value shape). The values to look for
 are registered as configs are composed (:func:`register_config`, called for every
 :class:`fsdpcfg.compose.Composed`) and from this process's environment (secret-named variables, registered on
 first use). Each registered value is replaced by the reference it came from, ``${oc.env:NAME}`` (so a saved
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from fsdpcfg.rules.secrets import (
+from fsdpcfg.secrets import (
     TOKEN_SHAPES,
     URL_USERINFO,
     env_reference,
@@ -60,7 +60,7 @@ def register(value: Any, env_name: str | None = None) -> None:
 
 def register_environment(environ: Mapping[str, str] | None = None) -> None:
     """Register the value of every secret-named variable of ``environ`` (default ``os.environ``:
-    :func:`fsdpcfg.rules.secrets.is_secret_name`) and every variable whose value has a token's shape."""
+    :func:`fsdpcfg.secrets.is_secret_name`) and every variable whose value has a token's shape."""
     env: Mapping[str, str] = os.environ if environ is None else environ
     for name, value in env.items():
         if (name, value) in _env_seen:

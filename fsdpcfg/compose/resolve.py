@@ -1,0 +1,57 @@
+"""Resolve a composed config without raising: the keys whose interpolation fails are left out and named, and the
+keys that copy another key through an interpolation are named (the checker reports a bad value once, where it
+was written; the schema counts it once)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from fsdpcfg import keypath, verlref
+from fsdpcfg.errors import ConfigError
+
+#: resolvers whose ``${...}`` values are paths, not copies of another key.
+_VALUE_RESOLVERS = ("${fsdpcfg_", "${oc.env", "${oc.decode")
+
+
+def resolve(composed: Any) -> tuple[dict[str, Any], dict[str, str], frozenset[str]]:
+    """Resolve the composed config without raising.
+
+    Returns:
+        (config as nested dicts, {key: why its interpolation failed} (those keys are left out),
+        keys whose value copies another key through an interpolation).
+    """
+    raw = OmegaConf.to_container(composed.cfg, resolve=False)
+    flat = verlref.flatten(raw)
+    derived = frozenset(
+        k for k, v in flat.items() if isinstance(v, str) and v.startswith("${") and not v.startswith(_VALUE_RESOLVERS)
+    )
+    try:
+        return composed.to_container(resolve=True), {}, derived
+    except ConfigError:
+        pass
+    failed: dict[str, str] = {}
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        if isinstance(value, str) and "${" in value or isinstance(value, list):
+            try:
+                node = OmegaConf.select(composed.cfg, key, throw_on_resolution_failure=True)
+                value = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+            except Exception as e:
+                failed[key] = f"{value!r} cannot be resolved: {str(e).strip().splitlines()[0]}"
+                continue
+        _set(out, key, value)
+    # a key that copies a broken key is left out too, but only the broken key is reported
+    roots = {k: why for k, why in failed.items() if _target(flat.get(k)) not in failed}
+    return out, roots or failed, derived
+
+
+def _target(raw: Any) -> str | None:
+    m = re.match(r"^\$\{(?:oc\.select:)?([^,}:]+)", raw) if isinstance(raw, str) else None
+    return m.group(1).strip() if m else None
+
+
+def _set(tree: dict[str, Any], key: str, value: Any) -> None:
+    keypath.set(tree, key, value)
