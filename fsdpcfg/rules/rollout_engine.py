@@ -377,10 +377,11 @@ def greedy_val_samples(ctx: Context) -> Iterable[Finding]:
     - ``val_kwargs.temperature <= 0`` (verl's default 0): the engine decodes greedily, the ``n`` answers are
       one answer ``n`` times, ``mean@n`` equals ``mean@1`` and ``best@n``/``maj@n`` are not what they say, for
       ``n`` times the validation cost;
-    - ``val_kwargs.do_sample = false`` with a temperature > 0: verl 0.9.1's agent loop ignores ``do_sample`` in
-      validation (it sends ``val_kwargs.temperature/top_p/top_k`` to the engine; ``do_sample`` only reaches
-      ``meta_info``, read by the HF rollout alone), so validation samples although the config says greedy; the
-      native launcher decodes greedily, as ``do_sample`` says, and repeats one answer.
+    - ``val_kwargs.do_sample = false`` with a temperature > 0, under the native launcher: it decodes greedily, as
+      ``do_sample`` says, and repeats one answer. verl 0.9.1 itself samples there: its agent loop sends
+      ``val_kwargs.temperature/top_p/top_k`` to the engine and ignores ``do_sample`` in validation (it only
+      reaches ``meta_info``, read by the HF rollout alone), so a verl run is not warned (verl's own
+      examples/grpo_trainer/run_deepseek_v4_veomni.sh: ``val_kwargs.n=16``, temperature 1.0, do_sample unset).
 
     Source: verl/trainer/ppo/ray_trainer.py ``_validate`` (repeat ``val_kwargs.n``, ``meta_info["do_sample"]``),
     verl/experimental/agent_loop/agent_loop.py ``generate_sequences`` (``if validate:`` takes the val_kwargs
@@ -402,17 +403,13 @@ def greedy_val_samples(ctx: Context) -> Iterable[Finding]:
             f"set {tk} > 0 (e.g. 0.6-1.0) and {dk}=true to sample {n} answers, or {nk}=1 for greedy validation",
             severity="warning",
         )
-    elif do_sample is not None and not flag(do_sample) and _number(t) and t > 0:
-        what = (
-            f"verl 0.9.1's agent loop ignores {dk} in validation and samples at temperature {t}"
-            if ctx.launcher == "verl"
-            else f"the native launcher decodes greedily as {dk} says, so the {n} answers are one answer repeated"
-        )
+    elif ctx.launcher == "native" and do_sample is not None and not flag(do_sample) and _number(t) and t > 0:
         yield ctx.finding(
             "FC509",
             [nk, dk, tk],
-            f"{nk} = {n} with {dk} = false {src(ctx, dk)} and {tk} = {t}: {what}",
-            f"say what you mean: {dk}=true with {tk} = {t} to sample {n} answers, or {tk}=0 and {nk}=1 for greedy",
+            f"{nk} = {n} with {dk} = false {src(ctx, dk)}: the native launcher decodes validation greedily as "
+            f"{dk} says ({tk} = {t} is not used), so the {n} answers per prompt are one answer repeated",
+            f"set {dk}=true to sample {n} answers at {tk} = {t} (as verl 0.9.1 does), or {nk}=1",
             severity="warning",
         )
 

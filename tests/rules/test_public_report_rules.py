@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rule_helpers import errors, run, warnings
 
-from fsdpcfg.rules import algorithm, model_rules, parallel, rollout_engine
+from fsdpcfg.rules import algorithm, dead_keys, lora_rules, model_rules, parallel, rollout_engine
 
 A = "actor_rollout_ref"
 R = f"{A}.rollout"
@@ -180,16 +180,15 @@ def test_fc509_greedy_validation_with_n():
     f = warnings(run(rollout_engine.greedy_val_samples, f"{R}.val_kwargs.n=8"))
     assert len(f) == 1 and "val_kwargs.n = 8 but" in f[0].message and "temperature = 0" in f[0].message
     assert "mean@8 equals mean@1 at 8x the validation cost" in f[0].message
-    f = warnings(
-        run(
-            rollout_engine.greedy_val_samples,
-            *GPU,
-            f"{R}.val_kwargs.n=4",
-            f"{R}.val_kwargs.temperature=0.6",
-            f"{R}.val_kwargs.do_sample=false",
-        )
+    vk = [f"{R}.val_kwargs.n=4", f"{R}.val_kwargs.temperature=0.6", f"{R}.val_kwargs.do_sample=false"]
+    f = warnings(run(rollout_engine.greedy_val_samples, *vk))  # native launcher: greedy as do_sample says
+    assert (
+        len(f) == 1
+        and "decodes validation greedily" in f[0].message
+        and "temperature = 0.6 is not used" in f[0].message
     )
-    assert len(f) == 1 and "agent loop ignores" in f[0].message and "temperature 0.6" in f[0].message
+    # verl 0.9.1's agent loop samples at the val temperature whatever do_sample says: what n > 1 wants
+    assert not run(rollout_engine.greedy_val_samples, *GPU, *vk)
 
 
 def test_fc509_silent_on_sampled_or_single_validation():
@@ -225,3 +224,92 @@ def test_fc510_silent_when_the_engine_gets_the_same_overrides(shared_models):
     assert not run(rollout_engine.override_context_unseen, *GPU, f"{OC}.attention_dropout=0.0", model=QWEN)
     # the hf rollout reads the trainer's config
     assert not run(rollout_engine.override_context_unseen, f"{OC}.max_position_embeddings=65536", model=QWEN)
+
+
+# -- FC419: LoRA target modules of the architecture -----------------------------------------------------------------
+LORA = [f"{A}.model.lora_rank=8"]
+
+
+def test_fc419_llama_names_on_phi3(shared_models):
+    f = errors(
+        run(
+            lora_rules.lora_targets_exist,
+            *LORA,
+            f"{A}.model.target_modules=[q_proj,v_proj]",
+            model="microsoft__Phi-3-mini-128k-instruct",
+        )
+    )
+    assert (
+        len(f) == 1
+        and "target_modules = ['q_proj', 'v_proj']: none of them is a module of Phi3ForCausalLM" in f[0].message
+    )
+    assert f[0].fix.endswith("['down_proj', 'gate_up_proj', 'o_proj', 'qkv_proj']")
+    f = warnings(
+        run(
+            lora_rules.lora_targets_exist,
+            *LORA,
+            f"{A}.model.target_modules=[qkv_proj,gate_proj]",
+            model="microsoft__Phi-3-mini-128k-instruct",
+        )
+    )
+    assert len(f) == 1 and "gate_proj is not a module of Phi3ForCausalLM" in f[0].message
+
+
+def test_fc419_silent_on_real_targets(shared_models):
+    qwen = "Qwen__Qwen2.5-0.5B-Instruct__resaved"
+    assert not run(lora_rules.lora_targets_exist, *LORA, model=qwen)  # all-linear, verl's default
+    assert not run(
+        lora_rules.lora_targets_exist,
+        *LORA,
+        f"{A}.model.target_modules=[q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj]",
+        model=qwen,
+    )
+    assert not run(lora_rules.lora_targets_exist, f"{A}.model.target_modules=[qkv_proj]", model=qwen)  # LoRA off
+
+
+# -- FC721: keys verl 0.9.1 never reads -----------------------------------------------------------------------------
+def test_fc721_dead_key_names_what_is_read():
+    f = warnings(run(dead_keys.unread_verl_key, f"{A}.actor.grad_clip=0.5"))
+    assert len(f) == 1 and f[0].keys == [f"{A}.actor.grad_clip", f"{A}.actor.optim.clip_grad"]
+    assert "verl reads actor_rollout_ref.actor.optim.clip_grad instead (now 1.0" in f[0].message
+    assert f[0].fix == f"set {A}.actor.optim.clip_grad=0.5 and remove {A}.actor.grad_clip"
+    f = run(dead_keys.unread_verl_key, "critic.forward_micro_batch_size_per_gpu=4")
+    assert len(f) == 1 and f[0].severity == "warning" and "nothing takes its place" in f[0].message
+
+
+def test_fc721_silent_on_defaults_of_fsdpcfgs_tree_and_info_on_verls_default():
+    # conf/config.yaml itself writes actor.grad_clip: 1.0 (the schema's key): not the user's
+    assert not run(dead_keys.unread_verl_key)
+    f = run(dead_keys.unread_verl_key, f"{A}.rollout.multi_stage_wake_up=false")  # verl's own default
+    assert len(f) == 1 and f[0].severity == "info" and f[0].fix == f"remove {A}.rollout.multi_stage_wake_up"
+
+
+def test_fc721_table_keys_exist_in_verl_and_are_not_read_by_verl():
+    """Each table key is one of verl 0.9.1's (its defaults), and its leaf name occurs in no verl module outside the
+    config definitions (the table's proof, asked of the installed wheel, read as text)."""
+    import re
+    from importlib.util import find_spec
+
+    from fsdpcfg import verlref
+
+    defaults = verlref.defaults("ppo")
+    table = dead_keys.dead_keys()
+    assert len(table) >= 10
+    spec = find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    from pathlib import Path
+
+    root = Path(next(iter(spec.submodule_search_locations)))
+    code = [
+        p.read_text(errors="replace")
+        for p in root.rglob("*.py")
+        if not str(p.relative_to(root)).startswith(("workers/config/", "trainer/config/"))
+    ]
+    for key, entry in table.items():
+        assert key in defaults, key
+        leaf = re.compile(rf"\b{re.escape(key.rsplit('.', 1)[-1])}\b")
+        assert not [t for t in code if leaf.search(t)], f"{key}: verl code names it"
+        if entry["instead"]:  # a key of verl's YAML, or a field of its config dataclass (then set with "+")
+            leaf_of_instead = entry["instead"].rsplit(".", 1)[-1]
+            assert entry["instead"] in defaults or leaf_of_instead in (root / "workers/config/critic.py").read_text()
