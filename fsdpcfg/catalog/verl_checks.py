@@ -52,6 +52,7 @@ FILES: dict[str, str] = {
     "utils/dataset/rl_dataset.py": "config",
     "utils/dataset/multiturn_sft_dataset.py": "config",
     "workers/rollout/vllm_rollout/utils.py": "config",
+    "experimental/reward_loop/reward_manager/dapo.py": "all",
 }
 
 #: Words that mark a name or attribute as a config object in a condition (``dataloader``: its length is the

@@ -107,3 +107,160 @@ def double_kl(ctx: Context) -> Iterable[Finding]:
             "keep one (GRPO usually uses the KL loss)",
             severity="info",
         )
+
+
+KC = "algorithm.kl_ctrl"
+
+
+@rule(
+    "FC604",
+    "an adaptive KL controller needs a positive target_kl and the in-reward KL it controls",
+    keys=[f"{KC}.type", f"{KC}.target_kl", f"{KC}.horizon", "algorithm.use_kl_in_reward"],
+    example=["algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.type=adaptive", "algorithm.kl_ctrl.target_kl=0"],
+)
+def adaptive_kl(ctx: Context) -> Iterable[Finding]:
+    """``algorithm.kl_ctrl.type=adaptive`` builds verl's ``AdaptiveKLController``, whose ``update`` computes
+    ``clip(current_kl / target_kl - 1, -0.2, 0.2)`` after every step:
+
+    - ``target_kl = 0``: ``current_kl / 0`` raises ZeroDivisionError (``current_kl`` is a Python float, from
+      ``.item()``) at the end of the first step, after the first rollout (error); ``target_kl = null``: a
+      TypeError at the same place (error);
+    - ``target_kl < 0``: the ratio is below -1 for any KL >= 0, the error is clipped to -0.2 every step, and the
+      coefficient only ever shrinks (``x (1 - 0.2 x batch / horizon)`` per step): the "target" is never
+      approached (warning);
+    - ``use_kl_in_reward = false``: verl builds the controller only for the in-reward KL penalty
+      (``RayPPOTrainer.__init__``: ``if use_kl_in_reward: get_kl_controller(...)``); the KL loss
+      (``actor.use_kl_loss``) uses the fixed ``actor.kl_loss_coef``, so the adaptive settings never move
+      anything (warning).
+
+    ``horizon <= 0`` is verl's own assertion (``get_kl_controller``), reported by FC180's range table.
+
+    Source: verl/trainer/ppo/core_algos.py ``AdaptiveKLController.update`` and ``get_kl_controller``;
+    verl/trainer/ppo/ray_trainer.py ``apply_kl_penalty`` (``kl_ctrl.update(current_kl=..., n_steps=batch_size)``)
+    and ``RayPPOTrainer.__init__``; the controller is Ziegler et al. 2019 (arXiv:1909.08593), as verl cites.
+    """
+    if str(val(ctx, f"{KC}.type")) != "adaptive":
+        return
+    tk, uk = f"{KC}.target_kl", "algorithm.use_kl_in_reward"
+    if not flag(val(ctx, uk)):
+        yield ctx.finding(
+            "FC604",
+            [f"{KC}.type", uk],
+            f"{KC}.type = adaptive but {uk} = false: verl builds the KL controller only for the in-reward KL "
+            f"penalty, so the adaptive coefficient (target_kl, horizon) never changes anything "
+            f"(actor.use_kl_loss uses the fixed {A}.actor.kl_loss_coef)",
+            f"set {uk}=true to penalise the reward with an adaptive coefficient, or {KC}.type=fixed",
+            severity="warning",
+        )
+        return
+    target = val(ctx, tk)
+    if target is None or (isinstance(target, (int, float)) and not isinstance(target, bool) and target == 0):
+        what = "ZeroDivisionError" if target is not None else "TypeError"
+        yield ctx.finding(
+            "FC604",
+            [tk, f"{KC}.type"],
+            f"{tk} = {target} with {KC}.type = adaptive: AdaptiveKLController.update divides the step's KL by "
+            f"target_kl and raises {what} at the end of the first training step",
+            f"set {tk} to the KL per token you want to hold (verl's default 0.1), or {KC}.type=fixed",
+        )
+    elif isinstance(target, (int, float)) and not isinstance(target, bool) and target < 0:
+        yield ctx.finding(
+            "FC604",
+            [tk, f"{KC}.type"],
+            f"{tk} = {target} with {KC}.type = adaptive: a KL >= 0 is always above a negative target, so the "
+            f"controller's error is clipped to -0.2 every step and the coefficient only shrinks towards 0",
+            f"set {tk} to a positive KL per token (verl's default 0.1)",
+            severity="warning",
+        )
+
+
+RK = "reward.reward_kwargs"
+OB = f"{RK}.overlong_buffer_cfg"
+
+
+def _real(x: object) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+@rule(
+    "FC605",
+    "DAPO overlong buffer: max_resp_len, buffer length and the rollout's response length must agree",
+    keys=[
+        f"{OB}.enable",
+        f"{OB}.len",
+        f"{RK}.max_resp_len",
+        "reward.reward_manager.name",
+        f"{A}.rollout.response_length",
+    ],
+    example=[
+        "reward.reward_manager.name=dapo",
+        "+reward.reward_kwargs.overlong_buffer_cfg.enable=true",
+        "+reward.reward_kwargs.overlong_buffer_cfg.len=4096",
+        "+reward.reward_kwargs.max_resp_len=2048",
+    ],
+)
+def dapo_overlong_buffer(ctx: Context) -> Iterable[Finding]:
+    """verl's DAPO reward manager (``reward.reward_manager.name=dapo``) with
+    ``reward.reward_kwargs.overlong_buffer_cfg.enable`` penalises a response of ``L`` valid tokens by
+    ``min(-(L - (max_resp_len - len)) / len x penalty_factor, 0)``:
+
+    - ``max_resp_len`` missing, ``len <= 0`` or ``len > max_resp_len``: the manager's assertions fail when the
+      reward workers start (error);
+    - ``max_resp_len - len >= rollout.response_length``: no response can be longer than the rollout's
+      ``response_length`` (``${data.max_response_length}``), so the penalty never applies (warning);
+    - ``max_resp_len < rollout.response_length``: responses longer than ``max_resp_len`` are penalised past
+      ``penalty_factor``, up to ``(response_length - max_resp_len + len) / len x penalty_factor`` for a
+      truncated one (warning: DAPO's scheme ends at ``max_resp_len = max_response_length``).
+
+    Source: verl/experimental/reward_loop/reward_manager/dapo.py ``DAPORewardManager.__init__`` (the three
+    assertions) and ``run_single`` (the penalty); verl/workers/reward_manager/dapo.py (the same);
+    verl/trainer/config/rollout/rollout.yaml (``response_length: ${oc.select:data.max_response_length,512}``);
+    verl's DAPO examples pass ``+reward.reward_kwargs.max_resp_len=${max_response_length}``
+    (examples/mtp_trainer/run_mimo_7b_mtp_megatron.sh); DAPO (arXiv:2503.14476), "overlong reward shaping".
+    """
+    if str(ctx.get("reward.reward_manager.name")) != "dapo" or not flag(ctx.get(f"{OB}.enable")):
+        return
+    lk, mk, rk = f"{OB}.len", f"{RK}.max_resp_len", f"{A}.rollout.response_length"
+    blen, mrl = _real(ctx.get(lk)), _real(ctx.get(mk))
+    if mrl is None:
+        yield ctx.finding(
+            "FC605",
+            [mk, f"{OB}.enable"],
+            f"{OB}.enable = true but {mk} = {ctx.get(mk)}: DAPORewardManager asserts max_resp_len is given when "
+            "the overlong buffer is on",
+            f"set +{mk}=${{data.max_response_length}}",
+        )
+        return
+    if blen is None or blen <= 0 or blen > mrl:
+        what = "must be positive" if blen is None or blen <= 0 else f"is larger than {mk} = {ctx.get(mk)}"
+        yield ctx.finding(
+            "FC605",
+            [lk, mk],
+            f"{lk} = {ctx.get(lk)} {what}: DAPORewardManager's assertion fails when the reward workers start",
+            f"set {lk} to a positive length below {mk} (DAPO: 4096 of 20480), or {OB}.enable=false",
+        )
+        return
+    resp = num(val(ctx, rk))
+    if resp is None:
+        return
+    start = mrl - blen
+    if start >= resp:
+        yield ctx.finding(
+            "FC605",
+            [mk, lk, rk],
+            f"the overlong penalty starts at {mk} - {lk} = {mrl:g} - {blen:g} = {start:g} tokens, but no response "
+            f"is longer than {rk} = {resp}: the overlong buffer never penalises anything",
+            f"set {mk}={resp} (the rollout's response length) so that the buffer covers the last {blen:g} tokens",
+            severity="warning",
+        )
+    elif mrl < resp:
+        factor = _real(ctx.get(f"{OB}.penalty_factor"))
+        worst = (resp - start) / blen * (factor if factor is not None else 1.0)
+        yield ctx.finding(
+            "FC605",
+            [mk, rk, lk],
+            f"{mk} = {mrl:g} is below {rk} = {resp}: responses longer than {mrl:g} tokens are penalised past "
+            f"penalty_factor, down to -{worst:g} for a truncated response",
+            f"set {mk}={resp} (verl's DAPO examples pass max_resp_len=${{max_response_length}})",
+            severity="warning",
+        )

@@ -389,6 +389,19 @@ def layer_classes(model_type: str) -> tuple[tuple[str, ...], frozenset[str]] | N
 
 
 @lru_cache(maxsize=64)
+def module_names(model_type: str) -> frozenset[str] | None:
+    """The attribute names under which transformers' ``modeling_<type>.py`` (read as text) builds a submodule or
+    a parameter (``self.q_proj = nn.Linear(``, ``self.experts = ...(``, ``self.gate_up_proj = nn.Parameter(``):
+    the leaf names a PEFT ``target_modules`` entry can match. ``None`` when transformers has no such file (a
+    remote-code model) or the file builds nothing this way."""
+    text = _modeling_text(model_type)
+    if text is None:
+        return None
+    names = frozenset(re.findall(r"\bself\.(\w+)\s*=\s*[\w.]+\(", text))
+    return names or None
+
+
+@lru_cache(maxsize=64)
 def class_defined_anywhere(name: str) -> bool | None:
     """True when some ``models/*/modeling_*.py`` of the installed transformers defines ``class <name>(`` (read as
     text); ``None`` when transformers is not installed. Scans every modeling file (tens of ms): call it only

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from fsdpcfg import paths
-from fsdpcfg.rules._common import A, flag, fsdp_sections, rollout_name, val
+from fsdpcfg.rules._common import A, flag, fsdp_sections, need_critic, rollout_name, src, val
 from fsdpcfg.rules.chain import pending_checkpoint_root
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
@@ -401,3 +401,54 @@ def chat_template_syntax(ctx: Context) -> Iterable[Finding]:
                 f"{where}: line {line} of the chat template: Jinja syntax error: {msg}",
                 f"fix the template (it is parsed by jinja2 as transformers does), or set {key} to a working one",
             )
+
+
+#: verl 0.9.1's placeholder model path: the default of every ``HFModelConfig.path`` in its YAML
+#: (verl/trainer/config/model/hf_model.yaml ``path: ~/models/deepseek-llm-7b-chat``), read from verl's own
+#: defaults (one home: :mod:`fsdpcfg.verlref`).
+def _placeholder_path(ctx: Context) -> str | None:
+    d = ctx.verl_defaults().get("critic.model.path")
+    return d if isinstance(d, str) else None
+
+
+@rule(
+    "FC418",
+    "a critic in use must name its model (critic.model.path is verl's placeholder)",
+    keys=["critic.model.path", "critic.enable", "algorithm.adv_estimator"],
+    example=["algorithm.adv_estimator=gae"],
+)
+def critic_placeholder_path(ctx: Context) -> Iterable[Finding]:
+    """A run that builds a critic (``critic.enable``, or ``adv_estimator=gae`` when it is unset) loads
+    ``critic.model.path``, whose verl 0.9.1 default is the placeholder ``~/models/deepseek-llm-7b-chat`` (the
+    example path of ``model/hf_model.yaml``), not the actor's model. A GAE script that sets only
+    ``actor_rollout_ref.model.path`` fails when the critic worker loads the folder, after the actor and the
+    rollout are up; where the folder exists, the critic is a different model (another tokenizer and size) from
+    the policy it scores. Not when the actor itself is on the placeholder (then both are one model).
+
+    Source: verl/trainer/config/ppo_trainer.yaml (``model@critic.model: hf_model``) and model/hf_model.yaml
+    (``path: ~/models/deepseek-llm-7b-chat``), verl/trainer/ppo/utils.py ``need_critic``, verl/workers/config/model.py
+    ``HFModelConfig.__post_init__`` (loads the path); verl's own GAE examples set
+    ``critic.model.path=$HOME/models/...`` beside the actor's (examples/ppo_trainer/*.sh).
+    """
+    if ctx.composed.kind != "ppo" or not need_critic(ctx):
+        return
+    ph = _placeholder_path(ctx)
+    path = val(ctx, "critic.model.path")
+    if ph is None or not isinstance(path, str) or path.rstrip("/") != ph:
+        return
+    actor = ctx.get(P)
+    if isinstance(actor, str) and actor.rstrip("/") == ph:
+        return
+    why = (
+        "critic.enable = true"
+        if ctx.get("critic.enable") is not None
+        else f"algorithm.adv_estimator = {ctx.get('algorithm.adv_estimator')}"
+    )
+    yield ctx.finding(
+        "FC418",
+        ["critic.model.path", P],
+        f"the run builds a critic ({why}) but critic.model.path = {path} {src(ctx, 'critic.model.path')} is "
+        f"verl's placeholder, not the actor's model {actor}: the critic worker fails to load it (or, where it "
+        "exists, scores the policy with another model and tokenizer)",
+        "set critic.model.path=${actor_rollout_ref.model.path} (or a reward-model checkpoint of the same tokenizer)",
+    )

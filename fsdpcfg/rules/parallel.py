@@ -419,3 +419,63 @@ def rollout_pp_ep(ctx: Context) -> Iterable[Finding]:
             f"{ek} = {ep} must equal tensor_model_parallel_size x data_parallel_size = {tp} x {dp}",
             f"set {ek}={tp * dp}",
         )
+
+
+@rule(
+    "FC307",
+    "rollout tensor-parallel size must fit the model's attention and KV heads (vLLM, SGLang)",
+    keys=[f"{R}.tensor_model_parallel_size", f"{A}.model.path"],
+    example=[
+        "launcher=verl",
+        "rollout=vllm",
+        "trainer=gpu_8x",
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=4",
+        "actor_rollout_ref.model.path=<Qwen2.5-0.5B-Instruct folder>",
+    ],
+)
+def rollout_tp_heads(ctx: Context) -> Iterable[Finding]:
+    """vLLM and SGLang shard attention by heads over the rollout's tensor-parallel ranks: ``num_attention_heads
+    % tp == 0``, and the KV heads are either split (``num_key_value_heads % tp == 0``) or replicated
+    (``tp % num_key_value_heads == 0``). Otherwise the engine refuses the model when verl starts the rollout
+    server, after the trainer workers and the model are up. Heads are read from config.json (``text_config``
+    for VLMs).
+
+    Source: vLLM ``vllm/config`` ``ModelConfig.verify_with_parallel_config`` ("Total number of attention heads
+    (N) must be divisible by tensor parallel size (T)") and ``vllm/model_executor/layers/linear.py``
+    ``QKVParallelLinear`` (``divide(total_num_kv_heads, tp_size)`` or ``divide(tp_size, total_num_kv_heads)``);
+    SGLang ``python/sglang/srt/layers/linear.py`` ``QKVParallelLinear`` (the same two ``divide`` calls).
+    Public reports: vllm-project/vllm#2652, #414, #4232 (40 heads on TP 6), #11797 (Qwen2-7B: 28 heads, 4 KV
+    heads, cannot run on 8 GPUs); THU-KEG/AdaptThink#1 (DeepSeek-R1-Distill-Qwen-7B on TP 8, a verl-based
+    project). verl passes ``rollout.tensor_model_parallel_size`` as the engine's ``tensor_parallel_size``
+    (verl/workers/rollout/vllm_rollout/vllm_async_server.py, sglang_rollout/async_sglang_server.py).
+    """
+    if rollout_name(ctx) not in ("vllm", "sglang"):
+        return
+    m = ctx.model
+    if m is None or m.status != "ok" or m.config is None or m.config_problems:
+        return
+    tc = m.text_config
+    heads = num(tc.get("num_attention_heads"))
+    kv = num(tc.get("num_key_value_heads")) or heads
+    tk = f"{R}.tensor_model_parallel_size"
+    tp = num(val(ctx, tk))
+    if not heads or not kv or heads < 1 or kv < 1 or not tp or tp <= 1:
+        return
+    bad = []
+    if heads % tp:
+        bad.append(f"num_attention_heads = {heads} is not divisible by {tp}")
+    if kv % tp and tp % kv:
+        bad.append(f"num_key_value_heads = {kv} and {tp} do not divide one another")
+    if not bad:
+        return
+    w = world(ctx) or tp
+    valid = [d for d in divisors(heads) if w % d == 0 and (kv % d == 0 or d % kv == 0)]
+    arch = m.architectures[0] if m.architectures else m.model_type
+    yield ctx.finding(
+        "FC307",
+        [tk, f"{A}.model.path"],
+        f"{tk} = {tp} {src(ctx, tk)}: " + "; ".join(bad) + f" ({arch}, {m.folder}/config.json); "
+        f"{rollout_name(ctx)} refuses to shard the model when the rollout starts",
+        f"set {tk} to one of {valid}",
+        derivation=f"valid = divisors of {heads} attention heads that divide {w} ranks and fit {kv} KV heads",
+    )

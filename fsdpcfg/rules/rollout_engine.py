@@ -22,17 +22,21 @@ R = f"{A}.rollout"
 PL, RL = "data.max_prompt_length", "data.max_response_length"
 
 
-def _max_positions(ctx: Context) -> tuple[int, str] | None:
-    """``(limit, how)``: the model's context limit from config.json with ``override_config`` applied; a
-    rope-scaling block whose ``original_max_position_embeddings`` equals ``max_position_embeddings``
-    extends it by ``factor``."""
+#: ``override_config`` entries that change the model's context length or position encoding.
+CONTEXT_FIELDS = ("max_position_embeddings", "rope_scaling", "rope_parameters", "rope_theta")
+
+
+def _max_positions(ctx: Context, override: bool = True) -> tuple[int, str] | None:
+    """``(limit, how)``: the model's context limit from config.json, with ``override_config`` applied unless
+    ``override`` is false (what the rollout engine reads); a rope-scaling block whose
+    ``original_max_position_embeddings`` equals ``max_position_embeddings`` extends it by ``factor``."""
     m = _model(ctx)
     if m is None:
         return None
     tc = dict(m.text_config)
     oc = ctx.get(f"{A}.model.override_config")
-    if isinstance(oc, dict):
-        tc.update({k: v for k, v in oc.items() if k in ("max_position_embeddings", "rope_scaling", "rope_parameters")})
+    if override and isinstance(oc, dict):
+        tc.update({k: v for k, v in oc.items() if k in CONTEXT_FIELDS})
     mp = num(tc.get("max_position_embeddings"))
     if not mp:
         return None
@@ -298,4 +302,209 @@ def sampling(ctx: Context) -> Iterable[Finding]:
     if str(val(ctx, f"{R}.mode")) == "sync":
         yield ctx.finding(
             "FC506", [f"{R}.mode"], f"{R}.mode = sync was removed in verl 0.9", f"set {R}.mode=async or remove it"
+        )
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+@rule(
+    "FC508",
+    "top_p / top_k in the training rollout: samples from a truncated policy the trainer does not score",
+    severity="warning",
+    keys=[f"{R}.top_p", f"{R}.top_k", "algorithm.rollout_correction.rollout_is"],
+    example=["actor_rollout_ref.rollout.top_p=0.9"],
+)
+def truncated_sampling(ctx: Context) -> Iterable[Finding]:
+    """With ``rollout.top_p < 1`` or ``rollout.top_k > 0`` the engine samples the training responses from the
+    truncated, renormalised distribution, but verl's actor recomputes ``old_log_prob`` and ``log_prob`` on the
+    full vocabulary (it divides the logits by ``temperature`` only, never applies top-p/top-k): the PPO ratio
+    and the KL are computed against a policy that did not generate the data, and tokens outside the nucleus have
+    probability 0 under the behaviour policy. With rollout importance sampling
+    (``algorithm.rollout_correction.rollout_is``) the weights compare vLLM's ``processed_logprobs`` (after the
+    truncation, verl's default ``rollout.logprobs_mode``) with the full-vocabulary ones: biased on every token.
+    verl runs it (warning); validation's own ``val_kwargs.top_p/top_k`` are not concerned.
+
+    Source: verl/experimental/agent_loop/agent_loop.py (training sampling params ``top_p=config.top_p,
+    top_k=config.top_k``), verl/workers/engine/fsdp/transformer_impl.py (``logits.div_(temperature)``, no
+    top-p/top-k), verl/trainer/config/rollout/rollout.yaml (``logprobs_mode: processed_logprobs``). Public
+    reports: verl-project/verl#6240 (processed vs raw log-probs, "the trainer ones don't apply temperature nor
+    top-k/p"; DeepSeek-V3.2's "keep sampling mask"), modelscope/ms-swift#8442 (top-k/top-p made rollout and
+    training log-probs disagree; defaults changed), vllm-project/vime#73 and PrimeIntellect-ai/prime-rl#2601
+    (the same mismatch).
+    """
+    tp, tk = ctx.get(f"{R}.top_p"), ctx.get(f"{R}.top_k")
+    parts, keys = [], []
+    if _number(tp) and tp < 1:
+        parts.append(f"{R}.top_p = {tp} {src(ctx, f'{R}.top_p')}")
+        keys.append(f"{R}.top_p")
+    if _number(tk) and tk > 0:
+        parts.append(f"{R}.top_k = {tk} {src(ctx, f'{R}.top_k')}")
+        keys.append(f"{R}.top_k")
+    if not parts:
+        return
+    ris = ctx.get("algorithm.rollout_correction.rollout_is")
+    extra = (
+        f"; algorithm.rollout_correction.rollout_is = {ris} then weights every token by a ratio of the truncated "
+        "(rollout) to the full (trainer) probability, biased by construction"
+        if ris
+        else ""
+    )
+    yield ctx.finding(
+        "FC508",
+        keys + (["algorithm.rollout_correction.rollout_is"] if ris else []),
+        " and ".join(parts) + ": the training responses are sampled from the truncated distribution, but verl's "
+        "actor computes old_log_prob and log_prob on the full vocabulary (temperature only), so the PPO ratio and "
+        "KL refer to a policy that did not generate them" + extra,
+        f"keep {R}.top_p=1.0 and {R}.top_k=-1 for training (control exploration with {R}.temperature); put "
+        f"top_p/top_k under {R}.val_kwargs for validation only",
+        severity="warning",
+    )
+
+
+@rule(
+    "FC509",
+    "several validation samples per prompt (val_kwargs.n > 1) with greedy validation",
+    severity="warning",
+    keys=[f"{R}.val_kwargs.n", f"{R}.val_kwargs.temperature", f"{R}.val_kwargs.do_sample"],
+    example=["actor_rollout_ref.rollout.val_kwargs.n=8"],
+)
+def greedy_val_samples(ctx: Context) -> Iterable[Finding]:
+    """``val_kwargs.n`` repeats every validation prompt ``n`` times (``RayPPOTrainer._validate``:
+    ``test_batch.repeat(repeat_times=val_kwargs.n)``), which only measures something when validation samples:
+
+    - ``val_kwargs.temperature <= 0`` (verl's default 0): the engine decodes greedily, the ``n`` answers are
+      one answer ``n`` times, ``mean@n`` equals ``mean@1`` and ``best@n``/``maj@n`` are not what they say, for
+      ``n`` times the validation cost;
+    - ``val_kwargs.do_sample = false`` with a temperature > 0, under the native launcher: it decodes greedily, as
+      ``do_sample`` says, and repeats one answer. verl 0.9.1 itself samples there: its agent loop sends
+      ``val_kwargs.temperature/top_p/top_k`` to the engine and ignores ``do_sample`` in validation (it only
+      reaches ``meta_info``, read by the HF rollout alone), so a verl run is not warned (verl's own
+      examples/grpo_trainer/run_deepseek_v4_veomni.sh: ``val_kwargs.n=16``, temperature 1.0, do_sample unset).
+
+    Source: verl/trainer/ppo/ray_trainer.py ``_validate`` (repeat ``val_kwargs.n``, ``meta_info["do_sample"]``),
+    verl/experimental/agent_loop/agent_loop.py ``generate_sequences`` (``if validate:`` takes the val_kwargs
+    temperature/top_p/top_k only), fsdpcfg/train/validate.py ``validation_settings``. Public reports:
+    verl-project/verl#553 (sampling in validation: greedy forced ``n = 1``), #1352 (do_sample in validation),
+    #6202 (best practices: ``temperature > 0`` with a larger ``n``).
+    """
+    n = num(ctx.get(f"{R}.val_kwargs.n"))
+    if n is None or n <= 1:
+        return
+    nk, tk, dk = f"{R}.val_kwargs.n", f"{R}.val_kwargs.temperature", f"{R}.val_kwargs.do_sample"
+    t, do_sample = ctx.get(tk), ctx.get(dk)
+    if _number(t) and t <= 0:
+        yield ctx.finding(
+            "FC509",
+            [nk, tk],
+            f"{nk} = {n} but {tk} = {t} {src(ctx, tk)}: validation decodes greedily, so the {n} answers per prompt "
+            f"are one answer repeated; mean@{n} equals mean@1 at {n}x the validation cost",
+            f"set {tk} > 0 (e.g. 0.6-1.0) and {dk}=true to sample {n} answers, or {nk}=1 for greedy validation",
+            severity="warning",
+        )
+    elif ctx.launcher == "native" and do_sample is not None and not flag(do_sample) and _number(t) and t > 0:
+        yield ctx.finding(
+            "FC509",
+            [nk, dk, tk],
+            f"{nk} = {n} with {dk} = false {src(ctx, dk)}: the native launcher decodes validation greedily as "
+            f"{dk} says ({tk} = {t} is not used), so the {n} answers per prompt are one answer repeated",
+            f"set {dk}=true to sample {n} answers at {tk} = {t} (as verl 0.9.1 does), or {nk}=1",
+            severity="warning",
+        )
+
+
+def _engine_overrides(ctx: Context, name: str) -> dict:
+    """The model-config overrides the rollout engine itself receives: vLLM ``engine_kwargs.vllm.hf_overrides``,
+    SGLang ``engine_kwargs.sglang.json_model_override_args`` (a JSON string or a mapping); ``{}`` when none."""
+    import json
+
+    key = "hf_overrides" if name == "vllm" else "json_model_override_args"
+    v = ctx.get(f"{R}.engine_kwargs.{name}.{key}")
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return {}
+    return v if isinstance(v, dict) else {}
+
+
+@rule(
+    "FC510",
+    "override_config changes the context length / RoPE the rollout engine never sees",
+    keys=[f"{A}.model.override_config", f"{R}.max_model_len", f"{R}.engine_kwargs"],
+    example=[
+        "launcher=verl",
+        "rollout=vllm",
+        "actor_rollout_ref.model.path=<Qwen2.5-0.5B-Instruct folder>",
+        "+actor_rollout_ref.model.override_config.max_position_embeddings=65536",
+    ],
+)
+def override_context_unseen(ctx: Context) -> Iterable[Finding]:
+    """``actor_rollout_ref.model.override_config`` is applied to the trainer's model config (``HFModelConfig``:
+    ``update_model_config(hf_config, override_config)``), which is also what verl sizes ``rollout.max_model_len``
+    from (``_validate_configs``: ``max_model_len = max_position_embeddings`` when unset); but vLLM and SGLang
+    load ``config.json`` from the model folder themselves (``vllm serve <local_path>``, ``model_path``), with
+    only verl's quantization overrides. So:
+
+    - a larger context (``max_position_embeddings``, or a ``rope_scaling`` factor) makes verl ask the engine for
+      a ``max_model_len`` beyond what it derives from ``config.json``: vLLM refuses to start ("User-specified
+      max_model_len ... is greater than the derived max_model_len"), SGLang rejects the longer requests (error);
+    - a changed ``rope_scaling`` / ``rope_theta`` / ``rope_parameters`` within the file's length: the engine
+      generates with the checkpoint's position encoding while the trainer scores with the overridden one, a
+      rollout/training mismatch on every token (warning).
+
+    Not when the same values reach the engine (``rollout.engine_kwargs.vllm.hf_overrides`` /
+    ``rollout.engine_kwargs.sglang.json_model_override_args``, which verl passes through).
+
+    Source: verl/workers/config/model.py ``HFModelConfig.__post_init__`` (override_config),
+    verl/workers/rollout/vllm_rollout/vllm_async_server.py ``_validate_configs`` and ``launch_server``
+    (``hf_overrides`` from ``_apply_quantization`` only, then ``**engine_kwargs``),
+    verl/workers/rollout/sglang_rollout/async_sglang_server.py (``model_path``, ``json_model_override_args``
+    for FP8 only); vLLM ``ModelConfig`` ``_get_and_verify_max_len``. Public reports: verl-project/verl#1522
+    (overriding RoPE scaling for vLLM rollouts of a model whose config.json lacks it), modelscope/ms-swift#5146
+    ("vLLM updates model length based only on the rope setting in config.json"; ``max_model_len`` then
+    refused), vllm-project/recipes#856 (YaRN is given to vLLM through ``--hf-overrides``).
+    """
+    name = rollout_name(ctx)
+    m = _model(ctx)
+    ok = f"{A}.model.override_config"
+    oc = ctx.get(ok)
+    if name not in ("vllm", "sglang") or m is None or not isinstance(oc, dict):
+        return
+    tc = m.text_config
+    engine = _engine_overrides(ctx, name)
+    changed = {k: oc[k] for k in CONTEXT_FIELDS if k in oc and oc[k] != tc.get(k) and engine.get(k) != oc[k]}
+    if not changed:
+        return
+    trainer, file_lim = _max_positions(ctx), _max_positions(ctx, override=False)
+    mk = f"{R}.max_model_len"
+    mml = num(val(ctx, mk))
+    # verl's default max_model_len: the overridden max_position_embeddings (get_max_position_embeddings)
+    asked = mml if mml else num(oc.get("max_position_embeddings")) or num(tc.get("max_position_embeddings"))
+    ek = f"{R}.engine_kwargs.{name}." + ("hf_overrides" if name == "vllm" else "json_model_override_args")
+    shown = ", ".join(f"{k}={v}" for k, v in changed.items())
+    fix = f"give the engine the same overrides ({ek}: {{{shown}}}), or drop them from {ok}"
+    if file_lim is not None and asked and asked > file_lim[0]:
+        how = f"{mk} = {mml}" if mml else f"{mk} unset: verl sets it to the overridden max_position_embeddings {asked}"
+        refusal = "vLLM refuses to start" if name == "vllm" else "SGLang rejects the longer requests"
+        yield ctx.finding(
+            "FC510",
+            [ok, mk],
+            f"{ok} sets {shown}, which {name} never receives (it reads {m.folder}/config.json: {file_lim[1]}); "
+            f"{how} > the engine's limit {file_lim[0]}: {refusal}",
+            fix,
+            derivation=f"trainer: {trainer[1] if trainer else '?'}; engine: {file_lim[1]}",
+        )
+        return
+    rope = {k: v for k, v in changed.items() if k != "max_position_embeddings"}
+    if rope:
+        yield ctx.finding(
+            "FC510",
+            [ok],
+            f"{ok} sets {', '.join(f'{k}={v}' for k, v in rope.items())} for the trainer, but {name} reads "
+            f"{m.folder}/config.json without it: responses are generated with the checkpoint's position encoding "
+            "and scored with another (rollout/training log-prob mismatch on every token)",
+            fix,
+            severity="warning",
         )

@@ -130,7 +130,7 @@ class Optim(Section):
     betas: list[float] = F(
         default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2, description="Adam betas [beta1, beta2]"
     )
-    clip_grad: float = F(1.0, ge=0, description="gradient-norm clip (verl keeps it beside actor.grad_clip)")
+    clip_grad: float = F(1.0, ge=0, description="gradient-norm clip (the one verl 0.9.1 and the native trainer apply)")
     min_lr_ratio: float = F(0.0, ge=0, le=1, description="cosine schedule floor as a fraction of lr")
     num_cycles: float = F(0.5, ge=0, description="cosine cycles over the schedule")
     lr_scheduler_type: Literal["constant", "cosine"] = F("constant", description="schedule after warmup")
@@ -193,7 +193,7 @@ class ActorSection(Section):
     ppo_epochs: int = F(1, le=MAX_SIZE, gt=0, description="passes over each training batch")
     shuffle: bool = F(False, description="shuffle mini-batches between epochs")
     data_loader_seed: int | None = F(42, ge=0, le=MAX_SEED, description="seed of the mini-batch shuffling")
-    grad_clip: float = F(1.0, ge=0, description="gradient-norm clip")
+    grad_clip: float = F(1.0, ge=0, description="not read by verl 0.9.1 (FC721): the clip is optim.clip_grad")
     ulysses_sequence_parallel_size: int = F(
         1, le=MAX_RANKS_PER_NODE, ge=1, description="Ulysses sequence-parallel ranks"
     )

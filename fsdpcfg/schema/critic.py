@@ -107,7 +107,9 @@ class CriticSection(Section):
         V("critic.loss_agg_mode"), description="how token value losses aggregate (default: the actor's)"
     )
     cliprange_value: float = F(V("critic.cliprange_value"), ge=0, description="clip range of the value loss")
-    grad_clip: float = F(V("critic.grad_clip"), ge=0, description="gradient-norm clip")
+    grad_clip: float = F(
+        V("critic.grad_clip"), ge=0, description="not read by verl 0.9.1 (FC721): the clip is critic.optim.clip_grad"
+    )
     model: CriticModel = Sub(CriticModel, "the value model's checkpoint")
     optim: CriticOptim = Sub(CriticOptim, "optimizer and schedule of the critic")
     checkpoint: Checkpoint = Sub(Checkpoint, "critic checkpoint contents")
