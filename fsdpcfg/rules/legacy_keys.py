@@ -279,3 +279,39 @@ def _finding(ctx: Context, key: str, v: Any, t: Target | None) -> Finding:
         f"{head} and runs {t.key} = {'unset' if now is None else now} instead{note}",
         f"rename it to {override(t, v)}",
     )
+
+
+def removed_module_finding(entry: str, label: str, keys: Iterable[str]) -> Finding | None:
+    """FC708 for a run script's command of a trainer module verl 0.9.1 removed (``entry``), naming the
+    replacement, how verl runs it and where each of the command's ``keys`` goes; None for another module."""
+    r = removed_module(entry)
+    if r is None:
+        return None
+    moved = []
+    for key in keys:
+        t = target(key, r.moves, "sft") if r.moves else None
+        if t is not None:
+            moved.append(f"{key} -> {t.key}" if t.key else f"{key}: no such setting ({t.move.note or 'delete it'})")
+    keys_text = f"; its keys: {', '.join(moved)}" if moved else ""
+    run = "torchrun ... -m" if r.launcher == "torchrun" else "python3 -m"
+    return Finding(
+        "FC708",
+        "error",
+        [],
+        f"{label}: `{entry}` is not a module of verl {verlref.VERL_VERSION} ({r.source}): the command fails "
+        f"with `No module named`{keys_text}",
+        f"run `{run} {r.replacement}`" + (" with the keys renamed" if moved else "") + " (`fsdpcfg check --fix` "
+        "rewrites it when every key has a verl 0.9.1 key)",
+    )
+
+
+@rule("FC708", "a trainer module verl 0.9.1 removed", kinds=("ppo", "sft"))
+def removed_trainer_module(ctx: Context) -> Iterator[Finding]:
+    """A run script runs ``verl.trainer.fsdp_sft_trainer``, ``main_ppo_sync`` or ``main_generation``, which verl
+    0.9.1 no longer has (:data:`REMOVED_MODULES`, each with the commit that removed it); a ``main_ppo_sync``
+    command is checked as the ``main_ppo`` command it becomes. The finding is made while the script is read
+    (``composed.script_notes``). Source: verl #5382 (fsdp_sft_trainer, main_generation), verl #6710
+    (main_ppo_sync)."""
+    for f in getattr(ctx.composed, "script_notes", None) or []:
+        if f.rule == "FC708":
+            yield f

@@ -9,6 +9,7 @@ refused by the same oracle, so the test can fail.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,21 @@ def test_the_old_suggestion_is_refused_by_verl(verl_dir):
         "reward_model.reward_manager",
         "reward_model.sandbox_fusion.url",
     ]
+
+
+def test_a_script_fixed_by_check_fix_is_accepted_by_verl(tmp_path):
+    """A DAPO-style script of verl 0.4's keys, rewritten by ``--fix``: fsdpcfg finds no error and verl 0.9.1
+    composes, validates and converts it, with no key it would ignore."""
+    from fsdpcfg.check.fix import fix_script
+    from fsdpcfg.check.sources import check_run_script
+    from fsdpcfg.check.verl_opinion import verl_opinions
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from test_fix import DAPO
+
+    p = tmp_path / "run.sh"
+    p.write_text(fix_script(DAPO.replace("+$kw.overlong_buffer_cfg.log=False", "")).new)
+    (c,) = check_run_script(p)
+    assert not [f for f in c.findings if f.severity == "error"]
+    (op,) = verl_opinions([c.composed])
+    assert op.accepted and op.ignored_keys == [], (op.stage, op.error, op.ignored_keys)
