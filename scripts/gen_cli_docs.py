@@ -106,7 +106,21 @@ SECTIONS = [
         "                                       null for the command line or a default\n"
         ' "findings": [...],                  every input\'s findings in one list, each with its "input"\n'
         ' "error": {"message", "key", "fix"}}  only for a usage error (exit 2; inputs and findings empty)\n'
-        "```",
+        "```\n\n"
+        "`--fix FILE|SCRIPT ...` rewrites what has exactly one right answer, as `ruff --fix` does, then checks the "
+        "rewritten files: a key of an older verl whose verl 0.9.1 key is known (FC701: "
+        "`reward_model.reward_manager=dapo` becomes `reward.reward_manager.name=dapo`, "
+        "`+reward_model.reward_kwargs.X` becomes `+reward.reward_kwargs.X`, as verl's own "
+        "`migrate_legacy_reward_impl` maps them; the 0.5 to 0.9.1 renames such as `ray_init.*` to "
+        "`ray_kwargs.ray_init.*`) and a trainer module verl 0.9.1 removed (FC708: `verl.trainer.main_ppo_sync` "
+        "becomes `verl.trainer.main_ppo`; `verl.trainer.fsdp_sft_trainer` becomes `verl.trainer.sft_trainer` with "
+        "its keys renamed, only when every key has a 0.9.1 key). A run script's override words are edited in place "
+        "on their line; a YAML file's lines are edited (comments and layout kept, never re-dumped) and the result "
+        "must load to the migrated config, else nothing is written. What has no single answer (a key with no 0.9.1 "
+        "home, a target the command also sets, a key built from a variable) is left and still reported. Writes are "
+        "atomic and keep the file's permissions; a failed write leaves the original. Each rewrite is printed as "
+        '`FIXED file:line old -> new` (JSON: `"fixed"`). `--diff` prints the rewrite as a unified diff instead, '
+        "writes nothing, and exits 1 when there is a change (0 when none).",
         [
             "$ mkdir -p recipes .github/workflows && printf '# @package _global_\\ndefaults:\\n  - qwen_grpo\\n"
             "  - _self_\\nactor_rollout_ref:\\n  actor:\\n    strategy: fsdp3\\n' > recipes/bad.yaml && "
@@ -114,6 +128,9 @@ SECTIONS = [
             "check recipes/bad.yaml .github/workflows/ci.yml",
             "check --format json recipes/bad.yaml .github/workflows/ci.yml",
             "check --format json recipes/missing.yaml",
+            "$ mkdir -p old && printf 'reward_model:\\n  reward_manager: dapo  # DAPO\\n"
+            "custom_reward_function:\\n  path: my_reward.py\\n' > old/legacy.yaml",
+            "check --diff old/legacy.yaml",
         ],
     ),
     (

@@ -158,8 +158,10 @@ def check_run_script(
     """
     from fsdpcfg.check.runscript import Word
     from fsdpcfg.check.runscript.translate import drop_guessed, key_of, not_a_trainer, translate
+    from fsdpcfg.check.runscript.verl_cmd import TRAINERS
     from fsdpcfg.compose import compose
     from fsdpcfg.compose.provenance import Source
+    from fsdpcfg.rules.legacy_keys import REMOVED_MODULES, removed_module_finding
     from fsdpcfg.verlref import VERL_VERSION
 
     path = Path(path)
@@ -199,6 +201,14 @@ def check_run_script(
                     'add "$@" at the end of the command to pass overrides to it',
                 )
             )
+        removed = removed_module_finding(vc.entry, label, [key_of(w.text) for w in vc.overrides if "=" in w.text])
+        if removed is not None:
+            notes.append(removed)
+            replacement = REMOVED_MODULES[vc.entry]
+            if replacement.moves or replacement.replacement not in TRAINERS:
+                out.append(Checked(label, notes))  # another config layout: the keys are named in the finding
+                continue
+            vc.entry, vc.kind = replacement.replacement, TRAINERS[replacement.replacement]
         if vc.kind == "other":
             out.append(Checked(label, notes + [not_a_trainer(vc, label)]))
             continue
@@ -225,7 +235,7 @@ def check_run_script(
             composed.provenance.record(
                 key, Source("override", where) if where == "command line" else Source("file", where)
             )
-        composed.script_notes = notes + tr.notes  # reported by rules FC107 and FC120-FC125
+        composed.script_notes = notes + tr.notes  # reported by rules FC107, FC120-FC125 and FC708
         out.append(Checked(label, drop_guessed(check_config(composed)), composed))
     return out
 

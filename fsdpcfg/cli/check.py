@@ -7,6 +7,9 @@
                                                     the verl commands of a run script, read as bash reads it
                                                     (OVERRIDES stand at its "$@", ARGS are its $1 $2 ...)
     fsdpcfg check --skip-unrelated FILES...         as pre-commit runs it: a script with no verl command is skipped
+    fsdpcfg check --fix FILE|SCRIPT...              rewrite what has one right answer (legacy keys, removed
+                                                    trainer modules: :mod:`fsdpcfg.check.fix`), then check
+    fsdpcfg check --diff FILE|SCRIPT...             print that rewrite as a unified diff; write nothing
 
 Human output groups findings by severity, each with its rule ID, ``file:line``, keys, numbers, fix and the
 provenance of each key's value, then the derived numbers (``--plan``). ``--format json`` prints one JSON
@@ -82,6 +85,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="show the derived numbers (default when one config is checked)",
     )
     plan.add_argument("--no-plan", dest="plan", action="store_false", help="do not show the derived numbers")
+    fix = parser.add_mutually_exclusive_group()
+    fix.add_argument(
+        "--fix",
+        action="store_true",
+        help="rewrite, in the YAML files and run scripts given, what has exactly one right answer (a legacy "
+        "verl key whose verl 0.9.1 key is known, FC701; a removed trainer module, FC708), atomically, keeping "
+        "the rest of each file as it is; then check the rewritten files",
+    )
+    fix.add_argument(
+        "--diff",
+        action="store_true",
+        help="print what --fix would rewrite as a unified diff and write nothing; exit 1 when there is a change",
+    )
     parser.add_argument(
         "--verl",
         action="store_true",
@@ -185,7 +201,16 @@ def run(args: argparse.Namespace) -> int:
     """Run the check and print the findings; return the exit code (:data:`EXIT_CODES`)."""
     if getattr(args, "usage_error", None) is not None:
         return _json_error(args.usage_error)
+    fixed: list[str] = []
     try:
+        if getattr(args, "fix", False) or getattr(args, "diff", False):
+            fixes = _fixes(args)
+            if args.diff:
+                sys.stdout.write("".join(f.diff() for f in fixes))
+                return 1 if any(f.new != f.old for f in fixes) else 0
+            for f in fixes:
+                f.write()
+                fixed += f.applied
         results = collect(args)
     except ConfigError as e:
         if args.format != "json":
@@ -201,15 +226,44 @@ def run(args: argparse.Namespace) -> int:
     rc = 1 if verl_rejects or any(f.severity == "error" for r in results for f in r.findings) else 0
     if args.format == "json":
         report = json_report(results)
+        if getattr(args, "fix", False):
+            report["fixed"] = fixed
         if op is not None:
             report["verl"] = op.to_json()
         text = json.dumps({**report, "exit_code": rc}, indent=2)  # one dump: 10,000 findings cost 0.3 s each
     else:
         text = render(results, fmt=args.format, plan=show_plan)
+        if getattr(args, "fix", False):
+            text = "\n".join([f"FIXED {a}" for a in fixed] or ["FIXED nothing (no rewrite has one right answer)"]) + (
+                "\n\n" + text
+            )
         if op is not None:
             text = f"{text}\n\n{op.text}"
     sys.stdout.write(text + ("\n" if text and not text.endswith("\n") else ""))
     return rc
+
+
+def _fixes(args: argparse.Namespace) -> list[Any]:
+    """The rewrite of each file input (:func:`fsdpcfg.check.fix.fix_file`).
+
+    Raises:
+        UsageError: ``--fix``/``--diff`` without a file, or a file that cannot be read.
+    """
+    from fsdpcfg.check.fix import fix_file
+
+    files = [a for a in args.inputs if _kind(a) != "override"]
+    if not files:
+        raise UsageError(
+            "--fix and --diff rewrite files: give the YAML files or run scripts",
+            fix="fsdpcfg check --fix run.sh (or recipe.yaml)",
+        )
+    out = []
+    for f in files:
+        try:
+            out.append(fix_file(Path(f)))
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"cannot read {f}: {e}", fix="check the path") from None
+    return out
 
 
 def render(results: list[Any], *, fmt: str = "human", plan: bool = False) -> str:

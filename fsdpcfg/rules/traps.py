@@ -1,8 +1,9 @@
 """FC7xx: silent traps — settings that verl accepts and then ignores or rewrites, so the run is not what the
 config says.
 
-Sources: verl/trainer/config/ppo_trainer.yaml (0.9 moved the reward keys under ``reward``),
-verl/utils/device.py (``get_device_name``: no CPU backend), verl/workers/engine/fsdp/transformer_impl.py
+The legacy keys (FC701) are :mod:`fsdpcfg.rules.legacy_keys`'s.
+
+Sources: verl/utils/device.py (``get_device_name``: no CPU backend), verl/workers/engine/fsdp/transformer_impl.py
 (FSDP1 ``CPUOffload`` vs FSDP2 ``CPUOffloadPolicy``), verl/utils/fsdp_utils.py (``get_fsdp_wrap_policy``,
 ``apply_fsdp2``: the FSDP units), and the reported cases c16, c19, c24, c25
 (docs/design.md#reported-misconfigurations).
@@ -17,15 +18,7 @@ from fsdpcfg.rules._common import A, flag, fsdp_sections, num, src, val
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
-from fsdpcfg.verlref import flatten
 
-#: Top-level sections verl < 0.9 read, and where verl 0.9.1 reads them (the keys of
-#: ``fsdpcfg.schema.keys.LEGACY_PREFIXES``).
-LEGACY_SECTIONS = {
-    "custom_reward_function": "reward.custom_reward_function",
-    "reward_model": "reward.reward_model",
-    "sandbox_fusion": "reward.sandbox_fusion",
-}
 #: the FSDP1 size-based wrapping threshold, under an engine section
 MIN_PARAMS = "wrap_policy.min_num_params"
 
@@ -49,40 +42,6 @@ def _fsdp_roles(ctx: Context) -> list[tuple[str, str, bool]]:
 
         return [("engine", "engine.strategy", True)] if fsdp_engine(ctx) else []
     return [(sec, skey, sec == f"{A}.actor.fsdp_config") for sec, skey in fsdp_sections(ctx)]
-
-
-@rule(
-    "FC701",
-    "legacy top-level reward keys are ignored by verl 0.9",
-    keys=["custom_reward_function.path", "reward.custom_reward_function.path", "reward_model.enable"],
-    example=["+custom_reward_function.path=my_reward.py"],
-)
-def legacy_reward_keys(ctx: Context) -> Iterable[Finding]:
-    """verl 0.9 reads only ``reward.custom_reward_function.*``, ``reward.reward_model.*`` and
-    ``reward.sandbox_fusion.*``; the old top-level ``custom_reward_function.*`` / ``reward_model.*`` /
-    ``sandbox_fusion.*`` stay in verl's tree as null placeholders and are silently ignored by ``main_ppo``
-    (only the experimental fully-async trainer migrates them), so the default scorer runs instead.
-
-    Source: verl/trainer/config/ppo_trainer.yaml (0.9.1 layout, ``reward:`` section) and
-    legacy_reward_impl.yaml; verl/experimental/reward_loop/reward_loop.py ``migrate_legacy_reward_impl`` (called
-    only from verl/experimental/fully_async_policy/fully_async_main.py); case c24.
-    """
-    for old, new in LEGACY_SECTIONS.items():
-        sec = ctx.cfg.get(old)
-        if sec is None:
-            continue
-        leaves = flatten(sec, old) if isinstance(sec, dict) else {old: sec}
-        for key, v in leaves.items():
-            if v is None or v == {}:
-                continue  # a null legacy key (verl 0.9.1's own dumps list them) changes nothing
-            nk = new + key[len(old) :]
-            yield ctx.finding(
-                "FC701",
-                [key, nk],
-                f"{key} = {v} {src(ctx, key)} is a pre-0.9 verl key; verl 0.9.1 ignores it and runs "
-                f"its default instead",
-                f"move it to {nk}={v}",
-            )
 
 
 @rule(

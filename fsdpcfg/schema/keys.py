@@ -36,7 +36,8 @@ KeyKind = Literal["schema", "free", "verl", "legacy", "conflict", "unknown"]
 #: Top-level sections verl 0.9.1's ``main_ppo`` ignores: ``verl/trainer/config/legacy_reward_impl.yaml`` keeps
 #: them as null placeholders, and only the experimental fully-async trainer migrates them
 #: (``verl/experimental/reward_loop/reward_loop.py`` ``migrate_legacy_reward_impl``); main_ppo and the reward
-#: workers read ``reward.*``. Rule FC701 (fsdpcfg/rules/traps.py) reports a value set there.
+#: workers read ``reward.*``. Rule FC701 (fsdpcfg/rules/legacy_keys.py, beside the table of where each key moved)
+#: reports a value set there.
 LEGACY_PREFIXES = ("custom_reward_function", "reward_model", "sandbox_fusion")
 
 #: Mappings verl passes on as keyword arguments, so any key below them is read: ``ray_kwargs.ray_init`` is

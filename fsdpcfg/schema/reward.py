@@ -36,3 +36,9 @@ class RewardSection(Section):
     num_workers: int = F(8, le=MAX_WORKERS, ge=1, description="reward worker processes")
     custom_reward_function: CustomRewardFunction = Sub(CustomRewardFunction, "custom scoring function")
     reward_manager: RewardManager = Sub(RewardManager, "reward manager")
+    reward_kwargs: dict[str, Any] = F(
+        default_factory=dict,
+        description="keyword arguments of the reward manager (dapo: overlong_buffer_cfg, max_resp_len); verl "
+        "reads them with .get (verl/experimental/reward_loop/reward_manager/dapo.py; no default in its tree: set "
+        "them with +reward.reward_kwargs.NAME=VALUE)",
+    )

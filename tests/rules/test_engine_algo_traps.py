@@ -2,7 +2,7 @@
 
 from rule_helpers import errors, run, warnings
 
-from fsdpcfg.rules import algorithm, rollout_engine, traps
+from fsdpcfg.rules import algorithm, legacy_keys, rollout_engine, traps
 
 GPU = ["launcher=verl", "rollout=vllm", "trainer=gpu_8x"]
 A = "actor_rollout_ref"
@@ -75,10 +75,10 @@ def test_fc601_groups():
 
 
 def test_fc701_fc702():
-    f = errors(run(traps.legacy_reward_keys, "+custom_reward_function.path=r.py"))
+    f = errors(run(legacy_keys.legacy_reward_keys, "+custom_reward_function.path=r.py"))
     assert f and "reward.custom_reward_function.path" in f[0].keys
     # verl 0.9.1's own dumps list the legacy sections with null values: nothing is lost, nothing to report
-    assert not run(traps.legacy_reward_keys, "+custom_reward_function.path=null", "+reward_model.enable=null")
+    assert not run(legacy_keys.legacy_reward_keys, "+custom_reward_function.path=null", "+reward_model.enable=null")
     # launcher=verl implies trainer.device=cuda; an explicit cpu on the command line is the trap
     assert errors(run(traps.verl_on_cpu, "launcher=verl", "rollout=vllm", "trainer.device=cpu"))
     assert not run(traps.verl_on_cpu, "launcher=verl", "rollout=vllm")

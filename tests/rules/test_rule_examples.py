@@ -28,6 +28,7 @@ NO_EXAMPLE = {
     "FC406": "needs an architecture outside both engines' tables",
     # a finding about a run script's command: tests/check/scripts/other_entries.sh triggers it
     "FC125": "needs a run script (examples are command-line overrides)",
+    "FC708": "needs a run script (a removed trainer module is named on its command line, not in a config)",
     # no shipped real config names a class transformers lacks, or caps attention logits (no Gemma 2 config.json
     # is available offline): both are exercised on edited copies of the real Llama-2 config and on the
     # tiny-unknown-arch asset in tests/rules/test_architecture_rules.py

@@ -16,9 +16,11 @@ from fsdpcfg.schema import RunConfig, parse_run_config, validate_tree
 from fsdpcfg.schema import keys as K
 
 #: schema leaves verl 0.9.1's ppo_trainer.yaml does not list (its dataclasses accept them; reward_kwargs is read
-#: with ``.get("reward_kwargs", {})`` by verl/trainer/ppo/reward.py ``get_custom_reward_fn``).
+#: with ``.get("reward_kwargs", {})`` by verl/trainer/ppo/reward.py ``get_custom_reward_fn``; reward.reward_kwargs
+#: by verl/experimental/reward_loop/reward_manager/dapo.py).
 NOT_IN_VERL_YAML = {
     "reward.custom_reward_function.reward_kwargs",
+    "reward.reward_kwargs",
     "actor_rollout_ref.actor.fsdp_config.mixed_precision",
     "actor_rollout_ref.ref.fsdp_config.mixed_precision",
     "actor_rollout_ref.actor.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap",

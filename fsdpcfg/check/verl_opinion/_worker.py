@@ -50,7 +50,10 @@ from fsdpcfg import yamlio
 from fsdpcfg.verlref import flatten
 
 CONFIGS = {"ppo": "ppo_trainer", "sft": "sft_trainer_engine"}
-OPEN_MAPPINGS = ("ray_kwargs.ray_init",)
+#: mappings verl passes on or reads with ``.get`` (keys below them are read though its YAML lists none): ray.init's
+#: kwargs (verl/trainer/main_ppo.py), the reward manager's and the custom reward function's kwargs
+#: (verl/experimental/reward_loop/reward_manager/dapo.py, verl/trainer/ppo/reward.py get_custom_reward_fn)
+OPEN_MAPPINGS = ("ray_kwargs.ray_init", "reward.reward_kwargs", "reward.custom_reward_function.reward_kwargs")
 
 
 def _defaults_list(config: str) -> list[Any]:
