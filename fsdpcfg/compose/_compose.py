@@ -40,6 +40,18 @@ def groups(kind: str = "ppo") -> tuple[str, ...]:
     return _groups_of(root, st.st_mtime_ns, st.st_size)
 
 
+def group_folders(kind: str = "ppo") -> tuple[str, ...]:
+    """Return the names Hydra finds as config groups in the ``kind`` tree's folder: its subfolders (``engine``,
+    ``recipe``, ..., also those no defaults list names, such as the RL tree's ``sft``), sorted."""
+    conf = paths.conf_dir(kind)
+    return _folders_of(conf, conf.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _folders_of(conf: Path, _mtime_ns: int) -> tuple[str, ...]:
+    return tuple(sorted(p.name for p in conf.iterdir() if p.is_dir()))
+
+
 @functools.lru_cache(maxsize=8)
 def _groups_of(root: Path, _mtime_ns: int, _size: int) -> tuple[str, ...]:
     data = _safe_load(root) or {}
@@ -452,7 +464,7 @@ def _hydra_compose(
     from hydra.errors import ConfigCompositionException, MissingConfigException
 
     search = list(search or [])
-    stages = tree_cache.split(list(parsed), [*groups(kind), "recipe", verl_base.GROUP]) if cache else None
+    stages = tree_cache.split(list(parsed), [*group_folders(kind), "recipe", verl_base.GROUP]) if cache else None
     first = [o.input_line for o in stages[0]] if stages else overrides
     # the search path names a new temporary folder each time: the files it links (extra_dirs) are the key
     folders = dict.fromkeys([paths.conf_dir("ppo"), paths.conf_dir(kind), *(extra_dirs or [])])

@@ -34,12 +34,16 @@ _trees: OrderedDict[tuple[Any, ...], bytes | BaseException] = OrderedDict()
 
 
 def split(parsed: list[Any], group_names: Iterable[str]) -> tuple[list[Any], list[Any]] | None:
-    """Split Hydra's parsed overrides into (first stage, second stage).
+    """Split Hydra's parsed overrides into (first stage, second stage), as Hydra splits them.
 
-    The second stage holds the dotted config overrides (a key with a dot, no package, not ``hydra.*``); the
-    first stage everything else (group choices, top-level keys, ``hydra.*``). Returns ``None`` when the split
-    could change the result: a first-stage override that is not a group choice written after a second-stage
-    one (Hydra applies config overrides in the order given)."""
+    Hydra (``hydra/_internal/defaults_list.py``, ``Overrides.__init__``) reads an override as a config override,
+    applied to the composed tree in the order given, when its value is a dict or its key is not a config group
+    (``repo.group_exists``); every other override chooses the defaults list. The second stage holds the config
+    overrides (``data.x=1``, ``+top_level=1``, ``~key``, ``group={a: 1}``) except those on ``hydra*`` keys and
+    those with a package (``a@b=...``); the first stage everything else. ``group_names`` are the names Hydra
+    finds as groups (the config folders' subfolders, ``recipe``, the stored ``verl_base``); a key with a ``/`` is
+    a group too. Returns ``None`` when the split could change the result: a first-stage override that is not a
+    group choice (a ``hydra.*`` key) written after a second-stage one (config overrides apply in order)."""
     groups = set(group_names)
     first: list[Any] = []
     second: list[Any] = []
@@ -47,11 +51,12 @@ def split(parsed: list[Any], group_names: Iterable[str]) -> tuple[list[Any], lis
         key = o.key_or_group
         if o.is_sweep_override():
             return None
-        if "." in key and o.package is None and not key.startswith("hydra"):
+        is_group = key in groups or "/" in key
+        config_override = isinstance(o.value(), dict) or not is_group
+        if config_override and o.package is None and not key.startswith("hydra"):
             second.append(o)
             continue
-        is_group = (key in groups or "/" in key) and not isinstance(o.value(), (dict, list))
-        if second and not is_group:
+        if second and config_override:
             return None
         first.append(o)
     return first, second

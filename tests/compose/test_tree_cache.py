@@ -77,6 +77,18 @@ def test_every_recipe_composes_the_same_from_a_kept_tree(recipe, monkeypatch):
         ["+recipe=qwen_grpo", "engine=0"],  # a plain ValueError of Hydra's, kept and raised again
         ["+recipe=qwen_grpo", "hydra.job.name=x", "data.train_batch_size=4"],
         ["+recipe=qwen_sft", "data.micro_batch_size_per_gpu=2"],
+        # keys that are not groups are config overrides too, whether or not they have a dot (Hydra's
+        # Overrides.__init__: a dict value or a key that is no group): composed from the kept tree
+        ["+recipe=qwen_grpo", "+top_level=1", "data.train_batch_size=4"],
+        ["data.train_batch_size=4", "+top_level=1", "engine=fsdp"],
+        ["+recipe=qwen_grpo", "nogroup=x"],
+        ["+recipe=qwen_grpo", "~fsdpcfg", "data.train_batch_size=4"],
+        ["+recipe=qwen_grpo", "fsdpcfg=5"],
+        ["+recipe=qwen_grpo", "trainer=5"],  # a group: Hydra's "must be a string or a list"
+        ["+recipe=qwen_grpo", "sft=x"],  # a group folder no defaults list names
+        ["+recipe=qwen_grpo", "data.train_batch_size=4", "trainer={a: 1}"],
+        ["+recipe=qwen_grpo", "trainer={a: 1}", "trainer.a=2"],
+        ["+recipe=qwen_grpo", "data.train_batch_size=4", "hydra.job.name=x"],  # hydra.* after: composed whole
     ],
 )
 def test_order_and_errors_are_hydra_s(overrides, monkeypatch):
@@ -122,9 +134,14 @@ _DOTTED = st.builds(
 )
 
 
+_TOP = st.sampled_from(
+    ["+top_level=1", "nogroup=x", "~fsdpcfg", "fsdpcfg=5", "++other=[1, 2]", "data={a: 1}", "sft=x", "~data"]
+)
+
+
 @pytest.mark.slow
 @settings(max_examples=100, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
-@given(st.lists(st.one_of(_OPTION, _DOTTED, _DOTTED), max_size=5))
+@given(st.lists(st.one_of(_OPTION, _DOTTED, _DOTTED, _TOP), max_size=5))
 def test_random_override_sets_compose_the_same(overrides):
     mp = pytest.MonkeyPatch()
     try:
