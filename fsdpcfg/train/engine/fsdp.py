@@ -96,7 +96,7 @@ def build_mesh(device: torch.device, fsdp_size: int):
     ``("fsdp",)`` over all ranks when ``fsdp_size < 0`` or ``>= world``; else 2-D ``("ddp", "fsdp")`` of shape
     ``(world // fsdp_size, fsdp_size)``: shard within groups of ``fsdp_size`` ranks, replicate across them (HSDP).
 
-    The shape is :func:`fsdpcfg.plan.mesh.mesh_shape`'s; rule FC301 refuses a size no mesh has (checked before
+    The shape is :func:`fsdpcfg.estimate.mesh.mesh_shape`'s; rule FC301 refuses a size no mesh has (checked before
     launch, and on a config run directly), and the loop refuses a world other than the config's.
 
     Raises:
@@ -104,7 +104,7 @@ def build_mesh(device: torch.device, fsdp_size: int):
     """
     from torch.distributed.device_mesh import init_device_mesh
 
-    from fsdpcfg.plan.mesh import mesh_shape
+    from fsdpcfg.estimate.mesh import mesh_shape
 
     world = dist.get_world_size()
     got = mesh_shape(fsdp_size, world)
