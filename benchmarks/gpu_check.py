@@ -19,7 +19,7 @@ part recorded with its error text without stopping the others:
 4. ``grpo_fsdp2``, ``grpo_fsdp``: the native GRPO loop with ``trainer=gpu_1x`` (torchrun, 1 rank, NCCL, bf16
    compute over fp32 master weights, bf16 rollout) on the 0.5B model, 10 steps (:data:`GRPO_OVERRIDES`): per-phase
    step times, tokens/s, MFU, ``torch.cuda.max_memory_allocated`` per phase beside fsdpcfg's estimate
-   (:func:`fsdpcfg.plan.memory.estimate_memory`) of the same config, and actor vs rollout-replica log-probs after
+   (:func:`fsdpcfg.estimate.memory.estimate_memory`) of the same config, and actor vs rollout-replica log-probs after
    the first and the second weight synchronisation (an optimizer step in between).
 5. ``doctor_<asset>``: ``fsdpcfg doctor`` stages 0-5 with ``trainer=gpu_1x`` (fsdp, fsdp2, fsdp2+lora), the
    remedies of the compatibility matrix applied.
@@ -33,10 +33,10 @@ without a GPU (the wheel folder, that each command's script and module exist).
 
 MFU: model FLOPs of a step over (step time x the GPU's dense bf16 peak, ``gpu_check_report.PEAK_BF16``; H200 SXM: 989
 TFLOP/s, the H100/H200 SXM datasheet figure without sparsity). Model FLOPs count matrix multiplies with the parameter
-count N (the tied LM head once, as :func:`fsdpcfg.plan.param_count.count_parameters`): 6·N per token of the actor update
-(forward + backward), 2·N per token of each forward-only pass (old log-probs, reference log-probs) and 2·N per token of
-generation (prompt prefill and each new token); tokens are the real ones (``perf/total_num_tokens``: prompt + response,
-no padding). For scale: an 8192^3 bf16 matrix product ran at about 788 TFLOP/s on this machine kind
+count N (the tied LM head once, as :func:`fsdpcfg.estimate.param_count.count_parameters`): 6·N per token of the actor
+update (forward + backward), 2·N per token of each forward-only pass (old log-probs, reference log-probs) and 2·N per
+token of generation (prompt prefill and each new token); tokens are the real ones (``perf/total_num_tokens``:
+prompt + response, no padding). For scale: an 8192^3 bf16 matrix product ran at about 788 TFLOP/s on this machine kind
 (/work/.library/device/KINDS.md, 2026-10-28), 80% of the datasheet peak. Attention's score FLOPs (about
 4·layers·seq·hidden per token, ~4% here) are left out, so the MFU is a slight under-estimate.
 
@@ -457,8 +457,8 @@ def part_grpo(work: Path, engine: str) -> dict:
     import yaml
 
     from fsdpcfg.check import check_overrides
-    from fsdpcfg.plan.memory import estimate_memory
-    from fsdpcfg.plan.param_count import count_parameters
+    from fsdpcfg.estimate.memory import estimate_memory
+    from fsdpcfg.estimate.param_count import count_parameters
 
     cfg = grpo_config(engine, work)
     cfg_path = work / f"grpo-{engine}.yaml"

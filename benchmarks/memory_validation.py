@@ -1,4 +1,4 @@
-"""The plan stage's memory estimate (``fsdpcfg.plan.memory``) against the measured peak memory of the native
+"""The plan stage's memory estimate (``fsdpcfg.estimate.memory``) against the measured peak memory of the native
 engine on this CPU machine, per rank.
 
     python benchmarks/memory_validation.py [--models tiny-qwen2,qwen2-100m] [--steps 2] [--write]
@@ -8,7 +8,7 @@ For each model, ``+recipe=qwen_grpo`` with that model runs ``--steps`` training 
 torch, transformers and the engine (the baseline), and its RSS high-water mark (``getrusage(RUSAGE_SELF).ru_maxrss``)
 after each phase: build (models loaded and sharded), then per step the weight sync, generation, old and
 reference log-probs and the actor update. Measured peak = high-water mark - baseline, the largest over ranks.
-The prediction is :func:`fsdpcfg.plan.memory.estimate_memory` on the same resolved config (per-rank peak of the
+The prediction is :func:`fsdpcfg.estimate.memory.estimate_memory` on the same resolved config (per-rank peak of the
 host memory the run allocates). ``--write`` records the table in benchmarks/RESULTS.md.
 """
 
@@ -116,7 +116,7 @@ def measure(model: str, steps: int, extra: list[str] | None = None) -> dict:
     """Run the engine on ``model`` under torchrun and return the prediction and the per-rank measurements."""
     import yaml
 
-    from fsdpcfg.plan.memory import estimate_memory
+    from fsdpcfg.estimate.memory import estimate_memory
 
     with tempfile.TemporaryDirectory(prefix="fsdpcfg-mem-") as tmp:
         cfg = resolved_config(model, steps, Path(tmp) / "run", extra)
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(rows) + (
         f"\n\nMeasured = per-rank RSS high-water mark (`getrusage`) minus the RSS after importing torch, "
         f"transformers and the engine, largest over the 2 ranks, {args.steps} training steps. Predicted = "
-        f"`fsdpcfg.plan.memory.estimate_memory` on the same resolved config. Largest error {worst:.1%} "
+        f"`fsdpcfg.estimate.memory.estimate_memory` on the same resolved config. Largest error {worst:.1%} "
         f"(goal: within 20%). Load average {load[0]:.1f} on {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}. "
         f"Reproduce: `python benchmarks/memory_validation.py --write`."
     )

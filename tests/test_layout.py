@@ -96,15 +96,17 @@ def test_check_rules_plan_and_patch_declarations_import_no_torch():
 
 #: the stages from the bottom up (Hydra's ``core/`` below ``_internal/``): a module may import its own stage and the
 #: stages below it, never one above nor a neighbour on its own floor. ``fsdpcfg`` is the package's own modules
-#: (errors, keypath, paths, yamlio, datafiles, secrets, redact); ``fsdpcfg.__main__`` belongs to the CLI. Every
-#: import counts, function-local and ``TYPE_CHECKING`` ones too; the one way up is a rule module a later stage
-#: registers by name (``fsdpcfg.check.config.RULE_PLUGINS``), which is data, not an import.
+#: (errors, keypath, paths, yamlio, datafiles, model_files, secrets, redact); ``fsdpcfg.__main__`` belongs to the
+#: CLI. Every import counts, function-local and ``TYPE_CHECKING`` ones too; the one way up is a rule module a later
+#: stage registers by name (``fsdpcfg.check.config.RULE_PLUGINS``), which is data, not an import.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("fsdpcfg", "verlref"),  # the ground floor: errors, key walking, paths, YAML, secret shapes, verl's key list
+    ("fsdpcfg", "verlref"),  # the ground floor: errors, key walking, paths, YAML, data and model files, secret
+    # shapes, verl's key list
     ("patches", "native", "rewards", "assets"),  # torch-free declarations (patch sets, what the native loop runs,
     # its checkpoint layout), reward functions, the offline test assets
     ("compose",),  # Hydra composition of the config tree
     ("schema",),  # Pydantic models of the composed config
+    ("estimate",),  # what a config implies before it runs: mesh shape, parameter counts, memory (rules gate on them)
     ("rules",),  # the static rules over a composed, validated config
     ("check",),  # compose + schema + rules behind one API; the run-script reader
     ("catalog",),  # what the rules, keys and defaults are, for explain/ls/docs (reads the registry and the tree)
@@ -244,13 +246,6 @@ def test_every_stage_has_its_floor():
 
 #: the imports up the pipeline still to remove (issue 21 item 2), each with what it needs: this list only shrinks.
 KNOWN_UPWARD = {
-    # the memory gate, the FSDP mesh rule and the tied-embedding trap read plan's estimates (memory, parameter
-    # count, mesh shape), which in turn read catalog's defaults and rules' model reader: the estimates move down
-    "fsdpcfg.rules.memory_gate imports fsdpcfg.plan.memory (rules -> plan)",
-    "fsdpcfg.rules.memory_gate imports fsdpcfg.plan.param_count (rules -> plan)",
-    "fsdpcfg.rules.parallel imports fsdpcfg.plan.mesh (rules -> plan)",
-    "fsdpcfg.rules.traps imports fsdpcfg.plan.memory (rules -> plan)",
-    "fsdpcfg.rules.traps imports fsdpcfg.plan.param_count (rules -> plan)",
     # an unknown key's error asks the schema's key classes whether verl would need `+` for it
     "fsdpcfg.compose._compose imports fsdpcfg.schema.keys (compose -> schema)",
     # the second opinion builds verl's tree with the exporter's translation (verl_tree, verl_composition)
@@ -277,20 +272,20 @@ def test_the_layer_scan_sees_an_upward_import_and_a_cycle():
         "from fsdpcfg.native import support\n"
         "def f():\n"
         "    from fsdpcfg.train.loop import Trainer\n"  # function-local: still an import
-        "    from fsdpcfg.plan import mesh\n"
+        "    from fsdpcfg.plan import sft\n"
         "from .context import Context\n"
     )
     edges = import_edges(planted, "fsdpcfg.rules.planted", mods)
     assert sorted(t for _, t in edges) == [
         "fsdpcfg.native.support",
-        "fsdpcfg.plan.mesh",
+        "fsdpcfg.plan.sft",
         "fsdpcfg.rules.context",
         "fsdpcfg.train.loop",
     ]
     graph = {"fsdpcfg.rules.planted": {t: line for line, t in edges}, "fsdpcfg.train.loop": {}}
     found = upward_imports(graph)
     assert [re.sub(r":\d+ ", " ", f) for f in found] == [
-        "fsdpcfg.rules.planted imports fsdpcfg.plan.mesh (rules -> plan)",
+        "fsdpcfg.rules.planted imports fsdpcfg.plan.sft (rules -> plan)",
         "fsdpcfg.rules.planted imports fsdpcfg.train.loop (rules -> train)",
     ]
     assert upward_imports({"fsdpcfg.sweep.x": {"fsdpcfg.doctor.y": 1}}) == [

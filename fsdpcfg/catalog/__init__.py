@@ -4,7 +4,7 @@ Public API:
 
 * :mod:`~fsdpcfg.catalog.tree`: recipes, groups and options with their one-line descriptions, read from the
   config tree (:func:`recipes`, :func:`group_options`, :func:`all_options`, :func:`describe`).
-* :mod:`~fsdpcfg.catalog.flat`: a composed config as rows of key, value and provenance (:func:`rows`,
+* :mod:`~fsdpcfg.compose.flat`: a composed config as rows of key, value and provenance (:func:`rows`,
   :func:`flat`) and their table/YAML/JSON renderings.
 * :mod:`~fsdpcfg.catalog.load`: what a command-line target names (recipe name, recipe file, full config
   file) composed into a config (:func:`load`).
@@ -12,7 +12,6 @@ Public API:
 Nothing here imports torch, transformers or verl.
 """
 
-from fsdpcfg.catalog.flat import ABSENT, Row, flat, format_value, rows, rows_json, rows_table, rows_yaml, table
 from fsdpcfg.catalog.load import is_recipe_file, load, recipe_overrides, split_args
 from fsdpcfg.catalog.tree import (
     Option,
@@ -26,6 +25,7 @@ from fsdpcfg.catalog.tree import (
     recipes,
     root_defaults,
 )
+from fsdpcfg.compose.flat import ABSENT, Row, flat, format_value, rows, rows_json, rows_table, rows_yaml, table
 
 __all__ = [
     "ABSENT",

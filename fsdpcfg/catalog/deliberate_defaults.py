@@ -1,6 +1,6 @@
 """Where fsdpcfg's default differs from verl's, on purpose: every such key with the reason.
 
-fsdpcfg's default is the composed default tree (:mod:`fsdpcfg.catalog.defaults`); verl's is the pinned release's
+fsdpcfg's default is the composed default tree (:mod:`fsdpcfg.compose.defaults`); verl's is the pinned release's
 own composition (:mod:`fsdpcfg.verlref`: ``ppo_trainer`` for the RL tree, ``sft_trainer_engine`` for SFT). A key
 differs when its value differs both as resolved and as written (``${oc.select:data.max_prompt_length,512}`` and
 ``${data.max_prompt_length}`` give the same value, so the copy is not a difference of its own only if both
@@ -111,7 +111,7 @@ def differences(kind: str = "ppo") -> dict[str, tuple[Any, Any]]:
     Raises:
         KeyError: ``kind`` is not ``ppo`` or ``sft``.
     """
-    from fsdpcfg.catalog import defaults
+    from fsdpcfg.compose import defaults
 
     comp = COMPOSITION[kind]
     verl, verl_raw = _verl_flat(comp, True), _verl_flat(comp, False)

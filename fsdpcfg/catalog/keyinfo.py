@@ -2,7 +2,7 @@
 
 * type, allowed values, range and description: the Pydantic models (via their JSON Schema, the same text
   editors show);
-* the default: the composed default tree (:mod:`fsdpcfg.catalog.defaults`: what a run gets when nothing is
+* the default: the composed default tree (:mod:`fsdpcfg.compose.defaults`: what a run gets when nothing is
   overridden, ``fsdpcfg show``'s value), for the RL tree and the SFT tree;
 * verl's default: :mod:`fsdpcfg.verlref` (the pinned verl release's own config);
 * where the tree sets it: the YAML files of ``conf/`` and ``recipes/`` (file:line);
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fsdpcfg import paths, verlref
-from fsdpcfg.catalog import defaults
+from fsdpcfg.compose import defaults
 
 _UNSET = object()
 
@@ -34,7 +34,7 @@ class KeyInfo:
         description: the schema field's description ("" when not modelled).
         type: the value type in words (``integer, >= 1``).
         allowed: the literal values the schema accepts (empty when any value of the type is fine).
-        default: the default of the RL (``ppo``) tree (:mod:`fsdpcfg.catalog.defaults`); for a key the tree does
+        default: the default of the RL (``ppo``) tree (:mod:`fsdpcfg.compose.defaults`); for a key the tree does
             not hold, the schema's (``_UNSET`` when the key is required or neither knows it).
         default_source: where that default is written (``conf/config.yaml:199``, ``trainer=cpu (...)``);
             ``schema`` for the schema's default, ``""`` when there is none.

@@ -91,7 +91,7 @@ def _rules_section() -> list[str]:
 
 def _defaults_section() -> list[str]:
     from fsdpcfg.catalog import deliberate_defaults
-    from fsdpcfg.catalog.flat import format_value
+    from fsdpcfg.compose.flat import format_value
 
     out = [
         f"## Defaults that differ from verl {verlref.VERL_VERSION}",

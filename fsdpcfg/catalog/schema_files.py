@@ -14,7 +14,7 @@ Two files per config layout, written to ``schemas/``:
 * ``fsdpcfg.strict.schema.json`` -- the models' schema as it is: a complete, resolved config (a dumped
   config, ``fsdpcfg export`` output) with its required keys and exact types.
 
-Every ``default`` is the composed default tree's value (:mod:`fsdpcfg.catalog.defaults`): what a run gets
+Every ``default`` is the composed default tree's value (:mod:`fsdpcfg.compose.defaults`): what a run gets
 when the key is not set, as ``fsdpcfg show`` and ``fsdpcfg explain`` print it.
 
 A test regenerates both in memory and compares them with the checked-in files; ``fsdpcfg schema`` rewrites
@@ -174,11 +174,11 @@ def _inline(doc: dict[str, Any], names: set[str]) -> None:
 
 
 def _set_defaults(doc: dict[str, Any], kind: str) -> None:
-    """Set every property's ``default`` to the composed default tree's value (:mod:`fsdpcfg.catalog.defaults`,
+    """Set every property's ``default`` to the composed default tree's value (:mod:`fsdpcfg.compose.defaults`,
     the one home of defaults); a value that must be set (``???``) has no ``default``. A property the tree does
     not reach keeps the models' default (verl's). A ``$defs`` model two keys share (``FSDPConfig`` for the
     actor and the reference) whose keys default differently per role is inlined, one copy per role."""
-    from fsdpcfg.catalog import defaults
+    from fsdpcfg.compose import defaults
 
     tree = defaults.tree(kind)
     while True:

@@ -382,7 +382,7 @@ def _plan_section(composed: Any) -> str:
         return f"DERIVED NUMBERS: cannot be derived ({type(e).__name__}: {e})"
     text = "DERIVED NUMBERS\n" + "\n".join(f"  {k}: {v}" for k, v in p.derivations.items())
     if getattr(composed, "kind", "ppo") != "sft":
-        from fsdpcfg.plan.memory import describe_for_check
+        from fsdpcfg.estimate.memory import describe_for_check
 
         text += "\n" + "\n".join("  " + line for line in describe_for_check(cfg).splitlines())
     return text

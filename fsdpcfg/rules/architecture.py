@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from fsdpcfg.model_files import class_defined_anywhere, layer_classes, sdpa_applies_softcap, transformers_version
 from fsdpcfg.rules._common import A
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
-from fsdpcfg.rules.model_files import class_defined_anywhere, layer_classes, sdpa_applies_softcap, transformers_version
 from fsdpcfg.rules.model_rules import P, _model
 from fsdpcfg.rules.registry import rule
 

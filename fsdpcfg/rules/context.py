@@ -129,9 +129,9 @@ class Context:
     # -- model files (read as JSON, never executed) ---------------------------------------------------
     @cached_property
     def model(self) -> Any:
-        """The model inspection (``fsdpcfg.rules.model_files.inspect_model``) for
+        """The model inspection (``fsdpcfg.model_files.inspect_model``) for
         ``actor_rollout_ref.model.path``, or ``None`` when the path cannot be inspected here."""
-        from fsdpcfg.rules.model_files import inspect_model
+        from fsdpcfg.model_files import inspect_model
 
         return inspect_model(
             self.get("actor_rollout_ref.model.path"), self.get("actor_rollout_ref.model.tokenizer_path")

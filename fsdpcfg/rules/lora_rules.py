@@ -90,7 +90,7 @@ def lora_targets_exist(ctx: Context) -> Iterable[Finding]:
       configured (warning).
 
     The architecture's names are the submodules and parameters transformers' ``modeling_<model_type>.py`` of the
-    installed version builds (read as text, :func:`fsdpcfg.rules.model_files.module_names`); Phi-3 fuses
+    installed version builds (read as text, :func:`fsdpcfg.model_files.module_names`); Phi-3 fuses
     ``qkv_proj`` and ``gate_up_proj``, DeepSeek-V2/V3 use ``q_a_proj``/``kv_a_proj_with_mqa``, so the Llama
     names ``q_proj``/``v_proj`` copied from another script adapt nothing there.
 
@@ -100,7 +100,7 @@ def lora_targets_exist(ctx: Context) -> Iterable[Finding]:
     Baichuan ``W_pack``, ChatGLM ``query_key_value``, Qwen-7B ``c_attn``), #4020 and vllm-project/vllm#4915 (Phi-3's
     fused ``qkv_proj`` / ``gate_up_proj``).
     """
-    from fsdpcfg.rules.model_files import module_names, transformers_version
+    from fsdpcfg.model_files import module_names, transformers_version
 
     key, rk = f"{A}.model.target_modules", f"{A}.model.lora_rank"
     rank = num(ctx.get(rk)) or 0

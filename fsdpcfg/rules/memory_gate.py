@@ -1,6 +1,6 @@
 """FC450: the per-rank memory estimate fits the device.
 
-:func:`fsdpcfg.plan.memory.estimate_memory` was shown in ``check``'s derived numbers only, so a run whose own
+:func:`fsdpcfg.estimate.memory.estimate_memory` was shown in ``check``'s derived numbers only, so a run whose own
 estimate was 10,000 GiB on a 12 GiB device passed ``check`` and ``--dry-run`` and failed with an out-of-memory
 error after start-up (issue 14 item 7). The estimate now gates: past ``fsdpcfg.memory_margin`` over the device
 memory it is an error; from :data:`WARN_FRACTION` of the device up a warning.
@@ -34,14 +34,14 @@ def _gib(n: float) -> str:
     example=("+recipe=qwen_grpo", "fsdpcfg.device_memory_gb=0.01"),
 )
 def memory_fits(ctx: Context) -> Iterator[Finding]:
-    """The peak of :func:`fsdpcfg.plan.memory.estimate_memory` (per rank, all phases) against the memory one
+    """The peak of :func:`fsdpcfg.estimate.memory.estimate_memory` (per rank, all phases) against the memory one
     rank may use (``fsdpcfg.device_memory_gb``, else the detected GPU, else on the CPU the RAM divided by the
     ranks per node). Past ``(1 + fsdpcfg.memory_margin) x device`` it is an error (``memory_margin=null``:
     a warning); from 90% of the device up a warning. No finding when the model's config.json or the device
     memory is unknown here. Source: issue 14 item 7; verl/PyTorch fail such runs with ``CUDA out of memory``
     minutes after start-up."""
-    from fsdpcfg.plan.memory import estimate_memory
-    from fsdpcfg.plan.param_count import UnsupportedArchitecture
+    from fsdpcfg.estimate.memory import estimate_memory
+    from fsdpcfg.estimate.param_count import UnsupportedArchitecture
 
     try:
         est = estimate_memory(ctx.cfg, suggest=False)

@@ -1,5 +1,5 @@
 """FC416: the model's config.json names exactly one architecture (read as JSON by
-:mod:`fsdpcfg.rules.model_files`, never executed)."""
+:mod:`fsdpcfg.model_files`, never executed)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """FC4xx: the model's own files (config.json, tokenizer_config.json, generation_config.json) against the
-config — read as JSON by :mod:`fsdpcfg.rules.model_files`, never executed.
+config — read as JSON by :mod:`fsdpcfg.model_files`, never executed.
 
 A hub id without a local snapshot, or a path absent on this machine, cannot be inspected: FC400 says so
 (info) and the rules that need the files stay silent (docs/design.md#offline-inspection).
@@ -13,11 +13,11 @@ from functools import lru_cache
 from typing import Any
 
 from fsdpcfg import paths
+from fsdpcfg.model_files import ModelInfo, layer_classes, native_model_types, transformers_version
 from fsdpcfg.rules._common import A, flag, fsdp_sections, need_critic, rollout_name, src, val
 from fsdpcfg.rules.chain import pending_checkpoint_root
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
-from fsdpcfg.rules.model_files import ModelInfo, layer_classes, native_model_types, transformers_version
 from fsdpcfg.rules.registry import rule
 
 P, TP = f"{A}.model.path", f"{A}.model.tokenizer_path"
@@ -337,12 +337,12 @@ def config_json_fields(ctx: Context) -> Iterable[Finding]:
     """A ``config.json`` whose architecture numbers are of the wrong type or range (``hidden_size: "sixty-four"``,
     ``num_hidden_layers: -2``, ``num_attention_heads: 0``, ``NaN``), or whose heads do not divide: transformers
     fails building the model on every rank after start-up, and the memory estimate and the FC3xx/FC5xx rules
-    cannot use it. Each field is named with its value (:data:`fsdpcfg.rules.model_files.CONFIG_FIELDS`).
+    cannot use it. Each field is named with its value (:data:`fsdpcfg.model_files.CONFIG_FIELDS`).
 
     Source: issue 14 item 7; transformers ``PretrainedConfig`` subclasses (``Qwen2Config`` ...) and the
     attention modules' ``view(..., num_heads, head_dim)``.
     """
-    from fsdpcfg.rules.model_files import config_field_problems
+    from fsdpcfg.model_files import config_field_problems
 
     m = ctx.model
     if m is None or m.config is None:
@@ -382,7 +382,7 @@ def chat_template_syntax(ctx: Context) -> Iterable[Finding]:
 
     Source: issue 14 item 7; transformers ``_compile_jinja_template`` (``utils/chat_template_utils.py``).
     """
-    from fsdpcfg.rules.model_files import chat_templates, template_syntax_error
+    from fsdpcfg.model_files import chat_templates, template_syntax_error
 
     key = f"{A}.model.custom_chat_template"
     sources: list[tuple[str, str, list[str]]] = []

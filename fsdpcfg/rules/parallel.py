@@ -56,9 +56,9 @@ def fsdp_size_divides(ctx: Context) -> Iterable[Finding]:
     """A ``fsdp_size`` between 1 and the world size builds a ``(world // fsdp_size, fsdp_size)`` HSDP mesh,
     which needs ``world % fsdp_size == 0``; 0 divides by zero. -1 (or >= world) shards over all ranks.
 
-    Source: verl/workers/engine/fsdp/utils.py ``create_device_mesh`` (:func:`fsdpcfg.plan.mesh.mesh_shape`).
+    Source: verl/workers/engine/fsdp/utils.py ``create_device_mesh`` (:func:`fsdpcfg.estimate.mesh.mesh_shape`).
     """
-    from fsdpcfg.plan.mesh import mesh_shape
+    from fsdpcfg.estimate.mesh import mesh_shape
 
     w = world(ctx)
     if w is None:

@@ -240,20 +240,20 @@ def _lm_config(ctx: Context) -> tuple[str, dict | None]:
     """``(model path key, config.json with override_config applied)`` of the model the LM-head role trains, or a
     ``None`` config when it cannot be read here."""
     if ctx.composed.kind == "sft":
-        from fsdpcfg.rules.model_files import inspect_model
+        from fsdpcfg.model_files import inspect_model
 
         info = inspect_model(_value(ctx, "model.path"), _value(ctx, "model.tokenizer_path"))
         config = info.config if info is not None else None
         override = _value(ctx, "model.override_config") or {}
         return "model.path", {**config, **override} if isinstance(config, dict) else None
-    from fsdpcfg.plan.memory import read_model_config
+    from fsdpcfg.estimate.memory import read_model_config
 
     return f"{A}.model.path", read_model_config(ctx.cfg)
 
 
 def tied_embedding_split(n: int, counts: Any) -> bool | None:
     """Whether torch's ``size_based_auto_wrap_policy`` at ``n`` parameters makes a unit below the root that
-    holds the tied embedding but not the LM head (``counts``: :class:`fsdpcfg.plan.param_count.ParamCounts`).
+    holds the tied embedding but not the LM head (``counts``: :class:`fsdpcfg.estimate.param_count.ParamCounts`).
 
     True when the embedding (``vocab x hidden``) reaches ``n`` (it and the LM head become units of their own),
     or when ``n`` is above every decoder layer and at most the model (no part of a layer is a unit, so the
@@ -294,7 +294,7 @@ def min_num_params_unties_embeddings(ctx: Context) -> Iterable[Finding]:
     torch.distributed.fsdp.wrap ``size_based_auto_wrap_policy``; tests/train/engine/test_fsdp_parity.py
     ``test_fsdp1_size_wrapping_unties_tied_embeddings`` (the two copies after one step).
     """
-    from fsdpcfg.plan.param_count import UnsupportedArchitecture, count_parameters
+    from fsdpcfg.estimate.param_count import UnsupportedArchitecture, count_parameters
 
     for sec, skey, lm in _fsdp_roles(ctx):
         key = f"{sec}.{MIN_PARAMS}"

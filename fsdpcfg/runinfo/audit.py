@@ -53,7 +53,7 @@ def expected_audit(cfg: dict[str, Any]) -> dict[str, Any]:
     fsdp = cfg["actor_rollout_ref"]["actor"]["fsdp_config"]
     fsdp_size = int(fsdp["fsdp_size"])
     world = plan.world_size
-    from fsdpcfg.plan.mesh import mesh_shape
+    from fsdpcfg.estimate.mesh import mesh_shape
 
     shape, dims = mesh_shape(fsdp_size, world) or ((world,), ("fsdp",))  # make_plan ran FC301 first
     mesh = {"shape": list(shape), "dim_names": list(dims)}

@@ -41,18 +41,14 @@ class ActorBatch:
 
     def slice(self, start: int, stop: int) -> ActorBatch:
         """Rows ``start:stop``."""
+        ref = self.ref_log_probs
         return ActorBatch(
-            *(
-                None if t is None else t[start:stop]
-                for t in (
-                    self.input_ids,
-                    self.attention_mask,
-                    self.response_mask,
-                    self.old_log_probs,
-                    self.advantages,
-                    self.ref_log_probs,
-                )
-            )
+            self.input_ids[start:stop],
+            self.attention_mask[start:stop],
+            self.response_mask[start:stop],
+            self.old_log_probs[start:stop],
+            self.advantages[start:stop],
+            None if ref is None else ref[start:stop],
         )
 
 

@@ -32,6 +32,9 @@ from fsdpcfg.train.rollout.hf import GenerationSettings, HFRollout
 from fsdpcfg.train.validate import Validator, is_validation_step
 
 if TYPE_CHECKING:
+    from peft import PeftModel
+    from transformers import PreTrainedModel
+
     from fsdpcfg.schema.root import RunConfig
 
 
@@ -103,14 +106,13 @@ class Trainer(TrainerBase):
         fsdp_cfg = self.actor_cfg.fsdp_config
         master = to_dtype(fsdp_cfg.model_dtype)
         # a resume reads model.path, then the sharded state of the checkpoint over it (ckpt.load_checkpoint)
-        model = load_model(self.model_cfg, master).to(self.device)
-        self.patches = patches.apply_patches(model, patches.selected(self.cfg), device=self.plan.device)
+        base = load_model(self.model_cfg, master, device=self.device)
+        self.patches = patches.apply_patches(base, patches.selected(self.cfg), device=self.plan.device)
         from fsdpcfg.train.lora import apply_lora
         from fsdpcfg.train.lora.rollout import build_lora_rollout, lora_settings_for_run
 
         self.lora = lora_settings_for_run(self.cfg)  # None unless model.lora_rank > 0
-        if self.lora is not None:
-            model = apply_lora(model, self.lora)
+        model: PreTrainedModel | PeftModel = base if self.lora is None else apply_lora(base, self.lora)
         self.hf_config = model.config
         self.generation_config = getattr(model, "generation_config", None)
         self.actor = shard_from_config(
@@ -126,7 +128,7 @@ class Trainer(TrainerBase):
         if self.plan.use_reference:
             ref = self.cfg.actor_rollout_ref.ref
             ref_cfg = ref.fsdp_config
-            ref_model = load_model(self.model_cfg, to_dtype(ref_cfg.model_dtype)).to(self.device)
+            ref_model = load_model(self.model_cfg, to_dtype(ref_cfg.model_dtype), device=self.device)
             for p in ref_model.parameters():
                 p.requires_grad_(False)
             patches.apply_patches(ref_model, self.patches, device=self.plan.device)
@@ -152,7 +154,7 @@ class Trainer(TrainerBase):
                 float(self.cfg.fsdpcfg.update_weights_bucket_megabytes),
             )
             return
-        replica = load_model(self.model_cfg, rdtype, weights=False).to(self.device)
+        replica = load_model(self.model_cfg, rdtype, weights=False, device=self.device)
         self.rollout = HFRollout(replica, rdtype, eos, self.tokenizer.pad_token_id)
 
     def _eos_ids(self) -> list[int]:
@@ -167,6 +169,9 @@ class Trainer(TrainerBase):
     def sync_weights(self) -> int:
         """Stream the actor's full weights into the rollout replica (collective); return the tensor count."""
         if self.lora is not None:
+            from fsdpcfg.train.lora.rollout import LoraHFRollout
+
+            assert isinstance(self.rollout, LoraHFRollout)  # _build_models makes the PEFT replica under LoRA
             sent = self._lora_sync(self.rollout)
             return sent.base_tensors + sent.adapter_tensors
         mb = float(self.cfg.fsdpcfg.update_weights_bucket_megabytes)
@@ -288,6 +293,7 @@ class Trainer(TrainerBase):
         algo = self.cfg.algorithm
         if algo.use_kl_in_reward:
             beta = algo.kl_ctrl.kl_coef
+            assert ref_lp is not None  # use_kl_in_reward builds the reference model (plan.use_reference)
             kld = kl_penalty(old_lp, ref_lp, algo.kl_penalty) * rmask  # [b, R]
             tok_rewards = tok_rewards - beta * kld
             out["kl_penalty"] = all_gather_cat((kld.sum(-1) / rmask.sum(-1).clamp_min(1)).to(self.device)).cpu()

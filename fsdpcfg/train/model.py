@@ -14,6 +14,9 @@ import torch
 from fsdpcfg.errors import ConfigError
 
 if TYPE_CHECKING:
+    from torch import nn
+    from transformers import PreTrainedModel
+
     from fsdpcfg.schema.actor import Precision
     from fsdpcfg.schema.model import ModelSection
     from fsdpcfg.schema.sft import SftModel
@@ -124,9 +127,12 @@ def auto_class_for(config) -> Any:
     )
 
 
-def load_model(model_cfg: ModelCfg, dtype: torch.dtype, *, weights: bool = True) -> torch.nn.Module:
+def load_model(
+    model_cfg: ModelCfg, dtype: torch.dtype, *, weights: bool = True, device: torch.device | None = None
+) -> PreTrainedModel:
     """Build the model of ``actor_rollout_ref.model`` in ``dtype``: ``from_pretrained`` (``weights=True``) or
-    ``from_config`` (a replica whose weights arrive by synchronisation). Imports ``external_lib`` first.
+    ``from_config`` (a replica whose weights arrive by synchronisation), moved to ``device`` when given (else left
+    where transformers built it, the CPU). Imports ``external_lib`` first.
 
     Raises:
         ConfigError: the model or an external library cannot be loaded.
@@ -153,7 +159,25 @@ def load_model(model_cfg: ModelCfg, dtype: torch.dtype, *, weights: bool = True)
     else:
         model = auto.from_config(config, trust_remote_code=trust, dtype=dtype, **extra)
     model.config.use_cache = False
-    return model
+    if device is not None:  # here, where the model is untyped: PreTrainedModel.to is @wraps'd, unbound to mypy
+        model = model.to(device)
+    return pretrained(model)
+
+
+def pretrained(module: nn.Module) -> PreTrainedModel:
+    """``module`` as the Hugging Face ``PreTrainedModel`` it is (what :func:`load_model` builds; a PEFT model's
+    ``get_base_model()``), so its HF methods (``config``, ``tie_weights``, ``gradient_checkpointing_enable``)
+    are typed rather than read through ``nn.Module.__getattr__``.
+
+    Raises:
+        TypeError: ``module`` is no ``transformers.PreTrainedModel`` (a programming error: the native loop loads
+            only those, through the auto classes).
+    """
+    from transformers import PreTrainedModel
+
+    if not isinstance(module, PreTrainedModel):
+        raise TypeError(f"expected a transformers PreTrainedModel, got {type(module).__name__}")
+    return module
 
 
 def load_tokenizer(model_cfg: ModelCfg):

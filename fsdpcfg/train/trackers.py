@@ -145,13 +145,13 @@ class MlflowSink:
         id_file = run_dir / "mlflow_run_id"
         run_id = _stored_id(id_file)
         if run_id:
-            mlflow.start_run(run_id=run_id)
+            run = mlflow.start_run(run_id=run_id)
         else:
             exp = mlflow.set_experiment(project)
-            mlflow.start_run(experiment_id=exp.experiment_id, run_name=experiment)
+            run = mlflow.start_run(experiment_id=exp.experiment_id, run_name=experiment)
             flat = _flatten(config)
             mlflow.log_params({k[:250]: str(v)[:500] for k, v in flat.items()})
-        self.id = mlflow.active_run().info.run_id
+        self.id = run.info.run_id  # the run start_run made active (active_run() is typed Optional)
         write_private(id_file, self.id + "\n")
         self.uri = uri
 

@@ -96,8 +96,8 @@ def test_dry_run_prints_every_part_with_a_command_that_exists(tmp_path):
 
 def test_grpo_overrides_compose_and_pass_check_with_gpu_1x():
     from fsdpcfg.compose import compose
+    from fsdpcfg.estimate.memory import estimate_memory
     from fsdpcfg.plan import make_plan
-    from fsdpcfg.plan.memory import estimate_memory
 
     for engine in ("fsdp2", "fsdp"):
         ovs = gc.grpo_overrides(engine, REAL_QWEN)
@@ -128,7 +128,7 @@ def test_doctor_overrides_pass_check_with_gpu_1x(tiny_model):
 def test_the_gpu_asset_is_the_real_architecture():
     from fsdpcfg.assets import tiny_models
     from fsdpcfg.assets.scale import scale_config
-    from fsdpcfg.plan.param_count import count_parameters
+    from fsdpcfg.estimate.param_count import count_parameters
 
     spec = assets.get_spec(gc.GRPO_MODEL)
     real = tiny_models.real_config(spec)

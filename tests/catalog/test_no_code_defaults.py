@@ -1,5 +1,5 @@
 """No config default lives in code (issue 13 item 2): fsdpcfg/plan and fsdpcfg/train read a composed config, whose
-every key the tree sets (:mod:`fsdpcfg.catalog.defaults`), so ``.get("key", <literal>)`` and
+every key the tree sets (:mod:`fsdpcfg.compose.defaults`), so ``.get("key", <literal>)`` and
 ``_get(cfg, "key", <literal>)`` on a config would be a second home for a default."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from fsdpcfg import paths
 ROOTS = ("plan", "train")
 #: ``file:call`` of ``.get`` calls on dicts that are not the config, with why.
 NOT_CONFIG = {
-    "plan/memory.py:c.get('rollout replica', 0)": "the estimate's own component table",
-    "plan/param_count.py:c.get('tie_word_embeddings', config.get('tie_word_embeddings'))": "a model's config.json",
+    "estimate/memory.py:c.get('rollout replica', 0)": "the estimate's own component table",
+    "estimate/param_count.py:c.get('tie_word_embeddings', config.get('tie_word_embeddings'))": "a model's config.json",
     "train/checkpoint.py:os.environ.get('FSDPCFG_TEST_SAVE_PAUSE', '')": "a test hook, an environment variable",
     "native/ckpt_layout.py:manifest.get('files', [])": "a checkpoint manifest",
     "train/entry.py:os.environ.get('RANK', '0')": "torchrun's environment",

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from fsdpcfg import verlref
-from fsdpcfg.catalog import defaults, deliberate_defaults, keyinfo, schema_files
+from fsdpcfg.catalog import deliberate_defaults, keyinfo, schema_files
+from fsdpcfg.compose import defaults
 from fsdpcfg.schema import RunConfig, keys
 from fsdpcfg.schema.sft import SftRunConfig
 

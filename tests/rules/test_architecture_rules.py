@@ -105,7 +105,7 @@ def test_check_and_doctor_on_the_unknown_architecture_asset(tiny_model):
 def test_fc471_reads_the_installed_sdpa(tmp_path, monkeypatch):
     """transformers 5.10's sdpa takes no softcap (read from its file); a version whose sdpa applies it gets no
     finding."""
-    from fsdpcfg.rules import model_files
+    from fsdpcfg import model_files
 
     assert model_files.sdpa_applies_softcap() is False  # the installed 5.10
     path = _folder(tmp_path, attn_logit_softcapping=50.0)

@@ -62,7 +62,7 @@ def test_ten_thousand_gib_on_a_twelve_gib_device(in_tmp):
 def test_near_the_device_is_a_warning_and_within_the_margin_too(in_tmp):
     from fsdpcfg.check import resolve
     from fsdpcfg.compose import compose
-    from fsdpcfg.plan.memory import estimate_memory
+    from fsdpcfg.estimate.memory import estimate_memory
 
     peak = estimate_memory(resolve(compose(R))[0], suggest=False).peak_bytes / 2**30
     for device in (peak / 0.95, peak / 1.1):  # 95% of the device; 10% over it (within the 25% margin)

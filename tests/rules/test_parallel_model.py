@@ -6,7 +6,8 @@ from pathlib import Path
 
 from rule_helpers import errors, run, warnings
 
-from fsdpcfg.rules import model_files, model_rules, parallel
+from fsdpcfg import model_files
+from fsdpcfg.rules import model_rules, parallel
 
 GPU = ["launcher=verl", "rollout=vllm", "trainer=gpu_8x"]
 A = "actor_rollout_ref"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 import torch
 import torch.distributed as dist
@@ -20,6 +20,8 @@ from fsdpcfg.errors import ConfigError
 from fsdpcfg.train.model import to_dtype
 
 if TYPE_CHECKING:
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
     from fsdpcfg.schema.actor import FSDPConfig
     from fsdpcfg.schema.sft import SftEngine
 
@@ -64,11 +66,12 @@ def decoder_layer_classes(
             the module classes the model has.
     """
     configured = names is not None
-    wanted = (
-        [names]
-        if isinstance(names, str)
-        else list(names if configured else (getattr(model, "_no_split_modules", None) or []))
-    )
+    if isinstance(names, str):
+        wanted = [names]
+    elif names is not None:
+        wanted = list(names)
+    else:
+        wanted = list(getattr(model, "_no_split_modules", None) or [])
     present = {type(m).__name__: type(m) for m in model.modules()}
     missing = [n for n in wanted if n not in present]
     classes = {present[n] for n in wanted if n in present}
@@ -93,7 +96,7 @@ def build_mesh(device: torch.device, fsdp_size: int):
     ``("fsdp",)`` over all ranks when ``fsdp_size < 0`` or ``>= world``; else 2-D ``("ddp", "fsdp")`` of shape
     ``(world // fsdp_size, fsdp_size)``: shard within groups of ``fsdp_size`` ranks, replicate across them (HSDP).
 
-    The shape is :func:`fsdpcfg.plan.mesh.mesh_shape`'s; rule FC301 refuses a size no mesh has (checked before
+    The shape is :func:`fsdpcfg.estimate.mesh.mesh_shape`'s; rule FC301 refuses a size no mesh has (checked before
     launch, and on a config run directly), and the loop refuses a world other than the config's.
 
     Raises:
@@ -101,7 +104,7 @@ def build_mesh(device: torch.device, fsdp_size: int):
     """
     from torch.distributed.device_mesh import init_device_mesh
 
-    from fsdpcfg.plan.mesh import mesh_shape
+    from fsdpcfg.estimate.mesh import mesh_shape
 
     world = dist.get_world_size()
     got = mesh_shape(fsdp_size, world)
@@ -289,7 +292,7 @@ def shard_model(
         policy = fsdp1_wrap_policy(layers, min_num_params, lora=lora)
         if lora and by_size:
             check_fsdp1_units(model, policy, min_num_params, f"{wrap_key}.min_num_params")
-        mp = MixedPrecision(param_dtype=precision.param, reduce_dtype=precision.reduce, buffer_dtype=precision.buffer)
+        mp1 = MixedPrecision(param_dtype=precision.param, reduce_dtype=precision.reduce, buffer_dtype=precision.buffer)
         if mesh.ndim == 1:
             sharding = ShardingStrategy.FULL_SHARD if reshard_after_forward else ShardingStrategy.SHARD_GRAD_OP
         elif mesh.shape[1] == 1:  # FSDP1 turns this into NO_SHARD without the cross-replica all-reduce
@@ -299,7 +302,7 @@ def shard_model(
         return FSDP(
             model,
             auto_wrap_policy=policy,
-            mixed_precision=mp,
+            mixed_precision=mp1,
             sharding_strategy=sharding,
             device_id=device,
             device_mesh=mesh,
@@ -338,7 +341,7 @@ def shard_from_config(
     )
 
 
-def is_fsdp1(module: nn.Module) -> bool:
+def is_fsdp1(module: nn.Module) -> TypeGuard[FullyShardedDataParallel]:
     """True for a ``FullyShardedDataParallel`` wrapper."""
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
@@ -408,7 +411,7 @@ def iter_full_params(module: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
 
 def _persistent_buffers(module: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
     for mod_name, mod in module.named_modules():
-        skip = getattr(mod, "_non_persistent_buffers_set", set())
+        skip: set[str] = getattr(mod, "_non_persistent_buffers_set", set())
         for bname, b in mod.named_buffers(recurse=False):
             if bname not in skip and b is not None:
                 yield (f"{mod_name}.{bname}" if mod_name else bname), b

@@ -21,10 +21,11 @@ def build_optimizer(params, optim_cfg: OptimCfg) -> torch.optim.Optimizer:
     """AdamW with ``lr``, ``betas``, ``weight_decay`` from ``optim_cfg`` (``actor_rollout_ref.actor.optim``, SFT
     ``optim``): the one optimizer of the native trainers (``optimizer=AdamW``, declared in
     :mod:`fsdpcfg.native.support`, rule FC803)."""
+    beta1, beta2 = optim_cfg.betas  # the schema holds exactly two (min_length = max_length = 2)
     return torch.optim.AdamW(
         params,
         lr=float(optim_cfg.lr),
-        betas=tuple(float(b) for b in optim_cfg.betas),
+        betas=(float(beta1), float(beta2)),
         weight_decay=float(optim_cfg.weight_decay),
     )
 

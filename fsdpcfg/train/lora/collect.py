@@ -192,12 +192,16 @@ def iter_merged_params(module: nn.Module, adapter_name: str) -> Iterator[Pair]:
     PEFT. Collective: the adapter (small) is gathered first, then the base streams one tensor at a time.
 
     Raises:
-        ConfigError: the adapter has no weights; NotImplementedError: an adapted layer that is not a linear
-            ``lora_A``/``lora_B`` pair (embedding LoRA, DoRA) cannot be merged here.
+        ConfigError: the adapter has no weights; NotImplementedError: an adapter that is not LoRA, or an adapted
+            layer that is not a linear ``lora_A``/``lora_B`` pair (embedding LoRA, DoRA), cannot be merged here.
     """
+    from peft import LoraConfig
+
     from fsdpcfg.train.lora.setup import peft_inner
 
     cfg = peft_inner(module).peft_config[adapter_name]
+    if not isinstance(cfg, LoraConfig):
+        raise NotImplementedError(f"adapter {adapter_name!r} is a {type(cfg).__name__}, not LoRA: cannot merge it")
     scale = float(cfg.lora_alpha) / float(cfg.r)
     adapter = dict(iter_adapter_params(module, adapter_name))
     by_module: dict[str, dict[str, torch.Tensor]] = {}
@@ -207,6 +211,7 @@ def iter_merged_params(module: nn.Module, adapter_name: str) -> Iterator[Pair]:
         if parts[i] not in ("lora_A", "lora_B") or parts[-1] != "weight":
             raise NotImplementedError(f"cannot merge adapter weight {key!r} into a Hugging Face checkpoint")
         mod = names.base_name(".".join(parts[:i]))
+        assert mod is not None  # the path before lora_A/lora_B is the adapted module's, never an adapter name
         by_module.setdefault(mod, {})[parts[i]] = t
     for name, t in iter_base_params(module):
         ab = by_module.get(name[: -len(".weight")]) if name.endswith(".weight") else None

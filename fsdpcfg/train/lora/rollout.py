@@ -23,10 +23,14 @@ from fsdpcfg.train.engine.fsdp import bucketed
 from fsdpcfg.train.lora import names
 from fsdpcfg.train.lora.collect import iter_adapter_params, iter_base_params
 from fsdpcfg.train.lora.setup import LoraSettings
+from fsdpcfg.train.model import pretrained
 from fsdpcfg.train.rollout.hf import HFRollout
 from fsdpcfg.train.rollout.load import load_buckets
 
 if TYPE_CHECKING:
+    from peft import LoraConfig, PeftModel
+    from transformers import PreTrainedModel
+
     from fsdpcfg.schema.model import ModelSection
     from fsdpcfg.schema.root import RunConfig
 
@@ -44,10 +48,12 @@ class LoraHFRollout(HFRollout):
         base_loaded: the base weights are already in ``base_model`` (preloaded from disk).
     """
 
+    model: PeftModel  # the base wrapped with the actor's adapter (HFRollout's model, narrowed)
+
     def __init__(
         self,
-        base_model: nn.Module,
-        lora_config,
+        base_model: PreTrainedModel,
+        lora_config: LoraConfig,
         adapter_name: str,
         dtype: torch.dtype,
         eos_token_ids: list[int],
@@ -97,7 +103,7 @@ class LoraHFRollout(HFRollout):
             may_be_absent=self._is_tied_copy,
         )
         if getattr(self.model.config, "tie_word_embeddings", False):
-            self.model.get_base_model().tie_weights()
+            pretrained(self.model.get_base_model()).tie_weights()
         self.base_loaded = True
         self.model.eval()
         return len(loaded)
@@ -235,7 +241,7 @@ def build_lora_rollout(
     and the synchronisation that feeds it."""
     from fsdpcfg.train.model import load_model
 
-    replica = load_model(model_cfg, dtype, weights=settings.base_preloaded).to(device)
+    replica = load_model(model_cfg, dtype, weights=settings.base_preloaded, device=device)
     rollout = LoraHFRollout(
         replica,
         settings.lora_config(),

@@ -16,6 +16,8 @@ from torch import nn
 from fsdpcfg.errors import ConfigError
 
 if TYPE_CHECKING:
+    from peft import PeftModel
+
     from fsdpcfg.schema.fsdpcfg_section import FsdpcfgSection
     from fsdpcfg.schema.rollout import RolloutSection
     from fsdpcfg.train.model import ModelCfg
@@ -110,7 +112,7 @@ def _plain(v: Any) -> Any:
     return list(v) if isinstance(v, (list, tuple)) else v
 
 
-def apply_lora(model: nn.Module, settings: LoraSettings) -> nn.Module:
+def apply_lora(model: nn.Module, settings: LoraSettings) -> PeftModel:
     """Wrap ``model`` with a LoRA adapter named ``settings.adapter_name`` (base weights frozen, adapter trainable);
     with ``adapter_path`` the adapter is loaded from that folder instead of freshly initialised (B = 0).
 
@@ -152,6 +154,15 @@ def is_peft_model(module: nn.Module) -> bool:
     return hasattr(inner, "peft_config")
 
 
-def peft_inner(module: nn.Module) -> nn.Module:
-    """The ``PeftModel`` inside an FSDP1 wrapper (FSDP2 and plain modules are returned as they are)."""
-    return getattr(module, "_fsdp_wrapped_module", module)
+def peft_inner(module: nn.Module) -> PeftModel:
+    """The ``PeftModel`` inside an FSDP1 wrapper (an FSDP2-sharded or unsharded ``PeftModel`` is returned as it is).
+
+    Raises:
+        TypeError: there is no ``PeftModel`` there (a programming error: callers hold a LoRA actor).
+    """
+    from peft import PeftModel
+
+    inner = getattr(module, "_fsdp_wrapped_module", module)
+    if not isinstance(inner, PeftModel):
+        raise TypeError(f"expected a PEFT model (a LoRA actor), got {type(inner).__name__}")
+    return inner

@@ -26,7 +26,7 @@ from fsdpcfg.train.patches.remove_padding import is_packed
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
-    from torch import nn
+    from transformers import PreTrainedModel
 
 __all__ = [
     "REGISTRY",
@@ -67,7 +67,7 @@ def problems(
     return REGISTRY.problems(names, model_type=model_type, device=device, launcher=launcher)
 
 
-def apply_patches(model: nn.Module, names: Iterable[str], *, device: str, launcher: str = "native") -> list[str]:
+def apply_patches(model: PreTrainedModel, names: Iterable[str], *, device: str, launcher: str = "native") -> list[str]:
     """Apply the patches ``names`` to the unsharded HF ``model`` (before FSDP wraps it), dispatched on
     ``model.config.model_type``; with no names the model is left exactly as loaded.
 

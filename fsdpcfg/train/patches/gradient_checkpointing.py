@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from fsdpcfg.errors import ConfigError
 
 if TYPE_CHECKING:
-    from torch import nn
+    from transformers import PreTrainedModel
 
 
-def apply(model: nn.Module) -> None:
+def apply(model: PreTrainedModel) -> None:
     """Enable non-reentrant gradient checkpointing on ``model`` (an unsharded HF ``PreTrainedModel``).
 
     Raises:

@@ -26,6 +26,7 @@ from fsdpcfg.errors import ConfigError
 if TYPE_CHECKING:
     import torch
     from torch import nn
+    from transformers import PreTrainedModel
 
 #: Attribute set on a model whose engine forward is packed (read by :func:`is_packed`).
 LAYOUT_ATTR = "fsdpcfg_forward_layout"
@@ -33,7 +34,7 @@ LAYOUT_ATTR = "fsdpcfg_forward_layout"
 MASK_ATTENTION = ("sdpa", "eager")
 
 
-def apply(model: nn.Module) -> None:
+def apply(model: PreTrainedModel) -> None:
     """Mark ``model`` (an unsharded HF causal LM) for the packed forward.
 
     Raises:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import torch
 from torch import nn
@@ -17,6 +17,9 @@ from torch import nn
 from fsdpcfg.train.rollout.load import load_buckets
 
 if TYPE_CHECKING:
+    from peft import PeftModel
+    from transformers import PreTrainedModel
+
     from fsdpcfg.schema.rollout import RolloutSection
 
 
@@ -78,17 +81,47 @@ def response_mask_until_eos(responses: torch.Tensor, eos_ids: list[int]) -> torc
     return (~after).long()
 
 
+@runtime_checkable
+class _Generates(Protocol):
+    """A model with ``generate`` (mypy reads ``GenerationMixin.generate``, under ``torch.no_grad``, as unbound)."""
+
+    def generate(self, **kwargs: Any) -> Any: ...
+
+
+def generate_ids(model: PreTrainedModel | PeftModel, **kwargs: Any) -> torch.Tensor:
+    """``model.generate(**kwargs)``: the ``(batch, prompt_len + new_tokens)`` token ids.
+
+    transformers 5 keeps ``generate`` on ``GenerationMixin``, which every ``*ForCausalLM`` inherits (a bare
+    ``PreTrainedModel`` has none); a ``PeftModel`` forwards it to its base model with the adapter active.
+
+    Raises:
+        TypeError: ``model`` cannot generate, or returned a ``GenerateOutput`` (``return_dict_in_generate``)
+            instead of the token ids.
+    """
+    if not isinstance(model, _Generates):  # hasattr(model, "generate")
+        raise TypeError(f"{type(model).__name__} cannot generate (no GenerationMixin): not a causal LM")
+    out = model.generate(**kwargs)
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"generate returned {type(out).__name__}, not the token ids (return_dict_in_generate set?)")
+    return out
+
+
 class HFRollout:
     """An unsharded replica of the policy that generates responses.
 
     Args:
-        model: the replica (built from the model's config; its weights arrive through :meth:`update_weights`).
+        model: the replica, a Hugging Face causal LM (built from the model's config; its weights arrive through
+            :meth:`update_weights`), or the ``PeftModel`` wrapping one (``fsdpcfg.train.lora.rollout``).
         dtype: the rollout dtype (``actor_rollout_ref.rollout.dtype``); weights are cast to it on arrival.
         eos_token_ids: token ids that end a response; pad_token_id: the id padding responses.
     """
 
-    def __init__(self, model: nn.Module, dtype: torch.dtype, eos_token_ids: list[int], pad_token_id: int) -> None:
-        self.model = model.to(dtype)
+    def __init__(
+        self, model: PreTrainedModel | PeftModel, dtype: torch.dtype, eos_token_ids: list[int], pad_token_id: int
+    ) -> None:
+        module: nn.Module = model  # as a Module: transformers' @wraps'd PreTrainedModel.to reads as unbound to mypy
+        module.to(dtype)  # in place
+        self.model = model
         self.dtype = dtype
         self.eos_token_ids = list(eos_token_ids)
         self.pad_token_id = int(pad_token_id)
@@ -166,7 +199,7 @@ class HFRollout:
         if generator_seed is not None:
             torch.manual_seed(generator_seed)
         dev = self.device
-        kwargs = dict(
+        kwargs: dict[str, Any] = dict(
             max_new_tokens=settings.response_length,
             do_sample=settings.do_sample,
             pad_token_id=self.pad_token_id,
@@ -181,7 +214,7 @@ class HFRollout:
             )
         if settings.ignore_eos:
             kwargs["min_new_tokens"] = settings.response_length
-        out = self.model.generate(input_ids=input_ids.to(dev), attention_mask=attention_mask.to(dev), **kwargs)
+        out = generate_ids(self.model, input_ids=input_ids.to(dev), attention_mask=attention_mask.to(dev), **kwargs)
         prompt_len = input_ids.shape[1]
         responses = out[:, prompt_len:].cpu()
         if responses.shape[1] < settings.response_length:

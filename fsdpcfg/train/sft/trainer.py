@@ -28,6 +28,9 @@ from fsdpcfg.train.model import load_model, load_tokenizer, to_dtype
 from fsdpcfg.train.sft.dataset import SFTDataset, collate
 
 if TYPE_CHECKING:
+    from peft import PeftModel
+    from transformers import PreTrainedModel
+
     from fsdpcfg.schema.sft import SftRunConfig
 
 BAR_KEYS = {"train/loss": "loss", "train/grad_norm": "gnorm", "timing_s/step": "s/step"}
@@ -106,7 +109,7 @@ class SFTTrainer(TrainerBase):
         eng = self.engine_cfg
         master = to_dtype(eng.model_dtype)
         # a resume reads model.path, then the sharded state of the checkpoint over it (ckpt.load_checkpoint)
-        model = load_model(self.model_cfg, master).to(self.device)
+        model: PreTrainedModel | PeftModel = load_model(self.model_cfg, master, device=self.device)
         if self.model_cfg.enable_gradient_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.hf_config = model.config

@@ -1,14 +1,14 @@
 """Parameter counts of common decoder-only architectures, computed from ``config.json`` alone (pure Python: the
 checker must not import torch or transformers).
 
-    from fsdpcfg.plan.param_count import count_parameters
+    from fsdpcfg.estimate.param_count import count_parameters
     counts = count_parameters(json.load(open("config.json")))   # ParamCounts(total=494032768, ...)
 
 The formulas follow the module layout of transformers 5.10 for ``llama``, ``mistral``, ``mixtral``, ``qwen2``,
 ``qwen2_moe``, ``qwen3``, ``qwen3_moe``, ``gemma``, ``phi3``, ``deepseek_v2`` and ``deepseek_v3``: token
 embedding, attention (grouped-query, or DeepSeek's multi-head latent attention), dense MLP or routed experts
 (plus shared experts), RMSNorm weights, and the LM head unless it is tied to the embedding. A test builds each
-model on the meta device and compares (tests/plan/test_memory_params.py).
+model on the meta device and compares (tests/estimate/test_memory_params.py).
 """
 
 from __future__ import annotations

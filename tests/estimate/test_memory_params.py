@@ -1,4 +1,4 @@
-"""The analytic parameter formula of fsdpcfg.plan.param_count against the model built on the meta device (no
+"""The analytic parameter formula of fsdpcfg.estimate.param_count against the model built on the meta device (no
 weights), for every offline asset with weights and every real config.json shipped with fsdpcfg."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fsdpcfg.assets import SPECS, asset_path, is_complete
-from fsdpcfg.plan.param_count import SUPPORTED, UnsupportedArchitecture, count_parameters
+from fsdpcfg.estimate.param_count import SUPPORTED, UnsupportedArchitecture, count_parameters
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

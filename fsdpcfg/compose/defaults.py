@@ -35,8 +35,8 @@ _REFERENCE = re.compile(r"\$\{(?:oc\.select:)?([A-Za-z_][\w.]*)")
 
 @cache
 def _rows(kind: str) -> dict[str, tuple[Any, Any, str]]:
-    from fsdpcfg.catalog.flat import rows
     from fsdpcfg.compose import compose
+    from fsdpcfg.compose.flat import rows
 
     return {r.key: (r.value, r.value if r.raw is None else r.raw, r.source) for r in rows(compose([], kind=kind))}
 

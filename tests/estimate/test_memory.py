@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from fsdpcfg.check import compose_for_check, resolve
-from fsdpcfg.plan.memory import GIB, describe_for_check, device_memory, estimate_memory
-from fsdpcfg.plan.param_count import UnsupportedArchitecture, count_parameters
+from fsdpcfg.estimate.memory import GIB, describe_for_check, device_memory, estimate_memory
+from fsdpcfg.estimate.param_count import UnsupportedArchitecture, count_parameters
 
 LLAMA = {
     "model_type": "llama",
@@ -147,6 +147,6 @@ def test_check_shows_memory_without_importing_torch():
 def test_read_model_config_without_a_model_path(path):
     """No model path (``???``, empty, null): ``None`` as documented, not an AttributeError on the None that
     ``inspect_model`` returns then (found by mypy)."""
-    from fsdpcfg.plan.memory import read_model_config
+    from fsdpcfg.estimate.memory import read_model_config
 
     assert read_model_config({"actor_rollout_ref": {"model": {"path": path}}}) is None

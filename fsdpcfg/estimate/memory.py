@@ -1,7 +1,7 @@
 """Per-rank peak memory of a GRPO/PPO run, estimated from the resolved config and the model's ``config.json``
 (pure Python: ``fsdpcfg check`` shows it without importing torch).
 
-    from fsdpcfg.plan.memory import estimate_memory
+    from fsdpcfg.estimate.memory import estimate_memory
     est = estimate_memory(cfg)          # cfg: the resolved config (nested dicts, verl key names)
     print(est.describe())               # components, phases, the device's capacity, what would help most
 
@@ -14,7 +14,7 @@ the world size, else the world size):
   forward to the end of backward plus its unsharded gradient, and two decoder layers (the one computing, the one
   prefetched) with one layer's unsharded gradients;
 - activations of one micro-batch of ``micro x (prompt + response)`` tokens: per layer the tensors saved for
-  backward (:attr:`fsdpcfg.plan.param_count.ParamCounts.activation_widths`); with gradient checkpointing only
+  backward (:attr:`fsdpcfg.estimate.param_count.ParamCounts.activation_widths`); with gradient checkpointing only
   each layer's input plus one layer recomputed;
 - the logits peak: ``tokens x vocab`` in the compute dtype, its fp32 copy, the fp32 log-softmax, and in backward
   their fp32 gradients (the native engine scores only the ``response + 1`` last positions; verl scores every
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsdpcfg.plan.param_count import ParamCounts, UnsupportedArchitecture, count_parameters
+from fsdpcfg.estimate.param_count import ParamCounts, UnsupportedArchitecture, count_parameters
 
 GIB = 2**30
 MIB = 2**20
@@ -94,13 +94,13 @@ def _bytes(name: Any, default: int = 4) -> int:
 def _get(cfg: dict, key: str, if_null: Any = None) -> Any:
     """The value of dotted ``key`` in ``cfg``; ``if_null`` where it is null (what a null value means for the
     estimate, e.g. an unset micro-batch size counts as 1). A key ``cfg`` lacks reads as its default in the
-    default tree (:mod:`fsdpcfg.catalog.defaults`, the one home of defaults): a verl config file has no
+    default tree (:mod:`fsdpcfg.compose.defaults`, the one home of defaults): a verl config file has no
     ``fsdpcfg`` section."""
     from fsdpcfg import keypath
 
     node = keypath.get(cfg, key, _ABSENT)
     if node is _ABSENT:
-        from fsdpcfg.catalog import defaults
+        from fsdpcfg.compose import defaults
 
         node = defaults.tree().get(key)
     return if_null if node is None else node
@@ -184,7 +184,7 @@ def _g(n: int | float | None) -> str:
 def read_model_config(cfg: dict) -> dict | None:
     """``config.json`` of ``actor_rollout_ref.model.path`` (a local folder or a cached hub id) with
     ``model.override_config`` applied, or ``None`` when it cannot be read here."""
-    from fsdpcfg.rules.model_files import inspect_model
+    from fsdpcfg.model_files import inspect_model
 
     path = _get(cfg, "actor_rollout_ref.model.path")
     info = inspect_model(path, _get(cfg, "actor_rollout_ref.model.tokenizer_path"))
@@ -241,7 +241,7 @@ def gpu_name() -> str | None:
 
 
 def _shard(fsdp_size: int, world: int) -> int:
-    from fsdpcfg.plan.mesh import shard_group_size
+    from fsdpcfg.estimate.mesh import shard_group_size
 
     return shard_group_size(fsdp_size, world)
 
@@ -256,7 +256,7 @@ def estimate_memory(cfg: dict, model_config: dict | None = None, *, suggest: boo
 
     Raises:
         ValueError: ``config.json`` cannot be read here, or its architecture has no parameter formula
-            (:class:`fsdpcfg.plan.param_count.UnsupportedArchitecture`).
+            (:class:`fsdpcfg.estimate.param_count.UnsupportedArchitecture`).
     """
     mc = model_config if model_config is not None else read_model_config(cfg)
     if mc is None:

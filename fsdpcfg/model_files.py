@@ -3,7 +3,8 @@
 what the *installed* transformers implements, from its files on disk (no ``import transformers``).
 
 :func:`inspect_model` is what :attr:`fsdpcfg.rules.context.Context.model` returns. The FC4xx rules that use
-it live in :mod:`fsdpcfg.rules.model_rules`.
+it live in :mod:`fsdpcfg.rules.model_rules`; the memory estimate (:mod:`fsdpcfg.estimate.memory`) reads
+``config.json`` through it too, so it is on the ground floor.
 """
 
 from __future__ import annotations
@@ -193,7 +194,7 @@ def inspect_model(path: Any, tokenizer_path: Any = None) -> ModelInfo | None:
 
 
 # -- config.json fields the rules and the memory estimate read ------------------------------------------------
-#: ``field: (kind, minimum)`` for the config.json fields that :mod:`fsdpcfg.plan.param_count`, the memory estimate
+#: ``field: (kind, minimum)`` for the config.json fields that :mod:`fsdpcfg.estimate.param_count`, the memory estimate
 #: and the FC3xx-FC5xx rules read; ``int``: an integer (not a boolean) from ``minimum`` to 2**31 - 1, ``float``: a
 #: finite number above ``minimum``, ``bool``: true/false. A field that is absent or null is not checked (the
 #: architectures differ in which they have); one that is present with a wrong type or range is an error (FC451).
