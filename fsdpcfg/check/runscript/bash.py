@@ -36,8 +36,9 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from fsdpcfg.check.runscript.expand import Expander, _concat
+from fsdpcfg.check.runscript.expand import Expander, _concat, parser
 from fsdpcfg.check.runscript.words import (
+    _F,
     Command,
     Evaluation,
     Note,
@@ -51,13 +52,6 @@ from fsdpcfg.check.runscript.words import (
 #: builtins that always succeed and change nothing the check reads (not reported as commands).
 _INERT = frozenset({"echo", "printf", "set", ":", "true"})
 _MAX_DEPTH = 32
-
-
-def _parser():
-    import tree_sitter
-    import tree_sitter_bash
-
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
 def evaluate(
@@ -83,9 +77,11 @@ def evaluate(
         An :class:`Evaluation`. A syntax error is not raised: the evaluation stops before the broken statement
         and ``syntax_error_line`` names its line.
     """
+    text, arith = _hide_arithmetic(text)
     src = text.encode()
-    tree = _parser().parse(src)
+    tree = parser().parse(src)
     ev = _Evaluator(src, dict(os.environ if environ is None else environ), [str(x) for x in extra], script_path)
+    ev.arith = arith
     state = _State({}, set(), None if args is None else [Word(a, 0) for a in args])
     error_line, error_byte = _first_error(tree.root_node)
     try:
@@ -102,6 +98,36 @@ def evaluate(
     except _Exit:
         pass
     return Evaluation(ev.commands, ev.notes, ev.env_used, error_line)
+
+
+def _hide_arithmetic(text: str) -> tuple[str, dict[str, str]]:
+    """tree-sitter-bash cannot read ``$(( ))`` inside ``${X:-...}`` (``${X:-$(((A + B) * 2))}``): each such
+    arithmetic expansion is replaced by the command substitution ``$(__arithN)`` on the same line, and the
+    returned table gives its expression back (:meth:`Expander.substitution` evaluates it)."""
+    out: list[str] = []
+    table: dict[str, str] = {}
+    depth = 0  # open `${`
+    i = 0
+    while i < len(text):
+        if text.startswith("${", i):
+            depth += 1
+        elif text[i] == "}" and depth:
+            depth -= 1
+        elif depth and text.startswith("$((", i):
+            j, level = i + 3, 2
+            while j < len(text) and level:
+                level += {"(": 1, ")": -1}.get(text[j], 0)
+                j += 1
+            expr = text[i + 3 : j - 2]
+            if level == 0 and "\n" not in expr:
+                key = f"__arith{len(table)}"
+                table[key] = expr
+                out.append(f"$({key})")
+                i = j
+                continue
+        out.append(text[i])
+        i += 1
+    return "".join(out), table
 
 
 def _first_error(node) -> tuple[int, int]:
@@ -162,6 +188,8 @@ class _Evaluator(Expander):
         self.depth = 0
         self.uses_args = False
         self.in_test = False
+        self.stdin: _F | None = None  # the here-document of the command being evaluated
+        self.arith: dict[str, str] = {}  # hidden arithmetic expansions (_hide_arithmetic)
 
     # ---- statements ------------------------------------------------------------------------------------
     def statement(self, node, st: _State) -> bool | None:
@@ -171,6 +199,8 @@ class _Evaluator(Expander):
         t = node.type
         if t in ("comment", "heredoc_body", ";", "&", "\n"):
             return True
+        if t == "compound_statement" and node.children and node.children[0].type == "((":
+            return self.arith_command(node, st)
         if t in ("program", "compound_statement", "do_group"):
             return self.block(node.named_children, st)
         if t == "variable_assignment":
@@ -189,7 +219,12 @@ class _Evaluator(Expander):
             return True
         if t == "redirected_statement":
             body = node.child_by_field_name("body")
-            return self.statement(body, st) if body is not None else True
+            heredoc = next((c for c in node.children if c.type == "heredoc_redirect"), None)
+            self.stdin = self.heredoc(heredoc, st) if heredoc is not None else None
+            try:
+                return self.statement(body, st) if body is not None else True
+            finally:
+                self.stdin = None
         if t == "command":
             return self.command(node, st)
         if t == "list":
@@ -494,6 +529,8 @@ class _Evaluator(Expander):
 
     def command(self, node, st: _State) -> bool | None:
         name_node = node.child_by_field_name("name")
+        if self._split_assignment(node, name_node, st):
+            return True
         prefix: dict[str, Word] = {}
         for c in node.named_children:
             if c.type == "variable_assignment":
@@ -504,8 +541,9 @@ class _Evaluator(Expander):
         argv = self.words(name_node, st)
         uses_before = self.uses_args
         self.uses_args = False
-        for a in node.children_by_field_name("argument"):
-            argv.extend(self.words(a, st))
+        argv.extend(self.arg_words(node.children_by_field_name("argument"), st))
+        cut = self._cut_words(node)
+        argv.extend(cut)
         uses_args, self.uses_args = self.uses_args, uses_before
         if not argv:
             return True
@@ -541,6 +579,8 @@ class _Evaluator(Expander):
         if name == "eval":
             self.note(node, "skipped", f"`{self.text(node)[:60]}` is not evaluated")
             return None
+        if name == "read" and self.stdin is not None:
+            return self.read_heredoc(argv[1:], node, st)
         if name == "read":
             for w in argv[1:]:
                 if w.known and not w.text.startswith("-"):
@@ -568,7 +608,106 @@ class _Evaluator(Expander):
         if name in _INERT:
             return True
         self._record(argv, node, prefix, uses_args)
+        if cut:
+            self.commands[-1].cut, self.commands[-1].cut_words = cut[0].line, len(cut)
         return None
+
+    def _split_assignment(self, node, name_node, st: _State) -> bool:
+        """``P=$A/$B/f``: tree-sitter-bash reads ``P=$A/$`` as an assignment prefix and ``B/f`` as a command
+        name. When the name touches the assignment and nothing follows, bash reads one assignment: do it
+        and return True."""
+        kids = [c for c in node.named_children if c.type == "variable_assignment"]
+        args = node.children_by_field_name("argument")
+        if name_node is None or not kids or kids[-1].end_byte != name_node.start_byte:
+            return False
+        group = [name_node] + [a for a in args if a.start_byte == name_node.end_byte]
+        if len(group) <= len(args):  # words after it: a command after all
+            return False
+        for c in kids[:-1]:
+            self.assign(c, st)
+        last = kids[-1]
+        value = last.child_by_field_name("value")
+        parts = ([value] if value is not None else []) + [
+            n.named_children[0] if n.type == "command_name" else n for n in group
+        ]
+        fs = self.joined(parts, st, quoted=True, assignment=True)
+        f = fs[0] if fs else _F("")
+        name = self._assign_name(last)
+        st.vars[name] = [Word(f.text, self.line(node), f.unknown, f.env)]
+        st.arrays.discard(name)
+        return True
+
+    def _cut_words(self, node) -> list[Word]:
+        """The words bash reads from ``\\ # comment`` after a command: tree-sitter-bash reads a comment there, but
+        the backslash quotes the blank, so bash passes `` #`` and the comment's words as arguments, and the
+        command ends at that line (the continuation lines after it are commands of their own)."""
+        nxt = node.next_sibling
+        if nxt is None or nxt.type != "comment" or nxt.start_point[0] != node.end_point[0]:
+            return []
+        gap = self.src[node.end_byte : nxt.start_byte].decode(errors="replace")
+        m = re.fullmatch(r"[ \t]*\\ ([ \t]*)", gap)
+        if m is None:
+            return []
+        line = self.line(nxt)
+        if m.group(1):
+            return [Word(" ", line)]
+        tokens = self.text(nxt).split()
+        return [Word(" " + tokens[0], line)] + [Word(t, line) for t in tokens[1:]]
+
+    def arith_command(self, node, st: _State) -> bool | None:
+        """``(( EXPR ))``: status 0 when EXPR is not 0; ``(( X = E ))``/``+=`` ... set X."""
+        inner = [c for c in node.named_children if c.type != "comment"]
+        if not inner:
+            return None
+        expr = inner[0]
+        op_node = expr.child_by_field_name("operator") if expr.type == "binary_expression" else None
+        op = self.text(op_node) if op_node is not None else ""
+        if op in ("=", "+=", "-=", "*=", "/="):
+            name = self.text(expr.child_by_field_name("left"))
+            right = self.arith_node(expr.child_by_field_name("right"), st)
+            cur = self.arith_node(expr.child_by_field_name("left"), st) if op != "=" else 0
+            if right is None or cur is None:
+                st.vars[name] = [Word(f"${name}", self.line(node), (f"`{self.text(node)}` on an unknown value",))]
+                return None
+            value = {"=": right, "+=": cur + right, "-=": cur - right, "*=": cur * right}.get(op)
+            if op == "/=":
+                value = int(cur / right) if right else None
+            if value is None:
+                return None
+            st.vars[name] = [Word(str(value), self.line(node))]
+            st.arrays.discard(name)
+            return value != 0
+        v = self.arith_node(expr, st)
+        return None if v is None else v != 0
+
+    def read_heredoc(self, argv: list[Word], node, st: _State) -> bool | None:
+        """``read [-r] [-d ''] VAR... <<EOF``: the variables take the here-document's text (all of it with
+        ``-d ''``, else its first line), split on white space over the names as ``read`` does."""
+        body = self.stdin
+        assert body is not None
+        names: list[str] = []
+        whole, raw = False, False
+        i = 0
+        while i < len(argv):
+            t = argv[i].text
+            if t == "-d" and i + 1 < len(argv):
+                whole = argv[i + 1].text == ""
+                i += 2
+                continue
+            if t.startswith("-"):
+                raw = raw or "r" in t
+            else:
+                names.append(t)
+            i += 1
+        text = body.text if whole else body.text.split("\n", 1)[0]
+        if not raw:
+            text = text.replace("\\\n", "")
+        parts = text.split(None, max(len(names) - 1, 0)) if names else []
+        for j, name in enumerate(names or ["REPLY"]):
+            value = parts[j].strip() if j < len(parts) else ""
+            st.vars[name] = [Word(value, self.line(node), body.unknown, body.env)]
+            st.arrays.discard(name)
+        return not whole  # `read -d ''` reaches the end of input: status 1 (hence `|| true`)
 
     def _record(self, argv: list[Word], node, prefix: dict[str, Word], uses_args: bool) -> None:
         self.commands.append(
@@ -615,11 +754,7 @@ class _Evaluator(Expander):
         if value is None:
             return [Word("", self.line(node))]
         if value.type == "array":
-            out: list[Word] = []
-            for el in value.named_children:
-                if el.type != "comment":
-                    out.extend(self.words(el, st))
-            return out
+            return self.arg_words([el for el in value.named_children if el.type != "comment"], st)
         return [self.scalar(value, st, assignment=True)]
 
     def assign(self, node, st: _State) -> None:

@@ -11,6 +11,23 @@ import re
 
 from fsdpcfg.check.runscript.words import _F, Note, Word, _Exit, _join, _State, _union
 
+_PARSER = None
+
+
+def parser():
+    """tree-sitter's bash parser (made once per process)."""
+    global _PARSER
+    if _PARSER is None:
+        import tree_sitter
+        import tree_sitter_bash
+
+        _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+    return _PARSER
+
+
+#: ``$NAME``, ``${NAME}``, ``$1``, ``$@`` in a word tree-sitter-bash left unparsed (``/$B/f.parquet`` after ``$A``)
+_RAW_PARAM = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#])\}|([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!]))")
+
 #: node types that begin with ``$`` (or a backquote): tree-sitter-bash may attach the white space before them
 _EXPANSIONS = frozenset(
     {"simple_expansion", "expansion", "command_substitution", "arithmetic_expansion", "process_substitution"}
@@ -29,6 +46,7 @@ class Expander:
     env_used: dict[str, tuple[str, int]]
     uses_args: bool
     in_test: bool
+    arith: dict[str, str]
 
     # ---- helpers ---------------------------------------------------------------------------------------
     def start(self, node) -> int:
@@ -60,6 +78,25 @@ class Expander:
         line = self.line(node)
         return [Word(f.text, f.line or line, f.unknown, f.env, f.cli) for f in self.fields(node, st, quoted=False)]
 
+    def arg_words(self, nodes, st: _State) -> list[Word]:
+        """The words of a command's argument nodes; nodes that touch (no blank between them) are one word, as
+        bash reads them (tree-sitter-bash splits ``x=$A/$B/f`` into two arguments)."""
+        out: list[Word] = []
+        group: list = []
+        for n in list(nodes) + [None]:
+            if n is not None and group and n.start_byte == group[-1].end_byte:
+                group.append(n)
+                continue
+            if len(group) == 1:
+                out.extend(self.words(group[0], st))
+            elif group:
+                line = self.line(group[0])
+                out.extend(
+                    Word(f.text, f.line or line, f.unknown, f.env, f.cli) for f in self.joined(group, st, quoted=False)
+                )
+            group = [n] if n is not None else []
+        return out
+
     def scalar(self, node, st: _State, pattern: bool = False, assignment: bool = False) -> Word:
         """Expand ``node`` into one string (no word splitting, as in an assignment's value)."""
         fs = self.fields(node, st, quoted=True, pattern=pattern, assignment=assignment)
@@ -90,6 +127,8 @@ class Expander:
             if t == "word" and assignment and raw.startswith("~/"):
                 home = self.env("HOME", node)
                 return [_F(home.text + _unescape(raw[1:], pattern), home.unknown, home.env)]
+            if t == "word" and not pattern and _RAW_PARAM.search(raw):
+                return self.raw_fields(raw, st, node, quoted)
             return [_F(_unescape(raw, pattern) if t in ("word",) else raw)]
         if t == "command_name":
             kids = node.named_children
@@ -101,14 +140,7 @@ class Expander:
         if t in ("string", "translated_string"):
             return self.string(node, st)
         if t == "concatenation":
-            out: list[_F] = []
-            pos = node.start_byte
-            for c in node.children:
-                if self.start(c) > pos:  # text between parts (not a node of its own)
-                    out = _join(out, [_F(self.src[pos : self.start(c)].decode())])
-                out = _join(out, self.fields(c, st, quoted, pattern, assignment))
-                pos = c.end_byte
-            return out
+            return self.joined(node.children, st, quoted, pattern, assignment)
         if t == "simple_expansion":
             name = self.text(node)[1:]
             return self.split(self.param(name, st, node), quoted, name in ("@", "*"))
@@ -125,6 +157,64 @@ class Expander:
         if t == "process_substitution":
             return [_F(self.text(node), (f"`{self.text(node)}` is a process substitution",))]
         return [_F(self.text(node), (f"`{self.text(node)}` ({t}) is not read by the check",))]
+
+    def joined(
+        self, nodes, st: _State, quoted: bool, pattern: bool = False, assignment: bool = False, dollar: str = ""
+    ) -> list[_F]:
+        """The fields of nodes that touch one another (one shell word): the parts of a concatenation, or the
+        arguments tree-sitter-bash splits one word into (``x=$A/$B/f`` parses as ``x=$A/$`` and ``B/f``). A
+        bare ``$`` token is the start of the next part's variable name, as bash reads it."""
+        out: list[_F] = []
+        pos = nodes[0].start_byte if nodes else 0
+        for c in nodes:
+            if self.start(c) > pos:  # text between parts (not a node of its own)
+                out = _join(out, [_F(self.src[pos : self.start(c)].decode())])
+            pos = c.end_byte
+            if c.type == "$" and not c.is_named:
+                dollar = "$"
+                continue
+            if c.type == "concatenation" and c.children and c.children[-1].type == "$":
+                out = _join(out, self.joined(c.children[:-1], st, quoted, pattern, assignment))
+                dollar = "$"
+                continue
+            if dollar and c.type in ("word", "number"):
+                out = _join(out, self.raw_fields(dollar + self.text(c), st, c, quoted))
+            elif dollar and c.type == "concatenation":
+                out = _join(out, self.joined(c.children, st, quoted, pattern, assignment, dollar))
+            else:
+                if dollar:
+                    out = _join(out, [_F(dollar)])
+                out = _join(out, self.fields(c, st, quoted, pattern, assignment))
+            dollar = ""
+        if dollar:
+            out = _join(out, [_F(dollar)])
+        return out
+
+    def raw_fields(self, raw: str, st: _State, node, quoted: bool) -> list[_F]:
+        """An unquoted word's text that tree-sitter-bash did not split into expansions: backslash escapes and
+        ``$NAME``/``${NAME}``/``$1`` are expanded as bash would (other text is literal)."""
+        out: list[_F] = [_F("")]
+        buf, i = "", 0
+        while i < len(raw):
+            ch = raw[i]
+            if ch == "\\" and i + 1 < len(raw):
+                buf += raw[i + 1] if raw[i + 1] != "\n" else ""
+                i += 2
+                continue
+            m = _RAW_PARAM.match(raw, i) if ch == "$" else None
+            if m is None:
+                buf += ch
+                i += 1
+                continue
+            if buf:
+                out = _join(out, [_F(buf)])
+                buf = ""
+            name = m.group(1) or m.group(2)
+            out = _join(out, self.split(self.param(name, st, node), quoted, name in ("@", "*")))
+            i = m.end()
+        if buf:
+            out = _join(out, [_F(buf)])
+        return out
 
     def string(self, node, st: _State) -> list[_F]:
         """A double-quoted string: one field, except where ``"$@"`` or ``"${A[@]}"`` make several."""
@@ -313,9 +403,17 @@ class Expander:
                     return [] if not quoted else [_F("")]
                 return self.split([self.operand(operand_nodes, node, st)], quoted, False)
             if op in (":?", "?"):
-                if use_default:
+                if use_default and name.isdigit() and st.args is not None:
                     self.note(node, "exit", f"`{text}`: the script stops here because `{name}` is not set")
                     raise _Exit("1")
+                if use_default:
+                    # a value the user must give where the script runs (the environment, an argument): unknown
+                    # here, not the end of the script (bash would stop only where it is not given)
+                    why = (f"`{name}` must be given where the script runs (`{text[:80]}` stops the script without it)",)
+                    if not name.isdigit() and name not in ("@", "*"):
+                        st.vars[name] = [Word(f"${name}", self.line(node), why)]
+                        st.arrays.discard(name)
+                    return [_F(text, why)]
                 assert vals is not None  # not use_default: the variable is set
                 fs = [_F(w.text, w.unknown, w.env, w.line, w.cli) for w in vals]
                 return self.split(fs, quoted, all_elements)
@@ -327,6 +425,8 @@ class Expander:
             if op in (":=", "=") and not name.isdigit():
                 st.vars[name] = [Word(d.text, self.line(node), d.unknown, d.env)]
             return self.split([d], quoted, False)
+        if op == ":" and all_elements:
+            return self.split(self.slice_elements(name, vals or [], operand_nodes, node, st), quoted, True)
         if unknown_val:
             assert vals is not None  # unknown_val implies a value
             return [_F(text, vals[0].unknown)]
@@ -341,6 +441,31 @@ class Expander:
             else:
                 out.append(_F(r, (), f.env, f.line))
         return self.split(out, quoted, all_elements)
+
+    def slice_elements(self, name: str, vals: list[Word], operand_nodes, node, st: _State) -> list[_F]:
+        """``${@:OFFSET:LENGTH}`` / ``${A[@]:OFFSET:LENGTH}``: the elements from OFFSET (for ``@``, ``$OFFSET``
+        first: ``${@:1}`` is every argument, ``${@:0}`` starts with ``$0``); a negative LENGTH ends that many
+        elements before the end."""
+        groups: list[list] = [[]]
+        for c in operand_nodes:
+            if c.type == ":" and not c.is_named:
+                groups.append([])
+            else:
+                groups[-1].append(c)
+        nums = [_int(Word(self.operand(g, node, st).text, 0)) if g else None for g in groups]
+        keep = [_F(w.text, w.unknown, w.env, w.line, w.cli) for w in vals]
+        if name in ("@", "*"):
+            keep = [_F(self.script_path)] + keep
+        if nums[0] is None or (len(nums) > 1 and nums[1] is None):
+            text = self.text(node)
+            return [_F(text, (f"`{text}`: an offset the check cannot know",))]
+        off = nums[0] if nums[0] >= 0 else max(len(keep) + nums[0], 0)
+        out = keep[off:]
+        if len(nums) > 1:
+            n = nums[1]
+            assert n is not None
+            out = out[:n] if n >= 0 else out[:n]
+        return out
 
     def operand(self, nodes, parent, st: _State, pattern: bool = False, tilde: bool = True) -> _F:
         """The word after an expansion operator (``${X:-THIS}``), as one string; text between its nodes kept."""
@@ -411,11 +536,26 @@ class Expander:
         """``$(...)``/backticks: never run. ``dirname``/``basename``/``realpath``/``readlink -f`` and
         ``cd DIR && pwd`` are computed from their arguments; anything else is unknown."""
         text = self.text(node)
+        hidden = self.arith.get(text[2:-1]) if text.startswith("$(__arith") else None
+        if hidden is not None:  # `${X:-$((A*B))}`: see bash._hide_arithmetic
+            text = f"$(({hidden}))"
+        if text.startswith("$((") and text.endswith("))"):
+            v = self.arith_text(text[3:-2], st)
+            if v is not None:
+                return _F(str(v))
+            return _F(text, (f"`{text}` is arithmetic on a value the check cannot know",))
         unknown = _F(text, (f"`{text}` is a command substitution (the check runs no command)",))
         body = [c for c in node.named_children if c.type != "comment"]
         if len(body) != 1:
             return unknown
         cmd = body[0]
+        if cmd.type == "redirected_statement":
+            doc = next((c for c in cmd.children if c.type == "heredoc_redirect"), None)
+            doc_argv = self._simple_argv(_unredirected(cmd), st) or []
+            if doc is not None and [w.text for w in doc_argv] == ["cat"]:
+                out = self.heredoc(doc, st)
+                return _F(out.text.rstrip("\n"), out.unknown, out.env)  # $( ) drops the final newlines
+            return unknown
         if cmd.type == "list" and len(cmd.children) == 3 and self.text(cmd.children[1]) == "&&":
             first, second = (_unredirected(c) for c in (cmd.children[0], cmd.children[2]))
             a = [w for w in self._simple_argv(first, st) or [] if w.text != "--"]
@@ -439,6 +579,34 @@ class Expander:
             return _F(os.path.abspath(args[-1]), (), env)
         return unknown
 
+    def heredoc(self, node, st: _State) -> _F:
+        """The text a ``<<EOF`` here-document gives its command: expanded as in double quotes unless the
+        delimiter is quoted (``<<'EOF'``); ``<<-`` strips leading tabs."""
+        start = next((c for c in node.children if c.type == "heredoc_start"), None)
+        body = next((c for c in node.children if c.type == "heredoc_body"), None)
+        if body is None:
+            return _F("")
+        quoted = start is not None and any(ch in self.text(start) for ch in "'\"\\")
+        strip = any(c.type == "<<-" for c in node.children)
+        if quoted:
+            out = _F(self.src[body.start_byte : body.end_byte].decode())
+        else:
+            out = _F("")
+            pos = body.start_byte
+            for c in body.named_children:
+                if c.type == "heredoc_content":
+                    continue
+                if self.start(c) > pos:
+                    out = out + _F(_unescape_heredoc(self.src[pos : self.start(c)].decode()))
+                for f in self.fields(c, st, quoted=True):
+                    out = out + f
+                pos = c.end_byte
+            if body.end_byte > pos:
+                out = out + _F(_unescape_heredoc(self.src[pos : body.end_byte].decode()))
+        if strip:
+            out = _F("\n".join(x.lstrip("\t") for x in out.text.split("\n")), out.unknown, out.env)
+        return out
+
     def _simple_argv(self, node, st: _State) -> list[Word] | None:
         if node.type != "command" or any(c.type == "variable_assignment" for c in node.named_children):
             return None
@@ -451,6 +619,29 @@ class Expander:
         return argv
 
     # ---- arithmetic and tests --------------------------------------------------------------------------
+    def arith_text(self, expr: str, st: _State) -> int | None:
+        """Evaluate the text of an arithmetic expression (parsed on its own as ``$(( expr ))``)."""
+        src = f"echo $(( {expr} ))\n".encode()
+        tree = parser().parse(src)
+        found = [None]
+
+        def find(n) -> None:
+            if n.type == "arithmetic_expansion" and found[0] is None:
+                found[0] = n
+            for c in n.children:
+                find(c)
+
+        find(tree.root_node)
+        node = found[0]
+        if node is None or not node.named_children or tree.root_node.has_error:
+            return None
+        saved = self.src
+        self.src = src
+        try:
+            return self.arith_node(node.named_children[0], st)
+        finally:
+            self.src = saved
+
     def arith_node(self, node, st: _State) -> int | None:
         """Evaluate an arithmetic expression on known integers; ``None`` when any operand is unknown."""
         if node is None:
@@ -668,6 +859,11 @@ def _unescape(raw: str, pattern: bool = False) -> str:
 def _unescape_dq(raw: str) -> str:
     """Inside double quotes a backslash quotes only ``$ ` " \\`` and a newline."""
     return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), raw)
+
+
+def _unescape_heredoc(raw: str) -> str:
+    """In an unquoted here-document a backslash quotes only ``$ ` \\`` and a newline (not ``"``)."""
+    return re.sub(r"\\([$`\\\n])", lambda m: "" if m.group(1) == "\n" else m.group(1), raw)
 
 
 def _ansi_c(raw: str) -> str:

@@ -219,6 +219,32 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
                 "nothing to do if it does not change the config",
             )
         )
+    if vc.inferred:
+        notes.append(
+            Finding(
+                "FC124",
+                "info",
+                [],
+                f"{label}: the command is `{vc.inferred}` ({'; '.join(vc.inferred_why)}); its arguments are "
+                f"verl overrides, checked as {vc.entry}'s (the trainer their keys belong to)",
+                f"write the launcher in the script (e.g. `torchrun ... -m {vc.entry}`) to have it read as written",
+            )
+        )
+    if vc.cut:
+        cut = " ".join(repr(w.text) for w in vc.cut_words)
+        notes.append(
+            Finding(
+                "FC132",
+                "error",
+                [],
+                f"{label}: line {vc.cut}: `\\ #` ends the command there: the backslash quotes the blank after it, "
+                f"so the line does not continue; bash passes {cut} to verl as overrides (Hydra cannot read them) "
+                "and runs the lines after it as commands of their own, whose overrides verl never gets",
+                f"move the comment to a line of its own above the command, or delete `\\ #...` at line {vc.cut} "
+                "and end the line with a bare `\\`",
+                location=(str(script), vc.cut),
+            )
+        )
     if vc.conditional:
         notes.append(
             Finding(

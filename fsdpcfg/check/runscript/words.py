@@ -42,6 +42,8 @@ class Command:
     prefix: dict[str, Word] = field(default_factory=dict)
     conditional: str = ""
     uses_args: bool = False  # one of its words is "$@" or $*
+    cut: int = 0  # the line where `\\ # comment` ends the command (its last ``cut_words`` words come from it)
+    cut_words: int = 0
 
 
 @dataclass(frozen=True)
