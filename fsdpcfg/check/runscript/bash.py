@@ -35,8 +35,10 @@ import fnmatch
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 
 from fsdpcfg.check.runscript.expand import Expander, _concat, parser
+from fsdpcfg.check.runscript.fork import SAME, Forker, Variant, case_label, cond_label, variants
 from fsdpcfg.check.runscript.words import (
     _F,
     Command,
@@ -52,6 +54,16 @@ from fsdpcfg.check.runscript.words import (
 #: builtins that always succeed and change nothing the check reads (not reported as commands).
 _INERT = frozenset({"echo", "printf", "set", ":", "true"})
 _MAX_DEPTH = 32
+#: a `while` loop with a known condition runs at most this many times (then it is read as unknown)
+_MAX_LOOPS = 64
+
+
+class _Break(Exception):
+    """``break`` in a loop."""
+
+
+class _Continue(Exception):
+    """``continue`` in a loop."""
 
 
 def evaluate(
@@ -62,7 +74,7 @@ def evaluate(
     environ: Mapping[str, str] | None = None,
     script_path: str = "run.sh",
 ) -> Evaluation:
-    """Evaluate the bash script ``text`` without running it.
+    """Evaluate the bash script ``text`` without running it, every branch the check cannot decide merged.
 
     Args:
         text: the script.
@@ -77,11 +89,37 @@ def evaluate(
         An :class:`Evaluation`. A syntax error is not raised: the evaluation stops before the broken statement
         and ``syntax_error_line`` names its line.
     """
+    return _evaluate(text, None, args, extra, environ, script_path)[0]
+
+
+def evaluate_variants(
+    text: str,
+    *,
+    args: list[str] | None = None,
+    extra: Iterable[str] = (),
+    environ: Mapping[str, str] | None = None,
+    script_path: str = "run.sh",
+) -> list[Variant]:
+    """Evaluate ``text`` once per path the check cannot choose between (:mod:`fsdpcfg.check.runscript.fork`):
+    a device probe, ``case "$1"``, a test of ``$#`` when no arguments are given (``no arguments`` is one path:
+    an argument loop then runs zero times, as in bash). Same arguments as :func:`evaluate`; returns the
+    :class:`~fsdpcfg.check.runscript.fork.Variant` list in the order the paths were met (the first takes the
+    first branch everywhere), one variant with an empty label when the script has no such point."""
+    env = dict(os.environ if environ is None else environ)
+
+    def run(choices: list[int] | None):
+        return _evaluate(text, choices, args, extra, env, script_path)
+
+    return variants(run)
+
+
+def _evaluate(text, choices, args, extra, environ, script_path) -> tuple[Evaluation, list[int], list[str]]:
     text, arith = _hide_arithmetic(text)
     src = text.encode()
     tree = parser().parse(src)
     ev = _Evaluator(src, dict(os.environ if environ is None else environ), [str(x) for x in extra], script_path)
     ev.arith = arith
+    ev.choices = choices
     state = _State({}, set(), None if args is None else [Word(a, 0) for a in args])
     error_line, error_byte = _first_error(tree.root_node)
     try:
@@ -97,7 +135,7 @@ def evaluate(
             ev.statement(child, state)
     except _Exit:
         pass
-    return Evaluation(ev.commands, ev.notes, ev.env_used, error_line)
+    return Evaluation(ev.commands, ev.notes, ev.env_used, error_line), ev.sizes, ev.labels
 
 
 def _hide_arithmetic(text: str) -> tuple[str, dict[str, str]]:
@@ -173,7 +211,7 @@ _STATEMENTS = frozenset(
 )
 
 
-class _Evaluator(Expander):
+class _Evaluator(Expander, Forker):
     def __init__(self, src: bytes, environ: dict[str, str], extra: list[str], script_path: str) -> None:
         self.src = src
         self.environ = environ
@@ -190,6 +228,13 @@ class _Evaluator(Expander):
         self.in_test = False
         self.stdin: _F | None = None  # the here-document of the command being evaluated
         self.arith: dict[str, str] = {}  # hidden arithmetic expansions (_hide_arithmetic)
+        self.choices: list[int] | None = None  # fork.Forker: the path to take at each choice point
+        self.sizes: list[int] = []
+        self.labels: list[str] = []
+        self.no_fork = 0
+        self.capture: list[_F] | None = None  # what echo prints inside $( ) (None: not capturing)
+        self.silent = False  # the command's output is redirected away from $( )
+        self.in_case = False
 
     # ---- statements ------------------------------------------------------------------------------------
     def statement(self, node, st: _State) -> bool | None:
@@ -221,10 +266,13 @@ class _Evaluator(Expander):
             body = node.child_by_field_name("body")
             heredoc = next((c for c in node.children if c.type == "heredoc_redirect"), None)
             self.stdin = self.heredoc(heredoc, st) if heredoc is not None else None
+            silent = self.silent
+            self.silent = silent or any(_to_stdout(self.text(c)) for c in node.children if c.type == "file_redirect")
             try:
                 return self.statement(body, st) if body is not None else True
             finally:
                 self.stdin = None
+                self.silent = silent
         if t == "command":
             return self.command(node, st)
         if t == "list":
@@ -260,10 +308,22 @@ class _Evaluator(Expander):
             body = node.child_by_field_name("body")
             what = "a `for ((...))` loop" if t == "c_style_for_statement" else "a `while`/`until` loop"
             reason = f"line {self.line(node)}: inside {what} (it may run any number of times)"
+            if t == "while_statement":
+                try:
+                    if self._while_known(node, body, st):
+                        return True
+                except _Break:
+                    return True
             self.note(
                 node, "condition", f"{what} is read as run once or not at all; a value it changes is not known after it"
             )
-            self.branches(node, st, [(body, reason)], include_none=True)
+            self.no_fork += 1
+            try:
+                self.branches(node, st, [(body, reason)], include_none=True)
+            except (_Break, _Continue):
+                pass
+            finally:
+                self.no_fork -= 1
             return None
         if t == "function_definition":
             name = node.child_by_field_name("name")
@@ -271,6 +331,29 @@ class _Evaluator(Expander):
             return True
         self.note(node, "skipped", f"`{self.text(node).splitlines()[0][:60]}` ({t}) is not evaluated by the check")
         return None
+
+    def _while_known(self, node, body, st: _State) -> bool:
+        """Run a ``while`` (``until``) loop as bash does while its condition is known (``while [[ $# -gt 0 ]]``
+        over given arguments; with no arguments it runs zero times); True when it ended so. False when the
+        condition becomes unknown (the caller reads the rest as run once or not at all)."""
+        until = bool(node.children) and node.children[0].type == "until"
+        cond = [c for c in node.named_children if c.type not in ("do_group", "comment")]
+        if not cond:
+            return False
+        for _ in range(_MAX_LOOPS):
+            status = self.block(cond, st)
+            if status is None:
+                return False
+            if status is until:
+                return True
+            self.no_fork += 1
+            try:
+                self.statement(body, st)
+            except _Continue:
+                pass
+            finally:
+                self.no_fork -= 1
+        return False
 
     def block(self, nodes, st: _State) -> bool | None:
         status: bool | None = True
@@ -284,6 +367,18 @@ class _Evaluator(Expander):
         kids = node.children
         left, op, right = kids[0], self.text(kids[1]), kids[-1]
         s = self.statement(left, st)
+        if s is None and self.forking():
+            text = self.text(left)[:50]
+            run_right = (op == "&&", op == "||")
+            got = self.fork(
+                st,
+                [
+                    (partial(self.statement, right), f"`{text}` {'succeeds' if run_right[0] else 'fails'}"),
+                    (partial(_status, op == "||"), f"`{text}` {'fails' if run_right[0] else 'succeeds'}"),
+                ],
+            )
+            if got is not SAME:
+                return got if isinstance(got, bool) or got is None else None
         if s is None:
             reason = f"line {self.line(node)}: after `{self.text(left)[:60]}`, whose result the check cannot know"
             self.note(
@@ -401,6 +496,20 @@ class _Evaluator(Expander):
                 continue
             if status is True:
                 return self.block(cbody, st)
+            if status is None and self.forking():
+                assert maybe_cond is not None
+                text = " ".join(self.text(x) for x in maybe_cond)
+                i = clauses.index((maybe_cond, cbody))
+                rest = clauses[i + 1 :]
+                got = self.fork(
+                    st,
+                    [
+                        (partial(self.block, cbody), cond_label(text, True)),
+                        (partial(self._if_rest, rest, node), cond_label(text, False)),
+                    ],
+                )
+                if got is not SAME:
+                    return got if isinstance(got, bool) or got is None else None
             if status is None:
                 assert maybe_cond is not None  # an `else` (no condition) has status True
                 text = " ".join(self.text(x) for x in maybe_cond)[:80]
@@ -423,9 +532,50 @@ class _Evaluator(Expander):
             return None
         return True
 
+    def _if_rest(self, clauses: list, node, st: _State) -> bool | None:
+        """The ``elif``/``else`` clauses after a condition taken as false (a path of :meth:`if_statement`)."""
+        for maybe_cond, cbody in clauses:
+            status = True if maybe_cond is None else self.block(maybe_cond, st)
+            if status is True:
+                return self.block(cbody, st)
+            if status is None:
+                text = " ".join(self.text(x) for x in maybe_cond or [])
+                rest = clauses[clauses.index((maybe_cond, cbody)) + 1 :]
+                got = (
+                    self.fork(
+                        st,
+                        [
+                            (partial(self.block, cbody), cond_label(text, True)),
+                            (partial(self._if_rest, rest, node), cond_label(text, False)),
+                        ],
+                    )
+                    if self.forking()
+                    else SAME
+                )
+                if got is SAME:
+                    self.branches(node, st, [(cbody, f"line {self.line(node)}: in a branch of an `if`")], True)
+                    return None
+                return got if isinstance(got, bool) or got is None else None
+        return True
+
     def case_statement(self, node, st: _State) -> bool | None:
-        value = self.scalar(node.child_by_field_name("value"), st)
+        self.in_case = True
+        try:
+            value = self.scalar(node.child_by_field_name("value"), st)
+        finally:
+            self.in_case = False
         items = [c for c in node.named_children if c.type == "case_item"]
+        if not value.known and self.forking():
+            word = self.text(node.child_by_field_name("value"))
+            options: list = []
+            for i, item in enumerate(items):
+                texts = [self.text(p) for p in item.children_by_field_name("value")]
+                options.append((partial(self._case_from, items, i), case_label(word, "|".join(texts))))
+            if not any(p == "*" for i in items for p in (self.text(q) for q in i.children_by_field_name("value"))):
+                options.append((None, case_label(word, "*")))
+            got = self.fork(st, options)
+            if got is not SAME:
+                return got if isinstance(got, bool) or got is None else None
         if not value.known:
             self.note(
                 node,
@@ -468,6 +618,14 @@ class _Evaluator(Expander):
             return True
         return True
 
+    def _case_from(self, items: list, k: int, st: _State) -> bool | None:
+        """Run the ``case`` branch ``items[k]`` and the ones it falls through to (``;&``)."""
+        for item in items[k:]:
+            self.block(self._case_body(item), st)
+            if self._case_term(item) != ";&":
+                break
+        return True
+
     @staticmethod
     def _case_body(item) -> list:
         kids = item.children
@@ -504,7 +662,12 @@ class _Evaluator(Expander):
         for w in words:
             st.vars[var] = [w]
             st.arrays.discard(var)
-            self.statement(body, st)
+            try:
+                self.statement(body, st)
+            except _Continue:
+                continue
+            except _Break:
+                break
         return True
 
     def declaration(self, node, st: _State) -> bool | None:
@@ -550,6 +713,8 @@ class _Evaluator(Expander):
         name = argv[0].text if argv[0].known else ""
         if name in self.functions and argv[0].known:
             return self.call(name, argv[1:], node, st)
+        if name in ("break", "continue") and not self.conditional:
+            raise _Break() if name == "break" else _Continue()
         if name in ("exit", "return"):
             if name == "return" and self.locals:
                 raise _Return()
@@ -605,8 +770,19 @@ class _Evaluator(Expander):
             return None
         if name in ("export", "local", "declare", "readonly", "typeset"):
             return True
+        if name == "echo" and self.capture is not None:
+            words = argv[1:]
+            nl = not (words and words[0].text == "-n")
+            words = [w for w in words if w.text not in ("-n", "-e", "-E")]
+            f = _F("")
+            for i, w in enumerate(words):
+                f = f + _F((" " if i else "") + w.text, w.unknown, w.env)
+            self.capture.append(f + _F("\n" if nl else ""))
+            return True
         if name in _INERT:
             return True
+        if self.capture is not None and not self.silent and not _silent(argv):
+            self.capture.append(_F(self.text(node), (f"`{self.text(node)[:60]}` prints what the check cannot know",)))
         self._record(argv, node, prefix, uses_args)
         if cut:
             self.commands[-1].cut, self.commands[-1].cut_words = cut[0].line, len(cut)
@@ -763,7 +939,10 @@ class _Evaluator(Expander):
         op = next((self.text(c) for c in node.children if c.type in ("=", "+=")), "=")
         value = node.child_by_field_name("value")
         is_array = value is not None and value.type == "array"
+        since = len(self.labels)
         vals = self.assign_value(node, st)
+        if len(vals) == 1 and vals[0].known:
+            self.relabel(since, name, vals[0].text)
         if name_node is not None and name_node.type == "subscript":
             index = self.arith_node(name_node.child_by_field_name("index"), st)
             cur = list(st.vars.get(name, []))
@@ -790,6 +969,28 @@ class _Evaluator(Expander):
             st.arrays.add(name)
         else:
             st.arrays.discard(name)
+
+
+def _status(value: bool, st: _State) -> bool:
+    """The status of a path that runs nothing more (the right side of ``A && B`` not run)."""
+    return value
+
+
+def _to_stdout(redirect: str) -> bool:
+    """A redirection that takes a command's standard output away (``>/dev/null``, ``&>f``, ``1>f``)."""
+    r = redirect.strip()
+    return r.startswith(("&>", ">", "1>")) and not r.startswith(">&2")
+
+
+def _silent(argv: list[Word]) -> bool:
+    """A probe that prints nothing: ``python3 -c 'import torch_npu'`` (only imports)."""
+    a = [w.text for w in argv]
+    return (
+        len(a) == 3
+        and re.fullmatch(r"python[0-9.]*", os.path.basename(a[0])) is not None
+        and a[1] == "-c"
+        and re.fullmatch(r"\s*(import [\w., ]+|from [\w.]+ import [\w., ]+)\s*;?\s*", a[2]) is not None
+    )
 
 
 def _merge_arrays(values: list[list[Word]], reason: str) -> list[Word]:

@@ -46,7 +46,9 @@ class Expander:
     env_used: dict[str, tuple[str, int]]
     uses_args: bool
     in_test: bool
+    in_case: bool
     arith: dict[str, str]
+    capture: list[_F] | None
 
     # ---- helpers ---------------------------------------------------------------------------------------
     def start(self, node) -> int:
@@ -296,6 +298,13 @@ class Expander:
         line = self.line(node)
         if name in ("@", "*"):
             return self.all_args(st, node)
+        if (name == "#" or (name.isdigit() and name != "0")) and st.args is None and not st.args_assumed:
+            if (self.in_test or self.in_case) and self.forking():  # type: ignore[attr-defined]
+                if self.decide(["no arguments", "with arguments"]) == 0:  # type: ignore[attr-defined]
+                    st.args = []
+                else:
+                    st.args_assumed = True
+                return self.lookup(name, st, node, index)
         if name == "#":
             if st.args is None:
                 return [
@@ -562,6 +571,9 @@ class Expander:
             b = self._simple_argv(second, st)
             if a and b and a[0].text == "cd" and len(a) == 2 and [w.text for w in b] == ["pwd"] and a[1].known:
                 return _F(os.path.abspath(a[1].text), (), a[1].env)
+        if cmd.type in ("list", "if_statement", "case_statement", "compound_statement") and self.forking():  # type: ignore[attr-defined]
+            return self.captured(cmd, st, unknown)
+        if cmd.type == "list":
             return unknown
         argv = self._simple_argv(cmd, st)
         if not argv or any(not w.known for w in argv):
@@ -578,6 +590,25 @@ class Expander:
         if (name == "realpath" and len(args) == 1) or (name == "readlink" and args[:1] == ["-f"] and len(args) == 2):
             return _F(os.path.abspath(args[-1]), (), env)
         return unknown
+
+    def captured(self, cmd, st: _State, unknown: _F) -> _F:
+        """What ``$( cmd )`` prints when only ``echo`` prints in it (``probe && echo npu || echo gpu``): each
+        path the check cannot choose between is a choice point of its own (fork.Forker), so the result is
+        known along each; ``unknown`` when another command may print."""
+        saved = self.capture
+        self.capture = []
+        try:
+            self.statement(cmd, st.copy())  # type: ignore[attr-defined]
+        except _Exit:
+            pass
+        finally:
+            out, self.capture = self.capture, saved
+        if any(f.unknown for f in out):
+            return unknown
+        f = _F("")
+        for g in out:
+            f = f + g
+        return _F(f.text.rstrip("\n"), (), f.env)
 
     def heredoc(self, node, st: _State) -> _F:
         """The text a ``<<EOF`` here-document gives its command: expanded as in double quotes unless the

@@ -96,6 +96,8 @@ def module_of(word: Word, after_m: bool) -> str | None:
     t = word.text
     if after_m and re.fullmatch(r"(verl|recipe)(\.[A-Za-z_][A-Za-z0-9_]*)+", t):
         return t
+    if t in TRAINERS:  # a launcher module that takes the trainer's module as an argument (`-m pkg.launch MODULE`)
+        return t
     if after_m or not t.endswith(".py"):
         return None
     parts = t[:-3].split("/")

@@ -114,6 +114,13 @@ class _State:
     arrays: set[str]
     args: list[Word] | None
     exited: bool = False
+    args_assumed: bool = False  # the arguments were not given, and this path assumes some were
 
     def copy(self) -> _State:
-        return _State(dict(self.vars), set(self.arrays), None if self.args is None else list(self.args), self.exited)
+        return _State(
+            dict(self.vars),
+            set(self.arrays),
+            None if self.args is None else list(self.args),
+            self.exited,
+            self.args_assumed,
+        )
