@@ -138,7 +138,7 @@ def _evaluate(text, choices, args, extra, environ, script_path) -> tuple[Evaluat
     return Evaluation(ev.commands, ev.notes, ev.env_used, error_line), ev.sizes, ev.labels
 
 
-def _hide_arithmetic(text: str) -> tuple[str, dict[str, str]]:
+def _hide_arithmetic(text: str, start: int = 0) -> tuple[str, dict[str, str]]:
     """tree-sitter-bash cannot read ``$(( ))`` inside ``${X:-...}`` (``${X:-$(((A + B) * 2))}``): each such
     arithmetic expansion is replaced by the command substitution ``$(__arithN)`` on the same line, and the
     returned table gives its expression back (:meth:`Expander.substitution` evaluates it)."""
@@ -158,7 +158,7 @@ def _hide_arithmetic(text: str) -> tuple[str, dict[str, str]]:
                 j += 1
             expr = text[i + 3 : j - 2]
             if level == 0 and "\n" not in expr:
-                key = f"__arith{len(table)}"
+                key = f"__arith{start + len(table)}"
                 table[key] = expr
                 out.append(f"$({key})")
                 i = j
@@ -235,6 +235,7 @@ class _Evaluator(Expander, Forker):
         self.capture: list[_F] | None = None  # what echo prints inside $( ) (None: not capturing)
         self.silent = False  # the command's output is redirected away from $( )
         self.in_case = False
+        self.sourced = 0  # depth of `source` being read
 
     # ---- statements ------------------------------------------------------------------------------------
     def statement(self, node, st: _State) -> bool | None:
@@ -733,6 +734,8 @@ class _Evaluator(Expander, Forker):
             if rest and rest[0].text == "--":
                 st.args = rest[1:]
             return True
+        if name in ("source", ".") and len(argv) > 1 and self._source(argv[1], st):
+            return True
         if name in ("source", "."):
             self.note(
                 node,
@@ -811,6 +814,37 @@ class _Evaluator(Expander, Forker):
         name = self._assign_name(last)
         st.vars[name] = [Word(f.text, self.line(node), f.unknown, f.env)]
         st.arrays.discard(name)
+        return True
+
+    def _source(self, path: Word, st: _State) -> bool:
+        """``source FILE``/``. FILE``: read FILE's statements into this script's state, as bash does (FILE
+        as given, else next to the script); False when it cannot be known or found. Nothing in it runs."""
+        if not path.known or self.sourced >= _MAX_DEPTH:
+            return False
+        here = os.path.dirname(self.script_path)
+        found = next(
+            (p for p in (path.text, os.path.join(here, path.text)) if os.path.isfile(p)),
+            None,
+        )
+        if found is None:
+            return False
+        try:
+            text = open(found, encoding="utf-8").read()
+        except (OSError, UnicodeDecodeError):
+            return False
+        text, arith = _hide_arithmetic(text, start=len(self.arith))
+        self.arith.update(arith)
+        src = text.encode()
+        tree = parser().parse(src)
+        saved = self.src
+        self.src, self.sourced = src, self.sourced + 1
+        try:
+            for child in tree.root_node.named_children:
+                if child.type == "ERROR" or child.has_error:
+                    break
+                self.statement(child, st)
+        finally:
+            self.src, self.sourced = saved, self.sourced - 1
         return True
 
     def _cut_words(self, node) -> list[Word]:
