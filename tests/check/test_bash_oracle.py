@@ -31,7 +31,8 @@ DISAGREEMENTS: dict[str, str] = {}
 #: each records ``name<US>arg<US>...<RS>`` in $ORACLE_LOG
 STUBS = ("python3", "python", "torchrun", "ray", "nvidia-smi", "npu-smi", "git", "pip", "nohup", "tee")
 STUB = """#!/bin/bash
-{ printf '%s\\037' "$(basename "$0")" "$@"; printf '\\036'; } >> "$ORACLE_LOG"
+rec=$(printf '%s\\037' "$(basename "$0")" "$@")
+printf '%s\\036' "$rec" >> "$ORACLE_LOG"  # one write: a pipeline's stubs run at the same time
 case "$(basename "$0")" in
     python3|python) [ "$1" = -c ] && exit 1 ;;  # `python3 -c 'import torch_npu'`: not an Ascend machine
     nvidia-smi) [ "$1" = --list-gpus ] && printf 'GPU 0\\nGPU 1\\n' ;;
