@@ -4,7 +4,8 @@ The script is parsed by tree-sitter's bash grammar (``tree-sitter-bash``: a comp
 ``case``, ``[[ ]]`` and ``$(( ))`` included) and its syntax tree is walked here. Only the script's own text is
 read: no command runs (a command substitution ``$(...)`` is not run but marked unknown; ``cd X && pwd``,
 ``dirname``, ``basename``, ``realpath`` are computed as string functions of their arguments), no file is read
-or written (redirections are ignored, ``source`` is not followed), no network is touched.
+or written (redirections are ignored; ``source FILE`` is read, its statements evaluated like the script's),
+no network is touched.
 
 What is evaluated:
 
@@ -23,7 +24,9 @@ What is evaluated:
   integer and pattern tests), ``for x in LIST``, functions (with ``local`` and ``return``), subshells and
   pipelines (their assignments do not persist), ``exit``, ``exec``.
 
-A condition the check cannot know (a file test, a command's exit status, an unknown value) takes no guess:
+:func:`evaluate_variants` reads a script once per path where it branches on what the check cannot know (see
+:mod:`fsdpcfg.check.runscript.fork`). In :func:`evaluate` (and inside loops),
+a condition the check cannot know (a file test, a command's exit status, an unknown value) takes no guess:
 every branch is read (the commands in each are returned, marked conditional), and after the construct a
 variable the branches left with different values is unknown (a :class:`Note` says so). A path that ends in
 ``exit`` does not continue. ``while``/``until`` loops are read as "not run or run once" in the same way.
