@@ -104,6 +104,8 @@ SECTIONS = [
         '    "findings": [{"rule", "severity", "keys", "message", "fix",\n'
         '                  "file", "line"}]}],   where the first located key\'s value was written;\n'
         "                                       null for the command line or a default\n"
+        '    "keys": {"set", "judged", "share"}}  a run script\'s command only: the keys it sets, those whose\n'
+        "                                       value was judged (the rest only by name: FC107)\n"
         ' "findings": [...],                  every input\'s findings in one list, each with its "input"\n'
         ' "error": {"message", "key", "fix"}}  only for a usage error (exit 2; inputs and findings empty)\n'
         "```\n\n"

@@ -40,6 +40,8 @@ class Checked:
     findings: list[Finding]
     composed: Any | None = None
     notes: list[str] = field(default_factory=list)
+    #: a run script's command: (keys whose value the check judged, keys the script sets); None for other inputs
+    keys_judged: tuple[int, int] | None = None
 
 
 def is_full_config(data: Any) -> bool:
@@ -146,7 +148,9 @@ def check_run_script(
     args: list[str] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> list[Checked]:
-    """Check every verl trainer command of a run script (one :class:`Checked` each, labelled ``path:line``).
+    """Check every verl trainer command of a run script, along every path the check cannot choose between
+    (one :class:`Checked` per command and path, labelled ``path:line`` and, where the script branches on what
+    the check cannot know, ``[DEVICE=gpu]``: :func:`fsdpcfg.check.runscript.evaluate_variants`).
 
     The script is read by :mod:`fsdpcfg.check.runscript` (bash's grammar; nothing runs). ``overrides`` (given after
     the script on the check's command line) stand where the script writes ``"$@"``, else at the end of each
@@ -154,15 +158,10 @@ def check_run_script(
     ``environ`` is the environment the script's unset variables come from (``os.environ`` when ``None``).
 
     Raises:
-        UsageError: the file does not exist or runs no verl command.
+        UsageError: the file does not exist or runs no verl command on any path.
     """
-    from fsdpcfg.check.runscript import Word
-    from fsdpcfg.check.runscript.translate import drop_guessed, key_of, not_a_trainer, translate
-    from fsdpcfg.check.runscript.verl_cmd import TRAINERS
-    from fsdpcfg.compose import compose
-    from fsdpcfg.compose.provenance import Source
-    from fsdpcfg.rules.legacy_keys import REMOVED_MODULES, removed_module_finding
-    from fsdpcfg.verlref import VERL_VERSION
+    from fsdpcfg.check.runscript import evaluate_variants, find_verl_commands
+    from fsdpcfg.check.runscript.fork import MAX_VARIANTS
 
     path = Path(path)
     if not path.is_file():
@@ -171,73 +170,119 @@ def check_run_script(
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"cannot read {path}: {e}") from None
-    ev, cmds = parse_run_script(text, args=args, extra=overrides, environ=environ, script_path=str(path))
-    if not cmds:
-        where = f" (bash's grammar stops reading it at line {ev.syntax_error_line})" if ev.syntax_error_line else ""
-        exits = [n for n in ev.notes if n.kind == "exit"]
-        if exits:
-            where += f" (with these arguments it stops at line {exits[0].line}: {exits[0].message})"
-        unknown = [c for c in ev.commands if not c.argv[0].known]
-        if unknown:
-            where += f" (the command at line {unknown[0].line} cannot be known: {unknown[0].argv[0].unknown[0]})"
-        raise UsageError(
-            f"{path}: no verl command found{where} (`python3 -m verl.trainer.main_ppo ...`, "
-            "`torchrun ... -m verl.trainer.sft_trainer ...`)",
-            fix="give a shell script that runs a verl trainer, a YAML file, or overrides",
-        )
-    out = []
-    for vc in cmds:
-        label = f"{path}:{vc.line}"
-        notes = _script_notes(ev, vc, label)
-        if overrides and not vc.uses_args:
-            vc.overrides.extend(Word(o, 0, (), (), True) for o in overrides)
-            notes.append(
-                Finding(
-                    "FC122",
-                    "info",
-                    [key_of(o) for o in overrides if "=" in o],
-                    f'{label}: the command has no "$@", so bash would not pass the overrides given '
-                    f"after the script ({' '.join(overrides)}); the check applied them at its end",
-                    'add "$@" at the end of the command to pass overrides to it',
-                )
-            )
-        removed = removed_module_finding(vc.entry, label, [key_of(w.text) for w in vc.overrides if "=" in w.text])
-        if removed is not None:
-            notes.append(removed)
-            replacement = REMOVED_MODULES[vc.entry]
-            if replacement.moves or replacement.replacement not in TRAINERS:
-                out.append(Checked(label, notes))  # another config layout: the keys are named in the finding
-                continue
-            vc.entry, vc.kind = replacement.replacement, TRAINERS[replacement.replacement]
-        if vc.kind == "other":
-            out.append(Checked(label, notes + [not_a_trainer(vc, label)]))
+    variants = evaluate_variants(text, args=args, extra=overrides, environ=environ, script_path=str(path))
+    kept: list[tuple[str, Any, list]] = []
+    seen: dict[tuple, int] = {}
+    for v in variants:
+        cmds = find_verl_commands(v.evaluation)
+        if not cmds:
             continue
-        tr = None
-        try:
-            tr = translate(vc, ev, path, label)
-            composed = compose(tr.overrides)
-        except ConfigError as e:
-            f = compose_error_finding(e)
+        sig = tuple(tuple((w.text, w.unknown) for w in c.overrides) + (c.entry, c.line) for c in cmds)
+        if sig in seen:  # the same commands along another path: one check, both labels
+            i = seen[sig]
+            kept[i] = (f"{kept[i][0]} | {v.label}" if kept[i][0] and v.label else "", kept[i][1], kept[i][2])
+            continue
+        seen[sig] = len(kept)
+        kept.append((v.label, v.evaluation, cmds))
+    if not kept:
+        _no_verl_command(path, variants[0].evaluation)
+    out = []
+    for label, ev, cmds in kept[:MAX_VARIANTS]:
+        for vc in cmds:
+            where = f"{path}:{vc.line}" + (f" [{label}]" if label else "")
+            out.append(_check_command(path, ev, vc, where, overrides))
+    if len(kept) > MAX_VARIANTS:
+        out[-1].findings.append(
+            Finding(
+                "FC123",
+                "info",
+                [],
+                f"{path}: the script has {len(kept)} paths the check cannot choose between; "
+                f"the first {MAX_VARIANTS} were checked",
+                "give the script's arguments (`-- ARGS`) or the variables that choose its branches",
+            )
+        )
+    return out
+
+
+def _no_verl_command(path: Path, ev: Any) -> None:
+    """Raise the usage error of a script that runs no verl command, saying why (a syntax error, an exit, a
+    command the check cannot know)."""
+    where = f" (bash's grammar stops reading it at line {ev.syntax_error_line})" if ev.syntax_error_line else ""
+    exits = [n for n in ev.notes if n.kind == "exit"]
+    if exits:
+        where += f" (with these arguments it stops at line {exits[0].line}: {exits[0].message})"
+    unknown = [c for c in ev.commands if not c.argv[0].known]
+    if unknown:
+        where += f" (the command at line {unknown[0].line} cannot be known: {unknown[0].argv[0].unknown[0]})"
+    raise UsageError(
+        f"{path}: no verl command found{where} (`python3 -m verl.trainer.main_ppo ...`, "
+        "`torchrun ... -m verl.trainer.sft_trainer ...`)",
+        fix="give a shell script that runs a verl trainer, a YAML file, or overrides",
+    )
+
+
+def _check_command(path: Path, ev: Any, vc: Any, label: str, overrides: Sequence[str]) -> Checked:
+    """Check one verl command of one path of a run script (see :func:`check_run_script`)."""
+    from fsdpcfg.check.config import compose_for_check
+    from fsdpcfg.check.runscript import Word
+    from fsdpcfg.check.runscript.translate import drop_guessed, key_of, not_a_trainer, translate
+    from fsdpcfg.check.runscript.verl_cmd import TRAINERS
+    from fsdpcfg.compose.provenance import Source
+    from fsdpcfg.rules.legacy_keys import REMOVED_MODULES, removed_module_finding
+    from fsdpcfg.verlref import VERL_VERSION
+
+    notes = _script_notes(ev, vc, label)
+    if overrides and not vc.uses_args:
+        vc.overrides.extend(Word(o, 0, (), (), True) for o in overrides)
+        notes.append(
+            Finding(
+                "FC122",
+                "info",
+                [key_of(o) for o in overrides if "=" in o],
+                f'{label}: the command has no "$@", so bash would not pass the overrides given '
+                f"after the script ({' '.join(overrides)}); the check applied them at its end",
+                'add "$@" at the end of the command to pass overrides to it',
+            )
+        )
+    removed = removed_module_finding(vc.entry, label, [key_of(w.text) for w in vc.overrides if "=" in w.text])
+    if removed is not None:  # FC708: a trainer module verl removed, checked as its replacement where it has one
+        notes.append(removed)
+        replacement = REMOVED_MODULES[vc.entry]
+        if replacement.moves or replacement.replacement not in TRAINERS:
+            return Checked(label, notes)  # another config layout: the keys are named in the finding
+        vc.entry, vc.kind = replacement.replacement, TRAINERS[replacement.replacement]
+    if vc.kind == "other":
+        return Checked(label, notes + [not_a_trainer(vc, label)])
+    tr = None
+    try:
+        tr = translate(vc, ev, path, label)
+        composed, errors = compose_for_check(tr.overrides)
+    except ConfigError as e:
+        errors, composed = [compose_error_finding(e)], None
+    except Exception as e:  # Hydra/OmegaConf errors that are not ConfigError: still a finding
+        return Checked(label, [unexpected_compose_finding(e, [w.text for w in vc.overrides])] + notes)
+    if composed is None:
+        for f in errors:
             for key in f.keys:  # the script line the refused word is on
                 if tr is not None and key in tr.lines:
                     f.provenance[key] = tr.lines[key]
-            out.append(Checked(label, [f] + notes + (tr.notes if tr is not None else [])))
-            continue
-        except Exception as e:  # Hydra/OmegaConf errors that are not ConfigError: still a finding
-            out.append(Checked(label, [unexpected_compose_finding(e, [w.text for w in vc.overrides])] + notes))
-            continue
-        composed.overrides = list(tr.user_overrides)  # the script's own words; the base and resets are ours
-        for key in tr.resets:
-            composed.provenance.record(
-                key, Source("default", f"verl {VERL_VERSION}'s default ({tr.config}; the run script does not set it)")
-            )
-        for key, where in tr.lines.items():
-            composed.provenance.record(
-                key, Source("override", where) if where == "command line" else Source("file", where)
-            )
-        composed.script_notes = notes + tr.notes  # reported by rules FC107, FC120-FC125 and FC708
-        out.append(Checked(label, drop_guessed(check_config(composed)), composed))
-    return out
+        checked = Checked(label, errors + notes + (tr.notes if tr is not None else []))
+        checked.keys_judged = tr.keys_judged() if tr is not None else None
+        return checked
+    assert tr is not None
+    composed.overrides = list(tr.user_overrides)  # the script's own words; the base and resets are ours
+    composed.plus_refused = {**tr.plus_refused, **(getattr(composed, "plus_refused", None) or {})}
+    for key in tr.resets:
+        composed.provenance.record(
+            key, Source("default", f"verl {VERL_VERSION}'s default ({tr.config}; the run script does not set it)")
+        )
+    for key, where in tr.lines.items():
+        composed.provenance.record(key, Source("override", where) if where == "command line" else Source("file", where))
+    composed.script_notes = notes + tr.notes  # reported by rules FC107, FC120-FC125, FC132 and FC708
+    checked = Checked(label, drop_guessed(check_config(composed)), composed)
+    checked.keys_judged = tr.keys_judged()
+    return checked
 
 
 def _script_notes(ev, vc, label: str) -> list[Finding]:

@@ -53,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         + "\n".join(f"  {k}  {v}" for k, v in EXIT_CODES.items())
         + '\n\n--format json: {"exit_code", "inputs": [{"input", "status", "counts", '
         '"findings": [{"rule", "severity", "keys", "message", "fix", "file", '
-        '"line"}]}], "findings": [every input\'s findings, each with its "input"]}; a '
+        '"line"}], a run script\'s "keys": {"set", "judged", "share"}}], "findings": [every input\'s '
+        'findings, each with its "input"]}; a '
         'usage error: {"exit_code": 2, "error": {"message", "key", "fix"}, "inputs": [], '
         '"findings": []}. See docs/cli.md.'
     )
@@ -312,7 +313,11 @@ def _json_input(r: Any) -> dict[str, Any]:
     counts = {s: sum(1 for f in r.findings if f.severity == s) for s in _SEVERITIES}
     skipped = bool(r.findings) and all(f.rule in _SKIPPED for f in r.findings)
     status = "fails" if counts["error"] else "skipped" if skipped else "passes"
-    return {"input": r.label, "status": status, "counts": counts, "findings": findings}
+    out = {"input": r.label, "status": status, "counts": counts, "findings": findings}
+    kj = getattr(r, "keys_judged", None)
+    if kj is not None:
+        out["keys"] = {"set": kj[1], "judged": kj[0], "share": round(kj[0] / kj[1], 3) if kj[1] else 1.0}
+    return out
 
 
 def _json_error(e: ConfigError) -> int:
@@ -351,6 +356,12 @@ def _human(r: Any, *, plan: bool, header: bool) -> str:
                     lines.append(f"        {k} from {f.provenance[k]}")
     if plan and r.composed is not None:
         lines.append(_plan_section(r.composed))
+    kj = getattr(r, "keys_judged", None)
+    if kj is not None and kj[1]:
+        lines.append(
+            f"keys judged: {kj[0]} of the {kj[1]} the script sets ({100 * kj[0] // kj[1]}%)"
+            + (f"; {kj[1] - kj[0]} with a value the check cannot know (names checked, FC107)" if kj[0] < kj[1] else "")
+        )
     summary = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items())
     skipped = bool(r.findings) and all(f.rule in _SKIPPED for f in r.findings)
     verdict = "fails" if counts["error"] else "skipped" if skipped else "passes"

@@ -84,3 +84,12 @@ def script_missing_module(ctx: Context) -> Iterator[Finding]:
     fails at once with ``No module named``. Source: verl 0.9.1's ``verl/trainer/`` modules (``main_ppo``,
     ``main_ppo_v0``, ``main_eval``, ``main_generation_server``, ``sft_trainer``, ``sft_trainer_ray``)."""
     yield from script_notes(ctx, "FC125")
+
+
+@rule("FC132", "a command of the run script is not cut short by `\\ # comment`", severity="error", kinds=_KINDS)
+def script_command_cut(ctx: Context) -> Iterator[Finding]:
+    """``key=value \\ # comment`` in the middle of a command: the backslash quotes the blank after it instead of
+    continuing the line, so bash passes `` #`` and the comment's words to the trainer (Hydra cannot parse
+    them: verl stops) and the lines after it become commands of their own, whose overrides verl never gets.
+    Source: bash's quoting rules (``man bash``, QUOTING: a backslash preserves the next character), issue 20."""
+    yield from script_notes(ctx, "FC132")

@@ -9,8 +9,17 @@ verl.trainer.main_ppo``, ``torchrun -m verl.trainer.sft_trainer``, ``ray job sub
 executed: no command runs, no file is read or written but the script.
 """
 
-from fsdpcfg.check.runscript.bash import evaluate
+from fsdpcfg.check.runscript.bash import evaluate, evaluate_variants
 from fsdpcfg.check.runscript.verl_cmd import VerlCommand, find_verl_commands
 from fsdpcfg.check.runscript.words import Command, Evaluation, Note, Word
 
-__all__ = ["Command", "Evaluation", "Note", "VerlCommand", "Word", "evaluate", "find_verl_commands"]
+__all__ = [
+    "Command",
+    "Evaluation",
+    "Note",
+    "VerlCommand",
+    "Word",
+    "evaluate",
+    "evaluate_variants",
+    "find_verl_commands",
+]

@@ -4,7 +4,8 @@ The script is parsed by tree-sitter's bash grammar (``tree-sitter-bash``: a comp
 ``case``, ``[[ ]]`` and ``$(( ))`` included) and its syntax tree is walked here. Only the script's own text is
 read: no command runs (a command substitution ``$(...)`` is not run but marked unknown; ``cd X && pwd``,
 ``dirname``, ``basename``, ``realpath`` are computed as string functions of their arguments), no file is read
-or written (redirections are ignored, ``source`` is not followed), no network is touched.
+or written (redirections are ignored; ``source FILE`` is read, its statements evaluated like the script's),
+no network is touched.
 
 What is evaluated:
 
@@ -23,7 +24,9 @@ What is evaluated:
   integer and pattern tests), ``for x in LIST``, functions (with ``local`` and ``return``), subshells and
   pipelines (their assignments do not persist), ``exit``, ``exec``.
 
-A condition the check cannot know (a file test, a command's exit status, an unknown value) takes no guess:
+:func:`evaluate_variants` reads a script once per path where it branches on what the check cannot know (see
+:mod:`fsdpcfg.check.runscript.fork`). In :func:`evaluate` (and inside loops),
+a condition the check cannot know (a file test, a command's exit status, an unknown value) takes no guess:
 every branch is read (the commands in each are returned, marked conditional), and after the construct a
 variable the branches left with different values is unknown (a :class:`Note` says so). A path that ends in
 ``exit`` does not continue. ``while``/``until`` loops are read as "not run or run once" in the same way.
@@ -31,13 +34,16 @@ variable the branches left with different values is unknown (a :class:`Note` say
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
-from fsdpcfg.check.runscript.expand import Expander, _concat
+from fsdpcfg.check.runscript.commands import Commands, _hide_arithmetic, _silent, _to_stdout
+from fsdpcfg.check.runscript.control import Control, _Break, _Continue
+from fsdpcfg.check.runscript.expand import _concat
+from fsdpcfg.check.runscript.fork import Variant, variants
+from fsdpcfg.check.runscript.operations import parser
 from fsdpcfg.check.runscript.words import (
+    _F,
     Command,
     Evaluation,
     Note,
@@ -45,19 +51,11 @@ from fsdpcfg.check.runscript.words import (
     _Exit,
     _Return,
     _State,
-    _union,
 )
 
 #: builtins that always succeed and change nothing the check reads (not reported as commands).
 _INERT = frozenset({"echo", "printf", "set", ":", "true"})
 _MAX_DEPTH = 32
-
-
-def _parser():
-    import tree_sitter
-    import tree_sitter_bash
-
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
 def evaluate(
@@ -68,7 +66,7 @@ def evaluate(
     environ: Mapping[str, str] | None = None,
     script_path: str = "run.sh",
 ) -> Evaluation:
-    """Evaluate the bash script ``text`` without running it.
+    """Evaluate the bash script ``text`` without running it, every branch the check cannot decide merged.
 
     Args:
         text: the script.
@@ -83,9 +81,37 @@ def evaluate(
         An :class:`Evaluation`. A syntax error is not raised: the evaluation stops before the broken statement
         and ``syntax_error_line`` names its line.
     """
+    return _evaluate(text, None, args, extra, environ, script_path)[0]
+
+
+def evaluate_variants(
+    text: str,
+    *,
+    args: list[str] | None = None,
+    extra: Iterable[str] = (),
+    environ: Mapping[str, str] | None = None,
+    script_path: str = "run.sh",
+) -> list[Variant]:
+    """Evaluate ``text`` once per path the check cannot choose between (:mod:`fsdpcfg.check.runscript.fork`):
+    a device probe, ``case "$1"``, a test of ``$#`` when no arguments are given (``no arguments`` is one path:
+    an argument loop then runs zero times, as in bash). Same arguments as :func:`evaluate`; returns the
+    :class:`~fsdpcfg.check.runscript.fork.Variant` list in the order the paths were met (the first takes the
+    first branch everywhere), one variant with an empty label when the script has no such point."""
+    env = dict(os.environ if environ is None else environ)
+
+    def run(choices: list[int] | None):
+        return _evaluate(text, choices, args, extra, env, script_path)
+
+    return variants(run)
+
+
+def _evaluate(text, choices, args, extra, environ, script_path) -> tuple[Evaluation, list[int], list[str]]:
+    text, arith = _hide_arithmetic(text)
     src = text.encode()
-    tree = _parser().parse(src)
+    tree = parser().parse(src)
     ev = _Evaluator(src, dict(os.environ if environ is None else environ), [str(x) for x in extra], script_path)
+    ev.arith = arith
+    ev.choices = choices
     state = _State({}, set(), None if args is None else [Word(a, 0) for a in args])
     error_line, error_byte = _first_error(tree.root_node)
     try:
@@ -101,7 +127,7 @@ def evaluate(
             ev.statement(child, state)
     except _Exit:
         pass
-    return Evaluation(ev.commands, ev.notes, ev.env_used, error_line)
+    return Evaluation(ev.commands, ev.notes, ev.env_used, error_line), ev.sizes, ev.labels
 
 
 def _first_error(node) -> tuple[int, int]:
@@ -147,7 +173,7 @@ _STATEMENTS = frozenset(
 )
 
 
-class _Evaluator(Expander):
+class _Evaluator(Control, Commands):
     def __init__(self, src: bytes, environ: dict[str, str], extra: list[str], script_path: str) -> None:
         self.src = src
         self.environ = environ
@@ -162,6 +188,16 @@ class _Evaluator(Expander):
         self.depth = 0
         self.uses_args = False
         self.in_test = False
+        self.stdin: _F | None = None  # the here-document of the command being evaluated
+        self.arith: dict[str, str] = {}  # hidden arithmetic expansions (_hide_arithmetic)
+        self.choices: list[int] | None = None  # fork.Forker: the path to take at each choice point
+        self.sizes: list[int] = []
+        self.labels: list[str] = []
+        self.no_fork = 0
+        self.capture: list[_F] | None = None  # what echo prints inside $( ) (None: not capturing)
+        self.silent = False  # the command's output is redirected away from $( )
+        self.in_case = False
+        self.sourced = 0  # depth of `source` being read
 
     # ---- statements ------------------------------------------------------------------------------------
     def statement(self, node, st: _State) -> bool | None:
@@ -171,6 +207,8 @@ class _Evaluator(Expander):
         t = node.type
         if t in ("comment", "heredoc_body", ";", "&", "\n"):
             return True
+        if t == "compound_statement" and node.children and node.children[0].type == "((":
+            return self.arith_command(node, st)
         if t in ("program", "compound_statement", "do_group"):
             return self.block(node.named_children, st)
         if t == "variable_assignment":
@@ -189,7 +227,15 @@ class _Evaluator(Expander):
             return True
         if t == "redirected_statement":
             body = node.child_by_field_name("body")
-            return self.statement(body, st) if body is not None else True
+            heredoc = next((c for c in node.children if c.type == "heredoc_redirect"), None)
+            self.stdin = self.heredoc(heredoc, st) if heredoc is not None else None
+            silent = self.silent
+            self.silent = silent or any(_to_stdout(self.text(c)) for c in node.children if c.type == "file_redirect")
+            try:
+                return self.statement(body, st) if body is not None else True
+            finally:
+                self.stdin = None
+                self.silent = silent
         if t == "command":
             return self.command(node, st)
         if t == "list":
@@ -225,10 +271,22 @@ class _Evaluator(Expander):
             body = node.child_by_field_name("body")
             what = "a `for ((...))` loop" if t == "c_style_for_statement" else "a `while`/`until` loop"
             reason = f"line {self.line(node)}: inside {what} (it may run any number of times)"
+            if t == "while_statement":
+                try:
+                    if self._while_known(node, body, st):
+                        return True
+                except _Break:
+                    return True
             self.note(
                 node, "condition", f"{what} is read as run once or not at all; a value it changes is not known after it"
             )
-            self.branches(node, st, [(body, reason)], include_none=True)
+            self.no_fork += 1
+            try:
+                self.branches(node, st, [(body, reason)], include_none=True)
+            except (_Break, _Continue):
+                pass
+            finally:
+                self.no_fork -= 1
             return None
         if t == "function_definition":
             name = node.child_by_field_name("name")
@@ -236,241 +294,6 @@ class _Evaluator(Expander):
             return True
         self.note(node, "skipped", f"`{self.text(node).splitlines()[0][:60]}` ({t}) is not evaluated by the check")
         return None
-
-    def block(self, nodes, st: _State) -> bool | None:
-        status: bool | None = True
-        for c in nodes:
-            if st.exited:
-                break
-            status = self.statement(c, st)
-        return status
-
-    def and_or(self, node, st: _State) -> bool | None:
-        kids = node.children
-        left, op, right = kids[0], self.text(kids[1]), kids[-1]
-        s = self.statement(left, st)
-        if s is None:
-            reason = f"line {self.line(node)}: after `{self.text(left)[:60]}`, whose result the check cannot know"
-            self.note(
-                node,
-                "condition",
-                f"`{self.text(left)[:60]}` cannot be known without running the shell; "
-                f"`{self.text(right)[:60]}` is read as maybe run",
-            )
-            self.branches(node, st, [(right, reason)], include_none=True)
-            return None
-        if (op == "&&" and s) or (op == "||" and not s):
-            return self.statement(right, st)
-        return s
-
-    def branches(self, node, st: _State, bodies: Sequence[tuple[object, str]], include_none: bool) -> None:
-        """Read each of ``bodies`` (maybe run) from a copy of ``st``; then merge: a variable set differently
-        by the paths that go on is unknown; when every path exits, the script exits."""
-        outcomes: list[_State] = []
-        if include_none:
-            outcomes.append(st.copy())
-        for body, reason in bodies:
-            sub = st.copy()
-            self.conditional.append(reason)
-            try:
-                if body is not None:
-                    if isinstance(body, list):
-                        self.block(body, sub)
-                    else:
-                        self.statement(body, sub)
-            except _Exit:
-                sub.exited = True
-            finally:
-                self.conditional.pop()
-            outcomes.append(sub)
-        going = [o for o in outcomes if not o.exited]
-        if not going:
-            st.exited = True
-            raise _Exit()
-        where = f"line {self.line(node)}"
-        names = set().union(*(o.vars.keys() for o in going)) | set(st.vars)
-        merged: dict[str, list[Word]] = {}
-        arrays = set().union(*(o.arrays for o in going))
-        for name in names:
-            vals = [o.vars.get(name) for o in going]
-            keys = [None if v is None else tuple((w.text, w.unknown) for w in v) for v in vals]
-            if all(k == keys[0] for k in keys):
-                if vals[0] is not None:
-                    merged[name] = vals[0]
-            elif name in arrays:
-                merged[name] = _merge_arrays(
-                    [v or [] for v in vals],
-                    f"set only in some branches, or differently, of a construct the check cannot decide ({where})",
-                )
-            else:
-                merged[name] = [
-                    Word(
-                        f"${name}",
-                        self.line(node),
-                        (f"`{name}` is set differently by branches the check cannot choose between ({where})",),
-                    )
-                ]
-        st.vars = merged
-        st.arrays = arrays
-        if any(o.args != going[0].args for o in going):
-            st.args = None
-        else:
-            st.args = going[0].args
-
-    def if_statement(self, node, st: _State) -> bool | None:
-        # clauses: (condition nodes, body nodes); else: (None, body nodes)
-        clauses: list[tuple[list | None, list]] = []
-        cond: list = []
-        body: list = []
-        mode = "cond"
-        for c in node.children:
-            t = c.type
-            if t == "if":
-                continue
-            if t == "then":
-                mode = "body"
-                continue
-            if t in ("elif_clause", "else_clause"):
-                continue
-            if t == "fi":
-                break
-            if not c.is_named:
-                continue
-            (cond if mode == "cond" else body).append(c)
-        clauses.append((cond, body))
-        for c in node.named_children:
-            if c.type == "elif_clause":
-                ccond: list = []
-                cbody: list = []
-                m = "cond"
-                for x in c.children:
-                    if x.type == "then":
-                        m = "body"
-                    elif x.is_named:
-                        (ccond if m == "cond" else cbody).append(x)
-                clauses.append((ccond, cbody))
-            elif c.type == "else_clause":
-                clauses.append((None, [x for x in c.named_children]))
-        pending: list[tuple[object, str]] = []
-        for maybe_cond, cbody in clauses:
-            if maybe_cond is None:
-                status: bool | None = True
-            else:
-                status = self.block(maybe_cond, st) if not pending else None
-            if pending:
-                # an earlier condition could not be known: this clause is one more maybe-branch
-                what = "else" if maybe_cond is None else f"`{' '.join(self.text(x) for x in maybe_cond)[:60]}`"
-                pending.append(
-                    (cbody, f"line {self.line(node)}: in the branch {what} of an `if` the check cannot decide")
-                )
-                continue
-            if status is True:
-                return self.block(cbody, st)
-            if status is None:
-                assert maybe_cond is not None  # an `else` (no condition) has status True
-                text = " ".join(self.text(x) for x in maybe_cond)[:80]
-                self.note(
-                    node,
-                    "condition",
-                    f"the condition `{text}` cannot be known without running the shell; "
-                    "every branch was read, and a value the branches set differently is "
-                    "not known after the `if`",
-                )
-                pending.append(
-                    (
-                        cbody,
-                        f"line {self.line(node)}: in a branch of an `if` on `{text}`, which the check cannot decide",
-                    )
-                )
-        if pending:
-            has_else = clauses[-1][0] is None
-            self.branches(node, st, pending, include_none=not has_else)
-            return None
-        return True
-
-    def case_statement(self, node, st: _State) -> bool | None:
-        value = self.scalar(node.child_by_field_name("value"), st)
-        items = [c for c in node.named_children if c.type == "case_item"]
-        if not value.known:
-            self.note(
-                node,
-                "condition",
-                f"the `case` on `{value.text}` cannot be decided ({value.unknown[0]}); every branch was read",
-            )
-            bodies = [
-                (
-                    self._case_body(i),
-                    f"line {self.line(i)}: in a branch of a `case` on `{value.text}`, which the check cannot decide",
-                )
-                for i in items
-            ]
-            self.branches(node, st, bodies, include_none=True)
-            return None
-        falling = False
-        for item in items:
-            pats = [self.scalar(p, st, pattern=True) for p in item.children_by_field_name("value")]
-            matched = falling
-            if not matched:
-                for p in pats:
-                    if not p.known:
-                        self.note(
-                            item, "condition", f"the `case` pattern `{p.text}` is not known; its branch was not taken"
-                        )
-                        continue
-                    if fnmatch.fnmatchcase(value.text, p.text):
-                        matched = True
-                        break
-            if not matched:
-                continue
-            self.block(self._case_body(item), st)
-            term = self._case_term(item)
-            if term == ";&":
-                falling = True
-                continue
-            if term == ";;&":
-                falling = False
-                continue
-            return True
-        return True
-
-    @staticmethod
-    def _case_body(item) -> list:
-        kids = item.children
-        start = next((i for i, c in enumerate(kids) if c.type == ")"), -1) + 1
-        return [c for c in kids[start:] if c.is_named and c.type not in ("comment",)]
-
-    @staticmethod
-    def _case_term(item) -> str:
-        for c in item.children:
-            if c.type in (";;", ";&", ";;&"):
-                return c.type
-        return ";;"
-
-    def for_statement(self, node, st: _State) -> bool | None:
-        var = self.text(node.child_by_field_name("variable"))
-        values = node.children_by_field_name("value")
-        body = node.child_by_field_name("body")
-        words: list[Word] = []
-        if values:
-            for v in values:
-                words.extend(self.words(v, st))
-        else:
-            words = self.all_args(st, node)
-        if any(not w.known for w in words):
-            self.note(
-                node,
-                "condition",
-                f"the `for {var}` loop's list is not known; its body was read once, with `{var}` unknown",
-            )
-            sub_reason = f"line {self.line(node)}: inside a `for` loop over a list the check cannot know"
-            st.vars[var] = [Word(f"${var}", self.line(node), ("the loop variable of a list the check cannot know",))]
-            self.branches(node, st, [(body, sub_reason)], include_none=True)
-            return None
-        for w in words:
-            st.vars[var] = [w]
-            st.arrays.discard(var)
-            self.statement(body, st)
-        return True
 
     def declaration(self, node, st: _State) -> bool | None:
         keyword = self.text(node.children[0])
@@ -494,6 +317,8 @@ class _Evaluator(Expander):
 
     def command(self, node, st: _State) -> bool | None:
         name_node = node.child_by_field_name("name")
+        if self._split_assignment(node, name_node, st):
+            return True
         prefix: dict[str, Word] = {}
         for c in node.named_children:
             if c.type == "variable_assignment":
@@ -504,14 +329,17 @@ class _Evaluator(Expander):
         argv = self.words(name_node, st)
         uses_before = self.uses_args
         self.uses_args = False
-        for a in node.children_by_field_name("argument"):
-            argv.extend(self.words(a, st))
+        argv.extend(self.arg_words(node.children_by_field_name("argument"), st))
+        cut = self._cut_words(node)
+        argv.extend(cut)
         uses_args, self.uses_args = self.uses_args, uses_before
         if not argv:
             return True
         name = argv[0].text if argv[0].known else ""
         if name in self.functions and argv[0].known:
             return self.call(name, argv[1:], node, st)
+        if name in ("break", "continue") and not self.conditional:
+            raise _Break() if name == "break" else _Continue()
         if name in ("exit", "return"):
             if name == "return" and self.locals:
                 raise _Return()
@@ -530,6 +358,8 @@ class _Evaluator(Expander):
             if rest and rest[0].text == "--":
                 st.args = rest[1:]
             return True
+        if name in ("source", ".") and len(argv) > 1 and self._source(argv[1], st):
+            return True
         if name in ("source", "."):
             self.note(
                 node,
@@ -541,6 +371,8 @@ class _Evaluator(Expander):
         if name == "eval":
             self.note(node, "skipped", f"`{self.text(node)[:60]}` is not evaluated")
             return None
+        if name == "read" and self.stdin is not None:
+            return self.read_heredoc(argv[1:], node, st)
         if name == "read":
             for w in argv[1:]:
                 if w.known and not w.text.startswith("-"):
@@ -565,9 +397,22 @@ class _Evaluator(Expander):
             return None
         if name in ("export", "local", "declare", "readonly", "typeset"):
             return True
+        if name == "echo" and self.capture is not None:
+            words = argv[1:]
+            nl = not (words and words[0].text == "-n")
+            words = [w for w in words if w.text not in ("-n", "-e", "-E")]
+            f = _F("")
+            for i, w in enumerate(words):
+                f = f + _F((" " if i else "") + w.text, w.unknown, w.env)
+            self.capture.append(f + _F("\n" if nl else ""))
+            return True
         if name in _INERT:
             return True
+        if self.capture is not None and not self.silent and not _silent(argv):
+            self.capture.append(_F(self.text(node), (f"`{self.text(node)[:60]}` prints what the check cannot know",)))
         self._record(argv, node, prefix, uses_args)
+        if cut:
+            self.commands[-1].cut, self.commands[-1].cut_words = cut[0].line, len(cut)
         return None
 
     def _record(self, argv: list[Word], node, prefix: dict[str, Word], uses_args: bool) -> None:
@@ -615,11 +460,7 @@ class _Evaluator(Expander):
         if value is None:
             return [Word("", self.line(node))]
         if value.type == "array":
-            out: list[Word] = []
-            for el in value.named_children:
-                if el.type != "comment":
-                    out.extend(self.words(el, st))
-            return out
+            return self.arg_words([el for el in value.named_children if el.type != "comment"], st)
         return [self.scalar(value, st, assignment=True)]
 
     def assign(self, node, st: _State) -> None:
@@ -628,7 +469,10 @@ class _Evaluator(Expander):
         op = next((self.text(c) for c in node.children if c.type in ("=", "+=")), "=")
         value = node.child_by_field_name("value")
         is_array = value is not None and value.type == "array"
+        since = len(self.labels)
         vals = self.assign_value(node, st)
+        if len(vals) == 1 and vals[0].known:
+            self.relabel(since, name, vals[0].text)
         if name_node is not None and name_node.type == "subscript":
             index = self.arith_node(name_node.child_by_field_name("index"), st)
             cur = list(st.vars.get(name, []))
@@ -655,46 +499,6 @@ class _Evaluator(Expander):
             st.arrays.add(name)
         else:
             st.arrays.discard(name)
-
-
-def _merge_arrays(values: list[list[Word]], reason: str) -> list[Word]:
-    """Arrays that branches the check cannot choose between left different. Arrays of ``key=value`` overrides
-    merge by key: a key every branch gives the same last value stays known, any other key is kept (its text
-    from the first branch that has it) but marked unknown, so the key it feeds is still named. Other arrays
-    keep the elements they share at the start; the rest are marked unknown."""
-
-    def key(w: Word) -> str | None:
-        k = w.text.split("=", 1)[0].lstrip("+~") if "=" in w.text else None
-        return k if k and re.fullmatch(r"[A-Za-z_][\w.\-/@]*", k) else None
-
-    if all(key(w) for v in values for w in v):
-        finals = [{key(w): w for w in v} for v in values]
-        order: list[str] = []
-        for v in values:
-            order += [k for k in (key(w) for w in v) if k is not None and k not in order]
-        out = []
-        for k in order:
-            ws = [f.get(k) for f in finals]
-            first = next(w for w in ws if w is not None)
-            same = all(w is not None and (w.text, w.unknown) == (first.text, first.unknown) for w in ws)
-            out.append(
-                first if same else Word(first.text, first.line, _union(first.unknown, (reason,)), first.env, first.cli)
-            )
-        return out
-    n = 0
-    while all(len(v) > n for v in values) and all(
-        (v[n].text, v[n].unknown) == (values[0][n].text, values[0][n].unknown) for v in values
-    ):
-        n += 1
-    out = list(values[0][:n])
-    seen: set[str] = set()
-    for v in values:
-        for w in v[n:]:
-            if w.text in seen:
-                continue
-            seen.add(w.text)
-            out.append(Word(w.text, w.line, _union(w.unknown, (reason,)), w.env, w.cli))
-    return out
 
 
 __all__ = ["Command", "Evaluation", "Note", "Word", "evaluate"]

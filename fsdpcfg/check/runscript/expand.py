@@ -1,23 +1,20 @@
 """Word expansion of the bash evaluator (:mod:`fsdpcfg.check.runscript.bash`): quoting, parameter expansion
-(``${X:-d}``, ``${A[@]}``, ``${X##*/}`` ...), word splitting, ``~``, arithmetic on known integers, the tests of
-``[ ]``/``[[ ]]``/``test``, and command substitutions (never run: a few path functions are computed, anything
-else is unknown)."""
+(``${X:-d}``, ``${A[@]}``, ``${@:2}``, ``${X##*/}`` ...), word splitting, ``~``, and words tree-sitter-bash
+splits (``$A/$B/f``); substitutions, arithmetic and tests are :mod:`fsdpcfg.check.runscript.operations`'s."""
 
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
 
+from fsdpcfg.check.runscript.operations import Operations, _int
 from fsdpcfg.check.runscript.words import _F, Note, Word, _Exit, _join, _State, _union
 
-#: node types that begin with ``$`` (or a backquote): tree-sitter-bash may attach the white space before them
-_EXPANSIONS = frozenset(
-    {"simple_expansion", "expansion", "command_substitution", "arithmetic_expansion", "process_substitution"}
-)
+#: ``$NAME``, ``${NAME}``, ``$1``, ``$@`` in a word tree-sitter-bash left unparsed (``/$B/f.parquet`` after ``$A``)
+_RAW_PARAM = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#])\}|([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!]))")
 
 
-class Expander:
+class Expander(Operations):
     """Expansion methods of the evaluator; it sets ``src``, ``environ``, ``extra``, ``script_path``, ``notes``,
     ``env_used``, ``uses_args`` and ``in_test``."""
 
@@ -29,36 +26,34 @@ class Expander:
     env_used: dict[str, tuple[str, int]]
     uses_args: bool
     in_test: bool
-
-    # ---- helpers ---------------------------------------------------------------------------------------
-    def start(self, node) -> int:
-        """The byte where ``node`` begins. tree-sitter-bash puts the white space that separates two expansions
-        inside a double-quoted string into the second one (``"$A $B"`` parses as ``$A`` and `` $B``, the
-        second's ``$`` token being `` $``); that space is the string's own text, so an expansion starts after it.
-        """
-        start = node.start_byte
-        if node.type in _EXPANSIONS:
-            while start < node.end_byte and self.src[start : start + 1] in (b" ", b"\t", b"\n", b"\r"):
-                start += 1
-        return start
-
-    def text(self, node) -> str:
-        return self.src[self.start(node) : node.end_byte].decode(errors="replace")
-
-    def note(self, node, kind: str, message: str) -> None:
-        n = Note(node.start_point[0] + 1, kind, message)
-        if n not in self.notes:
-            self.notes.append(n)
-
-    @staticmethod
-    def line(node) -> int:
-        return node.start_point[0] + 1
+    in_case: bool
+    arith: dict[str, str]
+    capture: list[_F] | None
 
     # ---- words -----------------------------------------------------------------------------------------
     def words(self, node, st: _State) -> list[Word]:
         """Expand ``node`` into the fields bash would pass as arguments (word splitting included)."""
         line = self.line(node)
         return [Word(f.text, f.line or line, f.unknown, f.env, f.cli) for f in self.fields(node, st, quoted=False)]
+
+    def arg_words(self, nodes, st: _State) -> list[Word]:
+        """The words of a command's argument nodes; nodes that touch (no blank between them) are one word, as
+        bash reads them (tree-sitter-bash splits ``x=$A/$B/f`` into two arguments)."""
+        out: list[Word] = []
+        group: list = []
+        for n in list(nodes) + [None]:
+            if n is not None and group and n.start_byte == group[-1].end_byte:
+                group.append(n)
+                continue
+            if len(group) == 1:
+                out.extend(self.words(group[0], st))
+            elif group:
+                line = self.line(group[0])
+                out.extend(
+                    Word(f.text, f.line or line, f.unknown, f.env, f.cli) for f in self.joined(group, st, quoted=False)
+                )
+            group = [n] if n is not None else []
+        return out
 
     def scalar(self, node, st: _State, pattern: bool = False, assignment: bool = False) -> Word:
         """Expand ``node`` into one string (no word splitting, as in an assignment's value)."""
@@ -90,6 +85,8 @@ class Expander:
             if t == "word" and assignment and raw.startswith("~/"):
                 home = self.env("HOME", node)
                 return [_F(home.text + _unescape(raw[1:], pattern), home.unknown, home.env)]
+            if t == "word" and not pattern and _RAW_PARAM.search(raw):
+                return self.raw_fields(raw, st, node, quoted)
             return [_F(_unescape(raw, pattern) if t in ("word",) else raw)]
         if t == "command_name":
             kids = node.named_children
@@ -101,14 +98,7 @@ class Expander:
         if t in ("string", "translated_string"):
             return self.string(node, st)
         if t == "concatenation":
-            out: list[_F] = []
-            pos = node.start_byte
-            for c in node.children:
-                if self.start(c) > pos:  # text between parts (not a node of its own)
-                    out = _join(out, [_F(self.src[pos : self.start(c)].decode())])
-                out = _join(out, self.fields(c, st, quoted, pattern, assignment))
-                pos = c.end_byte
-            return out
+            return self.joined(node.children, st, quoted, pattern, assignment)
         if t == "simple_expansion":
             name = self.text(node)[1:]
             return self.split(self.param(name, st, node), quoted, name in ("@", "*"))
@@ -125,6 +115,64 @@ class Expander:
         if t == "process_substitution":
             return [_F(self.text(node), (f"`{self.text(node)}` is a process substitution",))]
         return [_F(self.text(node), (f"`{self.text(node)}` ({t}) is not read by the check",))]
+
+    def joined(
+        self, nodes, st: _State, quoted: bool, pattern: bool = False, assignment: bool = False, dollar: str = ""
+    ) -> list[_F]:
+        """The fields of nodes that touch one another (one shell word): the parts of a concatenation, or the
+        arguments tree-sitter-bash splits one word into (``x=$A/$B/f`` parses as ``x=$A/$`` and ``B/f``). A
+        bare ``$`` token is the start of the next part's variable name, as bash reads it."""
+        out: list[_F] = []
+        pos = nodes[0].start_byte if nodes else 0
+        for c in nodes:
+            if self.start(c) > pos:  # text between parts (not a node of its own)
+                out = _join(out, [_F(self.src[pos : self.start(c)].decode())])
+            pos = c.end_byte
+            if c.type == "$" and not c.is_named:
+                dollar = "$"
+                continue
+            if c.type == "concatenation" and c.children and c.children[-1].type == "$":
+                out = _join(out, self.joined(c.children[:-1], st, quoted, pattern, assignment))
+                dollar = "$"
+                continue
+            if dollar and c.type in ("word", "number"):
+                out = _join(out, self.raw_fields(dollar + self.text(c), st, c, quoted))
+            elif dollar and c.type == "concatenation":
+                out = _join(out, self.joined(c.children, st, quoted, pattern, assignment, dollar))
+            else:
+                if dollar:
+                    out = _join(out, [_F(dollar)])
+                out = _join(out, self.fields(c, st, quoted, pattern, assignment))
+            dollar = ""
+        if dollar:
+            out = _join(out, [_F(dollar)])
+        return out
+
+    def raw_fields(self, raw: str, st: _State, node, quoted: bool) -> list[_F]:
+        """An unquoted word's text that tree-sitter-bash did not split into expansions: backslash escapes and
+        ``$NAME``/``${NAME}``/``$1`` are expanded as bash would (other text is literal)."""
+        out: list[_F] = [_F("")]
+        buf, i = "", 0
+        while i < len(raw):
+            ch = raw[i]
+            if ch == "\\" and i + 1 < len(raw):
+                buf += raw[i + 1] if raw[i + 1] != "\n" else ""
+                i += 2
+                continue
+            m = _RAW_PARAM.match(raw, i) if ch == "$" else None
+            if m is None:
+                buf += ch
+                i += 1
+                continue
+            if buf:
+                out = _join(out, [_F(buf)])
+                buf = ""
+            name = m.group(1) or m.group(2)
+            out = _join(out, self.split(self.param(name, st, node), quoted, name in ("@", "*")))
+            i = m.end()
+        if buf:
+            out = _join(out, [_F(buf)])
+        return out
 
     def string(self, node, st: _State) -> list[_F]:
         """A double-quoted string: one field, except where ``"$@"`` or ``"${A[@]}"`` make several."""
@@ -206,6 +254,13 @@ class Expander:
         line = self.line(node)
         if name in ("@", "*"):
             return self.all_args(st, node)
+        if (name == "#" or (name.isdigit() and name != "0")) and st.args is None and not st.args_assumed:
+            if (self.in_test or self.in_case) and self.forking():  # type: ignore[attr-defined]
+                if self.decide(["no arguments", "with arguments"]) == 0:  # type: ignore[attr-defined]
+                    st.args = []
+                else:
+                    st.args_assumed = True
+                return self.lookup(name, st, node, index)
         if name == "#":
             if st.args is None:
                 return [
@@ -313,9 +368,17 @@ class Expander:
                     return [] if not quoted else [_F("")]
                 return self.split([self.operand(operand_nodes, node, st)], quoted, False)
             if op in (":?", "?"):
-                if use_default:
+                if use_default and name.isdigit() and st.args is not None:
                     self.note(node, "exit", f"`{text}`: the script stops here because `{name}` is not set")
                     raise _Exit("1")
+                if use_default:
+                    # a value the user must give where the script runs (the environment, an argument): unknown
+                    # here, not the end of the script (bash would stop only where it is not given)
+                    why = (f"`{name}` must be given where the script runs (`{text[:80]}` stops the script without it)",)
+                    if not name.isdigit() and name not in ("@", "*"):
+                        st.vars[name] = [Word(f"${name}", self.line(node), why)]
+                        st.arrays.discard(name)
+                    return [_F(text, why)]
                 assert vals is not None  # not use_default: the variable is set
                 fs = [_F(w.text, w.unknown, w.env, w.line, w.cli) for w in vals]
                 return self.split(fs, quoted, all_elements)
@@ -327,6 +390,8 @@ class Expander:
             if op in (":=", "=") and not name.isdigit():
                 st.vars[name] = [Word(d.text, self.line(node), d.unknown, d.env)]
             return self.split([d], quoted, False)
+        if op == ":" and all_elements:
+            return self.split(self.slice_elements(name, vals or [], operand_nodes, node, st), quoted, True)
         if unknown_val:
             assert vals is not None  # unknown_val implies a value
             return [_F(text, vals[0].unknown)]
@@ -341,6 +406,31 @@ class Expander:
             else:
                 out.append(_F(r, (), f.env, f.line))
         return self.split(out, quoted, all_elements)
+
+    def slice_elements(self, name: str, vals: list[Word], operand_nodes, node, st: _State) -> list[_F]:
+        """``${@:OFFSET:LENGTH}`` / ``${A[@]:OFFSET:LENGTH}``: the elements from OFFSET (for ``@``, ``$OFFSET``
+        first: ``${@:1}`` is every argument, ``${@:0}`` starts with ``$0``); a negative LENGTH ends that many
+        elements before the end."""
+        groups: list[list] = [[]]
+        for c in operand_nodes:
+            if c.type == ":" and not c.is_named:
+                groups.append([])
+            else:
+                groups[-1].append(c)
+        nums = [_int(Word(self.operand(g, node, st).text, 0)) if g else None for g in groups]
+        keep = [_F(w.text, w.unknown, w.env, w.line, w.cli) for w in vals]
+        if name in ("@", "*"):
+            keep = [_F(self.script_path)] + keep
+        if nums[0] is None or (len(nums) > 1 and nums[1] is None):
+            text = self.text(node)
+            return [_F(text, (f"`{text}`: an offset the check cannot know",))]
+        off = nums[0] if nums[0] >= 0 else max(len(keep) + nums[0], 0)
+        out = keep[off:]
+        if len(nums) > 1:
+            n = nums[1]
+            assert n is not None
+            out = out[:n] if n >= 0 else out[:n]
+        return out
 
     def operand(self, nodes, parent, st: _State, pattern: bool = False, tilde: bool = True) -> _F:
         """The word after an expansion operator (``${X:-THIS}``), as one string; text between its nodes kept."""
@@ -405,235 +495,6 @@ class Expander:
             return s[:1].upper() + s[1:]
         if op == ",":
             return s[:1].lower() + s[1:]
-        return None
-
-    def substitution(self, node, st: _State) -> _F:
-        """``$(...)``/backticks: never run. ``dirname``/``basename``/``realpath``/``readlink -f`` and
-        ``cd DIR && pwd`` are computed from their arguments; anything else is unknown."""
-        text = self.text(node)
-        unknown = _F(text, (f"`{text}` is a command substitution (the check runs no command)",))
-        body = [c for c in node.named_children if c.type != "comment"]
-        if len(body) != 1:
-            return unknown
-        cmd = body[0]
-        if cmd.type == "list" and len(cmd.children) == 3 and self.text(cmd.children[1]) == "&&":
-            first, second = (_unredirected(c) for c in (cmd.children[0], cmd.children[2]))
-            a = [w for w in self._simple_argv(first, st) or [] if w.text != "--"]
-            b = self._simple_argv(second, st)
-            if a and b and a[0].text == "cd" and len(a) == 2 and [w.text for w in b] == ["pwd"] and a[1].known:
-                return _F(os.path.abspath(a[1].text), (), a[1].env)
-            return unknown
-        argv = self._simple_argv(cmd, st)
-        if not argv or any(not w.known for w in argv):
-            return unknown
-        name, args = argv[0].text, [w.text for w in argv[1:]]
-        env = tuple(e for w in argv for e in w.env)
-        if name == "dirname" and len(args) == 1:
-            return _F(os.path.dirname(args[0].rstrip("/")) or ".", (), env)
-        if name == "basename" and len(args) in (1, 2):
-            base = os.path.basename(args[0].rstrip("/"))
-            if len(args) == 2 and base.endswith(args[1]) and base != args[1]:
-                base = base[: -len(args[1])]
-            return _F(base, (), env)
-        if (name == "realpath" and len(args) == 1) or (name == "readlink" and args[:1] == ["-f"] and len(args) == 2):
-            return _F(os.path.abspath(args[-1]), (), env)
-        return unknown
-
-    def _simple_argv(self, node, st: _State) -> list[Word] | None:
-        if node.type != "command" or any(c.type == "variable_assignment" for c in node.named_children):
-            return None
-        name = node.child_by_field_name("name")
-        if name is None:
-            return None
-        argv = self.words(name, st)
-        for a in node.children_by_field_name("argument"):
-            argv.extend(self.words(a, st))
-        return argv
-
-    # ---- arithmetic and tests --------------------------------------------------------------------------
-    def arith_node(self, node, st: _State) -> int | None:
-        """Evaluate an arithmetic expression on known integers; ``None`` when any operand is unknown."""
-        if node is None:
-            return None
-        t = node.type
-        if t == "number":
-            try:
-                return int(self.text(node), 0)
-            except ValueError:
-                return None
-        if t in ("variable_name", "word"):
-            name = self.text(node)
-            if name.lstrip("-").isdigit():
-                return int(name)
-            vals = self.lookup(name, st, node)
-            if vals is None:
-                return 0
-            return _int(vals[0]) if vals else 0
-        if t in ("simple_expansion", "expansion", "string", "concatenation", "command_substitution"):
-            w = self.scalar(node, st)
-            return _int(w)
-        if t == "parenthesized_expression":
-            inner = node.named_children
-            return self.arith_node(inner[0], st) if inner else None
-        if t == "unary_expression":
-            op = self.text(node.children[0])
-            v = self.arith_node(node.named_children[-1], st)
-            if v is None:
-                return None
-            return {"-": -v, "+": v, "!": int(not v), "~": ~v}.get(op)
-        if t == "binary_expression":
-            a = self.arith_node(node.child_by_field_name("left"), st)
-            b = self.arith_node(node.child_by_field_name("right"), st)
-            op = self.text(node.child_by_field_name("operator"))
-            if a is None or b is None:
-                return None
-            try:
-                return _ARITH[op](a, b)
-            except (KeyError, ZeroDivisionError, ValueError):
-                return None
-        if t == "ternary_expression":
-            kids = node.named_children
-            c = self.arith_node(kids[0], st)
-            if c is None or len(kids) < 3:
-                return None
-            return self.arith_node(kids[1] if c else kids[2], st)
-        return None
-
-    def test(self, node, st: _State) -> bool | None:
-        """``[ EXPR ]`` / ``[[ EXPR ]]``: True/False when the operands are known, else None."""
-        double = self.text(node).startswith("[[")
-        exprs = node.named_children
-        if not exprs:
-            return False
-        self.in_test = True  # in a test, an unset variable is the empty string, as bash has it
-        try:
-            return self.test_expr(exprs[0], st, double)
-        finally:
-            self.in_test = False
-
-    def test_expr(self, node, st: _State, double: bool) -> bool | None:
-        t = node.type
-        if t == "parenthesized_expression":
-            return self.test_expr(node.named_children[0], st, double) if node.named_children else None
-        if t == "unary_expression":
-            op = self.text(node.children[0])
-            operand = node.named_children[-1]
-            if op == "!":
-                v = self.test_expr(operand, st, double)
-                return None if v is None else not v
-            w = self.scalar(operand, st)
-            if op == "-v":
-                return w.text in st.vars or w.text in self.environ
-            if not w.known:
-                return None
-            if op == "-z":
-                return w.text == ""
-            if op == "-n":
-                return w.text != ""
-            return None  # file tests (-f, -d, -e ...) are about the machine that runs the script
-        if t == "binary_expression":
-            op = self.text(node.child_by_field_name("operator"))
-            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-            if op in ("&&", "-a", "||", "-o"):
-                a = self.test_expr(left, st, double)
-                if op in ("&&", "-a") and a is False:
-                    return False
-                if op in ("||", "-o") and a is True:
-                    return True
-                b = self.test_expr(right, st, double)
-                if a is None or b is None:
-                    return None if b is None or (op in ("&&", "-a") and b) or (op in ("||", "-o") and not b) else b
-                return (a and b) if op in ("&&", "-a") else (a or b)
-            pattern = double and right.type not in ("string", "raw_string") and op in ("==", "!=", "=")
-            lw, rw = self.scalar(left, st), self.scalar(right, st, pattern=pattern)
-            if not lw.known or not rw.known:
-                return None
-            return _compare(lw.text, op, rw.text, pattern)
-        w = self.scalar(node, st)
-        return None if not w.known else w.text != ""
-
-    def _test_argv(self, args: list[Word]) -> bool | None:
-        if any(not w.known for w in args):
-            return None
-        a = [w.text for w in args]
-        neg = False
-        if a and a[0] == "!":
-            neg, a = True, a[1:]
-        if len(a) == 1:
-            r: bool | None = a[0] != ""
-        elif len(a) == 2 and a[0] in ("-z", "-n"):
-            r = (a[1] == "") == (a[0] == "-z")
-        elif len(a) == 3:
-            r = _compare(a[0], a[1], a[2], False)
-        else:
-            r = None
-        return None if r is None else (r != neg)
-
-
-_ARITH = {
-    "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b,
-    "*": lambda a, b: a * b,
-    "/": lambda a, b: int(a / b),
-    "%": lambda a, b: a - b * int(a / b),
-    "**": lambda a, b: a**b,
-    "<": lambda a, b: int(a < b),
-    ">": lambda a, b: int(a > b),
-    "<=": lambda a, b: int(a <= b),
-    ">=": lambda a, b: int(a >= b),
-    "==": lambda a, b: int(a == b),
-    "!=": lambda a, b: int(a != b),
-    "&&": lambda a, b: int(bool(a and b)),
-    "||": lambda a, b: int(bool(a or b)),
-    "<<": lambda a, b: a << b,
-    ">>": lambda a, b: a >> b,
-    "&": lambda a, b: a & b,
-    "|": lambda a, b: a | b,
-    "^": lambda a, b: a ^ b,
-}
-
-
-def _compare(a: str, op: str, b: str, pattern: bool) -> bool | None:
-    if op in ("=", "=="):
-        return fnmatch.fnmatchcase(a, b) if pattern else a == b
-    if op == "!=":
-        return not fnmatch.fnmatchcase(a, b) if pattern else a != b
-    if op == "=~":
-        try:
-            return re.search(b, a) is not None
-        except re.error:
-            return None
-    if op in ("<", ">"):
-        return a < b if op == "<" else a > b
-    ints = {
-        "-eq": lambda x, y: x == y,
-        "-ne": lambda x, y: x != y,
-        "-lt": lambda x, y: x < y,
-        "-le": lambda x, y: x <= y,
-        "-gt": lambda x, y: x > y,
-        "-ge": lambda x, y: x >= y,
-    }
-    if op in ints:
-        try:
-            return ints[op](int(a), int(b))
-        except ValueError:
-            return None
-    return None
-
-
-def _unredirected(node):
-    """``cd DIR >/dev/null 2>&1`` -> the ``cd DIR`` command (output redirections do not change its result)."""
-    if node.type == "redirected_statement" and node.child_by_field_name("body") is not None:
-        return node.child_by_field_name("body")
-    return node
-
-
-def _int(w: Word) -> int | None:
-    if not w.known:
-        return None
-    try:
-        return int(w.text.strip() or "0", 0)
-    except ValueError:
         return None
 
 

@@ -11,6 +11,7 @@ only verl knows). What could not be read becomes an info finding (FC107, FC120-F
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -57,6 +58,14 @@ class Translation:
     config: str = "ppo_trainer"
     user_overrides: list[str] = field(default_factory=list)
     resets: list[str] = field(default_factory=list)
+    plus_refused: dict[str, str] = field(default_factory=dict)
+    unknown_keys: list[str] = field(default_factory=list)
+
+    def keys_judged(self) -> tuple[int, int]:
+        """``(judged, set)``: of the keys the script sets, how many have a value the check knows (the rest have
+        only their name checked; FC107 names them)."""
+        known = {key_of(t) for t in self.user_overrides if "=" in t} - set(self.unknown_keys)
+        return len(known), len(known | set(self.unknown_keys))
 
 
 def key_of(override: str) -> str:
@@ -109,6 +118,7 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
     unknown: list[tuple[Word, str]] = []
     for w, src in items:
         if not w.known:
+            user.append(f"\0{len(unknown)}")  # where its key is judged (below), in the script's order
             unknown.append((w, key_of(w.text)))
             continue
         group, eq, option = w.text.partition("=")
@@ -185,11 +195,30 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
         if theirs != ours and not (isinstance(theirs, str) and "${" in theirs):
             resets.append(f"{key}={hydra_value(theirs)}")
     out = base + resets
+    unknown_keys = []
+    plus_refused: dict[str, str] = {}
+    named = []
+    for tok in user:
+        if tok.startswith("\0"):
+            w, key = unknown[int(tok[1:])]
+            stand_in = _name_only(w, key, ref_defaults, raw)
+            if stand_in is None:
+                continue
+            # the key's name is judged with a stand-in value (its value stays unknown: FC107)
+            tok = stand_in
+            unknown_keys.append(key)
+            lines.setdefault(key, where(w))
+        named.append(tok)
+    user = named
     for tok in user:
         key = tok.split("=", 1)[0]
         own_group = key in kind_groups or (kind == "sft" and key == "optim")  # verl's optim group: see above
-        if not tok.startswith(("+", "~")) and "=" in tok and key not in raw and not own_group:
-            tok = "+" + tok  # verl's own tree has it (or it is unknown: FC102 names the closest key)
+        if not tok.startswith(("+", "~")) and "=" in tok and key not in raw and key in ref_keys and not own_group:
+            tok = "+" + tok  # verl's own tree has it and ours does not: verl takes it as written
+        elif tok.startswith("+") and not tok.startswith("++") and key_of(tok) in raw:
+            if key_of(tok) in ref_keys:
+                plus_refused[key_of(tok)] = tok  # verl's tree has it: Hydra refuses the `+` (FC112)
+            tok = tok[1:]  # (a key only our tree has: verl adds it, as written)
         out.append(tok)
     for w, key in unknown:
         reason = "; ".join(w.unknown)
@@ -219,6 +248,32 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
                 "nothing to do if it does not change the config",
             )
         )
+    if vc.inferred:
+        notes.append(
+            Finding(
+                "FC124",
+                "info",
+                [],
+                f"{label}: the command is `{vc.inferred}` ({'; '.join(vc.inferred_why)}); its arguments are "
+                f"verl overrides, checked as {vc.entry}'s (the trainer their keys belong to)",
+                f"write the launcher in the script (e.g. `torchrun ... -m {vc.entry}`) to have it read as written",
+            )
+        )
+    if vc.cut:
+        cut = " ".join(repr(w.text) for w in vc.cut_words)
+        notes.append(
+            Finding(
+                "FC132",
+                "error",
+                [],
+                f"{label}: line {vc.cut}: `\\ #` ends the command there: the backslash quotes the blank after it, "
+                f"so the line does not continue; bash passes {cut} to verl as overrides (Hydra cannot read them) "
+                "and runs the lines after it as commands of their own, whose overrides verl never gets",
+                f"move the comment to a line of its own above the command, or delete `\\ #...` at line {vc.cut} "
+                "and end the line with a bare `\\`",
+                location=(str(script), vc.cut),
+            )
+        )
     if vc.conditional:
         notes.append(
             Finding(
@@ -229,7 +284,28 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
                 "check the script with the arguments or variables that select its branch",
             )
         )
-    return Translation(out, lines, notes, kind, config, user, [key_of(r) for r in resets])
+    return Translation(out, lines, notes, kind, config, user, [key_of(r) for r in resets], plus_refused, unknown_keys)
+
+
+def _name_only(w: Word, key: str, defaults: Mapping[str, Any], raw: Mapping[str, Any]) -> str | None:
+    """``key=<stand-in>`` for a script word whose key is known and value is not (``trainer.nnodes=$NNODES``):
+    the word's own ``+``/``++``/``~`` kept, the value verl's default (or our tree's, or null), so that the key
+    is judged as on the command line (FC101/FC102/FC105/FC112/FC113). None when the key itself is unknown."""
+    import re
+
+    text = w.text
+    prefix = text[: len(text) - len(text.lstrip("+~"))]
+    if "=" not in text or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-@/]*", key) or "$" in key:
+        return None
+    if prefix == "~":
+        return None
+    value = defaults.get(key, raw.get(key))
+    return f"{prefix}{key}={hydra_value(value) if not isinstance(value, (dict, list)) else 'null'}"
+
+
+#: rules that judge a key's name, not its value: kept on a key whose value the script gives but the check
+#: cannot know (drop_guessed).
+KEY_NAME_RULES = frozenset({"FC100", "FC101", "FC102", "FC105", "FC112", "FC113"})
 
 
 def _sft_engine_option(items: list[tuple[Word, str]]) -> str | None:
@@ -299,7 +375,7 @@ def drop_guessed(findings: list[Finding]) -> list[Finding]:
     dropped: dict[str, set[str]] = {}
     for f in findings:
         hit = [k for k in f.keys if k in unknown]
-        if f.severity in ("error", "warning") and hit:
+        if f.severity in ("error", "warning") and hit and f.rule not in KEY_NAME_RULES:
             for k in hit:
                 dropped.setdefault(k, set()).add(f.rule)
             continue

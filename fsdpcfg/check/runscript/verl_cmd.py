@@ -66,6 +66,10 @@ class VerlCommand:
         launcher_options: the torch launcher's options (``nproc_per_node``, ``nnodes`` ...) -> value.
         conditional: why the check cannot tell whether it runs ("" when it does).
         uses_args: the command line has ``"$@"``/``$*``.
+        cut: the line where ``\\ # comment`` ends the command (0 when none); ``cut_words``: the words bash
+            reads from it (not overrides: rule FC132 reports them).
+        inferred: the unknown command name (``$COMMAND``) of a command read as a trainer from its keys
+            (``inferred_why``: why the name is unknown); "" for a command that names verl's module.
     """
 
     entry: str
@@ -78,6 +82,10 @@ class VerlCommand:
     launcher_options: dict[str, Word] = field(default_factory=dict)
     conditional: str = ""
     uses_args: bool = False
+    cut: int = 0
+    cut_words: list[Word] = field(default_factory=list)
+    inferred: str = ""
+    inferred_why: tuple[str, ...] = ()
 
 
 def module_of(word: Word, after_m: bool) -> str | None:
@@ -87,6 +95,8 @@ def module_of(word: Word, after_m: bool) -> str | None:
         return None
     t = word.text
     if after_m and re.fullmatch(r"(verl|recipe)(\.[A-Za-z_][A-Za-z0-9_]*)+", t):
+        return t
+    if t in TRAINERS:  # a launcher module that takes the trainer's module as an argument (`-m pkg.launch MODULE`)
         return t
     if after_m or not t.endswith(".py"):
         return None
@@ -122,7 +132,7 @@ def parse_command(cmd: Command) -> VerlCommand | None:
             at = (j, mod)
             break
     if at is None:
-        return None
+        return _inferred_command(cmd)
     j, mod = at
     kind = TRAINERS.get(mod, "other")
     before = argv[:j]
@@ -133,6 +143,10 @@ def parse_command(cmd: Command) -> VerlCommand | None:
         vc.launcher_options = _torchrun_options(before[launch_at + 1 :])
     elif any(w.known and w.text == "ray" for w in before) and any(w.known and w.text == "submit" for w in before):
         vc.launcher = "ray job submit"
+    vc.cut = cmd.cut
+    if cmd.cut_words:
+        vc.cut_words = argv[len(argv) - cmd.cut_words :]
+        argv = argv[: len(argv) - cmd.cut_words]
     rest = argv[j + 1 :]
     i = 0
     while i < len(rest):
@@ -152,6 +166,42 @@ def parse_command(cmd: Command) -> VerlCommand | None:
         else:
             vc.overrides.append(w)
         i += 1
+    return vc
+
+
+#: top-level sections only verl's PPO config has / only its SFT config has (verl 0.9.1 ``ppo_trainer.yaml``,
+#: ``sft_trainer_engine.yaml``): they tell which trainer a command whose name is unknown runs.
+_PPO_SECTIONS = frozenset({"actor_rollout_ref", "algorithm", "critic", "reward_model", "reward", "ray_kwargs"})
+_SFT_SECTIONS = frozenset({"model", "optim", "engine"})
+_SHARED_SECTIONS = frozenset({"data", "trainer"})
+
+
+def _inferred_command(cmd: Command) -> VerlCommand | None:
+    """A command whose name the check cannot know (``$COMMAND`` set outside the script) whose arguments are
+    verl overrides (three or more ``key=value`` words of verl's top-level sections): checked as the trainer
+    its keys belong to (``VerlCommand.inferred`` names the unknown word); None for any other command."""
+    argv = cmd.argv
+    if not argv or argv[0].known:
+        return None
+    sections = [w.text.lstrip("+~").split("=", 1)[0].split(".", 1)[0] for w in argv[1:] if w.known and "=" in w.text]
+    verl = [s for s in sections if s in _PPO_SECTIONS | _SFT_SECTIONS | _SHARED_SECTIONS]
+    if len(verl) < 3:
+        return None
+    ppo = any(s in _PPO_SECTIONS for s in verl)
+    sft = any(s in _SFT_SECTIONS for s in verl)
+    if ppo == sft and not (ppo or "data" in verl):
+        return None
+    entry = "verl.trainer.main_ppo" if ppo or not sft else "verl.trainer.sft_trainer"
+    vc = VerlCommand(entry, TRAINERS[entry], cmd.line, conditional=cmd.conditional, uses_args=cmd.uses_args)
+    vc.inferred, vc.inferred_why = argv[0].text, argv[0].unknown
+    vc.cut = cmd.cut
+    words = argv[1 : len(argv) - cmd.cut_words]
+    vc.cut_words = argv[len(argv) - cmd.cut_words :] if cmd.cut_words else []
+    for w in words:
+        if w.known and w.text.startswith("-"):
+            vc.ignored.append(w)
+        else:
+            vc.overrides.append(w)
     return vc
 
 

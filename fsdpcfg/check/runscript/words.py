@@ -42,6 +42,8 @@ class Command:
     prefix: dict[str, Word] = field(default_factory=dict)
     conditional: str = ""
     uses_args: bool = False  # one of its words is "$@" or $*
+    cut: int = 0  # the line where `\\ # comment` ends the command (its last ``cut_words`` words come from it)
+    cut_words: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,13 @@ class _State:
     arrays: set[str]
     args: list[Word] | None
     exited: bool = False
+    args_assumed: bool = False  # the arguments were not given, and this path assumes some were
 
     def copy(self) -> _State:
-        return _State(dict(self.vars), set(self.arrays), None if self.args is None else list(self.args), self.exited)
+        return _State(
+            dict(self.vars),
+            set(self.arrays),
+            None if self.args is None else list(self.args),
+            self.exited,
+            self.args_assumed,
+        )

@@ -336,3 +336,50 @@ def test_several_expansions_in_one_string_give_what_bash_gives(script):
         check=True,
     ).stdout.decode()
     assert ours == out.split("\0")[:-1]
+
+
+#: issue 20's false alarms of the reader, each a kind: what bash passes is what the reader reads
+KINDS = {
+    "two unbraced variables in one word": (
+        "A=/data\nB=gsm8k\ncmd data.train_files=$A/$B/train.parquet x=$A$B y=$A-$B/$A"
+    ),
+    "unbraced variables in an array and an assignment": 'A=/d\nB=m\nP=$A/$B/f\nL=(k=$A/$B/x)\ncmd $P "${L[@]}"',
+    "${@:1} and ${@:N}": 'set -- a b c\ncmd "${@:1}" ${@:2} "${@:2:1}" "${@: -1}"',
+    "array slices": 'L=(a b c d)\ncmd "${L[@]:1}" "${L[@]:1:2}"',
+    "${VAR:?msg} on a set variable": 'M=/models/q\ncmd m=${M:?set M} n="${M:?}"',
+    "$(( )) inside ${x:-...}": 'A=2\nB=3\nX=${X:-$((A*B))}\nY=${Y:-$(((A + B) * 2))}\ncmd $X $Y "${Z:-$(( A + 1 ))}"',
+    "(( )) commands": "N=8\nP=3\nif (( N % P != 0 )); then R=bad; else R=ok; fi\n(( N += 2 ))\ncmd $R $N",
+    "heredoc read into a variable": "read -r -d '' O <<EOF || true\ndata.a=1\ndata.b=$HOME/x\nEOF\ncmd $O",
+    "heredoc in a substitution": "O=$(cat <<'EOF'\nk=$NOT_EXPANDED\nEOF\n)\ncmd $O",
+    "heredoc before the command": 'cat > /dev/null <<EOF\nit\'s "odd" `x\nEOF\ncmd a=1',
+    "backslash-blank-hash cuts the command": "cmd a=1 \\\n  b=2 \\ # the comment\n  c=3\n",
+}
+
+
+@pytest.mark.parametrize("script", list(KINDS.values()), ids=list(KINDS))
+def test_false_alarm_kinds_read_as_bash_reads_them(script):
+    import subprocess
+
+    ev = run(script)
+    cmds = [c for c in ev.commands if c.argv[0].text == "cmd"]
+    ours = [w.text for w in cmds[-1].argv[1:]]
+    assert all(w.known for w in cmds[-1].argv), [(w.text, w.unknown) for w in cmds[-1].argv]
+    out = subprocess.run(
+        ["bash", "-c", 'cmd() { printf "%s\\0" "$@"; echo CMD-END; }\n' + script],
+        capture_output=True,
+        env={"HOME": "/home/u", "PATH": "/usr/bin:/bin"},
+    ).stdout.decode()
+    assert ours == out.split("CMD-END")[-2].lstrip("\n").split("\0")[:-1]
+
+
+def test_required_variable_not_given_is_unknown_not_the_end_of_the_script():
+    ev = run(': "${MODEL_PATH:?set MODEL_PATH}"\ncmd m=$MODEL_PATH n=${OTHER:?}')
+    m, n = ev.commands[-1].argv[1:]
+    assert not m.known and "must be given where the script runs" in m.unknown[0]
+    assert not n.known and not [x for x in ev.notes if x.kind == "exit"]
+
+
+def test_a_cut_command_records_where_and_the_words_bash_reads():
+    c = run("cmd a=1 \\\n  b=2 \\ # note\n  c=3\n").commands[0]
+    assert (c.cut, c.cut_words) == (2, 2)
+    assert [w.text for w in c.argv[-2:]] == [" #", "note"]

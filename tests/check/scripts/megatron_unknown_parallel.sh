@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The tensor-parallel size comes from a `case` on a command's output, which the check does not run: the
-# data-parallel size of the Megatron actor cannot be known, so no batch rule judges verl's default (TP 1, 16
-# data-parallel ranks, where 4 x 2 = 8 sequences per mini batch would be half a sequence per rank). Either
-# branch splits evenly: TP 4 gives 4 data-parallel ranks, TP 8 gives 2.
+# The tensor-parallel size comes from a `case` on a command's output, which the check does not run: each
+# branch is checked as a path of its own (ACCEL=*H100*, ACCEL=other), so the Megatron actor's data-parallel
+# size is known along each and no batch rule judges verl's default (TP 1, 16 data-parallel ranks, where
+# 4 x 2 = 8 sequences per mini batch would be half a sequence per rank). Either branch splits evenly: TP 4
+# gives 4 data-parallel ranks, TP 8 gives 2.
 # expect: no errors
-# expect-info: FC107 actor_rollout_ref.actor.megatron.tensor_model_parallel_size
-# expect-info: FC123
+# expect-commands: 2
 set -euo pipefail
 ACCEL=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case "$ACCEL" in

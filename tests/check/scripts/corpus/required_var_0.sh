@@ -1,0 +1,7 @@
+#!/bin/bash
+# ${VAR:?msg} with the variable given in the environment
+# oracle-env: MODEL_PATH=/models/given0 DATA_DIR=/data/d0
+set -euo pipefail
+: "${MODEL_PATH:?set MODEL_PATH}"
+DATA=${DATA_DIR:?need DATA_DIR}/train.parquet
+python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=$MODEL_PATH data.train_files=$DATA

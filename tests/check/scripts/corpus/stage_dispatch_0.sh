@@ -1,0 +1,13 @@
+#!/bin/bash
+# case "$1" dispatch with shift, the rest passed on
+# oracle-args: sft trainer.total_epochs=4
+cmd=$1
+shift
+case "$cmd" in
+    sft)
+        torchrun --nproc_per_node=8 -m verl.trainer.sft_trainer model.path=Qwen/Qwen2.5-0.5B-Instruct "$@"
+        ;;
+    rl)
+        python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct "$@"
+        ;;
+esac
