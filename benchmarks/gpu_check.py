@@ -423,7 +423,7 @@ def grpo_config(engine: str, work: Path) -> dict:
     """The resolved config of the 0.5B GRPO run for ``engine`` (absolute paths, as the native launcher writes it)."""
     from fsdpcfg import assets
     from fsdpcfg.compose import compose
-    from fsdpcfg.launch.native import absolutise
+    from fsdpcfg.launch.preflight import absolutise
 
     run_dir = work / f"grpo-{engine}"
     ovs = [

@@ -48,7 +48,7 @@ def resolved_config(model: str, steps: int, run_dir: Path, extra: list[str] | No
     """``+recipe=qwen_grpo`` on asset ``model`` as the native loop reads it (resolved, absolute paths)."""
     from fsdpcfg import assets
     from fsdpcfg.compose import compose
-    from fsdpcfg.launch.native import absolutise
+    from fsdpcfg.launch.preflight import absolutise
 
     path = assets.ensure(model)
     ovs = [

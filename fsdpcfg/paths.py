@@ -11,15 +11,17 @@ import os
 import shutil
 from pathlib import Path
 
+from fsdpcfg import runkind
 from fsdpcfg.errors import ConfigError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_DIR = PACKAGE_DIR.parent
 
 
-#: Config kinds and their tree, relative to ``conf/``: ``ppo`` is verl's ppo_trainer layout (RL: GRPO/PPO),
-#: ``sft`` verl's sft_trainer_engine layout. A recipe says which it extends with ``fsdpcfg.kind``.
-KINDS = {"ppo": ".", "sft": "sft"}
+#: Config kinds and their tree, relative to ``conf/`` (:attr:`fsdpcfg.runkind.RunKind.conf`): ``ppo`` is verl's
+#: ppo_trainer layout (RL: GRPO/PPO), ``sft`` verl's sft_trainer_engine layout. A recipe says which it extends with
+#: ``fsdpcfg.kind``.
+KINDS = {name: kind.conf for name, kind in runkind.KINDS.items()}
 
 
 def conf_dir(kind: str = "ppo") -> Path:

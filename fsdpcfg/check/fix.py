@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from fsdpcfg import keypath
 from fsdpcfg.rules import legacy_keys as L
 
 
@@ -179,15 +180,6 @@ def _sections(node: Any, path: tuple[str, ...] = ()):
     return out
 
 
-def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
-    if not isinstance(data, dict) or not data:
-        return {prefix: data}
-    out: dict[str, Any] = {}
-    for k, v in data.items():
-        out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
-    return out
-
-
 def _last_line(node: Any) -> int:
     """0-based index of the last line a node's text occupies (a block section's last value, not the blank lines
     and comments after it, which PyYAML counts into the section)."""
@@ -207,7 +199,7 @@ def fix_yaml(text: str, path: Path = Path("config.yaml")) -> Fix:
     out = Fix(path, text, text)
     try:
         data = yamlio.load(text)
-        before = _flat(data) if isinstance(data, dict) and data else {}
+        before = keypath.flatten(data) if isinstance(data, dict) and data else {}
     except Exception:
         return out
     expected = dict(before)
@@ -246,7 +238,7 @@ def fix_yaml(text: str, path: Path = Path("config.yaml")) -> Fix:
     if out.applied:
         try:
             data = yamlio.load(new_text)
-            got = _flat(data) if isinstance(data, dict) and data else {}
+            got = keypath.flatten(data) if isinstance(data, dict) and data else {}
         except Exception:
             got = None
         if got != expected:

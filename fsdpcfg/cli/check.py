@@ -370,21 +370,19 @@ def _human(r: Any, *, plan: bool, header: bool) -> str:
 
 
 def _plan_section(composed: Any) -> str:
-    """The derived numbers with their derivation, from :func:`fsdpcfg.plan.make_plan` (the same arithmetic
-    the launcher uses)."""
+    """The derived numbers with their derivation, from the run kind's planner (:attr:`fsdpcfg.runkind.RunKind.
+    planner`, the same arithmetic the launcher uses), and its memory estimate when the kind has one
+    (:attr:`fsdpcfg.runkind.RunKind.memory`)."""
+    from fsdpcfg import runkind
     from fsdpcfg.check import resolve
     from fsdpcfg.errors import ConfigError
 
+    kind = runkind.get(getattr(composed, "kind", None))
     try:
-        from fsdpcfg.plan import make_plan
+        planner: Callable[[dict], Any] = kind.load("planner")
     except ImportError:  # the plan stage is optional for check
         return "DERIVED NUMBERS: not available (fsdpcfg.plan is not importable)"
     cfg, _, _ = resolve(composed)
-    planner: Callable[[dict], Any] = make_plan
-    if getattr(composed, "kind", "ppo") == "sft":
-        from fsdpcfg.plan.sft import make_sft_plan
-
-        planner = make_sft_plan
     try:
         p = planner(cfg)
     except ConfigError as e:
@@ -392,8 +390,7 @@ def _plan_section(composed: Any) -> str:
     except Exception as e:  # a config the rules already reported as invalid
         return f"DERIVED NUMBERS: cannot be derived ({type(e).__name__}: {e})"
     text = "DERIVED NUMBERS\n" + "\n".join(f"  {k}: {v}" for k, v in p.derivations.items())
-    if getattr(composed, "kind", "ppo") != "sft":
-        from fsdpcfg.estimate.memory import describe_for_check
-
-        text += "\n" + "\n".join("  " + line for line in describe_for_check(cfg).splitlines())
+    if kind.memory is not None:
+        describe: Callable[[dict], str] = kind.load("memory")
+        text += "\n" + "\n".join("  " + line for line in describe(cfg).splitlines())
     return text

@@ -18,12 +18,13 @@ from __future__ import annotations
 import argparse
 
 from fsdpcfg.errors import UsageError
+from fsdpcfg.native import backends
 
 #: The arguments are Hydra overrides mixed with export's own options.
 PASS_THROUGH = True
 LAUNCHERS = ("verl",)
 #: Rollout backends only the native loop runs, and the one export picks instead when the recipe chose one.
-NATIVE_ONLY_ROLLOUTS = ("hf",)
+NATIVE_ONLY_ROLLOUTS = tuple(b.name for b in backends.ROLLOUTS if b.launchers == ("native",))
 VERL_DEFAULT_ROLLOUT = "vllm"
 
 

@@ -63,15 +63,17 @@ def _composed_config(overrides: list[str]) -> tuple[Any, dict[str, Any]]:
 
 
 def _tokenizer(cfg: dict[str, Any], kind: str):
-    from fsdpcfg.launch.native import ensure_assets
-    from fsdpcfg.schema.model import ModelSection
-    from fsdpcfg.schema.sft import SftModel
+    from fsdpcfg import runkind
+    from fsdpcfg.launch.preflight import ensure_assets
     from fsdpcfg.train.model import load_tokenizer
 
     ensure_assets(cfg, echo=lambda s: None)
-    model = cfg["model"] if kind == "sft" else cfg["actor_rollout_ref"]["model"]
+    record = runkind.get(kind)
+    section = record.load("schema")  # the root model; its field types lead to the model section's class
+    for part in record.model_key.split("."):
+        section = section.model_fields[part].annotation
     # a preview also shows configs the run would refuse: the section is built without validation
-    return load_tokenizer((SftModel if kind == "sft" else ModelSection).model_construct(**model))
+    return load_tokenizer(section.model_construct(**runkind.model_of(cfg)))
 
 
 def _split_cfg(data: dict[str, Any], split: str, rows: int) -> dict[str, Any]:

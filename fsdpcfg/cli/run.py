@@ -16,14 +16,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fsdpcfg.cli import hydra_flags
 from fsdpcfg.errors import ConfigError, UsageError
-
-if TYPE_CHECKING:
-    from fsdpcfg.plan import Plan
-    from fsdpcfg.plan.sft import SftPlan
 
 PASS_THROUGH = True
 
@@ -212,7 +207,8 @@ def check_or_refuse(composed) -> None:
 
 
 def prepare(overrides: list[str]):
-    """Compose ``overrides``, check the result (refusing on errors) and plan it.
+    """Compose ``overrides``, check the result (refusing on errors) and plan it by its run kind
+    (:func:`fsdpcfg.plan.plan_run`).
 
     Returns:
         ``(composed, cfg, plan)``; ``plan`` is ``None`` for launcher=verl (verl plans its own run).
@@ -226,36 +222,19 @@ def prepare(overrides: list[str]):
     composed = compose(overrides)
     check_or_refuse(composed)
     cfg = run_config(composed)  # resolved; secrets kept as their ${oc.env:NAME} references
-    from fsdpcfg.rules.chain import refuse_pending_checkpoint
-
-    refuse_pending_checkpoint(
-        cfg, composed.kind
-    )  # FC690: the run it starts from has no checkpoint yet; nothing written
     if cfg["fsdpcfg"]["launcher"] != "native":
         return composed, cfg, None
-    plan: Plan | SftPlan
-    if composed.kind == "sft":  # verl's sft_trainer_engine layout: the native SFT trainer
-        from fsdpcfg.plan.sft import make_sft_plan
+    from fsdpcfg.plan import plan_run
 
-        plan = make_sft_plan(cfg)
-    else:
-        from fsdpcfg.plan import make_plan
-
-        plan = make_plan(cfg)
-    from fsdpcfg.native.ckpt_layout import check_resume_layout
-    from fsdpcfg.schema import parse_config
-    from fsdpcfg.train.ckpt_identity import check_resume_identity
-
-    # refused here, before torchrun starts: another world size, or another model than the checkpoint's
-    typed = parse_config(cfg)
-    check_resume_identity(typed, check_resume_layout(typed.trainer), echo=_echo)
-    return composed, cfg, plan
+    return composed, cfg, plan_run(cfg)
 
 
 def _launch(composed, cfg, plan, dry_run: bool) -> int:
-    from fsdpcfg.launch.native import absolutise
+    """Run :func:`fsdpcfg.launch.preflight.preflight` on ``cfg``, then launch it (native with ``plan``, verl
+    without); return the exit code."""
+    from fsdpcfg.launch.preflight import preflight
 
-    cfg = absolutise(cfg)
+    cfg = preflight(cfg, plan, dry_run=dry_run, echo=_echo)
     if plan is None:
         from fsdpcfg.launch.folders import dry_run_folder, hold_folders
         from fsdpcfg.launch.verl import launch_verl

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from fsdpcfg import paths, verlref, yamlio
+from fsdpcfg import paths, runkind, verlref, yamlio
 from fsdpcfg.compose import _fasthydra, resolvers, tree_cache, verl_base
 from fsdpcfg.compose.provenance import Provenance
 from fsdpcfg.errors import ConfigError, UsageError, did_you_mean
@@ -591,7 +591,7 @@ def _known_keys(kind: str = "ppo") -> list[str]:
     for g in groups(kind):
         for f in (conf / g).glob("*.yaml"):
             keys.update(yaml_leaf_lines(f))
-    keys.update(verlref.keys("sft" if kind == "sft" else "ppo_trainer"))
+    keys.update(verlref.keys(runkind.get(kind).verl_keys))
     return sorted(keys)
 
 

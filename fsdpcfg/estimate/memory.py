@@ -43,6 +43,15 @@ from pathlib import Path
 from typing import Any
 
 from fsdpcfg.estimate.param_count import ParamCounts, UnsupportedArchitecture, count_parameters
+from fsdpcfg.native import backends
+
+
+def _engine_rollout(name: Any) -> bool:
+    """True unless ``name`` is a registered rollout backend that runs inside the training process
+    (:attr:`fsdpcfg.native.backends.RolloutBackend.engine`): an engine reserves a share of the device."""
+    backend = backends.ROLLOUTS.get(name)
+    return backend is None or backend.engine
+
 
 GIB = 2**30
 MIB = 2**20
@@ -346,7 +355,7 @@ def _estimate(cfg: dict, pc: ParamCounts, mc: dict) -> MemoryEstimate:
     kv_tok = pc.kv_elements_per_token * rb
     kv_info = None
     dev_bytes, _ = device_memory(cfg)
-    if rname == "hf":
+    if not _engine_rollout(rname):  # a replica inside the training process (hf)
         c["rollout replica"] = P * rb
         c["kv cache"] = seqs_rank * seq * kv_tok
         gen_extra = seqs_rank * (prompt * (H * 4) * rb + V * 4 * 3)  # prefill hidden states, last-token logits
@@ -446,7 +455,7 @@ def _candidates(cfg: dict) -> list[tuple[str, dict[str, Any]]]:
     if not cpu and _get(cfg, a + "strategy") == "fsdp2" and not _get(cfg, a + "fsdp_config.offload_policy"):
         out.append((f"{a}fsdp_config.offload_policy=true", {a + "fsdp_config.offload_policy": True}))
     gmu = _get(cfg, "actor_rollout_ref.rollout.gpu_memory_utilization")
-    if _get(cfg, "actor_rollout_ref.rollout.name") != "hf" and gmu and float(gmu) > 0.3:
+    if _engine_rollout(_get(cfg, "actor_rollout_ref.rollout.name")) and gmu and float(gmu) > 0.3:
         k = "actor_rollout_ref.rollout.gpu_memory_utilization"
         out.append((f"{k}={float(gmu) - 0.1:.1f}", {k: round(float(gmu) - 0.1, 2)}))
     if _get(cfg, "fsdpcfg.launcher") == "native":

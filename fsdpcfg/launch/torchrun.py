@@ -16,11 +16,14 @@ from fsdpcfg.errors import ConfigError
 
 
 class Layout(Protocol):
-    """What :func:`torchrun_command` reads of a plan: torchrun's node and per-node process counts (the GRPO
-    :class:`fsdpcfg.plan.Plan` and the SFT plan both have them)."""
+    """What :func:`torchrun_command` reads of a plan: torchrun's node and per-node process counts and the trainer
+    module of its run kind (the GRPO :class:`fsdpcfg.plan.Plan` and the SFT plan both have them)."""
 
     nnodes: int
     nproc_per_node: int
+
+    @property
+    def entry(self) -> str: ...
 
 
 def torchrun_argv(
@@ -70,14 +73,15 @@ def torchrun_argv(
 def torchrun_command(
     plan: Layout, config_path: str, *, python: str | None = None, rdzv_endpoint: str | None = None
 ) -> list[str]:
-    """Return the torchrun command line that runs ``python -m fsdpcfg.train <config_path>`` on every rank of
-    ``plan``'s layout (:func:`torchrun_argv`).
+    """Return the torchrun command line that runs ``python -m <plan.entry> <config_path>`` on every rank of
+    ``plan``'s layout (:func:`torchrun_argv`): ``fsdpcfg.train`` for an RL plan, ``fsdpcfg.train.sft`` for SFT
+    (:attr:`fsdpcfg.runkind.RunKind.entry`).
 
     Raises:
         ConfigError: several nodes and no rendezvous endpoint.
     """
     return torchrun_argv(
-        ["-m", "fsdpcfg.train", str(config_path)],
+        ["-m", plan.entry, str(config_path)],
         nproc_per_node=plan.nproc_per_node,
         nnodes=plan.nnodes,
         python=python,

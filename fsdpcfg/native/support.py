@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fsdpcfg.native.backends import native_engines, native_rollouts
+
 A = "actor_rollout_ref"
 R = f"{A}.rollout"
 
@@ -125,7 +127,7 @@ FEATURES: tuple[Native | NotNative, ...] = (
         "hf_rollout",
         (f"{R}.name",),
         ("fsdpcfg.train.loop:Trainer.__init__",),
-        values={f"{R}.name": ("hf",)},
+        values={f"{R}.name": native_rollouts()},
         note="an unsharded Hugging Face replica that generates (train/rollout/hf.py); engines run under verl "
         "(rule FC801)",
     ),
@@ -142,7 +144,7 @@ FEATURES: tuple[Native | NotNative, ...] = (
         "fsdp_engine",
         (f"{A}.actor.strategy",),
         ("fsdpcfg.plan._plan:make_plan",),
-        values={f"{A}.actor.strategy": ("fsdp", "fsdp2")},
+        values={f"{A}.actor.strategy": native_engines()},
         note="FSDP1/FSDP2 (train/engine); verl runs its other engines (engine=megatron ...)",
     ),
     Native(

@@ -14,8 +14,9 @@ Batch arithmetic follows verl 0.9.1 (``verl/workers/config/actor.py``, ``verl/tr
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Union
 
+from fsdpcfg import runkind
 from fsdpcfg.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -70,9 +71,17 @@ _pos_int = positive_int
 
 
 class Described:
-    """What every plan offers: its fields as a dict and its ``derivations`` as lines for people."""
+    """What every plan offers: its fields as a dict and its ``derivations`` as lines for people, and the run kind
+    it plans (``kind``, a :mod:`fsdpcfg.runkind` name) with the trainer module torchrun runs for it (``entry``)."""
 
     derivations: dict[str, str]
+    kind: ClassVar[str] = runkind.DEFAULT
+
+    @property
+    def entry(self) -> str:
+        """The module ``torchrun ... -m <entry> <config.yaml>`` runs on every rank (:attr:`fsdpcfg.runkind.
+        RunKind.entry` of this plan's kind)."""
+        return runkind.get(self.kind).entry
 
     def to_dict(self) -> dict[str, Any]:
         """Return the plan as a plain dict (for JSON/YAML output)."""
@@ -127,6 +136,7 @@ class Plan(Described):
     ref_log_prob_micro_batch_per_rank: int
     use_reference: bool
     derivations: dict[str, str] = field(default_factory=dict)
+    kind: ClassVar[str] = runkind.PPO.name
 
 
 def _per_gpu(cfg: dict, per_gpu_key: str, global_key: str, world: int) -> int:

@@ -8,8 +8,9 @@ step over all ranks; each data-parallel rank takes ``train_batch_size / dp`` of 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
+from fsdpcfg import runkind
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.plan._plan import Described, Tree, as_tree, config_value, positive_int
 
@@ -48,6 +49,7 @@ class SftPlan(Described):
     micro_batch_per_rank: int
     grad_accum: int
     derivations: dict[str, str] = field(default_factory=dict)
+    kind: ClassVar[str] = runkind.SFT.name
 
 
 #: the rules that decide whether an SFT config can be planned (:func:`fsdpcfg.rules.gate.require`): the SFT

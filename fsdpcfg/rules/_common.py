@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fsdpcfg import verlref
+from fsdpcfg.native import backends
 
 if TYPE_CHECKING:
     from fsdpcfg.rules.context import Context
 
 A = "actor_rollout_ref"
 #: Rollout backends that run a separate inference engine (verl/workers/rollout/base.py _ROLLOUT_REGISTRY).
-ENGINE_ROLLOUTS = ("vllm", "sglang", "trtllm")
+ENGINE_ROLLOUTS = backends.engine_rollouts()
 
 _INTERP = re.compile(r"^\$\{(?:oc\.select:)?([^,}]+)(?:,([^}]*))?\}$")
 
@@ -94,7 +95,7 @@ def need_ref(ctx: Context) -> bool:
 
 #: verl's FSDP strategies (``verl/workers/engine/fsdp``); the other strategies verl 0.9.1 composes are
 #: ``megatron``, ``veomni`` and ``torchtitan`` (``verl/trainer/config/model_engine/``).
-FSDP_STRATEGIES = ("fsdp", "fsdp2")
+FSDP_STRATEGIES = backends.fsdp_engines()
 
 
 def model_roles(ctx: Context) -> list[tuple[str, str, str]]:

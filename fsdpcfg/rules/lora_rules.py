@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from fsdpcfg import runkind
 from fsdpcfg.rules._common import A, num
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
@@ -19,8 +20,8 @@ P = f"{A}.model.path"
 
 
 def _model_section(ctx: Context) -> str:
-    """``actor_rollout_ref.model`` (RL) or ``model`` (SFT)."""
-    return "model" if ctx.composed.kind == "sft" else f"{A}.model"
+    """``actor_rollout_ref.model`` (RL) or ``model`` (SFT): the run kind's :attr:`fsdpcfg.runkind.RunKind.model_key`."""
+    return runkind.get(ctx.composed.kind).model_key
 
 
 @rule(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.native import backends
 
 #: file in the run folder written by rank 0 at start-up.
 AUDIT_FILE = "startup_audit.json"
@@ -75,7 +76,7 @@ def expected_audit(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 #: rollout adapter classes of the native loop and the ``rollout.name`` each one is.
-ROLLOUT_BACKENDS = {"HFRollout": "hf", "LoraHFRollout": "hf"}  # LoraHFRollout: the hf replica of a LoRA actor
+ROLLOUT_BACKENDS = {cls: b.name for b in backends.ROLLOUTS for cls in b.classes}
 
 
 def collect_audit(trainer: Any) -> dict[str, Any]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from fsdpcfg.native import backends
 
 #: Precision names verl's ``PrecisionType.to_dtype`` accepts (``verl/utils/torch_dtypes.py``).
 Precision = Literal["fp32", "float32", "32", "bf16", "bfloat16", "fp16", "float16", "16"]
@@ -15,11 +17,16 @@ KLType = Literal[
     "kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "kl+", "k1+", "abs+", "mse+", "k2+", "low_var_kl+", "k3+"
 ]
 
-FSDPStrategy = Literal["fsdp", "fsdp2"]
-#: Training engines a role's ``strategy`` may name: the backends registered with ``EngineRegistry.register`` in
-#: verl 0.9.1 ``verl/workers/engine/*/transformer_impl.py``. fsdpcfg checks fsdp/fsdp2 in depth (the rest get
-#: rule FC111 and the engine-independent rules).
-Strategy = Literal["fsdp", "fsdp2", "fsdp_turbo", "megatron", "veomni", "torchtitan", "automodel"]
+#: Training engines a role's ``strategy`` may name (``Strategy``: the backends registered with
+#: ``EngineRegistry.register`` in verl 0.9.1 ``verl/workers/engine/*/transformer_impl.py``) and those the native
+#: trainers run (``FSDPStrategy``), both the registrations of :data:`fsdpcfg.native.backends.ENGINES`. fsdpcfg
+#: checks fsdp/fsdp2 in depth (the rest get rule FC111 and the engine-independent rules).
+if TYPE_CHECKING:
+    FSDPStrategy = str
+    Strategy = str
+else:
+    FSDPStrategy = Literal[backends.native_engines()]
+    Strategy = Literal[backends.ENGINES.names()]
 
 # Upper bounds of numeric keys: values past them cannot work, so the schema refuses them (issue 14 item 7:
 # rollout.n=1e30, lora_rank=1e12, max_prompt_length=1e8 passed `check`). Documented in docs/reliability.md.

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import field_validator
 
+from fsdpcfg.native import backends
 from fsdpcfg.schema._base import (
     MAX_RANKS_PER_NODE,
     MAX_SAMPLES,
@@ -18,14 +19,13 @@ from fsdpcfg.schema._base import (
     Sub,
 )
 
-#: rollout backends and the launchers that run them (see :mod:`fsdpcfg.rules.launcher_rules`).
-RolloutName = Literal["hf", "vllm", "sglang", "trtllm"]
-BACKEND_LAUNCHERS: dict[str, tuple[str, ...]] = {
-    "hf": ("native",),
-    "vllm": ("verl",),
-    "sglang": ("verl",),
-    "trtllm": ("verl",),
-}
+#: rollout backends and the launchers that run them (see :mod:`fsdpcfg.rules.launcher_rules`): the registrations of
+#: :data:`fsdpcfg.native.backends.ROLLOUTS`.
+if TYPE_CHECKING:
+    RolloutName = str
+else:
+    RolloutName = Literal[backends.ROLLOUTS.names()]
+BACKEND_LAUNCHERS: dict[str, tuple[str, ...]] = {b.name: b.launchers for b in backends.ROLLOUTS}
 
 
 def _top_k(v: int) -> int:

@@ -375,14 +375,14 @@ def parse_sft_config(cfg: dict[str, Any]) -> SftRunConfig:
 
 
 def parse_config(cfg: dict[str, Any]) -> RunConfig | SftRunConfig:
-    """The typed model of a resolved config of either kind (``fsdpcfg.kind``: ``sft`` -> :func:`parse_sft_config`,
-    else :func:`parse_run_config`); what the native trainers read.
+    """The typed model of a resolved config of either kind, by its run kind's parser (:attr:`fsdpcfg.runkind.
+    RunKind.parse`: :func:`parse_run_config`, or :func:`parse_sft_config` for ``fsdpcfg.kind=sft``); what the
+    native trainers read.
 
     Raises:
-        ConfigError: the config does not match its schema.
+        ConfigError: the config does not match its schema, or ``fsdpcfg.kind`` names no kind.
     """
-    from fsdpcfg import keypath
+    from fsdpcfg import runkind
 
-    if keypath.get(cfg, "fsdpcfg.kind", None) == "sft":
-        return parse_sft_config(cfg)
-    return parse_run_config(cfg)
+    typed: RunConfig | SftRunConfig = runkind.of(cfg).load("parse")(cfg)
+    return typed

@@ -74,15 +74,10 @@ def check_point(index: int, overrides: list[str]) -> PointCheck:
         pc.cfg = run_config(pc.composed)
         pc.digest = config_digest(pc.cfg)
         if pc.cfg["fsdpcfg"]["launcher"] == "native":
-            if pc.composed.kind == "sft":
-                from fsdpcfg.plan.sft import make_sft_plan
-
-                pc.plan = make_sft_plan(pc.cfg)
-            else:
-                from fsdpcfg.plan import make_plan
-
-                pc.plan = make_plan(pc.cfg)
+            from fsdpcfg.plan import plan_run
             from fsdpcfg.schema import parse_config
+
+            pc.plan = plan_run(pc.cfg)
 
             check_resume_layout(parse_config(pc.cfg).trainer)
     except ConfigError as e:

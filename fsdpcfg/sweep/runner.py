@@ -87,7 +87,7 @@ def _dry_run(hl: Any, task: Any, runnable: list[PointCheck], echo: Callable[[str
         if c.plan is None:  # launcher=verl: verl plans its own run
             continue
         assert c.cfg is not None  # a runnable point (ok) has its resolved config
-        cfg, plan = point_config(c.cfg, c.composed.kind, run_dir, job, Path(hl.sweep_dir).name)
+        cfg, plan = point_config(c.cfg, run_dir, job, Path(hl.sweep_dir).name)
         folder = dry_run_folder(run_dir, echo)  # never into a job folder that holds a run
         write_run_info(folder, c.composed, plan=plan, extra={"sweep": hl.sweep_dir, DRY_RUN_KEY: True})
         echo("    " + format_command(torchrun_command(plan, str(write_run_config(cfg, folder)))))

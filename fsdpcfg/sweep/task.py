@@ -63,23 +63,20 @@ def final_metrics(run_dir: Path) -> dict[str, Any]:
     return {"steps": last.get("step"), "final_reward": last.get("critic/rewards/mean")}
 
 
-def point_config(cfg: dict[str, Any], kind: str, run_dir: Path, job: int, ckpt_group: str) -> tuple[dict, Any]:
+def point_config(cfg: dict[str, Any], run_dir: Path, job: int, ckpt_group: str) -> tuple[dict, Any]:
     """Point a native point's resolved ``cfg`` at its job folder ``run_dir`` and its checkpoint folder
-    ``<trainer.default_local_dir>/<ckpt_group>/<job>`` (absolute); return it with its plan.
+    ``<trainer.default_local_dir>/<ckpt_group>/<job>`` (absolute); return it with its plan
+    (:func:`fsdpcfg.plan.plan_run`, by the config's run kind).
 
     Raises:
         ConfigError: the plan cannot be made.
     """
+    from fsdpcfg.plan import plan_run
+
     cfg["fsdpcfg"]["run_dir"] = str(Path(run_dir).absolute())
     ckpt = Path(cfg["trainer"]["default_local_dir"]).expanduser().absolute() / ckpt_group / str(job)
     cfg["trainer"]["default_local_dir"] = str(ckpt)
-    if kind == "sft":
-        from fsdpcfg.plan.sft import make_sft_plan
-
-        return cfg, make_sft_plan(cfg)
-    from fsdpcfg.plan import make_plan
-
-    return cfg, make_plan(cfg)
+    return cfg, plan_run(cfg)
 
 
 def _run(job_cfg: Any, expected: dict[str, Any], run_dir: Path, job: int, ckpt_group: str) -> dict[str, Any]:
@@ -109,8 +106,10 @@ def _run(job_cfg: Any, expected: dict[str, Any], run_dir: Path, job: int, ckpt_g
             write_run_info(run_dir, composed, extra={"sweep": expected["sweep"]})
             return {"rc": launch_verl(composed, dry_run=False, echo=print)}
     from fsdpcfg.launch.native import launch_native
+    from fsdpcfg.launch.preflight import preflight
 
-    cfg, plan = point_config(cfg, composed.kind, run_dir, job, ckpt_group)
+    cfg, plan = point_config(cfg, run_dir, job, ckpt_group)
+    cfg = preflight(cfg, plan, echo=print)
     rc = launch_native(cfg, plan=plan, echo=print, composed=composed, run_info={"sweep": expected["sweep"]})
     out: dict[str, Any] = {"rc": rc, "checkpoints": cfg["trainer"]["default_local_dir"], **final_metrics(run_dir)}
     if rc == 0 and composed.kind == "ppo":

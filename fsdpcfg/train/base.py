@@ -16,11 +16,11 @@ import yaml
 
 from fsdpcfg import yamlio
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.runinfo.ckpt_identity import identity
 from fsdpcfg.train import checkpoint as ckpt
-from fsdpcfg.train.ckpt_identity import identity
 
 if TYPE_CHECKING:
-    from fsdpcfg.train.ckpt_identity import AnyRunConfig
+    from fsdpcfg.runinfo.ckpt_identity import AnyRunConfig
 
 
 def init_distributed(device: str, backend: str) -> torch.device:

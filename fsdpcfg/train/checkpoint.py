@@ -33,11 +33,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.distributed as dist
 
+from fsdpcfg import runkind
 from fsdpcfg.paths import atomic_write_text, fsync_file, fsync_folder, publish_folder, within
 from fsdpcfg.runinfo.faults import writing
 
 if TYPE_CHECKING:
-    from fsdpcfg.train.ckpt_identity import AnyRunConfig
+    from fsdpcfg.runinfo.ckpt_identity import AnyRunConfig
 
 # the layout (which folder is complete, which one a run resumes from) is read without torch by the launcher
 from fsdpcfg.native.ckpt_layout import (  # noqa: F401
@@ -123,7 +124,7 @@ def save_checkpoint(
         trainer_state: picklable dict (step, sampler state, ...); RNG states are added here.
         keep: keep at most this many checkpoints (``trainer.max_actor_ckpt_to_keep``); ``None`` keeps all.
             Only folders :func:`fsdpcfg.native.ckpt_layout.prunable` recognises as this layout's are deleted.
-        trained_from: what the run was trained from (:func:`fsdpcfg.train.ckpt_identity.identity`, rank 0),
+        trained_from: what the run was trained from (:func:`fsdpcfg.runinfo.ckpt_identity.identity`, rank 0),
             recorded in the manifest and compared when a run resumes.
         adapter: for a LoRA run, ``(peft.LoraConfig, iterator of (adapter_file_key, full_tensor))`` (the iterator
             is collective): written to ``lora_adapter/`` as PEFT's ``save_pretrained`` lays it out.
@@ -297,7 +298,7 @@ def card_facts(cfg: AnyRunConfig, base_model: str, metrics: dict[str, float] | N
         "base_model": str(base_model),
         "project": cfg.trainer.project_name,
         "experiment": cfg.trainer.experiment_name,
-        "kind": "sft" if cfg.fsdpcfg.kind == "sft" else "grpo",
+        "kind": runkind.of(cfg).trainer,
         "run_dir": cfg.fsdpcfg.run_dir,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "version": fsdpcfg.__version__,

@@ -60,9 +60,9 @@ def _rank0_preflight(config_path: str) -> None:
     import yaml
 
     from fsdpcfg.native.ckpt_layout import find_resume_folder
+    from fsdpcfg.runinfo.ckpt_identity import check_resume_identity
     from fsdpcfg.runinfo.lock import hold_for_rank
     from fsdpcfg.schema import parse_config
-    from fsdpcfg.train.ckpt_identity import check_resume_identity
 
     resolved = yaml.safe_load(Path(config_path).read_text())
     hold_for_rank(resolved)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 import torch.distributed as dist
 
-from fsdpcfg.native import support
+from fsdpcfg.native import backends, support
 from fsdpcfg.plan import make_plan, total_training_steps
 from fsdpcfg.train import patches
 from fsdpcfg.train.actor import ActorBatch, update_actor
@@ -109,7 +109,7 @@ class Trainer(TrainerBase):
         base = load_model(self.model_cfg, master, device=self.device)
         self.patches = patches.apply_patches(base, patches.selected(self.cfg), device=self.plan.device)
         from fsdpcfg.train.lora import apply_lora
-        from fsdpcfg.train.lora.rollout import build_lora_rollout, lora_settings_for_run
+        from fsdpcfg.train.lora.rollout import lora_settings_for_run
 
         self.lora = lora_settings_for_run(self.cfg)  # None unless model.lora_rank > 0
         model: PreTrainedModel | PeftModel = base if self.lora is None else apply_lora(base, self.lora)
@@ -140,22 +140,10 @@ class Trainer(TrainerBase):
                 device=self.device,
             )
             self.ref.eval()
-        rdtype = to_dtype(self.rollout_cfg.dtype)
-        eos = self._eos_ids()
-        if self.lora is not None:  # a PEFT replica: the base once, then the adapter (fsdpcfg/train/lora)
-            self.rollout, self._lora_sync = build_lora_rollout(
-                self.actor,
-                self.model_cfg,
-                self.lora,
-                rdtype,
-                eos,
-                self.tokenizer.pad_token_id,
-                self.device,
-                float(self.cfg.fsdpcfg.update_weights_bucket_megabytes),
-            )
-            return
-        replica = load_model(self.model_cfg, rdtype, weights=False, device=self.device)
-        self.rollout = HFRollout(replica, rdtype, eos, self.tokenizer.pad_token_id)
+        # the registered backend of rollout.name builds it (fsdpcfg/native/backends.py; FC801 admits native ones)
+        backend = backends.ROLLOUTS.get(self.rollout_cfg.name)
+        assert backend is not None and backend.build is not None
+        self.rollout, self._lora_sync = backend.load()(self)
 
     def _eos_ids(self) -> list[int]:
         ids = []

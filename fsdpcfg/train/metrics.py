@@ -22,7 +22,7 @@ import torch
 from fsdpcfg.redact import scrub_text
 
 if TYPE_CHECKING:
-    from fsdpcfg.train.ckpt_identity import AnyRunConfig
+    from fsdpcfg.runinfo.ckpt_identity import AnyRunConfig
 
 #: the metrics shown on the progress bar, in order, with short labels.
 BAR_KEYS = {

@@ -21,6 +21,7 @@ kw=reward_model.reward_kwargs
 python3 -m verl.trainer.main_ppo \\
     algorithm.adv_estimator=grpo \\
     data.train_batch_size=64 \\
+    data.max_response_length=${max_response_length} \\
     actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct \\
     actor_rollout_ref.actor.ppo_mini_batch_size=16 \\
     actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 \\
@@ -152,7 +153,7 @@ def test_cli_diff_then_fix(tmp_path):
     r = _cli("--fix", "--no-plan", str(p))
     report = r.stdout.split("\n\n", 1)[1]
     assert r.stdout.count("FIXED ") == 4 and report.count("  FC701 ") == 1  # left: the key built from $kw
-    assert "  FC701 " + str(p) + ":20 reward_model.reward_kwargs.overlong_buffer_cfg.log" in report
+    assert "  FC701 " + str(p) + ":21 reward_model.reward_kwargs.overlong_buffer_cfg.log" in report
     assert p.read_text() == fix_script(DAPO).new and p.stat().st_mode & 0o777 == 0o755
     assert _cli("--diff", str(p)).returncode == 0  # nothing left with one right answer
 

@@ -144,7 +144,7 @@ def test_run_folder_config_checks_clean_and_reruns_with_the_same_values(args, tm
     assert _false_findings(checked.findings) == []
 
     # composed again as a recipe: every value of the saved run, provenance from the saved file
-    from fsdpcfg.launch.native import absolutise
+    from fsdpcfg.launch.preflight import absolutise
     from fsdpcfg.runinfo import run_config
 
     again = compose([f"+recipe={saved}"])

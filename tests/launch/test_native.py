@@ -14,7 +14,7 @@ from fsdpcfg.cli.main import main
 from fsdpcfg.cli.run import sweep_points
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.launch import signals  # the launcher starts torchrun through run_forwarding
-from fsdpcfg.launch.native import ensure_assets
+from fsdpcfg.launch.preflight import ensure_assets
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,6 +18,7 @@ from fsdpcfg.plan import make_plan
 class _Layout:
     nnodes: int
     nproc_per_node: int
+    entry: str = "fsdpcfg.train"
 
 
 def test_the_main_recipes_plan_runs_the_native_loop_on_two_ranks():
@@ -35,6 +36,19 @@ def test_the_main_recipes_plan_runs_the_native_loop_on_two_ranks():
         "fsdpcfg.train",
         "/r/config.yaml",
     ]
+
+
+def test_the_sft_plan_runs_the_sft_trainer_and_each_plan_names_its_kinds_entry():
+    from fsdpcfg import runkind
+    from fsdpcfg.plan import plan_run
+
+    sft = plan_run(compose(["+recipe=qwen_sft"]).to_container())
+    assert type(sft).__name__ == "SftPlan" and sft.entry == "fsdpcfg.train.sft" == runkind.SFT.entry
+    cmd = torchrun_command(sft, "/r/config.yaml", python="py")
+    assert cmd[-3:] == ["-m", "fsdpcfg.train.sft", "/r/config.yaml"]
+    grpo = plan_run(compose(["+recipe=qwen_grpo"]).to_container())
+    assert type(grpo).__name__ == "Plan" and grpo.entry == "fsdpcfg.train"
+    assert "entry" not in grpo.to_dict() and "kind" not in sft.to_dict()  # run_info.json's plan is unchanged
 
 
 def test_any_target_script_or_module_with_paths_as_strings(tmp_path):

@@ -12,7 +12,7 @@ from fsdpcfg.check import check_overrides
 from fsdpcfg.compose import compose
 from fsdpcfg.compose.resolvers import NO_CHECKPOINT_YET, latest_checkpoint
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.launch.native import require_model
+from fsdpcfg.launch.preflight import preflight
 
 TINY = Path.home() / ".cache" / "fsdpcfg" / "models" / "tiny-qwen2"
 
@@ -64,7 +64,7 @@ def test_launch_refuses_with_the_command_to_run_first(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cfg = compose(["+recipe=arith_grpo_sft"]).to_container(resolve=True)
     with pytest.raises(ConfigError) as e:
-        require_model(cfg)
+        preflight(cfg, None)  # the first refusal of the pre-launch step, under either launcher
     assert e.value.key == "actor_rollout_ref.model.path"
     assert "+recipe=arith_sft" in e.value.fix and "FC690" in e.value.message
 

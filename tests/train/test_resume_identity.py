@@ -1,4 +1,4 @@
-"""Resume identity (issue 14 item 4, fsdpcfg/train/ckpt_identity.py): a checkpoint records what it was trained
+"""Resume identity (issue 14 item 4, fsdpcfg/runinfo/ckpt_identity.py): a checkpoint records what it was trained
 from; resuming it with another model (same architecture, other path or weights; another architecture; other
 LoRA shapes) is refused before torchrun, naming both and the fix."""
 
@@ -14,8 +14,8 @@ from fsdpcfg.cli.main import main
 from fsdpcfg.compose import compose
 from fsdpcfg.launch import signals  # the launcher starts torchrun through run_forwarding
 from fsdpcfg.runinfo import run_config
+from fsdpcfg.runinfo.ckpt_identity import differences, identity
 from fsdpcfg.schema import RunConfig, parse_run_config
-from fsdpcfg.train.ckpt_identity import differences, identity
 
 
 @pytest.fixture

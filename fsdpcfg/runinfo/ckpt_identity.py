@@ -24,10 +24,12 @@ import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
+from fsdpcfg import runkind
+
 if TYPE_CHECKING:
+    from fsdpcfg.schema.model import ModelSection
     from fsdpcfg.schema.root import RunConfig
-    from fsdpcfg.schema.sft import SftRunConfig
-    from fsdpcfg.train.model import ModelCfg
+    from fsdpcfg.schema.sft import SftModel, SftRunConfig
 
 #: the typed config of a run of either kind (:func:`fsdpcfg.schema.parse_config`)
 AnyRunConfig = Union["RunConfig", "SftRunConfig"]
@@ -72,13 +74,10 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 _SAMPLE = 1 << 20
 
 
-def model_section(cfg: AnyRunConfig) -> tuple[str, ModelCfg]:
-    """``(key prefix, model section)`` of a typed config: ``actor_rollout_ref.model`` (RL) or ``model`` (SFT)."""
-    from fsdpcfg.schema.sft import SftRunConfig
-
-    if isinstance(cfg, SftRunConfig):
-        return "model", cfg.model
-    return "actor_rollout_ref.model", cfg.actor_rollout_ref.model
+def model_section(cfg: AnyRunConfig) -> tuple[str, ModelSection | SftModel]:
+    """``(key prefix, model section)`` of a typed config: ``actor_rollout_ref.model`` (RL) or ``model`` (SFT), as
+    its run kind says (:attr:`fsdpcfg.runkind.RunKind.model_key`)."""
+    return runkind.of(cfg).model_key, runkind.model_of(cfg)
 
 
 def _sha(path: Path) -> str:
