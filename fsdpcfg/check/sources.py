@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from fsdpcfg.check.config import check_config, compose_error_finding, unexpected_compose_finding
+from fsdpcfg.check.config import check_config, compose_error_finding, compose_for_check, unexpected_compose_finding
 from fsdpcfg.errors import ConfigError, UsageError
 from fsdpcfg.rules.finding import Finding
 
@@ -94,31 +94,40 @@ def check_yaml_file(path: Path) -> Checked:
     if info.kind == "unrelated":
         return Checked(label, [not_a_config("FC130", label, info.why)])
     try:
-        composed = config_file.load(path) if info.kind in ("full", "verl") else _compose_recipe_file(path)
+        failed: list[Finding] = []
+        if info.kind in ("full", "verl"):
+            composed = config_file.load(path)
+        else:
+            composed, failed = _compose_recipe_file(path)
     except UsageError:
         raise
     except ConfigError as e:
         return Checked(label, [compose_error_finding(e)])
     except Exception as e:  # Hydra/OmegaConf errors that are not ConfigError: still a finding
         return Checked(label, [unexpected_compose_finding(e, [str(path)])])
+    if composed is None:
+        return Checked(label, failed)
     return Checked(label, check_config(composed), composed)
 
 
-def _compose_recipe_file(path: Path) -> Any:
-    """Compose a user's recipe file. A file named like a shipped recipe (``qwen_grpo.yaml``) would be shadowed
-    by it in Hydra's search path, so it is selected under a name of its own (a symlink in a temporary folder);
-    its ``defaults`` may still name the shipped recipe or other files of its folder."""
+def _compose_recipe_file(path: Path) -> tuple[Any, list[Finding]]:
+    """Compose a user's recipe file with :func:`fsdpcfg.check.compose_for_check` (a group option its defaults
+    list names that does not exist is reported and the rest still checked): ``(composed or None, findings)``.
+    A file named like a shipped recipe (``qwen_grpo.yaml``) would be shadowed by it in Hydra's search path, so
+    it is selected under a name of its own (a symlink in a temporary folder); its ``defaults`` may still name
+    the shipped recipe or other files of its folder."""
     import tempfile
 
-    from fsdpcfg.compose import available_options, compose
+    from fsdpcfg.check.config import compose_for_check
+    from fsdpcfg.compose import available_options
 
     folder = path.parent.resolve()
     if path.stem not in available_options("recipe"):
-        return compose([f"+recipe={path}"], extra_recipe_dirs=[folder])
+        return compose_for_check([f"+recipe={path}"], extra_recipe_dirs=[folder])
     with tempfile.TemporaryDirectory(prefix="fsdpcfg-check-") as tmp:
         alias = Path(tmp) / f"{path.stem}__file.yaml"
         alias.symlink_to(path.resolve())
-        return compose([f"+recipe={alias}"], extra_recipe_dirs=[Path(tmp), folder])
+        return compose_for_check([f"+recipe={alias}"], extra_recipe_dirs=[Path(tmp), folder])
 
 
 def parse_run_script(
@@ -158,7 +167,6 @@ def check_run_script(
     """
     from fsdpcfg.check.runscript import Word
     from fsdpcfg.check.runscript.translate import drop_guessed, key_of, not_a_trainer, translate
-    from fsdpcfg.compose import compose
     from fsdpcfg.compose.provenance import Source
     from fsdpcfg.verlref import VERL_VERSION
 
@@ -205,16 +213,19 @@ def check_run_script(
         tr = None
         try:
             tr = translate(vc, ev, path, label)
-            composed = compose(tr.overrides)
+            # what Hydra refuses is reported and dropped, the rest still checked (compose_for_check)
+            composed, failed = compose_for_check(tr.overrides)
         except ConfigError as e:
-            f = compose_error_finding(e)
+            failed, composed = [compose_error_finding(e)], None
+        except Exception as e:  # Hydra/OmegaConf errors that are not ConfigError: still a finding
+            out.append(Checked(label, [unexpected_compose_finding(e, [w.text for w in vc.overrides])] + notes))
+            continue
+        for f in failed + (list(composed.refused) if composed is not None else []):
             for key in f.keys:  # the script line the refused word is on
                 if tr is not None and key in tr.lines:
                     f.provenance[key] = tr.lines[key]
-            out.append(Checked(label, [f] + notes + (tr.notes if tr is not None else [])))
-            continue
-        except Exception as e:  # Hydra/OmegaConf errors that are not ConfigError: still a finding
-            out.append(Checked(label, [unexpected_compose_finding(e, [w.text for w in vc.overrides])] + notes))
+        if composed is None or tr is None:
+            out.append(Checked(label, failed + notes + (tr.notes if tr is not None else [])))
             continue
         composed.overrides = list(tr.user_overrides)  # the script's own words; the base and resets are ours
         for key in tr.resets:
