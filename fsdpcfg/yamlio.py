@@ -57,7 +57,23 @@ class Limits:
 #: The limits every guarded read uses.
 LIMITS = Limits()
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+
+def _config_loader() -> type:
+    """PyYAML's safe loader (libyaml's when PyYAML has it) with OmegaConf's implicit resolvers: a config file
+    reads as Hydra, OmegaConf and so verl read it (``lr: 1e-6`` is a float, not the string YAML 1.1 makes of it;
+    a date stays a string). Source: ``omegaconf._utils.get_yaml_loader``."""
+    from omegaconf._utils import get_yaml_loader
+
+    class ConfigLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        pass
+
+    ConfigLoader.yaml_implicit_resolvers = {k: list(v) for k, v in get_yaml_loader().yaml_implicit_resolvers.items()}
+    return ConfigLoader
+
+
+#: the loader of every config file read here (:func:`_config_loader`).
+LOADER = _config_loader()
+_LOADER = LOADER
 
 
 def _error(label: str, what: str, found: str, limit: int, fix: str) -> ConfigError:

@@ -34,12 +34,18 @@ def __getattr__(name: str) -> Any:
 
 @dataclass
 class Checked:
-    """The result of checking one input: its label, findings, and the composed config when there is one."""
+    """The result of checking one input: its label, findings, and the composed config when there is one.
+
+    ``origin`` is the user's own place the input starts at, ``(file, line or None)``: the line of a recipe file's
+    defaults list that names the recipe it extends, a run script's command; a finding none of whose keys the
+    user wrote is located there (:func:`fsdpcfg.cli.check.location`), never in a file of fsdpcfg's tree.
+    """
 
     label: str
     findings: list[Finding]
     composed: Any | None = None
     notes: list[str] = field(default_factory=list)
+    origin: tuple[str, int | None] | None = None
 
 
 def is_full_config(data: Any) -> bool:
@@ -105,9 +111,26 @@ def check_yaml_file(path: Path) -> Checked:
         return Checked(label, [compose_error_finding(e)])
     except Exception as e:  # Hydra/OmegaConf errors that are not ConfigError: still a finding
         return Checked(label, [unexpected_compose_finding(e, [str(path)])])
+    origin = (label, _extends_line(path) if info.kind == "recipe" else None)
     if composed is None:
-        return Checked(label, failed)
-    return Checked(label, check_config(composed), composed)
+        return Checked(label, failed, origin=origin)
+    return Checked(label, check_config(composed), composed, origin=origin)
+
+
+def _extends_line(path: Path) -> int | None:
+    """The line of a recipe file's defaults list that names the recipe it extends (``- qwen_grpo``), or ``None``."""
+    from fsdpcfg.compose import available_options
+
+    names = set(available_options("recipe"))
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for i, line in enumerate(lines, 1):
+        m = re.match(r"^\s*-\s*['\"]?/?(?:recipe/)?([\w.-]+?)(?:@[\w.]+)?['\"]?\s*(#.*)?$", line)
+        if m and m.group(1) in names:
+            return i
+    return None
 
 
 def _compose_recipe_file(path: Path) -> tuple[Any, list[Finding]]:
@@ -224,8 +247,12 @@ def check_run_script(
             for key in f.keys:  # the script line the refused word is on
                 if tr is not None and key in tr.lines:
                     f.provenance[key] = tr.lines[key]
+                    file, _, line = tr.lines[key].rpartition(":")
+                    if f.location is None and file and line.isdigit():
+                        f.location = (file, int(line))
         if composed is None or tr is None:
-            out.append(Checked(label, failed + notes + (tr.notes if tr is not None else [])))
+            findings = failed + notes + (tr.notes if tr is not None else [])
+            out.append(Checked(label, findings, origin=(str(path), vc.line)))
             continue
         composed.overrides = list(tr.user_overrides)  # the script's own words; the base and resets are ours
         for key in tr.resets:
@@ -237,7 +264,7 @@ def check_run_script(
                 key, Source("override", where) if where == "command line" else Source("file", where)
             )
         composed.script_notes = notes + tr.notes  # reported by rules FC107 and FC120-FC125
-        out.append(Checked(label, drop_guessed(check_config(composed)), composed))
+        out.append(Checked(label, drop_guessed(check_config(composed)), composed, origin=(str(path), vc.line)))
     return out
 
 
