@@ -57,7 +57,23 @@ class Limits:
 #: The limits every guarded read uses.
 LIMITS = Limits()
 
+
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+
+
+@functools.cache
+def config_loader() -> type:
+    """PyYAML's safe loader (libyaml's when PyYAML has it) with OmegaConf's implicit resolvers: a config file
+    reads as Hydra, OmegaConf and so verl read it (``lr: 1e-6`` is a float, not the string YAML 1.1 makes of it;
+    a date stays a string). Built on first use (OmegaConf is imported then). Source:
+    ``omegaconf._utils.get_yaml_loader``."""
+    from omegaconf._utils import get_yaml_loader
+
+    class ConfigLoader(_LOADER):  # type: ignore[misc,valid-type]
+        pass
+
+    ConfigLoader.yaml_implicit_resolvers = {k: list(v) for k, v in get_yaml_loader().yaml_implicit_resolvers.items()}
+    return ConfigLoader
 
 
 def _error(label: str, what: str, found: str, limit: int, fix: str) -> ConfigError:
@@ -196,8 +212,8 @@ def scan(text: str, label: str = "<yaml>", limits: Limits = LIMITS) -> None:
 
 
 def load(text: str, label: str = "<yaml>") -> Any:
-    """Scan ``text`` (:func:`scan`), then return it as Python objects (``yaml.safe_load``, libyaml's parser
-    when present).
+    """Scan ``text`` (:func:`scan`), then return it as Python objects (``yaml.safe_load`` with OmegaConf's
+    implicit resolvers, :func:`config_loader`; libyaml's parser when present).
 
     Raises:
         ConfigError: a limit is passed, or the text is not valid YAML (with the line).
@@ -213,7 +229,7 @@ def _load_once(text: str, label: str) -> Any:
     anew; an error is not kept (``lru_cache`` stores only returns)."""
     scan(text, label)
     try:
-        return yaml.load(text, Loader=_LOADER)
+        return yaml.load(text, Loader=config_loader())
     except yaml.YAMLError as e:
         raise _not_yaml(label, e) from None
 

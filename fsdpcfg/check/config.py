@@ -15,6 +15,7 @@ import importlib
 import pkgutil
 from collections.abc import Iterable
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from fsdpcfg.check import _fastparse, _fastyaml
@@ -68,7 +69,8 @@ def check_config(composed: Any) -> list[Finding]:
     ctx = Context(composed, cfg)
     ctx.unresolved = failed  # read by FC100; keys left out of cfg
     ctx.derived = derived  # read by the schema rules
-    findings: list[Finding] = []
+    # the overrides Hydra refused, dropped so that the rest composed (compose_for_check): reported first
+    findings: list[Finding] = list(getattr(composed, "refused", None) or [])
     for module, err in load_rule_modules():
         if err:
             findings.append(
@@ -132,62 +134,131 @@ def check_overrides(overrides: list[str], *, extra_recipe_dirs: Iterable[Any] | 
 def compose_for_check(
     overrides: list[str], *, extra_recipe_dirs: Iterable[Any] | None = None
 ) -> tuple[Any, list[Finding]]:
-    """Compose ``overrides`` for checking: ``(composed or None, findings)``.
+    """Compose ``overrides`` for checking, so that every finding is reported at once: ``(composed or None,
+    findings)``.
 
-    ``key=value`` for a key that fsdpcfg's schema or verl defines but that no file of the tree sets is
-    rejected by Hydra (and by verl's own Hydra). It is composed again as ``+key=value``, so that every other
-    finding is reported in the same run, and recorded as ``composed.plus_needed`` ({key: override}) for
-    rule FC105. The reverse, ``+key=value`` for a key the tree holds (every key of verl's composition is in
-    it), is composed as ``key=value`` and recorded as ``composed.plus_refused`` for rule FC112. ``findings`` is
-    non-empty only when the config cannot be composed.
+    What Hydra refuses is reported and composed around, and the compose retried (at most twice per override; the
+    first-stage tree is kept, :mod:`fsdpcfg.compose.tree_cache`, so a retry costs ~0.03 CPU s):
+
+    * ``key=value`` for a key that fsdpcfg's schema or verl defines but that no file of the tree sets (Hydra and
+      verl's own Hydra reject it) is composed as ``+key=value`` and recorded in ``composed.plus_needed``
+      ({key: override}, rule FC105); the reverse, ``+key=value`` for a key the tree holds, is composed as
+      ``key=value`` and recorded in ``composed.plus_refused`` (rule FC112);
+    * any other override Hydra refuses (a key that is not in the tree, ``~`` of a missing key, an unknown group
+      option, a value that cannot be merged) is dropped and its finding (key, value, rule, fix) kept in
+      ``composed.refused``, which :func:`check_config` reports;
+    * an option a recipe's defaults list chooses that does not exist is replaced by the chain's last existing
+      choice (or the root config's) and reported in ``composed.refused`` too.
+
+    ``findings`` is non-empty only when the config cannot be composed at all (an unknown recipe, a file Hydra
+    cannot merge); it then holds the refusals found before, too.
 
     Raises:
         UsageError: an override that cannot be parsed, or a sweep.
     """
-    from fsdpcfg.compose import compose
-    from fsdpcfg.schema.keys import classify
+    from fsdpcfg.compose import ComposeError, compose, group_fallback
 
     overrides = list(overrides)
+    given = list(overrides)
     dirs = list(extra_recipe_dirs or []) or None
     plus_needed: dict[str, str] = {}
     plus_refused: dict[str, str] = {}
-    first_error: ConfigError | None = None
-    for _ in range(len(overrides) + 1):
+    refused: list[Finding] = []
+    fallbacks: set[str] = set()
+    for _ in range(2 * len(overrides) + 4):
         try:
             composed = compose(overrides, extra_recipe_dirs=dirs)
-            composed.plus_needed = plus_needed
-            composed.plus_refused = plus_refused
-            return composed, []
         except UsageError:
             raise
-        except ConfigError as e:
+        except ComposeError as e:
             key = e.key if isinstance(e.key, str) else None
-            if key and "`+` cannot add it" in e.message:
-                # `+key=value` on a key the tree (verl's own tree) holds: Hydra and verl refuse it; compose it as
-                # `key=value` so the other rules run, and let FC112 report it
-                idx = next(
-                    (
-                        i
-                        for i, o in enumerate(overrides)
-                        if o.startswith("+") and not o.startswith("++") and o[1:].split("=", 1)[0] == key
-                    ),
-                    None,
-                )
-                if idx is None or key in plus_refused:
-                    return None, [compose_error_finding(first_error or e)]
-                first_error = first_error or e
-                plus_refused[key] = overrides[idx]
-                overrides[idx] = overrides[idx][1:]
+            idx = _culprit(overrides, e.override)
+            text = overrides[idx] if idx is not None else ""
+            if e.reason == "plus_refused" and key and text.startswith("+") and not text.startswith("++"):
+                if key not in plus_refused:
+                    # `+key=value` on a key the tree (verl's own tree) holds: compose it as `key=value`, FC112 says
+                    plus_refused[key] = text
+                    overrides[idx] = text[1:]  # type: ignore[index]
+                    continue
+            if e.reason == "needs_plus" and key and text and not text.startswith(("+", "~")):
+                if key not in plus_needed:
+                    plus_needed[key] = text
+                    overrides[idx] = "+" + text  # type: ignore[index]
+                    continue
+            if idx is not None and _override_key(text) != "recipe":
+                f = compose_error_finding(e)
+                for k in f.keys:
+                    f.provenance[k] = f"command line `{text}`"
+                refused.append(f)
+                del overrides[idx]
                 continue
-            idx = next((i for i, o in enumerate(overrides) if key and o.split("=", 1)[0] == key), None)
-            if idx is None or key is None or key in plus_needed or classify(key) not in ("schema", "verl", "free"):
-                return None, [compose_error_finding(first_error or e)]
-            first_error = first_error or e
-            plus_needed[key] = overrides[idx]
-            overrides[idx] = "+" + overrides[idx]
+            recipe = _recipe_of(overrides)
+            if e.override is None and key and isinstance(e.value, str) and key not in fallbacks:
+                option, bad_at = group_fallback(key, recipe, _kind_of(recipe, dirs), [Path(d) for d in dirs or []])
+                if option is not None:
+                    f = compose_error_finding(e)
+                    f.message += f"; the check went on with {key}={option}"
+                    if bad_at is not None:
+                        f.location = (str(bad_at[0]), bad_at[1])
+                    refused.append(f)
+                    fallbacks.add(key)
+                    overrides.append(f"{key}={option}")  # a command-line choice wins over a defaults list's
+                    continue
+            return None, refused + [compose_error_finding(e)]
+        except ConfigError as e:
+            return None, refused + [compose_error_finding(e)]
         except Exception as e:  # Hydra raises a few plain ValueErrors (e.g. `trainer=0`); never a traceback
-            return None, [unexpected_compose_finding(e, overrides)]
-    return None, [Finding("FC100", "error", [], "the overrides cannot be composed", "check them with `fsdpcfg show`")]
+            return None, refused + [unexpected_compose_finding(e, overrides)]
+        composed.plus_needed = plus_needed
+        composed.plus_refused = plus_refused
+        composed.refused = sorted(refused, key=lambda f: _position(given, f))  # in the order given
+        return composed, []
+    return None, refused + [
+        Finding("FC100", "error", [], "the overrides cannot be composed", "check them with `fsdpcfg show`")
+    ]
+
+
+def _position(given: list[str], f: Finding) -> int:
+    """Where the override a refusal finding names stands in ``given`` (after them all when none does)."""
+    for i, o in enumerate(given):
+        if f.keys and _override_key(o) == f.keys[0]:
+            return i
+    return len(given)
+
+
+def _override_key(text: str) -> str:
+    """The key (or group) of an override line: ``+a.b=1`` -> ``a.b``, ``~a.b`` -> ``a.b``."""
+    return text.lstrip("~+").split("=", 1)[0]
+
+
+def _culprit(overrides: list[str], line: str | None) -> int | None:
+    """The index in ``overrides`` of the override Hydra refused (``line``, as Hydra parsed it): the same line,
+    else the last override on the same key; ``None`` when none is."""
+    if line is None:
+        return None
+    for i in range(len(overrides) - 1, -1, -1):
+        if overrides[i] == line:
+            return i
+    key = _override_key(line)
+    for i in range(len(overrides) - 1, -1, -1):
+        if _override_key(overrides[i]) == key:
+            return i
+    return None
+
+
+def _recipe_of(overrides: list[str]) -> str | None:
+    """The recipe name ``+recipe=NAME`` (or ``+recipe=FILE.yaml``: its stem) selects, or ``None``."""
+    for o in reversed(overrides):
+        if _override_key(o) == "recipe" and "=" in o:
+            value = o.split("=", 1)[1]
+            return Path(value).stem if value.endswith((".yaml", ".yml")) else value
+    return None
+
+
+def _kind_of(recipe: str | None, dirs: list[Any] | None) -> str:
+    from fsdpcfg.compose import recipe_kind
+
+    return recipe_kind(recipe, [Path(d) for d in dirs or []]) if recipe else "ppo"
 
 
 def compose_error_finding(e: ConfigError) -> Finding:

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from fsdpcfg.check.config import check_config, compose_error_finding, unexpected_compose_finding
+from fsdpcfg.check.config import check_config, compose_error_finding, compose_for_check, unexpected_compose_finding
 from fsdpcfg.errors import ConfigError, UsageError
 from fsdpcfg.rules.finding import Finding
 
@@ -34,7 +34,12 @@ def __getattr__(name: str) -> Any:
 
 @dataclass
 class Checked:
-    """The result of checking one input: its label, findings, and the composed config when there is one."""
+    """The result of checking one input: its label, findings, and the composed config when there is one.
+
+    ``origin`` is the user's own place the input starts at, ``(file, line or None)``: the line of a recipe file's
+    defaults list that names the recipe it extends, a run script's command; a finding none of whose keys the
+    user wrote is located there (:func:`fsdpcfg.cli.check.location`), never in a file of fsdpcfg's tree.
+    """
 
     label: str
     findings: list[Finding]
@@ -42,6 +47,7 @@ class Checked:
     notes: list[str] = field(default_factory=list)
     #: a run script's command: (keys whose value the check judged, keys the script sets); None for other inputs
     keys_judged: tuple[int, int] | None = None
+    origin: tuple[str, int | None] | None = None
 
 
 def is_full_config(data: Any) -> bool:
@@ -96,31 +102,56 @@ def check_yaml_file(path: Path) -> Checked:
     if info.kind == "unrelated":
         return Checked(label, [not_a_config("FC130", label, info.why)])
     try:
-        composed = config_file.load(path) if info.kind in ("full", "verl") else _compose_recipe_file(path)
+        failed: list[Finding] = []
+        if info.kind in ("full", "verl"):
+            composed = config_file.load(path)
+        else:
+            composed, failed = _compose_recipe_file(path)
     except UsageError:
         raise
     except ConfigError as e:
         return Checked(label, [compose_error_finding(e)])
     except Exception as e:  # Hydra/OmegaConf errors that are not ConfigError: still a finding
         return Checked(label, [unexpected_compose_finding(e, [str(path)])])
-    return Checked(label, check_config(composed), composed)
+    origin = (label, _extends_line(path) if info.kind == "recipe" else None)
+    if composed is None:
+        return Checked(label, failed, origin=origin)
+    return Checked(label, check_config(composed), composed, origin=origin)
 
 
-def _compose_recipe_file(path: Path) -> Any:
-    """Compose a user's recipe file. A file named like a shipped recipe (``qwen_grpo.yaml``) would be shadowed
-    by it in Hydra's search path, so it is selected under a name of its own (a symlink in a temporary folder);
-    its ``defaults`` may still name the shipped recipe or other files of its folder."""
+def _extends_line(path: Path) -> int | None:
+    """The line of a recipe file's defaults list that names the recipe it extends (``- qwen_grpo``), or ``None``."""
+    from fsdpcfg.compose import available_options
+
+    names = set(available_options("recipe"))
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for i, line in enumerate(lines, 1):
+        m = re.match(r"^\s*-\s*['\"]?/?(?:recipe/)?([\w.-]+?)(?:@[\w.]+)?['\"]?\s*(#.*)?$", line)
+        if m and m.group(1) in names:
+            return i
+    return None
+
+
+def _compose_recipe_file(path: Path) -> tuple[Any, list[Finding]]:
+    """Compose a user's recipe file with :func:`fsdpcfg.check.compose_for_check` (a group option its defaults
+    list names that does not exist is reported and the rest still checked): ``(composed or None, findings)``.
+    A file named like a shipped recipe (``qwen_grpo.yaml``) would be shadowed by it in Hydra's search path, so
+    it is selected under a name of its own (a symlink in a temporary folder); its ``defaults`` may still name
+    the shipped recipe or other files of its folder."""
     import tempfile
 
-    from fsdpcfg.compose import available_options, compose
+    from fsdpcfg.compose import available_options
 
     folder = path.parent.resolve()
     if path.stem not in available_options("recipe"):
-        return compose([f"+recipe={path}"], extra_recipe_dirs=[folder])
+        return compose_for_check([f"+recipe={path}"], extra_recipe_dirs=[folder])
     with tempfile.TemporaryDirectory(prefix="fsdpcfg-check-") as tmp:
         alias = Path(tmp) / f"{path.stem}__file.yaml"
         alias.symlink_to(path.resolve())
-        return compose([f"+recipe={alias}"], extra_recipe_dirs=[Path(tmp), folder])
+        return compose_for_check([f"+recipe={alias}"], extra_recipe_dirs=[Path(tmp), folder])
 
 
 def parse_run_script(
@@ -224,7 +255,6 @@ def _no_verl_command(path: Path, ev: Any) -> None:
 
 def _check_command(path: Path, ev: Any, vc: Any, label: str, overrides: Sequence[str]) -> Checked:
     """Check one verl command of one path of a run script (see :func:`check_run_script`)."""
-    from fsdpcfg.check.config import compose_for_check
     from fsdpcfg.check.runscript import Word
     from fsdpcfg.check.runscript.translate import drop_guessed, key_of, not_a_trainer, translate
     from fsdpcfg.check.runscript.verl_cmd import TRAINERS
@@ -262,12 +292,15 @@ def _check_command(path: Path, ev: Any, vc: Any, label: str, overrides: Sequence
         errors, composed = [compose_error_finding(e)], None
     except Exception as e:  # Hydra/OmegaConf errors that are not ConfigError: still a finding
         return Checked(label, [unexpected_compose_finding(e, [w.text for w in vc.overrides])] + notes)
+    for f in errors + (list(composed.refused) if composed is not None else []):
+        for key in f.keys:  # the script line the refused word is on
+            if tr is not None and key in tr.lines:
+                f.provenance[key] = tr.lines[key]
+                file, _, line = tr.lines[key].rpartition(":")
+                if f.location is None and file and line.isdigit():
+                    f.location = (file, int(line))
     if composed is None:
-        for f in errors:
-            for key in f.keys:  # the script line the refused word is on
-                if tr is not None and key in tr.lines:
-                    f.provenance[key] = tr.lines[key]
-        checked = Checked(label, errors + notes + (tr.notes if tr is not None else []))
+        checked = Checked(label, errors + notes + (tr.notes if tr is not None else []), origin=(str(path), vc.line))
         checked.keys_judged = tr.keys_judged() if tr is not None else None
         return checked
     assert tr is not None
@@ -280,7 +313,7 @@ def _check_command(path: Path, ev: Any, vc: Any, label: str, overrides: Sequence
     for key, where in tr.lines.items():
         composed.provenance.record(key, Source("override", where) if where == "command line" else Source("file", where))
     composed.script_notes = notes + tr.notes  # reported by rules FC107, FC120-FC125, FC132 and FC708
-    checked = Checked(label, drop_guessed(check_config(composed)), composed)
+    checked = Checked(label, drop_guessed(check_config(composed)), composed, origin=(str(path), vc.line))
     checked.keys_judged = tr.keys_judged()
     return checked
 

@@ -290,25 +290,30 @@ def json_report(results: list[Any]) -> dict[str, Any]:
     return {"exit_code": int(failed), "inputs": inputs, "findings": flat}
 
 
-def location(f: Any, composed: Any = None) -> tuple[str | None, int | None]:
-    """``(file, line)`` of a finding: its own ``location`` (a YAML syntax error, a skipped file), else the
-    first of its keys whose value was written in a file (the provenance the report shows, from
-    :meth:`fsdpcfg.compose.provenance.Source.location`), else ``(None, None)``."""
+def location(
+    f: Any, composed: Any = None, fallback: tuple[str, int | None] | None = None
+) -> tuple[str | None, int | None]:
+    """``(file, line)`` of a finding, always in the user's own input: its own ``location`` (a YAML syntax error, a
+    skipped file), else the first of its keys whose value the user wrote in a file (the provenance the report
+    shows, from :meth:`fsdpcfg.compose.provenance.Source.location`; never a file of fsdpcfg's own tree, a shipped
+    recipe or group option: ``Source.shipped``), else ``fallback`` (the input's own place,
+    :attr:`fsdpcfg.check.sources.Checked.origin`: the line of a recipe's defaults list that brings the value in,
+    a script's command), else ``(None, None)`` (the command line)."""
     if f.location is not None:
         return f.location
     for k in f.keys:
         src = composed.provenance.source_of(k) if composed is not None else None
-        if src is not None and (k not in f.provenance or f.provenance[k] == str(src)):
+        if src is not None and not src.shipped and (k not in f.provenance or f.provenance[k] == str(src)):
             loc = src.location()
             if loc is not None:
                 return loc
-    return None, None
+    return fallback if fallback is not None else (None, None)
 
 
 def _json_input(r: Any) -> dict[str, Any]:
     findings = []
     for f in r.findings:
-        file, line = location(f, r.composed)
+        file, line = location(f, r.composed, getattr(r, "origin", None))
         findings.append({**f.to_json(), "file": file, "line": line})
     counts = {s: sum(1 for f in r.findings if f.severity == s) for s in _SEVERITIES}
     skipped = bool(r.findings) and all(f.rule in _SKIPPED for f in r.findings)
@@ -332,9 +337,9 @@ def _json_error(e: ConfigError) -> int:
     return e.exit_code
 
 
-def _where(f: Any, composed: Any = None) -> str:
+def _where(f: Any, composed: Any = None, fallback: tuple[str, int | None] | None = None) -> str:
     """``file:line `` of the finding (:func:`location`), else empty."""
-    file, line = location(f, composed)
+    file, line = location(f, composed, fallback)
     return f"{file}:{line} " if file and line else ""
 
 
@@ -347,7 +352,7 @@ def _human(r: Any, *, plan: bool, header: bool) -> str:
             continue
         lines.append(f"{sev.upper()}S ({len(group)})" if len(group) > 1 else sev.upper())
         for f in group:
-            lines.append(f"  {f.rule} {_where(f, r.composed)}{f.message}")
+            lines.append(f"  {f.rule} {_where(f, r.composed, getattr(r, 'origin', None))}{f.message}")
             if f.derivation:
                 lines.append(f"        numbers: {f.derivation}")
             lines.append(f"        -> {f.fix}")

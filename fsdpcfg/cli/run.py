@@ -214,12 +214,18 @@ def prepare(overrides: list[str]):
         ``(composed, cfg, plan)``; ``plan`` is ``None`` for launcher=verl (verl plans its own run).
 
     Raises:
-        ConfigError: a composition error, an error finding, or a plan that does not divide.
+        ConfigError: a config that cannot be composed, an error finding (an override Hydra refused included:
+            :func:`fsdpcfg.check.compose_for_check`), or a plan that does not divide.
     """
-    from fsdpcfg.compose import compose
+    from fsdpcfg.check import compose_for_check
     from fsdpcfg.runinfo import run_config
 
-    composed = compose(overrides)
+    # what Hydra refuses is reported beside every other finding, as `fsdpcfg check` does; any of it stops the run
+    composed, failed = compose_for_check(overrides)
+    if composed is None:
+        for f in failed:
+            print(_format(f, None), file=sys.stderr, flush=True)
+        raise ConfigError(f"{len(failed)} error(s) in the config; nothing was started")
     check_or_refuse(composed)
     cfg = run_config(composed)  # resolved; secrets kept as their ${oc.env:NAME} references
     if cfg["fsdpcfg"]["launcher"] != "native":

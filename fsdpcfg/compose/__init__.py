@@ -1,6 +1,7 @@
 """Stage 1, compose: Hydra composes ``conf/`` + ``recipes/`` + overrides into one config in verl's key names.
 
-Public API: :func:`compose`, :class:`Composed`, :func:`load_yaml_config`; the tree's groups and their options
+Public API: :func:`compose`, :class:`Composed`, :class:`ComposeError` (the override Hydra refused and why),
+:func:`group_fallback`, :func:`load_yaml_config`; the tree's groups and their options
 (:data:`GROUPS`, :func:`groups`, :func:`available_options`); recipes (:func:`recipe_kind`, :func:`recipe_chain`,
 :func:`validate_recipe_file`, :data:`YAML_SUFFIXES`).
 """
@@ -9,8 +10,10 @@ from fsdpcfg.compose._compose import (
     GROUPS,
     YAML_SUFFIXES,
     Composed,
+    ComposeError,
     available_options,
     compose,
+    group_fallback,
     groups,
     load_yaml_config,
     recipe_chain,
@@ -21,9 +24,11 @@ from fsdpcfg.compose._compose import (
 __all__ = [
     "GROUPS",
     "YAML_SUFFIXES",
+    "ComposeError",
     "Composed",
     "available_options",
     "compose",
+    "group_fallback",
     "groups",
     "load_yaml_config",
     "recipe_chain",

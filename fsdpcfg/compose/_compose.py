@@ -24,6 +24,24 @@ _fasthydra.install()  # a compose does not deep-copy Hydra's ConfigStore (verl's
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
+class ComposeError(ConfigError):
+    """Hydra refused to compose, with the override at fault when one override is.
+
+    Attributes:
+        override: the override line Hydra refused (``trainer.nnode=2``, ``rollout=bogus``, ``~a.b``), as parsed
+            from the command line; ``None`` when no override is at fault (a recipe file's own defaults list).
+        reason: ``"needs_plus"`` (a key verl's dataclasses or a free mapping define but no YAML lists: ``+key``
+            composes), ``"plus_refused"`` (``+key`` on a key the tree holds: ``key=value`` composes) or
+            ``"refused"`` (an unknown key, an unknown group option, a value Hydra cannot merge: dropping the
+            override composes the rest).
+    """
+
+    def __init__(self, message: str, *, override: str | None = None, reason: str = "refused", **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.override = override
+        self.reason = reason
+
+
 def _safe_load(path: Path):
     """The guarded ``yaml.safe_load`` of a file (:func:`fsdpcfg.yamlio.load_file`: bounded work, libyaml).
 
@@ -132,6 +150,9 @@ class Composed:
         plus_refused: key -> a ``+key`` override on a key verl's tree already has (``compose_for_check``, FC112).
         script_notes: for a config read from a run script, the findings of reading it (FC107, FC120-FC125);
             ``None`` when the config did not come from a script.
+        refused: the findings of the overrides (or a recipe's group choices) Hydra refused, which
+            ``compose_for_check`` dropped so that the rest composes and is checked; :func:`fsdpcfg.check.check_config`
+            reports them (all errors: the run refuses to start).
     """
 
     cfg: DictConfig
@@ -147,6 +168,7 @@ class Composed:
     plus_needed: dict[str, str] = field(default_factory=dict)
     plus_refused: dict[str, str] = field(default_factory=dict)
     script_notes: list[Any] | None = None
+    refused: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # every composed config names its secrets before anything prints or writes it (fsdpcfg.redact)
@@ -440,10 +462,13 @@ def _recipe_file(name: str, extra_dirs: list[Path]) -> Path | None:
     return None
 
 
-def available_options(group: str, kind: str = "ppo") -> list[str]:
-    """Return the option names of a config group of the ``kind`` tree (``recipe`` included), sorted."""
-    d = paths.recipes_dir() if group == "recipe" else paths.conf_dir(kind) / group
-    return sorted(p.stem for p in Path(d).glob("*.yaml"))
+def available_options(group: str, kind: str = "ppo", extra_dirs: list[Path] | None = None) -> list[str]:
+    """Return the option names of a config group of the ``kind`` tree (``recipe`` included: with the recipes of
+    ``extra_dirs``, a user's recipe folders), sorted."""
+    if group != "recipe":
+        return sorted(p.stem for p in (paths.conf_dir(kind) / group).glob("*.yaml"))
+    names = {p.stem for d in [paths.recipes_dir(), *(extra_dirs or [])] for p in Path(d).glob("*.y*ml")}
+    return sorted(n for n in names if n)
 
 
 def _hydra_compose(
@@ -488,15 +513,17 @@ def _hydra_compose(
             tree_cache.second_stage(cfg, stages[1], list(parsed) + OverridesParser.create().parse_overrides(search))
         return cfg
     except MissingConfigException as e:
-        raise _missing_option(e, parsed, kind) from None
+        raise _missing_option(e, parsed, kind, extra_dirs) from None
     except ConfigCompositionException as e:
-        raise _composition_error(e, parsed, kind) from None
+        raise _composition_error(e, parsed, kind, extra_dirs) from None
     except Exception as e:  # omegaconf errors raised while merging (type mismatches and the like)
         if type(e).__module__.startswith(("omegaconf", "hydra", "yaml")) or _raised_in_hydra(e):
-            raise ConfigError(
+            full_key = getattr(e, "full_key", None)
+            raise ComposeError(
                 f"cannot compose the config: {_first_line(e)}",
-                key=getattr(e, "full_key", None),
+                key=full_key,
                 fix="check the override's value type against the key's default",
+                override=_line(_override_of(parsed, full_key)),
             ) from None
         raise
     finally:
@@ -516,46 +543,107 @@ def _raised_in_hydra(e: BaseException) -> bool:
     )
 
 
-def _missing_option(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
+def _missing_option(e: Exception, parsed, kind: str = "ppo", extra_dirs: list[Path] | None = None) -> ConfigError:
+    """The error for a group option that does not exist: Hydra names it (``missing_cfg_file``:
+    ``rollout/bogus``, whether a command-line override or a recipe's defaults list chose it) and its options."""
     msg = str(e)
+    missing = getattr(e, "missing_cfg_file", None) or ""
+    group, _, option = str(missing).rpartition("/")
+    hydra_opts = [str(x) for x in (getattr(e, "options", None) or [])]
     for o in parsed:
         g = o.key_or_group
-        if g in groups(kind) or g == "recipe":
-            opts = available_options(g, kind)
-            val = o.value()
-            if isinstance(val, str) and val not in opts:
-                close = did_you_mean(val, opts)
-                hint = f"did you mean {g}={close[0]}? " if close else ""
-                return ConfigError(
-                    f"no option `{val}` in group `{g}`; available: {', '.join(opts)}",
-                    key=g,
-                    value=val,
-                    fix=f"{hint}choose one of: {', '.join(opts)} (`fsdpcfg ls` lists them with descriptions)",
-                )
-    return ConfigError(
+        if g not in groups(kind) and g != "recipe":
+            continue
+        val = o.value()
+        if not isinstance(val, str) or (group and (g != group or val != option)):
+            continue
+        opts = available_options(g, kind, extra_dirs)
+        if group or val not in opts:
+            return _option_error(g, val, hydra_opts or opts, o.input_line)
+    if group and option:  # chosen by a recipe file's defaults list, not on the command line
+        return _option_error(group, option, hydra_opts or available_options(group, kind, extra_dirs), None)
+    return ComposeError(
         f"cannot compose the config: {_first_line(msg)}", fix="`fsdpcfg ls` lists the groups and options"
     )
 
 
-def _composition_error(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
+def group_fallback(group: str, recipe: str | None, kind: str = "ppo", extra_dirs: list[Path] | None = None):
+    """``(option, file, line)``: the option of ``group`` the config falls back to when a recipe's defaults list
+    chose one that does not exist (the last existing choice of the recipe chain, else the root config's), and the
+    file and line of the last choice of ``group`` in the chain that does not exist (``None`` when none does)."""
+    opts = set(available_options(group, kind))
+    chosen, bad_at = None, None
+    files = [paths.conf_dir(kind) / "config.yaml", *(recipe_chain(recipe, extra_dirs) if recipe else [])]
+    for f in files:
+        try:
+            text = yamlio.read_text(f)
+            data = yamlio.load(text, str(f))
+        except (OSError, ConfigError):
+            continue
+        for entry in (data.get("defaults") or []) if isinstance(data, dict) else []:
+            for k, v in entry.items() if isinstance(entry, dict) else []:
+                if str(k).replace("override ", "").strip().lstrip("/") != group or not isinstance(v, str):
+                    continue
+                if v in opts:
+                    chosen = v
+                    continue
+                for i, line in enumerate(text.splitlines(), 1):
+                    if group in line and v in line.split(":", 1)[-1]:
+                        bad_at = (f, i)
+    return chosen, bad_at
+
+
+def _option_error(group: str, option: str, opts: list[str], override: str | None) -> ComposeError:
+    close = did_you_mean(option, opts)
+    hint = f"did you mean {group}={close[0]}? " if close else ""
+    where = "" if override is not None else " (chosen in a recipe's defaults list)"
+    return ComposeError(
+        f"no option `{option}` in group `{group}`{where}; available: {', '.join(opts)}",
+        key=group,
+        value=option,
+        fix=f"{hint}choose one of: {', '.join(opts)} (`fsdpcfg ls` lists them with descriptions)",
+        override=override,
+    )
+
+
+def _override_of(parsed, key: str | None, *, delete: bool | None = None):
+    """The last parsed override on ``key`` (``delete``: only a ``~key``, only not one, or either), or ``None``."""
+    if not key:
+        return None
+    for o in reversed(list(parsed)):
+        if o.key_or_group == key and (delete is None or bool(o.is_delete()) == delete):
+            return o
+    return None
+
+
+def _line(o) -> str | None:
+    return None if o is None else str(o.input_line)
+
+
+def _composition_error(e: Exception, parsed, kind: str = "ppo", extra_dirs: list[Path] | None = None) -> ConfigError:
     msg = str(e)
     cause = e.__cause__ or e
     full_key = getattr(cause, "full_key", None)
     if "Could not override" in msg or "Could not delete" in msg or "Could not append" in msg:
         key = msg.split("'")[1] if "'" in msg else full_key
-        known = _known_keys(kind)
-        close = did_you_mean(key, known) if key else []
         if "Could not delete" in msg:
-            return ConfigError(
+            close = _suggest(key, None, kind)
+            return ComposeError(
                 "cannot delete a key that is not in the config",
                 key=key,
-                fix=(f"did you mean ~{close[0]}?" if close else "check the key name"),
+                fix=(f"did you mean ~{close}?" if close else _NO_SUCH_KEY),
+                override=_line(_override_of(parsed, key, delete=True)),
             )
+        o = _override_of(parsed, key, delete=False)
+        override = _line(o)
+        value = o.value() if o is not None else None
         if "Could not append" in msg:
-            return ConfigError(
+            return ComposeError(
                 "the key already exists, so `+` cannot add it",
                 key=key,
                 fix=f"set it without the plus: {key}=VALUE (or force with ++{key}=VALUE)",
+                override=override,
+                reason="plus_refused",
             )
         if kind == "sft":
             listed = key in verlref.keys("sft")
@@ -566,23 +654,56 @@ def _composition_error(e: Exception, parsed, kind: str = "ppo") -> ConfigError:
         if listed:
             # the tree holds verl's whole composition, so this is a key verl's YAML does not list either (below a
             # free mapping, read by a dataclass, another engine's): verl too needs `+` for it
-            return ConfigError(
+            return ComposeError(
                 "is a key that neither this config tree nor verl's YAML lists",
                 key=key,
                 fix=f"add it with +{key}=VALUE, as verl needs too",
+                override=override,
+                reason="needs_plus",
             )
-        hint = f"did you mean {close[0]}?" if close else "check the key name (`fsdpcfg show` prints the tree)"
-        return ConfigError("is not a key of the config", key=key, fix=hint)
+        close = _suggest(key, value, kind)
+        shown = override.split("=", 1)[1] if override and "=" in override else "VALUE"
+        return ComposeError(
+            "is not a key of the config" + ("" if close else f": {_no_such_key()}"),
+            key=key,
+            value=value,
+            fix=f"did you mean {close}={shown}?" if close else _NO_SUCH_KEY,
+            override=override,
+        )
     if "in group" in msg.lower() or "Could not find" in msg:
-        return _missing_option(e, parsed, kind)
-    return ConfigError(
-        f"cannot compose the config: {_first_line(msg)}", key=full_key, fix="check the override against `fsdpcfg show`"
+        return _missing_option(e, parsed, kind, extra_dirs)
+    return ComposeError(
+        f"cannot compose the config: {_first_line(msg)}",
+        key=full_key,
+        fix="check the override against `fsdpcfg show`",
+        override=_line(_override_of(parsed, full_key)),
     )
 
 
-def _known_keys(kind: str = "ppo") -> list[str]:
-    """Dotted keys of the root config, every group option and verl's own config of the same kind (for
-    did-you-mean on overrides)."""
+def _no_such_key() -> str:
+    from fsdpcfg.schema.keys import NO_SUCH_KEY
+
+    return NO_SUCH_KEY
+
+
+#: the fix of an unknown key no real key is close to (:func:`fsdpcfg.schema.keys.propose`).
+_NO_SUCH_KEY = "remove it, or check the name (`fsdpcfg show` prints the tree)"
+
+
+def _suggest(key: str | None, value: Any, kind: str = "ppo") -> str | None:
+    """The real key to propose for the unknown ``key`` set to ``value`` (``None``: a ``~key``), or ``None``:
+    :func:`fsdpcfg.schema.keys.propose` over the ``kind`` tree's keys."""
+    from fsdpcfg.schema import keys as K
+
+    if not key:
+        return None
+    pool = _known_keys("sft") if kind == "sft" else None
+    return K.propose(key, K.UNKNOWN_VALUE if value is None else value, pool)
+
+
+def _known_keys(kind: str = "ppo") -> tuple[str, ...]:
+    """Dotted keys of the root config, every group option and verl's own config of the SFT tree (for
+    did-you-mean on its overrides)."""
     from fsdpcfg import verlref
     from fsdpcfg.compose.provenance import yaml_leaf_lines
 
@@ -592,7 +713,7 @@ def _known_keys(kind: str = "ppo") -> list[str]:
         for f in (conf / g).glob("*.yaml"):
             keys.update(yaml_leaf_lines(f))
     keys.update(verlref.keys(runkind.get(kind).verl_keys))
-    return sorted(keys)
+    return tuple(sorted(keys))
 
 
 def load_yaml_config(path: Path) -> Composed:

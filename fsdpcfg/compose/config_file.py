@@ -222,7 +222,7 @@ def read(path: Path) -> tuple[Any, ConfigFile]:
             raise  # a limit passed: refused before anything is built
         scan_error = e  # reported below unless the file is an unrelated template
     try:
-        docs = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+        docs = list(yaml.load_all(text, Loader=yamlio.config_loader()))  # OmegaConf's YAML rules: `1e-6` is a float
     except yaml.YAMLError:
         keys = top_level_keys(text)
         if keys and not set(keys) & known_sections():

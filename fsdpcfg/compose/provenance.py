@@ -25,11 +25,14 @@ class Source:
             ``"override"`` (command line) or ``"schema"`` (a default filled in by the schema).
         where: ``path:line`` for files, the override text for the command line.
         option: ``group=option`` for group options and recipes, else ``None``.
+        shipped: the file is one of fsdpcfg's own tree (``conf/``, the shipped recipes), not the user's: a
+            finding is never located there (:func:`fsdpcfg.cli.check.location`).
     """
 
     kind: str
     where: str
     option: str | None = None
+    shipped: bool = False
 
     def location(self) -> tuple[str, int] | None:
         """``(file, line)`` where the value was written (1-based line; the file as shown, relative to the
@@ -102,8 +105,9 @@ class Provenance:
     def add_file(self, path: Path, kind: str, option: str | None = None, display_root: Path | None = None) -> None:
         """Attribute every key the YAML file sets to it (later calls win over earlier ones)."""
         shown = _display(path, display_root)
+        shipped = is_shipped(path)
         for key, line in yaml_leaf_lines(path).items():
-            self._set[key] = Source(kind, f"{shown}:{line}", option)
+            self._set[key] = Source(kind, f"{shown}:{line}", option, shipped)
 
     def add_override(self, key: str, text: str) -> None:
         """Attribute ``key`` (and everything under it) to the command-line override ``text``."""
@@ -145,6 +149,14 @@ class Provenance:
     def as_dict(self) -> dict[str, str]:
         """Return ``{dotted key: str(source)}`` for every recorded key."""
         return {k: str(v) for k, v in self._set.items()}
+
+
+def is_shipped(path: Path) -> bool:
+    """True when ``path`` is a file of fsdpcfg's own config tree (``conf/``, the shipped recipes)."""
+    from fsdpcfg import paths
+
+    p = Path(path).resolve()
+    return any(p.is_relative_to(d) for d in (paths.conf_dir("ppo"), paths.recipes_dir()))
 
 
 def _display(path: Path, root: Path | None) -> str:

@@ -137,13 +137,25 @@ def register_all_if_missing() -> bool:
 
 def composition_of(cfg: Any, kind: str = "ppo") -> str:
     """Return the verl composition a composed or loaded config belongs to, from verl's own ``model_engine`` key
-    (``dp`` when absent: a config written for ``ppo_trainer``); for SFT from verl's own ``engine._target_``
+    (when absent, as in a dump of an older or flattened config: from ``actor_rollout_ref.actor.strategy``, else
+    ``ppo_trainer``); for SFT from verl's own ``engine._target_``
     (the engine config class: ``McoreEngineConfig`` is ``sft_megatron_trainer``; verl's Megatron engine has no
     ``engine.strategy`` key), else ``engine.strategy``, else ``sft_trainer_engine``."""
     if kind == "sft":
         return _sft_composition(cfg)
     engine = cfg.get("model_engine") if hasattr(cfg, "get") else None
-    return MODEL_ENGINE_COMPOSITION.get(str(engine), "ppo_trainer") if engine is not None else "ppo_trainer"
+    if engine is not None:
+        return MODEL_ENGINE_COMPOSITION.get(str(engine), "ppo_trainer")
+    # a dump without verl's model_engine key (written by an older verl, or flattened): the actor's strategy
+    # names the engine, as verl's compositions set it (ppo_megatron_trainer: strategy megatron)
+    actor = _section(_section(cfg, "actor_rollout_ref"), "actor")
+    strategy = actor.get("strategy") if actor is not None else None
+    return ENGINE_COMPOSITION.get(str(strategy), "ppo_trainer")
+
+
+def _section(node: Any, name: str) -> Any:
+    sub = node.get(name) if node is not None and hasattr(node, "get") else None
+    return sub if hasattr(sub, "get") else None
 
 
 def _sft_composition(cfg: Any) -> str:

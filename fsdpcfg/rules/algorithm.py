@@ -34,8 +34,10 @@ LOSS_AGG_MODES = get_args(LossAggMode)
 )
 def group_needs_samples(ctx: Context) -> Iterable[Finding]:
     """GRPO, RLOO, OPO, GPG, pass@k GRPO, REINFORCE++-baseline and the token-baseline estimators compare the
-    ``n`` samples of each prompt. With ``n = 1`` there is no group: GRPO falls back to the raw score (mean 0,
-    std 1), RLOO/REINFORCE++-baseline give zero advantages, and the run silently stops being what it says.
+    ``n`` samples of each prompt. With ``n = 1`` there is no group: verl 0.9.1 uses a baseline of 0 for a group
+    of one (GRPO: mean 0, std 1; RLOO, OPO, GPG, the vectorized forms: mean 0), so the advantage is the raw score,
+    REINFORCE without a baseline, and the run silently stops being what it says. (An error, as case c18 expects;
+    verl itself runs it.)
 
     Not when on-policy distillation replaces the task reward (``distillation.enabled`` with
     ``distillation.distillation_loss.use_task_rewards=false``): the distillation loss then stands in for the
@@ -52,7 +54,8 @@ def group_needs_samples(ctx: Context) -> Iterable[Finding]:
         yield ctx.finding(
             "FC601",
             [N, ADV],
-            f"{ADV} = {est} is group-relative but {N} = {n}: one sample per prompt has no group baseline",
+            f"{ADV} = {est} is group-relative but {N} = {n}: one sample per prompt has no group baseline; "
+            "verl 0.9.1 then uses a baseline of 0, so the advantage is the raw score (REINFORCE without a baseline)",
             f"set {N} to 2 or more (4-16 is usual), or use {ADV}=reinforce_plus_plus or gae for one sample per prompt",
         )
 

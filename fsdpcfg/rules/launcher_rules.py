@@ -56,6 +56,18 @@ def _default(ctx: Context, key: str) -> Any:
     )
 
 
+#: keys verl reads with a value that means the same as its default: a checkpoint count of 0 or less keeps all, as
+#: ``None`` does (verl/utils/checkpoint/checkpoint_manager.py ``register_checkpoint``: ``max_ckpt_to_keep > 0``).
+_KEEP_ALL = ("trainer.max_actor_ckpt_to_keep", "trainer.max_critic_ckpt_to_keep")
+
+
+def _as_verl_reads(key: str, value: Any) -> Any:
+    """``value`` as verl 0.9.1 reads ``key``: ``None`` for a keep-count of 0 or less (:data:`_KEEP_ALL`)."""
+    if key in _KEEP_ALL and isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+        return None
+    return value
+
+
 def _differs(value: Any, default: Any) -> bool:
     if (
         isinstance(value, (int, float))
@@ -116,7 +128,7 @@ def native_unsupported_key(ctx: Context) -> Iterator[Finding]:
         if isinstance(raw, str) and "${" in raw:
             continue  # verl copies it from another key (a saved config holds the copy resolved): reported there
         default = ctx.verl_defaults().get(key)
-        if _differs(value, default):
+        if _differs(_as_verl_reads(key, value), default):
             yield ctx.finding(
                 "FC802",
                 [key, LAUNCHER],

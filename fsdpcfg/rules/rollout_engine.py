@@ -73,8 +73,13 @@ def context_length(ctx: Context) -> Iterable[Finding]:
     (extended by rope scaling) and, when set, ``rollout.max_model_len``, which itself may not exceed the
     model's limit.
 
+    A ``rollout.max_model_len`` below prompt + response is a warning with the answer length verl will allow:
+    verl clamps each request's ``max_tokens`` to ``max_model_len - len(prompt)``; an error only when a prompt
+    of ``max_prompt_length`` tokens leaves no room at all (verl raises ``ValueError``).
+
     Source: verl/workers/rollout/vllm_rollout/vllm_async_server.py ``_validate_configs`` (max_model_len
-    <= max_position_embeddings) and the per-request length check; case c10.
+    <= max_position_embeddings) and ``generate`` (``max_possible_tokens = max_model_len - len(prompt_ids)``,
+    ``ValueError`` below 1, ``max_tokens`` clamped to it); sglang_rollout/async_sglang_server.py the same; case c10.
     """
     s = _seq(ctx)
     if s is None:
@@ -102,17 +107,31 @@ def context_length(ctx: Context) -> Iterable[Finding]:
                 "FC501", [mk], f"{mk} = {mml} exceeds the model's {how}", f"set {mk} <= {limit} (or leave it unset)"
             )
     if mml and engine_rollout(ctx) and p + q > mml:
-        yield ctx.finding(
-            "FC501",
-            [mk, PL, RL],
-            f"{mk} = {mml} is smaller than {PL} + {RL} = {p + q}; long answers are cut or rejected",
-            f"set {mk}={p + q} or more",
-        )
+        if p >= mml:  # a prompt of max_prompt_length tokens leaves no room: verl raises ValueError per request
+            yield ctx.finding(
+                "FC501",
+                [mk, PL, RL],
+                f"{mk} = {mml} is not larger than {PL} = {p}: a prompt of {p} tokens leaves no room to generate, "
+                "and verl's rollout server raises ValueError for it",
+                f"set {mk}={p + q} ({PL} + {RL}) or more",
+            )
+        else:  # verl clamps each request's max_tokens to max_model_len - prompt length
+            yield ctx.finding(
+                "FC501",
+                [mk, PL, RL],
+                f"{mk} = {mml} is smaller than {PL} + {RL} = {p + q}: verl 0.9.1 clamps each answer to "
+                f"{mml} - the prompt's length tokens, so an answer to a {p}-token prompt gets at most {mml - p} "
+                f"of the {q} tokens of {RL}",
+                f"set {mk}={p + q} or more to get answers of {q} tokens, or lower {RL} to {mml - p}",
+                severity="warning",
+                derivation=f"{mml} - {p} = {mml - p} tokens left for the answer",
+            )
 
 
 @rule(
     "FC502",
-    "without chunked prefill, max_num_batched_tokens must hold max_model_len",
+    "without chunked prefill, max_num_batched_tokens must hold max_model_len (verl raises it itself)",
+    severity="warning",
     keys=[f"{R}.max_num_batched_tokens", f"{R}.enable_chunked_prefill"],
     example=[
         "launcher=verl",
@@ -123,12 +142,14 @@ def context_length(ctx: Context) -> Iterable[Finding]:
 )
 def chunked_prefill(ctx: Context) -> Iterable[Finding]:
     """With ``enable_chunked_prefill=false`` every prefill must fit one scheduler step, so vLLM needs
-    ``max_num_batched_tokens >= max_model_len``; verl 0.9.1 then silently raises the value to max_model_len
-    (``max_position_embeddings`` when ``rollout.max_model_len`` is unset), so the configured budget is not
-    what runs.
+    ``max_num_batched_tokens >= max_model_len``. verl 0.9.1 raises the budget to max_model_len itself (with a
+    warning in its log): ``rollout.max_model_len``, or the model's ``max_position_embeddings`` when unset. So
+    this is a warning that states the value verl will use (each scheduler step then holds that many tokens:
+    more activation memory than the configured budget), not an error.
 
-    Source: verl/workers/rollout/vllm_rollout/vllm_async_server.py ``_validate_configs``; vLLM
-    ``SchedulerConfig`` verification. Case c11.
+    Source: verl/workers/rollout/vllm_rollout/vllm_async_server.py ``_validate_configs`` ("raising
+    max_num_batched_tokens from ... to ..."), verl/workers/rollout/utils.py ``get_max_position_embeddings``;
+    vLLM ``SchedulerConfig`` verification. Case c11.
     """
     if rollout_name(ctx) != "vllm" or flag(ctx.get(f"{R}.enable_chunked_prefill")):
         return
@@ -137,20 +158,50 @@ def chunked_prefill(ctx: Context) -> Iterable[Finding]:
     s = _seq(ctx)
     if b is None or s is None:
         return
-    mml = num(ctx.get(f"{R}.max_model_len"))
-    lim = _max_positions(ctx)
-    need, how = (mml, f"{R}.max_model_len") if mml else (lim[0], lim[1]) if lim else (s[0] + s[1], f"{PL} + {RL}")
-    if b < need or b < s[0] + s[1]:
-        need = max(need, s[0] + s[1])
+    used = _verl_max_model_len(ctx)
+    if used is None:  # no max_model_len and the model's config.json is not readable here
+        if b < s[0] + s[1]:
+            yield ctx.finding(
+                "FC502",
+                [bk, f"{R}.enable_chunked_prefill", f"{R}.max_model_len"],
+                f"{R}.enable_chunked_prefill = false needs {bk} >= max_model_len, but {bk} = {b} is below "
+                f"{PL} + {RL} = {s[0] + s[1]}; verl 0.9.1 raises it to the model's max_position_embeddings itself "
+                "(not readable here)",
+                f"set {R}.max_model_len={s[0] + s[1]} and {bk}={s[0] + s[1]} so that the config says what runs, "
+                f"or {R}.enable_chunked_prefill=true",
+                severity="warning",
+            )
+        return
+    need, how = used
+    if b < need:
         yield ctx.finding(
             "FC502",
             [bk, f"{R}.enable_chunked_prefill", f"{R}.max_model_len"],
             f"{R}.enable_chunked_prefill = false needs {bk} >= max_model_len = {need} ({how}), but {bk} = {b}; "
-            f"verl would silently raise it to {need}",
-            f"set {R}.enable_chunked_prefill=true, or {R}.max_model_len={s[0] + s[1]} ({PL} + {RL}) and "
-            f"{bk}>={s[0] + s[1]}",
-            derivation=f"at least {s[0]} + {s[1]} = {s[0] + s[1]} tokens per prefill",
+            f"verl 0.9.1 raises {bk} to {need} itself, so each scheduler step holds up to {need} tokens, not {b}",
+            f"set {bk}={need} so that the config says what runs, or {R}.enable_chunked_prefill=true",
+            severity="warning",
+            derivation=f"max_model_len = {need} ({how})",
         )
+
+
+def _verl_max_model_len(ctx: Context) -> tuple[int, str] | None:
+    """``(max_model_len, how)`` as verl's rollout server sets it: ``rollout.max_model_len``, else the model's
+    ``max_position_embeddings`` (config.json, ``override_config`` applied, no rope factor: verl/workers/rollout/
+    utils.py ``get_max_position_embeddings``); ``None`` when neither is known here."""
+    mml = num(ctx.get(f"{R}.max_model_len"))
+    if mml:
+        return int(mml), f"{R}.max_model_len"
+    m = _model(ctx)
+    if m is None:
+        return None
+    tc = dict(m.text_config)
+    oc = ctx.get(f"{A}.model.override_config")
+    if isinstance(oc, dict) and "max_position_embeddings" in oc:
+        tc["max_position_embeddings"] = oc["max_position_embeddings"]
+    mp = num(tc.get("max_position_embeddings"))
+    how = "the model's max_position_embeddings, as verl reads it when max_model_len is unset"
+    return (int(mp), how) if mp else None
 
 
 def _lora_rank(ctx: Context) -> int:

@@ -95,21 +95,20 @@ def unread_added_key(ctx: Context) -> Iterator[Finding]:
     for key in _added(ctx):
         if K.classify(key) != "unknown":
             continue
-        sugg = K.suggest(key)
-        real = sugg[0] if sugg else None
+        real = K.propose(key, ctx.get(key))  # only a key whose leaf is close and whose type fits the value
         fix = (
             (
                 f"use the real key: {real}={_shown(ctx, key)}"
                 + (" (drop the `+`: it already exists)" if real in K.schema_keys() else "")
             )
             if real
-            else "check the key name (`fsdpcfg show`)"
+            else "remove it, or check the name (`fsdpcfg show`)"
         )
         yield ctx.finding(
             "FC102",
             [key] + ([real] if real else []),
             f"+{key} created a key that nothing reads (neither fsdpcfg nor verl 0.9.1 knows it)"
-            + (f"; the closest real key is {real}" if real else ""),
+            + (f"; the closest real key is {real}" if real else f": {K.NO_SUCH_KEY}"),
             fix,
         )
 

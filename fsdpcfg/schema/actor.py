@@ -131,7 +131,10 @@ class Optim(Section):
         default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2, description="Adam betas [beta1, beta2]"
     )
     clip_grad: float = F(1.0, ge=0, description="gradient-norm clip (the one verl 0.9.1 and the native trainer apply)")
-    min_lr_ratio: float = F(0.0, ge=0, le=1, description="cosine schedule floor as a fraction of lr")
+    # verl's OptimizerConfig.min_lr_ratio is Optional[float]; get_cosine_schedule_with_warmup reads null as 0.0
+    min_lr_ratio: float | None = F(
+        0.0, ge=0, le=1, description="cosine schedule floor as a fraction of lr (null: 0, as verl reads it)"
+    )
     num_cycles: float = F(0.5, ge=0, description="cosine cycles over the schedule")
     lr_scheduler_type: Literal["constant", "cosine"] = F("constant", description="schedule after warmup")
 

@@ -262,3 +262,136 @@ def suggest(key: str, n: int = 3, pool: Iterable[str] | None = None) -> list[str
         out[len(suffix) :], key=lambda c: (c.split(".", 1)[0] != head, -difflib.SequenceMatcher(None, key, c).ratio())
     )
     return out[:n]
+
+
+#: What a message says when no real key is close enough to propose (:func:`propose`).
+NO_SUCH_KEY = f"no such key in verl {verlref.VERL_VERSION} (an older verl's or a fork's key?)"
+
+#: :func:`propose`'s ``value`` when the value is not known (a ``~key`` deletion): any key's type fits.
+UNKNOWN_VALUE: Any = object()
+
+_SCALARS = {bool: "bool", int: "int", float: "float", str: "str", type(None): "null"}
+
+
+def _annotation_kinds(ann: Any) -> frozenset[str] | None:
+    """The coarse kinds (``bool int float str null list dict``) a schema annotation holds; ``None``: any."""
+    if ann is Any or ann is object:
+        return None
+    if ann in _SCALARS:
+        return frozenset({_SCALARS[ann]})
+    if _sub_model(ann) is not None or ann is dict:
+        return frozenset({"dict"})
+    if ann in (list, tuple, set):
+        return frozenset({"list"})
+    origin = typing.get_origin(ann)
+    if origin is Literal:
+        return frozenset(_SCALARS.get(type(a), "str") for a in typing.get_args(ann))
+    if origin is typing.Annotated:
+        return _annotation_kinds(typing.get_args(ann)[0])
+    if origin in (list, tuple, set, frozenset):
+        return frozenset({"list"})
+    if origin is dict:
+        return frozenset({"dict"})
+    args = typing.get_args(ann)
+    if not args:  # a class of its own (an Enum, a Path): written as a string
+        return frozenset({"str"})
+    out: set[str] = set()
+    for a in args:
+        k = _annotation_kinds(a)
+        if k is None:
+            return None
+        out |= k
+    return frozenset(out)
+
+
+def _key_kinds(key: str) -> frozenset[str] | None:
+    """The kinds of value ``key`` holds: its schema annotation, else the type of verl 0.9.1's default (a
+    section: ``dict``); ``None`` when any value may fit (a null default, a free mapping)."""
+    info = field_info(key)
+    if info is not None:
+        return _annotation_kinds(info.annotation)
+    if key in schema_prefixes() or key in _verl_prefixes():
+        return frozenset({"dict"})
+    d = verlref.defaults("ppo", resolved=False).get(key)
+    if d is None or isinstance(d, str) and "${" in d:
+        return None
+    kind = _SCALARS.get(type(d), "dict" if isinstance(d, dict) else "list" if isinstance(d, list) else None)
+    if kind is None:
+        return None
+    return frozenset({"int", "float"}) if kind in ("int", "float") else frozenset({kind})
+
+
+def value_fits(key: str, value: Any) -> bool:
+    """True when ``value`` (as Hydra or YAML parsed it: ``64``, ``True``, ``'/data/x.parquet'``) is of a type
+    ``key`` holds (:func:`_key_kinds`): an int fits a float key, ``null`` and an interpolation fit any key."""
+    if value is UNKNOWN_VALUE or value is None or isinstance(value, str) and "${" in value:
+        return True
+    kinds = _key_kinds(key)
+    if kinds is None:
+        return True
+    if isinstance(value, bool):
+        return "bool" in kinds
+    if isinstance(value, int):
+        return bool(kinds & {"int", "float"})
+    if isinstance(value, float):
+        return "float" in kinds
+    if isinstance(value, str):
+        return "str" in kinds
+    if isinstance(value, (list, tuple)):
+        return "list" in kinds
+    if isinstance(value, dict):
+        return "dict" in kinds
+    return True
+
+
+@cache
+def _leaf_index(pool: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    out: dict[str, list[str]] = {}
+    for c in pool:
+        out.setdefault(c.rsplit(".", 1)[-1], []).append(c)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _related(key: str, cand: str, unique_leaf: bool) -> bool:
+    """True when ``cand``'s path is related to ``key``'s: ``key`` has no parent, or they share their top-level
+    section, or a parent component of ``key`` is close to one of ``cand``'s (``rollout.n`` ->
+    ``actor_rollout_ref.rollout.n``), or ``cand`` is the only real key with ``key``'s very leaf and that leaf is
+    no common word (6 characters or more: ``policy_loss.tau_pos``, not ``nope.key``)."""
+    parts, cparts = key.split("."), cand.split(".")
+    if len(parts) == 1 or parts[0] == cparts[0] or unique_leaf:
+        return True
+    return any(difflib.get_close_matches(p, cparts[:-1], n=1, cutoff=0.8) for p in parts[:-1])
+
+
+def propose(key: str, value: Any = UNKNOWN_VALUE, pool: Iterable[str] | None = None) -> str | None:
+    """The one real key to propose for an unknown ``key`` whose value is ``value``, or ``None`` (then say
+    :data:`NO_SUCH_KEY`). A did-you-mean must not put the value where it does harm, so a candidate must have a
+    leaf name equal or close to ``key``'s (difflib ratio >= 0.75: ``nnode`` -> ``nnodes``), a related path
+    (:func:`_related`) and a type that fits the value (:func:`value_fits`): ``tau_pos=0.5`` ->
+    ``actor_rollout_ref.actor.tau_pos``, ``rollout.n=64`` -> ``actor_rollout_ref.rollout.n``; ``rollout.dtype=true``
+    (the dtype is a string) and ``trainer.test_fre=/data/x.parquet`` (an integer) get none. Ranked: a key ending
+    with the whole of ``key``, then the same top-level section, then the closest whole key. Sources: issue 20
+    item 6 (did-you-mean proposals that moved a value into an unrelated key)."""
+    cands = tuple(sorted(pool)) if pool is not None else suggestion_pool()
+    by_leaf = _leaf_index(cands)
+    leaf = key.rsplit(".", 1)[-1]
+    leaves = [leaf] if leaf in by_leaf else []
+    leaves += [m for m in difflib.get_close_matches(leaf, list(by_leaf), n=6, cutoff=0.75) if m != leaf]
+    out = []
+    for lf in leaves:
+        unique = lf == leaf and len(by_leaf[lf]) == 1 and len(leaf) >= 6
+        for c in by_leaf[lf]:
+            if c != key and _related(key, c, unique) and value_fits(c, value):
+                out.append(c)
+    head = key.split(".", 1)[0]
+    out.sort(
+        key=lambda c: (
+            not c.endswith("." + key),
+            c.split(".", 1)[0] != head,
+            c.rsplit(".", 1)[-1] != leaf,
+            (c.count("."), c) if c.endswith("." + key) else (0, ""),  # as suggest() ranks them
+            -difflib.SequenceMatcher(None, key, c).ratio(),
+            c,
+        )
+    )
+    return out[0] if out else None

@@ -83,7 +83,10 @@ class SftOptim(Section):
     weight_decay: float = F(0.01, ge=0, description="AdamW weight decay")
     betas: list[float] = F(default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2, description="AdamW betas")
     clip_grad: float = F(1.0, gt=0, description="gradient-norm clipping threshold")
-    min_lr_ratio: float = F(0.0, ge=0, le=1, description="cosine schedule: final lr as a fraction of lr")
+    # verl's OptimizerConfig.min_lr_ratio is Optional[float]; get_cosine_schedule_with_warmup reads null as 0.0
+    min_lr_ratio: float | None = F(
+        0.0, ge=0, le=1, description="cosine schedule: final lr as a fraction of lr (null: 0, as verl reads it)"
+    )
     num_cycles: float = F(0.5, description="cosine schedule: number of half-waves")
     lr_scheduler_type: Literal["constant", "cosine"] = F("constant", description="constant or cosine (with warmup)")
 

@@ -47,8 +47,10 @@ class TrainerSection(Section):
     test_freq: int = F(-1, ge=-1, le=MAX_SIZE, description="validate every N steps (-1: never)")
     critic_warmup: int = F(0, le=MAX_SIZE, ge=0, description="steps that update only the critic")
     default_local_dir: str = F("checkpoints/verl_examples/gsm8k", description="checkpoint folder")
+    # verl keeps all for null, 0 or less (verl/utils/checkpoint/checkpoint_manager.py ``register_checkpoint``:
+    # ``max_ckpt_to_keep > 0``), and so does the native trainer (fsdpcfg/train/checkpoint.py)
     max_actor_ckpt_to_keep: int | None = F(
-        None, le=MAX_SIZE, gt=0, description="keep at most this many actor checkpoints (null: all)"
+        None, le=MAX_SIZE, description="keep at most this many actor checkpoints (null, 0 or less: all)"
     )
     device: Literal["cpu", "cuda", "npu"] = F("cuda", description="device type (cpu only with the native launcher)")
 

@@ -197,17 +197,18 @@ def validate_tree(
                 kept[k] = v
             else:
                 unknown[0] += 1
+                what = "is not a key fsdpcfg or verl 0.9.1 knows"
                 if unknown[0] <= SUGGEST_LIMIT:
-                    sugg = K.suggest(str(key))
-                    hint = f"did you mean {sugg[0]}?" if sugg else "`fsdpcfg show` prints the keys"
+                    real = K.propose(str(key), v)
+                    sugg = [real] if real else []
+                    hint = f"did you mean {real}?" if real else "remove it, or check the name (`fsdpcfg show`)"
+                    what = what if real else f"{what}: {K.NO_SUCH_KEY}"
                 else:  # bounded work: ~2 ms of difflib per key would make 10,000 keys take 20 s
                     sugg, hint = (
                         [],
                         (f"check the key name (did-you-mean is given for the first {SUGGEST_LIMIT} unknown keys only)"),
                     )
-                issues.append(
-                    SchemaIssue("unknown", str(key), v, "is not a key fsdpcfg or verl 0.9.1 knows", hint, sugg)
-                )
+                issues.append(SchemaIssue("unknown", str(key), v, what, hint, sugg))
         return kept
 
     tree = walk(cfg if isinstance(cfg, dict) else {}, "")

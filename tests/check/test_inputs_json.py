@@ -57,10 +57,10 @@ def test_a_value_from_a_group_file_or_the_command_line(capsys):
     assert rc == 1
     [one] = doc["inputs"]
     f = next(f for f in one["findings"] if f["rule"] == "FC202")
-    # keys: the mini batch (set in recipes/qwen_grpo.yaml) first, then the command-line train batch
+    # keys: the mini batch (set in recipes/qwen_grpo.yaml) first, then the command-line train batch; a finding
+    # never points at a file of fsdpcfg's tree (issue 20 item 9): the user wrote no file, so it has none
     assert f["keys"][0] == "actor_rollout_ref.actor.ppo_mini_batch_size"
-    text = (Path(__file__).resolve().parents[2] / "recipes" / "qwen_grpo.yaml").read_text().splitlines()
-    assert f["file"] == "recipes/qwen_grpo.yaml" and "ppo_mini_batch_size" in text[f["line"] - 1]
+    assert (f["file"], f["line"]) == (None, None)
     rc, doc = _json(capsys, "+recipe=qwen_grpo", "actor_rollout_ref.actor.strategy=fsdp3")
     f = next(f for f in doc["findings"] if f["rule"] == "FC103")
     assert (f["file"], f["line"]) == (None, None)  # set on the command line: no file

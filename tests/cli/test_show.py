@@ -64,4 +64,4 @@ def test_show_mistakes_exit_without_traceback(capsys):
     assert "did you mean actor_rollout_ref.rollout.n?" in capsys.readouterr().err
     assert main(["show", "+recipe=qwen_grpo", "data.train_batch_sizes=3"]) == 1
     err = capsys.readouterr().err
-    assert "did you mean data.train_batch_size?" in err and "Traceback" not in err
+    assert "did you mean data.train_batch_size=3?" in err and "Traceback" not in err

@@ -34,19 +34,68 @@ def test_fc501_context_and_rope(shared_models):
     )
 
 
+def test_fc501_max_model_len_below_prompt_and_answer_is_clamped_by_verl():
+    # verl clamps each answer to max_model_len - the prompt's length (vllm_async_server.generate): a warning with it
+    got = run(
+        rollout_engine.context_length,
+        *GPU,
+        f"{A}.rollout.max_model_len=6000",
+        "data.max_prompt_length=2048",
+        "data.max_response_length=8192",
+    )
+    assert not errors(got)
+    [w] = warnings(got)
+    assert "at most 3952 of the 8192 tokens" in w.message and f"{A}.rollout.max_model_len=10240" in w.fix
+    # a full-length prompt leaves no room: verl raises ValueError for it
+    [e] = errors(
+        run(
+            rollout_engine.context_length,
+            *GPU,
+            f"{A}.rollout.max_model_len=2048",
+            "data.max_prompt_length=2048",
+            "data.max_response_length=512",
+        )
+    )
+    assert "raises ValueError" in e.message
+
+
 def test_fc502_fc503_fc504_fc505(shared_models):
-    f = errors(
+    # verl 0.9.1 raises max_num_batched_tokens to max_model_len itself (case c11): a warning with the value it uses,
+    # the model's max_position_embeddings (Mistral-7B-v0.3: 32768) when rollout.max_model_len is unset
+    got = run(
+        rollout_engine.chunked_prefill,
+        *GPU,
+        f"{A}.rollout.enable_chunked_prefill=false",
+        f"{A}.rollout.max_num_batched_tokens=8192",
+        "data.max_prompt_length=4096",
+        "data.max_response_length=8192",
+        model="mistralai__Mistral-7B-Instruct-v0.3",
+    )
+    assert not errors(got)
+    [f] = warnings(got)
+    assert f"raises {A}.rollout.max_num_batched_tokens to 32768 itself" in f.message
+    assert f"{A}.rollout.max_num_batched_tokens=32768" in f.fix
+    [g] = warnings(
         run(
             rollout_engine.chunked_prefill,
             *GPU,
             f"{A}.rollout.enable_chunked_prefill=false",
             f"{A}.rollout.max_num_batched_tokens=8192",
+            f"{A}.rollout.max_model_len=12288",
             "data.max_prompt_length=4096",
             "data.max_response_length=8192",
-            model="mistralai__Mistral-7B-Instruct-v0.3",
         )
     )
-    assert f and "32768" in f[0].message and "12288" in f[0].fix
+    assert "max_model_len = 12288" in g.message and "to 12288 itself" in g.message
+    assert not run(
+        rollout_engine.chunked_prefill,
+        *GPU,
+        f"{A}.rollout.enable_chunked_prefill=false",
+        f"{A}.rollout.max_num_batched_tokens=12288",
+        f"{A}.rollout.max_model_len=12288",
+        "data.max_prompt_length=4096",
+        "data.max_response_length=8192",
+    )
     assert errors(run(rollout_engine.lora_rank_vllm, *GPU, f"{A}.model.lora_rank=1024"))
     assert not run(rollout_engine.lora_rank_vllm, *GPU, f"{A}.model.lora_rank=512")
     assert errors(
