@@ -134,12 +134,12 @@ def test_readme_example_is_what_check_says():
 
     (checked,) = check_run_script(EXAMPLE, environ={})
     errors = sorted((f.rule, f.message) for f in checked.findings if f.severity == "error")
-    assert [rule for rule, _ in errors] == ["FC102", "FC201", "FC204"]
+    assert [rule for rule, _ in errors] == ["FC101", "FC201", "FC204"]
     messages = " ".join(m for _, m in errors)
     fixes = " ".join(f.fix or "" for f in checked.findings)
     readme = " ".join(README.read_text(encoding="utf-8").split())
     for shown in (
-        "the closest real key is actor_rollout_ref.rollout.gpu_memory_utilization",
+        "did you mean actor_rollout_ref.rollout.gpu_memory_utilization=0.6?",
         "data.train_batch_size x actor_rollout_ref.rollout.n = 60 x 5 = 300",
         "over 8 data-parallel",
         "set actor_rollout_ref.actor.ppo_mini_batch_size=32: the smallest mini batch",

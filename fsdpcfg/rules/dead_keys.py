@@ -51,7 +51,8 @@ def _user_set(ctx: Context, key: str) -> bool:
 def unread_verl_key(ctx: Context) -> Iterable[Finding]:
     """A key of the dead-key table set by the user (command line, config file, recipe or run script): verl
     0.9.1 accepts it and nothing reads it, so the setting has no effect. A warning that names the key that is
-    read instead; an info when the value is verl's own default for the key (nothing was meant to change).
+    read instead. A value equal to verl's own default is not reported: nothing was meant to change, and a full
+    config (a run folder's ``config.yaml``, a verl dump, ``fsdpcfg export``'s file) writes every key.
 
     Source: fsdpcfg/data/dead_keys.yaml (each entry's ``proof``: the whole-word search of the verl 0.9.1 wheel
     and the code that reads the replacement, e.g. verl/workers/engine/fsdp/transformer_impl.py
@@ -62,8 +63,8 @@ def unread_verl_key(ctx: Context) -> Iterable[Finding]:
         if not _user_set(ctx, key):
             continue
         value, instead = ctx.get(key), entry.get("instead")
-        default = defaults.get(key)
-        same = value == default
+        if value == defaults.get(key):
+            continue
         now = ctx.get(instead) if instead else None
         read = (
             f"verl reads {instead} instead" + (f" (now {now} {src(ctx, instead)})" if now is not None else "")
@@ -76,7 +77,6 @@ def unread_verl_key(ctx: Context) -> Iterable[Finding]:
             [key, instead] if instead else [key],
             f"{key} = {value} {src(ctx, key)}: verl {VERL_VERSION} defines this key but no code reads it, so it "
             f"changes nothing; {read}",
-            (f"set {plus}{instead}={value} " if instead and not same else "")
-            + (f"and remove {key}" if instead and not same else f"remove {key}"),
-            severity="info" if same else "warning",
+            f"set {plus}{instead}={value} and remove {key}" if instead else f"remove {key}",
+            severity="warning",
         )

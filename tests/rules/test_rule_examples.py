@@ -28,6 +28,7 @@ NO_EXAMPLE = {
     "FC406": "needs an architecture outside both engines' tables",
     # a finding about a run script's command: tests/check/scripts/other_entries.sh triggers it
     "FC125": "needs a run script (examples are command-line overrides)",
+    "FC132": "needs a run script (a `\\ # comment` continuation cuts a command of the script)",
     "FC708": "needs a run script (a removed trainer module is named on its command line, not in a config)",
     # no shipped real config names a class transformers lacks, or caps attention logits (no Gemma 2 config.json
     # is available offline): both are exercised on edited copies of the real Llama-2 config and on the
@@ -53,7 +54,7 @@ def test_launch_time_machine_checks_are_in_the_table_but_not_run_by_check():
     must accept a cluster config on a laptop) does not run them, the launcher does."""
     from fsdpcfg.check import check_overrides
     from fsdpcfg.compose import compose
-    from fsdpcfg.rules import verl_launch
+    from fsdpcfg.launch import verl_launch
     from fsdpcfg.rules.context import Context
 
     assert {r for r, rule in RULES.items() if rule.stage == "launch"} == {"FC850", "FC851", "FC852", "FC853"}
