@@ -71,6 +71,7 @@ def test_null_min_lr_ratio_is_what_verl_reads_as_zero():
     assert _rules(bad, "actor_rollout_ref.actor.optim.min_lr_ratio") == [("FC103", "error")]
 
 
+@pytest.mark.slow
 @pytest.mark.verl
 @pytest.mark.skipif(importlib.util.find_spec("verl") is None, reason="verl 0.9.1 is not installed")
 def test_verl_reads_null_min_lr_ratio_as_zero():

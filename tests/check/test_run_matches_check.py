@@ -2,10 +2,11 @@
 never a traceback, never a hang, on 10,000 override sets and 200 hostile recipe files
 (``tests/check/property_inputs.py`` holds the inputs and the property).
 
-The examples run in ``FSDPCFG_PROPERTY_WORKERS`` processes at once (default: one per CPU, at most 2), each its
-own hypothesis seed, so the same inputs every time. Counts: ``FSDPCFG_PROPERTY_OVERRIDES`` (default 10,000) and
-``FSDPCFG_PROPERTY_FILES`` (default 200). One override set costs ~0.22 CPU s here (two composes, the schema, every
-rule, the run folder written), so the default takes ~20 minutes on 2 CPUs.
+Each property runs as shards, one test item each (``FSDPCFG_PROPERTY_SHARDS``, default 10 for the override sets,
+2 for the files), every shard its own process and hypothesis seed (1000 + shard, so the same inputs every time):
+under ``pytest -n auto`` the shards and the rest of the suite share the cores. Counts: ``FSDPCFG_PROPERTY_OVERRIDES``
+(default 10,000) and ``FSDPCFG_PROPERTY_FILES`` (default 200). One override set costs ~0.2 CPU s here (two
+composes from the kept first-stage tree, the schema, every rule, the run folder written).
 """
 
 from __future__ import annotations
@@ -22,54 +23,52 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(4 * 3600)]
 
 N_OVERRIDES = int(os.environ.get("FSDPCFG_PROPERTY_OVERRIDES", "10000"))
 N_FILES = int(os.environ.get("FSDPCFG_PROPERTY_FILES", "200"))
-WORKERS = int(os.environ.get("FSDPCFG_PROPERTY_WORKERS", str(max(1, min(2, os.cpu_count() or 1)))))
+SHARDS = int(os.environ.get("FSDPCFG_PROPERTY_SHARDS", "10"))
+FILE_SHARDS = max(1, SHARDS // 5)
 SCRIPT = Path(__file__).with_name("property_inputs.py")
 
 
-def _run_shards(what: str, total: int, tmp_path: Path) -> list[dict]:
-    counts = [total // WORKERS + (i < total % WORKERS) for i in range(WORKERS)]
+def _count(total: int, shards: int, i: int) -> int:
+    return total // shards + (i < total % shards)
+
+
+def _run_shard(what: str, shard: int, count: int, tmp_path: Path) -> dict:
+    """Run one shard of ``property_inputs.py`` in its own process; return its tally (asserting it found nothing)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SCRIPT.parents[2]), os.environ.get("PYTHONPATH", "")])}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(SCRIPT), what, str(i), str(n), str(tmp_path / f"shard{i}" / "w" / "x" / "y" / "z")],
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for i, n in enumerate(counts)
-    ]
-    results = []
-    for p in procs:
-        out, _ = p.communicate()
-        assert p.returncode == 0, f"a shard exited {p.returncode}:\n{out[-3000:]}"
-        results.append(json.loads(out.strip().splitlines()[-1]))
-    for r in results:
-        assert r["failure"] is None, r["failure"]
-    return results
-
-
-def _report(what: str, results: list[dict]) -> tuple[int, int]:
-    n = sum(r["examples"] for r in results)
-    refused = sum(r["refused"] for r in results)
-    kinds: dict[str, int] = {}
-    for r in results:
-        for k, v in r["kinds"].items():
-            kinds[k] = kinds.get(k, 0) + v
-    print(
-        f"\n{n} {what} ({len(results)} shards), {refused} refused by both, "
-        f"{max(r['wall_s'] for r in results):.0f} s wall, {sum(r['cpu_s'] for r in results):.0f} CPU s"
-        + (f", kinds {kinds}" if kinds else "")
+    workdir = tmp_path / f"shard{shard}" / "w" / "x" / "y" / "z"  # four deep: `..` names stay inside tmp_path
+    p = subprocess.run(
+        [sys.executable, str(SCRIPT), what, str(shard), str(count), str(workdir)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
-    return n, refused
+    assert p.returncode == 0, f"shard {shard} exited {p.returncode}:\n{p.stdout[-3000:]}"
+    result = json.loads(p.stdout.strip().splitlines()[-1])
+    assert result["failure"] is None, result["failure"]
+    return result
 
 
-def test_override_sets_get_the_same_verdict_from_check_and_the_run(tmp_path):
-    n, refused = _report("override sets", _run_shards("overrides", N_OVERRIDES, tmp_path))
-    assert n >= N_OVERRIDES * 0.9  # hypothesis may stop early only on an exhausted space
-    assert 0 < refused < n  # both verdicts were reached
+def _report(what: str, shard: int, r: dict) -> None:
+    kinds = r["kinds"]
+    print(
+        f"\nshard {shard}: {r['examples']} {what}, {r['refused']} refused by both, {r['wall_s']:.0f} s wall, "
+        f"{r['cpu_s']:.0f} CPU s" + (f", kinds {kinds}" if kinds else "")
+    )
 
 
-def test_hostile_files_get_the_same_verdict_from_check_and_the_run(tmp_path):
-    n, refused = _report("hostile files", _run_shards("files", N_FILES, tmp_path))
-    assert n >= N_FILES * 0.9
-    assert 0 < refused < n
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_override_sets_get_the_same_verdict_from_check_and_the_run(shard, tmp_path):
+    count = _count(N_OVERRIDES, SHARDS, shard)
+    r = _run_shard("overrides", shard, count, tmp_path)
+    _report("override sets", shard, r)
+    assert r["examples"] >= count * 0.9  # hypothesis may stop early only on an exhausted space
+    assert 0 < r["refused"] < r["examples"]  # both verdicts were reached
+
+
+@pytest.mark.parametrize("shard", range(FILE_SHARDS))
+def test_hostile_files_get_the_same_verdict_from_check_and_the_run(shard, tmp_path):
+    count = _count(N_FILES, FILE_SHARDS, shard)
+    r = _run_shard("files", shard, count, tmp_path)
+    _report("hostile files", shard, r)
+    assert r["examples"] >= count * 0.9
+    assert 0 < r["refused"] < r["examples"]

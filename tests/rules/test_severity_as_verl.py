@@ -27,6 +27,7 @@ def test_a_keep_count_the_native_launcher_does_not_run_is_still_reported():
     assert [f.rule for f in findings if "trainer.max_critic_ckpt_to_keep" in f.keys] == ["FC802"]
 
 
+@pytest.mark.slow
 @pytest.mark.verl
 @pytest.mark.skipif(importlib.util.find_spec("verl") is None, reason="verl 0.9.1 is not installed")
 def test_verl_keeps_every_checkpoint_for_zero_or_less(tmp_path):

@@ -14,6 +14,7 @@ from fsdpcfg.launch.torchrun import torchrun_argv
 WORKER = Path(__file__).with_name("_gather_worker.py")
 
 
+@pytest.mark.slow
 @pytest.mark.distributed
 def test_gather_full_matches_full_tensor(tmp_path):
     out = tmp_path / "report.json"
