@@ -88,8 +88,9 @@ def sft_schema(ctx: Context) -> Iterator[Finding]:
     try:
         SftRunConfig.model_validate(_schema_part(tree, frozenset(known), comp=ctx.verl_config))
     except ValidationError as e:
+        invalid: dict[str, list[str]] = {}  # key -> Pydantic's messages (one per member of a union)
         for err in e.errors():
-            key = ".".join(str(p) for p in err["loc"] if isinstance(p, str))
+            key = _loc_key(err["loc"], flat)
             if flat.get(key) == "???":
                 continue
             if err["type"] == "extra_forbidden":
@@ -104,13 +105,27 @@ def sft_schema(ctx: Context) -> Iterator[Finding]:
             elif err["type"] == "missing":
                 yield ctx.finding("FC150", [key], f"{key} is required and not set", f"set {key}=VALUE")
             else:
-                value = flat.get(key, err.get("input"))
-                yield ctx.finding(
-                    "FC150",
-                    [key],
-                    f"{key}={value!r}: {err['msg']}",
-                    f"set {key} to a valid value (default {_schema_defaults().get(key)!r})",
-                )
+                invalid.setdefault(key, []).append(str(err["msg"]))
+        for key, msgs in invalid.items():
+            value = flat.get(key)
+            yield ctx.finding(
+                "FC150",
+                [key],
+                f"{key}={value!r}: " + "; or ".join(dict.fromkeys(msgs)),
+                f"set {key} to a valid value (default {_schema_defaults().get(key)!r})",
+            )
+
+
+def _loc_key(loc: tuple[Any, ...], flat: dict[str, Any]) -> str:
+    """The config key of a Pydantic error location: its leading names that are keys (or sections) of the config;
+    what follows them names a member of a union (``int``, ``literal['after_each_epoch']``) or an item, not a key."""
+    parts: list[str] = []
+    for p in loc:
+        cand = ".".join([*parts, str(p)])
+        if not isinstance(p, str) or not (cand in flat or any(k.startswith(cand + ".") for k in flat)):
+            break
+        parts.append(p)
+    return ".".join(parts) or ".".join(str(p) for p in loc if isinstance(p, str))
 
 
 def _flatten(tree: Any) -> dict[str, Any]:

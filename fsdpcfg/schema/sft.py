@@ -138,6 +138,10 @@ class SftCheckpoint(Section):
     )
 
 
+#: verl's ``sft_trainer`` word for "once per epoch" in ``trainer.save_freq`` / ``trainer.test_freq``.
+AFTER_EACH_EPOCH = "after_each_epoch"
+
+
 class SftTrainer(Section):
     """``trainer``: layout, length, logging and checkpoints."""
 
@@ -152,8 +156,14 @@ class SftTrainer(Section):
         description="metric sinks (verl names; one name or a list, as verl's Tracking takes either)",
     )
     seed: int = F(1, description="data shuffling seed")
-    save_freq: int = F(-1, description="checkpoint every N steps; -1: only at the end (native) / never (verl)")
-    test_freq: int = F(-1, description="validate every N steps; -1: never")
+    save_freq: int | Literal["after_each_epoch"] = F(
+        -1,
+        description="checkpoint every N steps, or after_each_epoch (verl's sft_trainer); -1: only at the end "
+        "(native) / never (verl)",
+    )
+    test_freq: int | Literal["after_each_epoch"] = F(
+        -1, description="validate every N steps, or after_each_epoch (verl's sft_trainer); -1: never"
+    )
     max_ckpt_to_keep: int | None = F(None, description="keep at most N checkpoints; null: all")
     balance_batch: bool = F(True, description="balance sequence lengths over ranks (verl)")
     resume_mode: Literal["auto", "disable", "resume_path"] = F(

@@ -113,6 +113,12 @@ class TrainerBase:
         """``(sharded model, Hugging Face weights stream, LoRA (LoraConfig, adapter weights) or None)``."""
         raise NotImplementedError
 
+    def save_every(self) -> int:
+        """Steps between checkpoints (``trainer.save_freq``; 0 or less: only at the end)."""
+        freq = self.cfg.trainer.save_freq
+        assert isinstance(freq, int), freq  # the RL schema takes an int only; the SFT trainer maps its word
+        return freq
+
     def save(self, step: int) -> None:
         """Write checkpoint ``global_step_<step>`` (collective): the sharded state, the Hugging Face folder (and
         a LoRA adapter folder), the trainer state; atomic (:func:`fsdpcfg.train.checkpoint.save_checkpoint`)."""
@@ -158,7 +164,7 @@ class TrainerBase:
             tracked=self.resolved,
             **self.logger_options,
         )
-        save_freq = self.cfg.trainer.save_freq
+        save_freq = self.save_every()
         if self.resume_from is not None:
             logger.message(f"fsdpcfg: resumed from {self.resume_from} (step {self.start_step} of {self.total_steps})")
             if self.start_step >= self.total_steps:

@@ -155,3 +155,35 @@ def test_sft_on_verls_other_engines_is_checked_by_the_engine_independent_rules()
     # an FSDP key under Megatron is named, with the engine it belongs to
     [fc113] = [f for f in check_overrides([*verl, "engine=megatron", "+engine.fsdp_size=2"]) if f.rule == "FC113"]
     assert fc113.keys == ["engine.fsdp_size"] and "sft_trainer_engine" in fc113.message
+
+
+@pytest.mark.parametrize("key", ["trainer.save_freq", "trainer.test_freq"])
+def test_after_each_epoch_is_a_frequency_as_in_verls_sft_trainer(key):
+    """verl 0.9.1's ``verl/trainer/sft_trainer.py`` reads ``after_each_epoch`` in both keys as one epoch's steps
+    (verl's examples/sft/gsm8k scripts write it): not an FC150 error."""
+    assert _rules(check_overrides(["+recipe=qwen_sft", f"{key}=after_each_epoch"])) == []
+    bad = [f for f in check_overrides(["+recipe=qwen_sft", f"{key}=each_epoch"]) if f.severity == "error"]
+    assert [(f.rule, f.keys) for f in bad] == [("FC150", [key])]  # one finding, named by the key, not a union member
+    assert bad[0].message == (
+        f"{key}='each_epoch': Input should be a valid integer; or Input should be 'after_each_epoch'"
+    )
+
+
+def test_the_native_sft_trainer_saves_after_each_epoch_as_verl():
+    """``after_each_epoch`` is one epoch's steps: rows // data.train_batch_size (verl's dataloader drops the last
+    partial batch); an int is taken as it is."""
+    from types import SimpleNamespace
+
+    from fsdpcfg.train.sft.trainer import SFTTrainer
+
+    def every(freq, rows=100, batch=8):
+        fake = SimpleNamespace(
+            cfg=SimpleNamespace(trainer=SimpleNamespace(save_freq=freq)),
+            dataset=range(rows),
+            plan=SimpleNamespace(train_batch_size=batch),
+        )
+        return SFTTrainer.save_every(fake)  # type: ignore[arg-type]
+
+    assert every("after_each_epoch") == 12
+    assert every("after_each_epoch", rows=96) == 12
+    assert every(5) == 5 and every(-1) == -1

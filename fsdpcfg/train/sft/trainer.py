@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 
 from fsdpcfg.plan.sft import make_sft_plan, total_sft_steps
+from fsdpcfg.schema.sft import AFTER_EACH_EPOCH
 from fsdpcfg.train.algorithm.losses import token_log_probs
 from fsdpcfg.train.base import TrainerBase, train_rank
 from fsdpcfg.train.data import StatefulSampler
@@ -102,6 +103,16 @@ class SFTTrainer(TrainerBase):
         self.lora = LoraSettings.from_model_cfg(self.model_cfg, key_prefix="model")
         self._build()
         self.resume(self.model)
+
+    def save_every(self) -> int:
+        """Steps between checkpoints: ``trainer.save_freq``, or the steps of one epoch for ``after_each_epoch``
+        (verl 0.9.1 ``verl/trainer/sft_trainer.py``: ``len(train_dataloader)``, whose batches drop the last
+        partial one: rows // ``data.train_batch_size``)."""
+        freq = self.cfg.trainer.save_freq
+        if freq == AFTER_EACH_EPOCH:
+            return len(self.dataset) // self.plan.train_batch_size
+        assert isinstance(freq, int), freq
+        return freq
 
     def _build(self) -> None:
         from fsdpcfg.train.lora import apply_lora
