@@ -119,7 +119,9 @@ def foreign_engine_key(ctx: Context) -> Iterable[Finding]:
             continue  # below a mapping verl hands to a library (override_transformer_config.*), or a + key
 
         other = next((c for c in verlref.PPO_COMPOSITIONS if key in verlref.keys(c)), None)
-        where = f" (it is a key of verl's {other})" if other else ""
+        if other is None:
+            continue  # in no engine's composition: an unknown key, FC101/FC102's (a `+` key verl accepts)
+        where = f" (it is a key of verl's {other})"
         yield ctx.finding(
             "FC113",
             [key, "model_engine"],

@@ -47,6 +47,8 @@ class Move:
         get_mapping: the target is a mapping verl reads with ``.get`` and its YAML does not list: its keys are
             added with ``+`` (``+reward.reward_kwargs.max_resp_len=...``).
         note: what else the user should know (shown with the finding).
+        unchanged: for a key with no 0.9.1 home (``new`` None), the values that ask for what 0.9.1 does anyway
+            (a warning: nothing is lost); any other value is an error.
     """
 
     old: str
@@ -54,6 +56,7 @@ class Move:
     source: str
     get_mapping: bool = False
     note: str = ""
+    unchanged: tuple[Any, ...] = ()
 
 
 #: The legacy top-level reward sections (verl <= 0.8) -> verl 0.9.1's ``reward.*``, in
@@ -111,6 +114,13 @@ RENAMES: tuple[Move, ...] = (
         "verl 0.9.1 verl/workers/config/rollout.py CheckpointEngineConfig.update_weights_bucket_megabytes",
     ),
     Move("critic.model.fsdp_config.*", "critic.fsdp.*", "verl #5870 (16253911d) moved the critic's engine config"),
+    Move(
+        "trainer.use_legacy_worker_impl",
+        None,
+        "verl #6067 (044bbba27) removed the legacy FSDP/Megatron workers before v0.8.0",
+        note="verl 0.9.1 always runs the engine workers (what `disable` chose), and nothing reads this key",
+        unchanged=("disable", False),
+    ),
 )
 
 #: ``verl.trainer.fsdp_sft_trainer`` (config ``sft_trainer``) -> ``verl.trainer.sft_trainer`` (config
@@ -231,7 +241,7 @@ def override(t: Target, value: Any) -> str:
 
 @rule(
     "FC701",
-    "legacy reward keys verl 0.9.1 ignores",
+    "keys of an older verl that verl 0.9.1 ignores (the reward sections, removed settings)",
     keys=["custom_reward_function.path", "reward.custom_reward_function.path", "reward_model.enable"],
     example=["+custom_reward_function.path=my_reward.py"],
 )
@@ -256,6 +266,14 @@ def legacy_reward_keys(ctx: Context) -> Iterator[Finding]:
             if v is None or v == {}:
                 continue  # a null legacy key (verl 0.9.1's own dumps list them) changes nothing
             yield _finding(ctx, key, v, target(key, REWARD_MOVES))
+    for key in added_renamed(ctx.composed.added):  # `+trainer.use_legacy_worker_impl=...`: a removed key, added
+        yield _finding(ctx, key, ctx.get(key), target(key, RENAMES))
+
+
+def added_renamed(added: Iterable[str]) -> list[str]:
+    """The keys of ``added`` (created with ``+``) that :data:`RENAMES` moves or removes: FC701 reports them, not
+    FC102 ("a key nothing reads")."""
+    return [k for k in added if target(k, RENAMES) is not None]
 
 
 def _finding(ctx: Context, key: str, v: Any, t: Target | None) -> Finding:
@@ -263,7 +281,11 @@ def _finding(ctx: Context, key: str, v: Any, t: Target | None) -> Finding:
     note = f" ({t.move.note})" if t is not None and t.move.note else ""
     if t is None or t.key is None:
         why = t.move.note if t is not None and t.move.note else "verl 0.9.1 has no such setting"
-        return ctx.finding("FC701", [key], f"{head}: {why}", f"delete {key}")
+        if t is not None and any(_same(v, u) for u in t.move.unchanged):
+            return ctx.finding(
+                "FC701", [key], f"{head}: {why}; nothing is lost ({t.move.source})", f"delete {key}", severity="warning"
+            )
+        return ctx.finding("FC701", [key], f"{head}: {why}" + (f" ({t.move.source})" if t else ""), f"delete {key}")
     now = val(ctx, t.key)
     if now is not None and _same(now, v):
         return ctx.finding(

@@ -92,8 +92,11 @@ def unread_added_key(ctx: Context) -> Iterator[Finding]:
     """``+key=value`` creates a key even when nothing reads it, so a typo in a ``+`` override is silently
     accepted by Hydra and by verl. Source: reported cases c09 (``+model.trust_remote_code``) and c20
     (docs/design.md#reported-misconfigurations)."""
+    from fsdpcfg.rules.legacy_keys import added_renamed
+
+    legacy = set(added_renamed(_added(ctx)))  # an older verl's key: FC701 names where it went
     for key in _added(ctx):
-        if K.classify(key) != "unknown":
+        if K.classify(key) != "unknown" or key in legacy:
             continue
         real = K.propose(key, ctx.get(key))  # only a key whose leaf is close and whose type fits the value
         fix = (

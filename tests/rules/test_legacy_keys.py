@@ -108,3 +108,21 @@ def test_the_suggested_form_checks_clean():
     ]
     fs = check_overrides(BASE + fixed)
     assert not [f for f in fs if f.rule.startswith(("FC1", "FC7"))], [(f.rule, f.message) for f in fs]
+
+
+def _judged(*overrides: str) -> list[tuple[str, str]]:
+    base = ["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm"]
+    found = check_overrides([*base, *overrides])
+    return [(f.rule, f.severity) for f in found if f.rule[:3] in ("FC1", "FC7") and f.severity != "info"]
+
+
+def test_a_removed_key_added_with_plus_is_fc701_not_an_unread_or_foreign_key():
+    """verl's veomni example adds ``+trainer.use_legacy_worker_impl=disable``: verl 0.9.1 accepts the `+` key and
+    nothing reads it (verl #6067 removed the legacy workers; 0.9.1 always runs the engine ones, which `disable`
+    chose): a warning naming the removal, not FC102 "nothing reads it" nor FC113 "verl rejects it"."""
+    for engine in ("fsdp2", "veomni"):
+        assert _judged(f"engine={engine}", "+trainer.use_legacy_worker_impl=disable") == [("FC701", "warning")]
+    # asking for the legacy workers gets the engine workers all the same: an error
+    assert _judged("+trainer.use_legacy_worker_impl=enable") == [("FC701", "error")]
+    # a key no verl ever had is still FC102, and not FC113 (it belongs to no engine's composition)
+    assert _judged("engine=veomni", "+trainer.use_legacy_workr_impl=x") == [("FC102", "error")]
