@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -132,7 +133,11 @@ def check_overrides(overrides: list[str], *, extra_recipe_dirs: Iterable[Any] | 
 
 
 def compose_for_check(
-    overrides: list[str], *, extra_recipe_dirs: Iterable[Any] | None = None
+    overrides: list[str],
+    *,
+    extra_recipe_dirs: Iterable[Any] | None = None,
+    verl_composes: bool = False,
+    searchpath: str | None = None,
 ) -> tuple[Any, list[Finding]]:
     """Compose ``overrides`` for checking, so that every finding is reported at once: ``(composed or None,
     findings)``.
@@ -153,6 +158,11 @@ def compose_for_check(
     ``findings`` is non-empty only when the config cannot be composed at all (an unknown recipe, a file Hydra
     cannot merge); it then holds the refusals found before, too.
 
+    ``verl_composes``: the overrides are a verl command's (a run script's), which verl composes itself; an
+    option of a group fsdpcfg's tree does not model is then an info (FC108), else an error (fsdpcfg would run
+    the config without it). ``searchpath``: the command's ``hydra.searchpath`` (a run script's, which the script
+    reader sets aside), named in that finding.
+
     Raises:
         UsageError: an override that cannot be parsed, or a sweep.
     """
@@ -172,7 +182,7 @@ def compose_for_check(
             raise
         except ComposeError as e:
             key = e.key if isinstance(e.key, str) else None
-            idx = _culprit(overrides, e.override)
+            idx = _culprit(overrides, e.override or _named_override(e.message))
             text = overrides[idx] if idx is not None else ""
             if e.reason == "plus_refused" and key and text.startswith("+") and not text.startswith("++"):
                 if key not in plus_refused:
@@ -186,7 +196,8 @@ def compose_for_check(
                     overrides[idx] = "+" + text  # type: ignore[index]
                     continue
             if idx is not None and _override_key(text) != "recipe":
-                f = compose_error_finding(e)
+                f = unmodelled_group_finding(text, e, overrides, verl_composes, searchpath)
+                f = f or compose_error_finding(e)
                 for k in f.keys:
                     f.provenance[k] = f"command line `{text}`"
                 refused.append(f)
@@ -246,6 +257,13 @@ def _culprit(overrides: list[str], line: str | None) -> int | None:
     return None
 
 
+def _named_override(message: str) -> str | None:
+    """The override Hydra's message names when the error carries none ("Override a@b=c looks like a config group
+    override, but config group 'a' does not exist")."""
+    m = re.search(r"Override (\S+) looks like a config group override", message)
+    return m.group(1) if m else None
+
+
 def _recipe_of(overrides: list[str]) -> str | None:
     """The recipe name ``+recipe=NAME`` (or ``+recipe=FILE.yaml``: its stem) selects, or ``None``."""
     for o in reversed(overrides):
@@ -269,6 +287,52 @@ def compose_error_finding(e: ConfigError) -> Finding:
     if key and key not in msg:
         msg = f"{key}: {msg}"
     return Finding(rule, "error", [key] if key else [], msg, e.fix or "fix the config so it composes")
+
+
+def unmodelled_group_finding(
+    text: str, e: ConfigError, overrides: list[str], verl_composes: bool = False, searchpath: str | None = None
+) -> Finding | None:
+    """FC108 for a group option fsdpcfg's tree does not model, or ``None`` for another refusal: an option of
+    one of verl's own config groups (``actor@actor_rollout_ref.actor=dp_actor``: fsdpcfg's tree holds verl's
+    composed defaults, not its groups) or of a group a ``hydra.searchpath`` package adds
+    (``hydra.searchpath=[pkg://verl_mlite.config] engine=mlite``). In a verl command (``verl_composes``: a run
+    script's) verl composes it and fsdpcfg cannot see what it sets: an info naming what was not checked, never a
+    guessed error. For a config fsdpcfg composes and runs, it is an error: the run would go without it.
+
+    Source: Hydra's refusals "config group 'X' does not exist" and "Could not find 'X/Y'"
+    (``hydra/_internal/defaults_list.py``); verl's examples with ``hydra.searchpath`` (megatron-lite); issue 20.
+    """
+    msg = e.message
+    searchpath = searchpath or next(
+        (o.split("=", 1)[1] for o in overrides if o.lstrip("+").startswith("hydra.searchpath=")), None
+    )
+    key = _override_key(text)
+    group = key.split("@", 1)[0]
+    no_group = f"config group '{group}' does not exist" in msg
+    if not (no_group or (searchpath and "@" not in key and ("Could not find" in msg or "no option" in msg))):
+        return None
+    where = f"a group the hydra.searchpath {searchpath} adds" if searchpath else "one of verl's own config groups"
+    if not verl_composes:
+        return Finding(
+            "FC108",
+            "error",
+            [],
+            f"`{text}` selects an option of `{group}`, {where}; fsdpcfg's tree does not model it, so a run "
+            "fsdpcfg composes would go without it",
+            "set the keys it sets as overrides or in a recipe, or run the command with verl itself "
+            "(`fsdpcfg check run.sh` checks a verl run script)",
+            provenance={},
+        )
+    return Finding(
+        "FC108",
+        "info",
+        [],
+        f"`{text}` selects an option of `{group}`, {where}; fsdpcfg's tree does not model it, so what it sets "
+        "was not checked (the rest of the command was)",
+        "check it with `fsdpcfg check --verl` (verl composes it) where "
+        + (f"the package of {searchpath} is installed" if searchpath else "verl is installed"),
+        provenance={},
+    )
 
 
 def unexpected_compose_finding(e: Exception, overrides: list[str]) -> Finding:

@@ -287,7 +287,10 @@ def _check_command(path: Path, ev: Any, vc: Any, label: str, overrides: Sequence
     tr = None
     try:
         tr = translate(vc, ev, path, label)
-        composed, errors = compose_for_check(tr.overrides)
+        searchpath = next(
+            (w.text.split("=", 1)[1] for w in vc.overrides if w.text.lstrip("+").startswith("hydra.searchpath=")), None
+        )
+        composed, errors = compose_for_check(tr.overrides, verl_composes=True, searchpath=searchpath)
     except ConfigError as e:
         errors, composed = [compose_error_finding(e)], None
     except Exception as e:  # Hydra/OmegaConf errors that are not ConfigError: still a finding

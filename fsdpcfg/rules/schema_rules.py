@@ -66,6 +66,22 @@ def unresolved_interpolation(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
+    "FC108",
+    "a group option fsdpcfg's tree does not model (verl's own groups, a hydra.searchpath package's) is named",
+    severity="error",
+    keys=(),
+    example=("+recipe=qwen_grpo", "actor@actor_rollout_ref.actor=dp_actor"),
+)
+def unmodelled_group_option(ctx: Context) -> Iterator[Finding]:
+    """Reported while composing (:func:`fsdpcfg.check.config.unmodelled_group_finding`): an override such as
+    ``actor@actor_rollout_ref.actor=mlite_actor`` selects an option fsdpcfg's tree cannot compose. In a verl run
+    script verl composes it: the override is dropped, the rest checked, and an info names what was not. For a
+    config fsdpcfg composes and runs it is an error (the run would go without it). Source: verl's megatron-lite
+    examples (``hydra.searchpath=[pkg://...]``); issue 20 item 8."""
+    return iter(())
+
+
+@rule(
     "FC101",
     "every key is one the schema or verl 0.9.1 knows",
     keys=(),
