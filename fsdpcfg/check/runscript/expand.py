@@ -8,27 +8,15 @@ import fnmatch
 import re
 
 from fsdpcfg.check.runscript.operations import Operations, _int
-from fsdpcfg.check.runscript.words import _F, Note, Word, _Exit, _join, _State, _union
+from fsdpcfg.check.runscript.words import _F, Word, _Exit, _join, _State, _union
 
 #: ``$NAME``, ``${NAME}``, ``$1``, ``$@`` in a word tree-sitter-bash left unparsed (``/$B/f.parquet`` after ``$A``)
 _RAW_PARAM = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#])\}|([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!]))")
 
 
 class Expander(Operations):
-    """Expansion methods of the evaluator; it sets ``src``, ``environ``, ``extra``, ``script_path``, ``notes``,
-    ``env_used``, ``uses_args`` and ``in_test``."""
-
-    src: bytes
-    environ: dict[str, str]
-    extra: list[str]
-    script_path: str
-    notes: list[Note]
-    env_used: dict[str, tuple[str, int]]
-    uses_args: bool
-    in_test: bool
-    in_case: bool
-    arith: dict[str, str]
-    capture: list[_F] | None
+    """Expansion methods of the evaluator; the evaluator sets the attributes :class:`Operations` declares
+    (``src``, ``environ``, ``extra``, ``script_path``, ``notes``, ``env_used``, ``uses_args``, ``in_test``, ...)."""
 
     # ---- words -----------------------------------------------------------------------------------------
     def words(self, node, st: _State) -> list[Word]:
