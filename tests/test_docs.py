@@ -155,3 +155,15 @@ def test_every_doc_is_reachable_from_the_readme(page):
     """Each page of docs/ is one link away from the README (what the README dropped lives there)."""
     text = README.read_text(encoding="utf-8")
     assert f"(docs/{page})" in text or f"(docs/{page}#" in text
+
+
+def test_the_readmes_rule_count_is_the_registrys():
+    """The README's count of rules is the rule table's (it said 102 while the table held 114)."""
+    import re
+
+    from fsdpcfg.check.config import load_rule_modules
+    from fsdpcfg.rules.registry import RULES
+
+    load_rule_modules()
+    m = re.search(r"static rules \((\d+),", README.read_text(encoding="utf-8"))
+    assert m is not None and int(m.group(1)) == len(RULES)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A verl GRPO run script with three mistakes that verl finds only after the cluster has started;
-# `fsdpcfg check docs/examples/run_grpo.sh` reports them in about a second (the README shows the output).
+# `fsdpcfg check docs/examples/run_grpo.sh` reports them before anything starts (the README shows the output).
 N_GPUS=8
 python3 -m verl.trainer.main_ppo \
     algorithm.adv_estimator=grpo \
