@@ -69,6 +69,9 @@ VERL_DICT_FIELDS = frozenset(
         "tiled_mlp",
         "qat",
         "teacher_models",
+        # HFModelConfig.lora: verl's vLLM server reads lora.get("fully_sharded_loras") (verl/workers/rollout/
+        # vllm_rollout/vllm_async_server.py); verl's examples add +actor_rollout_ref.model.lora.fully_sharded_loras
+        "lora",
     }
 )
 

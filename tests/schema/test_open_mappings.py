@@ -33,6 +33,8 @@ def test_keys_below_them_are_free_and_their_neighbours_are_not():
     tc = "actor_rollout_ref.actor.megatron.override_transformer_config"
     assert K.classify(f"{tc}.num_layers_in_first_pipeline_stage") == "free"
     assert K.classify("actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space") == "free"
+    # HFModelConfig.lora is dict[str, Any]; the vLLM server reads lora.get("fully_sharded_loras")
+    assert K.classify("actor_rollout_ref.model.lora.fully_sharded_loras") == "free"
     assert K.classify("actor_rollout_ref.actor.megatron.no_such_flag") == "unknown"
 
 

@@ -216,7 +216,7 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
         if not tok.startswith(("+", "~")) and "=" in tok and key not in raw and key in ref_keys and not own_group:
             tok = "+" + tok  # verl's own tree has it and ours does not: verl takes it as written
         elif tok.startswith("+") and not tok.startswith("++") and key_of(tok) in raw:
-            if key_of(tok) in ref_keys:
+            if key_of(tok) in ref_keys and _plus_refused_by_hydra(tok, ref_defaults.get(key_of(tok))):
                 plus_refused[key_of(tok)] = tok  # verl's tree has it: Hydra refuses the `+` (FC112)
             tok = tok[1:]  # (a key only our tree has: verl adds it, as written)
         out.append(tok)
@@ -618,6 +618,15 @@ def _config_file(f: Path, default: str, label: str, notes: list[Finding]) -> tup
         )
     )
     return config, groups, items
+
+
+def _plus_refused_by_hydra(tok: str, current: Any) -> bool:
+    """Whether Hydra refuses ``+key=value`` on a key verl's tree has: only when the key's value is not null and the
+    added value is no list or dict (``ConfigLoaderImpl._apply_overrides_to_config``: an add is merged when
+    ``OmegaConf.select(cfg, key) is None or isinstance(value, (dict, list))``; verl's examples add
+    ``+...override_transformer_config.recompute_granularity=full`` on a null default)."""
+    value = tok.split("=", 1)[1].strip() if "=" in tok else ""
+    return current is not None and not value.startswith(("[", "{"))
 
 
 def hydra_value(v: Any) -> str:
