@@ -24,3 +24,10 @@ def tiny_model() -> Callable[[str], Path]:
 def tiny_model_path(tiny_model: Callable[[str], Path]) -> Path:
     """Return the folder of the built ``tiny-qwen2`` (config.json, model.safetensors, tokenizer files)."""
     return tiny_model("tiny-qwen2")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slow tests first (stable: each group keeps its order). Under ``pytest -n auto --dist load`` the long
+    end-to-end items (the property shards, training runs) start on every core at once and the quick ones fill
+    the gaps, instead of one long shard running alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
