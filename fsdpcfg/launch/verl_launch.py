@@ -31,6 +31,16 @@ ROLLOUT_PACKAGES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm"
 _NATIVE = "launcher=native runs here (CPU, gloo, the hf rollout): drop launcher=verl, or use a machine with CUDA GPUs"
 
 
+def _count(value: Any) -> int:
+    """``value`` when it is a positive integer (``8``, ``"8"``), else 1 (``inf``, ``nan``, ``???``, a list: the
+    schema's FC103 names it)."""
+    try:
+        n = int(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else 0
+    except ValueError:
+        return 1
+    return n if n > 0 else 1
+
+
 def launch_findings(cfg: dict[str, Any], *, gpus: GpuInfo | None = None, installed: Any = None) -> list[Finding]:
     """Check that this machine can start verl on the resolved config ``cfg`` (nested dicts).
 
@@ -48,8 +58,9 @@ def launch_findings(cfg: dict[str, Any], *, gpus: GpuInfo | None = None, install
     kind = get_dotted(cfg, "fsdpcfg.kind", "ppo")
     env = {**os.environ, **{str(k): str(v) for k, v in (get_dotted(cfg, "fsdpcfg.env", None) or {}).items()}}
     address = get_dotted(cfg, "ray_kwargs.ray_init.address", None)
-    nnodes = int(get_dotted(cfg, "trainer.nnodes", 1) or 1)
-    per_node = int(get_dotted(cfg, "trainer.n_gpus_per_node", 1) or 1)
+    # the schema reports a count that is not a positive integer (FC103); the machine check then counts 1
+    nnodes = _count(get_dotted(cfg, "trainer.nnodes", 1))
+    per_node = _count(get_dotted(cfg, "trainer.n_gpus_per_node", 1))
     device = str(get_dotted(cfg, "trainer.device", "cuda"))
     needs = (
         "verl 0.9.1 needs CUDA GPUs (it has no CPU device) and, for RL, a rollout engine such as vllm or "

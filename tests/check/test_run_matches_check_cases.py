@@ -1,0 +1,33 @@
+"""Inputs on which the property of ``test_run_matches_check.py`` once failed, kept as quick tests: ``check`` and
+``--dry-run`` reach the same verdict, with no traceback (``property_inputs._verdicts`` raises otherwise)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import property_inputs as P  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        # the verl launch's machine check read the GPU counts as integers (OverflowError, ValueError, TypeError)
+        ["trainer.nnodes=inf"],
+        ["trainer.n_gpus_per_node=nan"],
+        ["trainer.n_gpus_per_node=[1,2]"],
+        ["trainer.nnodes=???"],
+        ["actor_rollout_ref.actor.checkpoint.load_contents=0", "trainer.n_gpus_per_node=nan"],
+        # a verl-only key the user set to ??? passed check; the export to verl refused it
+        ["reward.reward_model.rollout.name=???", "rollout=sglang"],
+    ],
+)
+def test_check_and_the_dry_run_agree(overrides, tmp_path, monkeypatch):
+    workdir = tmp_path / "w" / "x" / "y" / "z"
+    workdir.mkdir(parents=True)
+    monkeypatch.chdir(workdir)
+    argv = ["+recipe=qwen_grpo", "launcher=verl", *overrides]
+    assert P._verdicts(argv, argv) == 1  # both refuse, each with a message
