@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsdpcfg import paths, verlref, yamlio
+from fsdpcfg import keypath, paths, verlref, yamlio
 from fsdpcfg.errors import ConfigError
 
 #: fsdpcfg config kind -> verl entry-point config name (see :data:`fsdpcfg.verlref.ENTRY_POINTS`).
@@ -233,6 +233,15 @@ def verl_tree(composed: Any, *, strict: bool = True) -> dict[str, Any]:
     tree.pop("fsdpcfg", None)
     tree = _drop_verl_defaults(tree, getattr(composed, "provenance", None), "")
     tree = _drop_unlisted_nulls(tree, verlref.keys(config), "")
+    # a `???` that is verl's own default (written out by a verl dump, or set again by the user) is left to verl's
+    # composition, as every untouched verl default is; only a required value verl's tree does not leave open stops
+    # (a key of fsdpcfg's schema, such as rollout.name, is required here whatever verl's default: FC104)
+    from fsdpcfg.schema.keys import classify
+
+    raw_defaults = verlref.defaults(config, resolved=False)
+    for key, v in list(verlref.flatten(tree).items()):
+        if v == "???" and raw_defaults.get(key) == "???" and classify(key) == "verl":
+            keypath.delete(tree, key)
     missing = [k for k, v in verlref.flatten(tree).items() if v == "???"]
     if missing and strict:
         raise ConfigError(

@@ -222,27 +222,9 @@ def _shown_default(ctx: Context, key: str) -> str:
 def missing_value(ctx: Context) -> Iterator[Finding]:
     """A required value left as ``???`` or deleted with ``~``; verl fails on it only after start-up
     (``omegaconf.errors.MissingMandatoryValue``). Source: verl 0.9.1 ``ppo_trainer.yaml`` (``???`` keys)."""
-    from fsdpcfg import keypath
-
-    seen = set()
     for i in schema_report(ctx).issues:
         if i.kind == "missing":
-            seen.add(i.key)
             yield ctx.finding("FC104", [i.key], f"{i.key} {i.message}", i.fix)
-    # a verl-only key is read only when its feature is on, so verl's own `???` defaults pass; one the user wrote
-    # as `???` goes into the exported config, which verl composes, and is refused there
-    # (fsdpcfg.launch.verl.verl_tree): the same verdict here
-    for key, v in keypath.flatten(ctx.composed.to_container(resolve=False)).items():
-        if v != "???" or key in seen or K.classify(key) != "verl":
-            continue
-        s = ctx.composed.provenance.source_of(key)
-        if s is not None and s.kind in ("override", "file", "recipe"):
-            yield ctx.finding(
-                "FC104",
-                [key],
-                f"{key} is set to `???` (a required value with none given); the config handed to verl cannot hold it",
-                f"set {key}=VALUE, or remove the override to keep verl's default",
-            )
 
 
 @rule(

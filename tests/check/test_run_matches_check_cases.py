@@ -21,8 +21,6 @@ import property_inputs as P  # noqa: E402
         ["trainer.n_gpus_per_node=[1,2]"],
         ["trainer.nnodes=???"],
         ["actor_rollout_ref.actor.checkpoint.load_contents=0", "trainer.n_gpus_per_node=nan"],
-        # a verl-only key the user set to ??? passed check; the export to verl refused it
-        ["reward.reward_model.rollout.name=???", "rollout=sglang"],
     ],
 )
 def test_check_and_the_dry_run_agree(overrides, tmp_path, monkeypatch):
@@ -31,3 +29,13 @@ def test_check_and_the_dry_run_agree(overrides, tmp_path, monkeypatch):
     monkeypatch.chdir(workdir)
     argv = ["+recipe=qwen_grpo", "launcher=verl", *overrides]
     assert P._verdicts(argv, argv) == 1  # both refuse, each with a message
+
+
+def test_a_verl_default_of_question_marks_set_again_is_left_to_verl(tmp_path, monkeypatch):
+    """``reward.reward_model.rollout.name=???`` is verl's own default written again: check passed it and the export
+    to verl refused it ("required value not set"); verl composes its own ``???`` as for any default it holds."""
+    workdir = tmp_path / "w" / "x" / "y" / "z"
+    workdir.mkdir(parents=True)
+    monkeypatch.chdir(workdir)
+    argv = ["+recipe=qwen_grpo", "launcher=verl", "reward.reward_model.rollout.name=???", "rollout=sglang"]
+    P._verdicts(argv, argv)  # raises when check and the dry run disagree
