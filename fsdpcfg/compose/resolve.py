@@ -25,8 +25,14 @@ def resolve(composed: Any) -> tuple[dict[str, Any], dict[str, str], frozenset[st
     """
     raw = OmegaConf.to_container(composed.cfg, resolve=False)
     flat = verlref.flatten(raw)
+    prov = getattr(composed, "provenance", None)
     derived = frozenset(
-        k for k, v in flat.items() if isinstance(v, str) and v.startswith("${") and not v.startswith(_VALUE_RESOLVERS)
+        k
+        for k, v in flat.items()
+        if isinstance(v, str)
+        and v.startswith("${")
+        and not v.startswith(_VALUE_RESOLVERS)
+        and not _written_on_the_command_line(prov, k)
     )
     try:
         return composed.to_container(resolve=True), {}, derived
@@ -46,6 +52,13 @@ def resolve(composed: Any) -> tuple[dict[str, Any], dict[str, str], frozenset[st
     # a key that copies a broken key is left out too, but only the broken key is reported
     roots = {k: why for k, why in failed.items() if _target(flat.get(k)) not in failed}
     return out, roots or failed, derived
+
+
+def _written_on_the_command_line(prov: Any, key: str) -> bool:
+    """True when the command line set ``key`` (``key=${other}``): the user chose the key, so the rules judge it
+    where it is written, as the launch's own checks (fsdpcfg.rules.gate, on the resolved values) do."""
+    src = prov.source_of(key) if prov is not None else None
+    return src is not None and src.kind == "override"
 
 
 def _target(raw: Any) -> str | None:

@@ -31,6 +31,16 @@ def test_check_and_the_dry_run_agree(overrides, tmp_path, monkeypatch):
     assert P._verdicts(argv, argv) == 1  # both refuse, each with a message
 
 
+def test_an_interpolation_written_on_the_command_line_is_judged_where_it_is_written(tmp_path, monkeypatch):
+    """``rollout.agent.agent_loop_config_path=${data.max_prompt_length}`` under the native launcher: check left the
+    key to the one it copies (a derived key), the run's gate refused it (FC802): the user wrote this key."""
+    workdir = tmp_path / "w" / "x" / "y" / "z"
+    workdir.mkdir(parents=True)
+    monkeypatch.chdir(workdir)
+    argv = ["+recipe=qwen_grpo", "actor_rollout_ref.rollout.agent.agent_loop_config_path=${data.max_prompt_length}"]
+    assert P._verdicts(argv, argv) == 1
+
+
 def test_a_verl_default_of_question_marks_set_again_is_left_to_verl(tmp_path, monkeypatch):
     """``reward.reward_model.rollout.name=???`` is verl's own default written again: check passed it and the export
     to verl refused it ("required value not set"); verl composes its own ``???`` as for any default it holds."""
