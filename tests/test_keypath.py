@@ -47,8 +47,8 @@ ALLOWED = {
     "compose/flat.py:rows_yaml": "indents YAML lines by the parts two sorted keys share; walks no dict",
     "compose/flat.py:_leaves": "walks a DictConfig's nodes (provenance of each node), not plain dicts",
     "train/lora/names.py:base_name": "rewrites a parameter name (a string), not a config key",
-    "launch/verl.py:_drop_unlisted_nulls": "a tree filter keyed by the dotted key of each node (verl's null keys)",
-    "launch/verl.py:_drop_verl_defaults": "a tree filter keyed by each node's provenance",
+    "check/to_verl.py:_drop_unlisted_nulls": "a tree filter keyed by the dotted key of each node (verl's null keys)",
+    "check/to_verl.py:_drop_verl_defaults": "a tree filter keyed by each node's provenance",
     "schema/sft.py:walk": "walks pydantic models' fields (schema defaults), not a dict",
     "schema/validate.py:walk": "the validator's one pass over the tree (classifies every key as it goes)",
 }

@@ -12,11 +12,12 @@ import yaml
 from omegaconf import OmegaConf
 
 from fsdpcfg import verlref
+from fsdpcfg.check.to_verl import verl_tree
 from fsdpcfg.compose import Composed, compose
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.launch import verl_launch
 from fsdpcfg.launch.machine import GpuInfo
-from fsdpcfg.launch.verl import build_verl_invocation, env_of, launch_verl, verl_tree
+from fsdpcfg.launch.verl import build_verl_invocation, env_of, launch_verl
 
 GPU = [
     "+recipe=qwen_grpo",

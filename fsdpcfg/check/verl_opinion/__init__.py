@@ -64,14 +64,14 @@ class VerlOpinion:
 
 
 def _tree(composed: Any) -> dict[str, Any]:
-    from fsdpcfg.launch.verl import verl_tree
+    from fsdpcfg.check.to_verl import verl_tree
 
     return verl_tree(composed, strict=False)
 
 
 def _job(composed: Any) -> dict[str, Any]:
     """The worker's job for a composed config: its kind, its verl tree and verl's composition it extends."""
-    from fsdpcfg.launch.verl import verl_composition
+    from fsdpcfg.check.to_verl import verl_composition
 
     return {
         "kind": getattr(composed, "kind", "ppo"),

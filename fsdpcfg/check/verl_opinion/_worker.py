@@ -5,7 +5,7 @@ Usage (by :func:`fsdpcfg.check.verl_opinion.verl_opinions`, not by hand)::
     python -m fsdpcfg.check.verl_opinion._worker IN.json OUT.json
 
 ``IN.json`` is ``{"jobs": [{"kind": "ppo"|"sft", "tree": {...}}, ...]}`` (trees as
-:func:`fsdpcfg.launch.verl.verl_tree` builds them), or jobs ``{"kind", "config_dir", "overrides"}`` naming an
+:func:`fsdpcfg.check.to_verl.verl_tree` builds them), or jobs ``{"kind", "config_dir", "overrides"}`` naming an
 exported ``config.yaml`` and the overrides its ``run_verl.sh`` adds. For each job, exactly what verl does before any GPU
 work, in verl's order:
 
@@ -58,7 +58,7 @@ OPEN_MAPPINGS = ("ray_kwargs.ray_init", "reward.reward_kwargs", "reward.custom_r
 
 def _defaults_list(config: str) -> list[Any]:
     """verl's defaults list for the composition ``config`` (the one the export writes)."""
-    from fsdpcfg.launch.verl import verl_defaults_list
+    from fsdpcfg.check.to_verl import verl_defaults_list
 
     return verl_defaults_list(config)
 

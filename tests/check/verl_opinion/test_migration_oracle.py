@@ -76,7 +76,7 @@ def _migrate(override: str) -> str:
 
 @pytest.fixture(scope="module")
 def verl_dir(tmp_path_factory, tiny_model_path):
-    from fsdpcfg.launch.verl import verl_defaults_list
+    from fsdpcfg.check.to_verl import verl_defaults_list
 
     d = tmp_path_factory.mktemp("verlcfg")
     doc = {"defaults": verl_defaults_list("ppo_trainer"), "hydra": {"searchpath": ["pkg://verl.trainer.config"]}}
