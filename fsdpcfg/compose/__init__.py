@@ -7,19 +7,16 @@ Public API: :func:`compose`, :class:`Composed`, :class:`ComposeError` (the overr
 """
 
 from fsdpcfg.compose._compose import (
-    GROUPS,
     YAML_SUFFIXES,
-    Composed,
     ComposeError,
-    available_options,
     compose,
     group_fallback,
-    groups,
-    load_yaml_config,
     recipe_chain,
     recipe_kind,
     validate_recipe_file,
 )
+from fsdpcfg.compose.composed import Composed, load_yaml_config
+from fsdpcfg.compose.conf_tree import GROUPS, available_options, groups
 
 __all__ = [
     "GROUPS",

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,9 @@ import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from fsdpcfg import paths, runkind, verlref, yamlio
-from fsdpcfg.compose import _fasthydra, resolvers, tree_cache, verl_base
+from fsdpcfg.compose import _fasthydra, config_file, resolvers, tree_cache, verl_base
+from fsdpcfg.compose.composed import Composed, _first_line
+from fsdpcfg.compose.conf_tree import available_options, group_folders, groups
 from fsdpcfg.compose.provenance import Provenance
 from fsdpcfg.errors import ConfigError, UsageError, did_you_mean
 
@@ -49,42 +49,6 @@ def _safe_load(path: Path):
         ConfigError: the file is past a limit of :data:`fsdpcfg.yamlio.LIMITS`, unreadable or not YAML.
     """
     return yamlio.load_file(path)
-
-
-def groups(kind: str = "ppo") -> tuple[str, ...]:
-    """Return the config groups of the ``kind`` tree, in the order its root ``config.yaml`` lists them."""
-    root = paths.conf_dir(kind) / "config.yaml"
-    st = root.stat()
-    return _groups_of(root, st.st_mtime_ns, st.st_size)
-
-
-def group_folders(kind: str = "ppo") -> tuple[str, ...]:
-    """Return the names Hydra finds as config groups in the ``kind`` tree's folder: its subfolders (``engine``,
-    ``recipe``, ..., also those no defaults list names, such as the RL tree's ``sft``), sorted."""
-    conf = paths.conf_dir(kind)
-    return _folders_of(conf, conf.stat().st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=8)
-def _folders_of(conf: Path, _mtime_ns: int) -> tuple[str, ...]:
-    return tuple(sorted(p.name for p in conf.iterdir() if p.is_dir()))
-
-
-@functools.lru_cache(maxsize=8)
-def _groups_of(root: Path, _mtime_ns: int, _size: int) -> tuple[str, ...]:
-    data = _safe_load(root) or {}
-    out = []
-    for entry in data.get("defaults", []):
-        if isinstance(entry, dict):
-            for k in entry:
-                name = str(k).replace("override ", "").strip().lstrip("/").split("@")[0]
-                if name not in ("_self_", verl_base.GROUP):
-                    out.append(name)
-    return tuple(out)
-
-
-#: Config groups of the RL (ppo) tree, in the order the root config's defaults list names them.
-GROUPS = groups("ppo")
 
 
 def recipe_chain(name: str, extra_dirs: list[Path] | None = None) -> list[Path]:
@@ -127,73 +91,6 @@ def recipe_kind(name: str, extra_dirs: list[Path] | None = None) -> str:
         if kind is not None:
             return kind if kind in paths.KINDS else "ppo"
     return "ppo"
-
-
-@dataclass
-class Composed:
-    """A composed config and what is known about how it was made.
-
-    Attributes:
-        cfg: the composed config (verl key names plus the ``fsdpcfg`` section), interpolations unresolved.
-        choices: group -> chosen option (``recipe`` included when one was selected).
-        overrides: the command-line overrides as given.
-        added: dotted keys that overrides created with ``+``/``++`` (they exist in no config file).
-        deleted: dotted keys removed with ``~``.
-        provenance: where each value came from.
-        origin: ``"compose"`` (Hydra tree) or ``"file"`` (a full config file read as it is).
-        kind: ``"ppo"`` (verl's ppo_trainer layout) or ``"sft"`` (sft_trainer_engine layout).
-        pruned: keys of fsdpcfg's own FSDP-engine defaults left out because the chosen engine's verl
-            composition has no such key (:func:`fsdpcfg.compose.verl_base.prune`; ``engine=megatron``).
-        hydra_cfg: Hydra's own ``hydra`` node of the composition (``--cfg hydra``), unresolved; ``None`` for a
-            config read from a file.
-        plus_needed: key -> the override that lacked ``+`` (set by ``compose_for_check``, reported by FC108).
-        plus_refused: key -> a ``+key`` override on a key verl's tree already has (``compose_for_check``, FC112).
-        script_notes: for a config read from a run script, the findings of reading it (FC107, FC120-FC125);
-            ``None`` when the config did not come from a script.
-        refused: the findings of the overrides (or a recipe's group choices) Hydra refused, which
-            ``compose_for_check`` dropped so that the rest composes and is checked; :func:`fsdpcfg.check.check_config`
-            reports them (all errors: the run refuses to start).
-    """
-
-    cfg: DictConfig
-    choices: dict[str, str] = field(default_factory=dict)
-    kind: str = "ppo"
-    overrides: list[str] = field(default_factory=list)
-    added: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    provenance: Provenance = field(default_factory=Provenance)
-    origin: str = "compose"
-    pruned: list[str] = field(default_factory=list)
-    hydra_cfg: DictConfig | None = None
-    plus_needed: dict[str, str] = field(default_factory=dict)
-    plus_refused: dict[str, str] = field(default_factory=dict)
-    script_notes: list[Any] | None = None
-    refused: list[Any] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        # every composed config names its secrets before anything prints or writes it (fsdpcfg.redact)
-        from fsdpcfg.redact import register_config
-
-        try:
-            register_config(self.to_container(resolve=False))
-        except Exception:  # a tree OmegaConf cannot convert is reported by whoever reads it next
-            pass
-
-    def to_container(self, resolve: bool = True) -> dict[str, Any]:
-        """Return the config as plain dicts and lists (interpolations resolved unless ``resolve=False``).
-
-        Raises:
-            ConfigError: an interpolation cannot be resolved (names the key and the reference).
-        """
-        try:
-            return OmegaConf.to_container(self.cfg, resolve=resolve)  # type: ignore[return-value]
-        except Exception as e:  # omegaconf.errors.InterpolationResolutionError and friends
-            key = getattr(e, "full_key", None)
-            raise ConfigError(
-                f"cannot resolve an interpolation: {_first_line(e)}",
-                key=key,
-                fix="set the referenced key, or replace the ${...} value with a literal",
-            ) from None
 
 
 def bound_override(text: str) -> None:
@@ -395,8 +292,6 @@ def _needs_global_package(f: Path) -> bool:
     Raises:
         UsageError: ``f`` is a verl config file (verl composes it, not fsdpcfg) or not a config at all.
     """
-    from fsdpcfg.compose import config_file
-
     try:
         _, info = config_file.read(f)
     except (yaml.YAMLError, ConfigError):
@@ -460,15 +355,6 @@ def _recipe_file(name: str, extra_dirs: list[Path]) -> Path | None:
             if f.is_file():
                 return f
     return None
-
-
-def available_options(group: str, kind: str = "ppo", extra_dirs: list[Path] | None = None) -> list[str]:
-    """Return the option names of a config group of the ``kind`` tree (``recipe`` included: with the recipes of
-    ``extra_dirs``, a user's recipe folders), sorted."""
-    if group != "recipe":
-        return sorted(p.stem for p in (paths.conf_dir(kind) / group).glob("*.yaml"))
-    names = {p.stem for d in [paths.recipes_dir(), *(extra_dirs or [])] for p in Path(d).glob("*.y*ml")}
-    return sorted(n for n in names if n)
 
 
 def _hydra_compose(
@@ -714,26 +600,3 @@ def _known_keys(kind: str = "ppo") -> tuple[str, ...]:
             keys.update(yaml_leaf_lines(f))
     keys.update(verlref.keys(runkind.get(kind).verl_keys))
     return tuple(sorted(keys))
-
-
-def load_yaml_config(path: Path) -> Composed:
-    """Read a full config file (a dumped fsdpcfg or verl config) as it is, with provenance from its lines.
-
-    Raises:
-        ConfigError: the file is missing, is not YAML, or is not a mapping.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise UsageError(f"no such file: {path}")
-    data = _safe_load(path)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of keys at the top level", fix="write key: value pairs")
-    resolvers.register()
-    cfg = OmegaConf.create(data)
-    prov = Provenance()
-    prov.add_file(path, "file")
-    return Composed(cfg=cfg, provenance=prov, origin="file")
-
-
-def _first_line(e: Any) -> str:
-    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -118,7 +118,7 @@ def _names_ours(defaults: Any) -> bool:
     """True when a Hydra defaults list names fsdpcfg's or verl's configs: a verl base config, a shipped recipe
     (``- qwen_grpo``, ``- /recipe/qwen_grpo@_global_``) or an option of one of fsdpcfg's groups
     (``- override /engine: fsdp2``). Any Hydra project has a defaults list; these make it ours."""
-    from fsdpcfg.compose._compose import available_options, groups
+    from fsdpcfg.compose.conf_tree import available_options, groups
 
     if verl_base(defaults) is not None:
         return True
@@ -256,7 +256,7 @@ def load(path: Path) -> Any:
     """
     from omegaconf import DictConfig, OmegaConf
 
-    from fsdpcfg.compose._compose import load_yaml_config
+    from fsdpcfg.compose.composed import load_yaml_config
     from fsdpcfg.compose.provenance import Source, yaml_leaf_lines
     from fsdpcfg.errors import ConfigError, UsageError
 
