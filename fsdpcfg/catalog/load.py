@@ -110,9 +110,10 @@ def load(tokens: list[str]):
     Raises:
         ConfigError: the composition fails (unknown key, unknown option, bad override).
     """
+    from fsdpcfg.check.key_advice import KEY_ADVICE
     from fsdpcfg.compose import compose, config_file
 
     overrides, dirs, full = split_args(tokens)
     if full is not None:
         return config_file.load(full)
-    return compose(overrides, extra_recipe_dirs=dirs or None)
+    return compose(overrides, extra_recipe_dirs=dirs or None, keys=KEY_ADVICE)

@@ -9,6 +9,8 @@ Modules:
 * :mod:`fsdpcfg.check.sources`: the inputs other than overrides (recipe files, config dumps, run scripts).
 * :mod:`fsdpcfg.check.runscript`: the run-script reader (bash's grammar; nothing runs).
 * :mod:`fsdpcfg.check.verl_opinion`: the second opinion, verl's own config-time validation in a subprocess.
+* :mod:`fsdpcfg.check.key_advice`: the schema's answers to an unknown key's error during composition
+  (:data:`~fsdpcfg.check.key_advice.KEY_ADVICE`, handed to :func:`fsdpcfg.compose.compose`).
 * :mod:`fsdpcfg.check.to_verl`: the config translated into verl's tree (what the second opinion hands verl, and
   what ``launcher=verl`` and ``fsdpcfg export`` write).
 

@@ -166,6 +166,7 @@ def compose_for_check(
     Raises:
         UsageError: an override that cannot be parsed, or a sweep.
     """
+    from fsdpcfg.check.key_advice import KEY_ADVICE
     from fsdpcfg.compose import ComposeError, compose, group_fallback
 
     overrides = list(overrides)
@@ -177,7 +178,7 @@ def compose_for_check(
     fallbacks: set[str] = set()
     for _ in range(2 * len(overrides) + 4):
         try:
-            composed = compose(overrides, extra_recipe_dirs=dirs)
+            composed = compose(overrides, extra_recipe_dirs=dirs, keys=KEY_ADVICE)
         except UsageError:
             raise
         except ComposeError as e:

@@ -107,9 +107,10 @@ def child_text(name: str, src: Path, dest: Path) -> str:
 
 def expanded_text(name: str, dirs: list[Path], dest: Path) -> str:
     """Return a flat recipe equal to ``name``: all group choices pinned, every key its recipe chain sets."""
+    from fsdpcfg.check.key_advice import KEY_ADVICE
     from fsdpcfg.compose import compose, recipe_chain
 
-    composed = compose([f"+recipe={name}"], extra_recipe_dirs=dirs or None)
+    composed = compose([f"+recipe={name}"], extra_recipe_dirs=dirs or None, keys=KEY_ADVICE)
     chain = recipe_chain(name, dirs)
     body: dict = {}
     for f in chain:

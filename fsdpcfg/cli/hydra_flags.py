@@ -77,11 +77,12 @@ def cfg_text(overrides: list[str], which: str, *, package: str | None = None, re
     from omegaconf import OmegaConf
 
     from fsdpcfg import yamlio
+    from fsdpcfg.check.key_advice import KEY_ADVICE
     from fsdpcfg.compose import compose
 
     if which not in CFG_CHOICES:
         raise UsageError(f"--cfg {which}: unknown", fix=f"use one of {', '.join(CFG_CHOICES)}")
-    composed = compose(overrides)
+    composed = compose(overrides, keys=KEY_ADVICE)
     doc: dict[str, Any] = {}
     if which in ("job", "all"):
         doc.update(composed.to_container(resolve=resolve))
@@ -101,11 +102,12 @@ def info_text(overrides: list[str], mode: str = "all") -> str:
     """
     from fsdpcfg import paths
     from fsdpcfg.catalog.tree import all_options, recipes
+    from fsdpcfg.check.key_advice import KEY_ADVICE
     from fsdpcfg.compose import compose
 
     if mode not in INFO_CHOICES:
         raise UsageError(f"--info {mode}: unknown", fix=f"use one of {', '.join(INFO_CHOICES)}")
-    composed = compose(overrides)
+    composed = compose(overrides, keys=KEY_ADVICE)
     parts = []
     if mode in ("all", "searchpath"):
         conf = paths.conf_dir(composed.kind)

@@ -52,10 +52,11 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
 def _composed_config(overrides: list[str]) -> tuple[Any, dict[str, Any]]:
     """Compose and resolve ``overrides``; print the check's errors (preview still shows the data when it can)."""
     from fsdpcfg.check import check_config
+    from fsdpcfg.check.key_advice import KEY_ADVICE
     from fsdpcfg.compose import compose
     from fsdpcfg.runinfo import run_config
 
-    composed = compose(overrides)
+    composed = compose(overrides, keys=KEY_ADVICE)
     errors = [f for f in check_config(composed) if f.severity == "error"]
     for f in errors:
         print(f"note: the run would be refused: [{f.rule}] {', '.join(f.keys)}: {f.message}")

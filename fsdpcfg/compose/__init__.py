@@ -1,6 +1,7 @@
 """Stage 1, compose: Hydra composes ``conf/`` + ``recipes/`` + overrides into one config in verl's key names.
 
 Public API: :func:`compose`, :class:`Composed`, :class:`ComposeError` (the override Hydra refused and why),
+:class:`KeyAdvice` (what an unknown key's error asks of the schema, handed in by the caller),
 :func:`group_fallback`, :func:`load_yaml_config`; the tree's groups and their options
 (:data:`GROUPS`, :func:`groups`, :func:`available_options`); recipes (:func:`recipe_kind`, :func:`recipe_chain`,
 :func:`validate_recipe_file`, :data:`YAML_SUFFIXES`).
@@ -9,6 +10,7 @@ Public API: :func:`compose`, :class:`Composed`, :class:`ComposeError` (the overr
 from fsdpcfg.compose._compose import (
     YAML_SUFFIXES,
     ComposeError,
+    KeyAdvice,
     compose,
     group_fallback,
     recipe_chain,
@@ -23,6 +25,7 @@ __all__ = [
     "YAML_SUFFIXES",
     "ComposeError",
     "Composed",
+    "KeyAdvice",
     "available_options",
     "compose",
     "group_fallback",

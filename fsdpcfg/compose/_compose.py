@@ -6,7 +6,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -24,6 +24,28 @@ _fasthydra.install()  # a compose does not deep-copy Hydra's ConfigStore (verl's
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
+class KeyAdvice(Protocol):
+    """What an unknown key's error asks of the key universe, which the schema knows and composition does not (the
+    schema is the next stage): whether verl too needs ``+`` for the key, and which real key to propose. The caller
+    of :func:`compose` hands it in: :data:`fsdpcfg.check.key_advice.KEY_ADVICE` answers from
+    :mod:`fsdpcfg.schema.keys`."""
+
+    @property
+    def no_such_key(self) -> str:
+        """What the message adds when no real key is close enough to propose."""
+        ...
+
+    def known(self, key: str) -> bool:
+        """True when something reads the RL tree's ``key`` though the tree leaves it out (a key of the schema, one
+        verl's dataclasses read, one below a free mapping): verl too needs ``+`` for it."""
+        ...
+
+    def propose(self, key: str, value: Any, pool: tuple[str, ...] | None) -> str | None:
+        """The one real key to propose for the unknown ``key`` set to ``value`` (``None``: a ``~key`` or a null,
+        which any key's type fits), from ``pool`` (``None``: every key the schema and verl know), or ``None``."""
+        ...
+
+
 class ComposeError(ConfigError):
     """Hydra refused to compose, with the override at fault when one override is.
 
@@ -31,9 +53,9 @@ class ComposeError(ConfigError):
         override: the override line Hydra refused (``trainer.nnode=2``, ``rollout=bogus``, ``~a.b``), as parsed
             from the command line; ``None`` when no override is at fault (a recipe file's own defaults list).
         reason: ``"needs_plus"`` (a key verl's dataclasses or a free mapping define but no YAML lists: ``+key``
-            composes), ``"plus_refused"`` (``+key`` on a key the tree holds: ``key=value`` composes) or
-            ``"refused"`` (an unknown key, an unknown group option, a value Hydra cannot merge: dropping the
-            override composes the rest).
+            composes; :meth:`KeyAdvice.known` tells it in the RL tree), ``"plus_refused"`` (``+key`` on a key the
+            tree holds: ``key=value`` composes) or ``"refused"`` (an unknown key, an unknown group option, a value
+            Hydra cannot merge: dropping the override composes the rest).
     """
 
     def __init__(self, message: str, *, override: str | None = None, reason: str = "refused", **kw: Any) -> None:
@@ -141,7 +163,11 @@ def _parse_overrides(overrides: list[str]):
 
 
 def compose(
-    overrides: list[str] | None = None, *, extra_recipe_dirs: list[Path] | None = None, kind: str = "ppo"
+    overrides: list[str] | None = None,
+    *,
+    extra_recipe_dirs: list[Path] | None = None,
+    kind: str = "ppo",
+    keys: KeyAdvice | None = None,
 ) -> Composed:
     """Compose the root config with ``overrides`` (Hydra syntax: ``key=value``, ``+key=value``, ``~key``,
     ``group=option``, ``+recipe=NAME``).
@@ -152,9 +178,13 @@ def compose(
     ``extra_recipe_dirs`` adds folders whose ``*.yaml`` files can be selected as ``+recipe=NAME`` (used to
     check users' own recipe files). ``+recipe=PATH.yaml`` selects a recipe file anywhere (its folder is added).
 
+    ``keys`` answers what an unknown key's error asks of the schema (:class:`KeyAdvice`: whether verl too needs
+    ``+`` for the key, the real key to propose); every command passes :data:`fsdpcfg.check.key_advice.KEY_ADVICE`.
+    Without it the error names the key and proposes none, and only verl's own SFT keys count as needing ``+``.
+
     Raises:
-        ConfigError: an unknown key (with a did-you-mean), an unknown group option (with the options), a
-            bad override, a recipe that does not exist.
+        ConfigError: an unknown key (with a did-you-mean given ``keys``), an unknown group option (with the
+            options), a bad override, a recipe that does not exist.
     """
     overrides = list(overrides or [])
     extra_recipe_dirs = list(extra_recipe_dirs or [])
@@ -204,12 +234,12 @@ def compose(
     verl_base.register(kind, [engine] if engine is not None else [])
     try:
         try:
-            cfg = _hydra_compose(overrides, parsed, kind, search, extra_dirs)
+            cfg = _hydra_compose(overrides, parsed, kind, search, extra_dirs, keys=keys)
         except ConfigError:
             if not verl_base.register_all_if_missing():
                 raise
             # the engine was chosen where we did not look
-            cfg = _hydra_compose(overrides, parsed, kind, search, extra_dirs)
+            cfg = _hydra_compose(overrides, parsed, kind, search, extra_dirs, keys=keys)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -365,6 +395,7 @@ def _hydra_compose(
     extra_dirs: list[Path] | None = None,
     *,
     cache: bool = True,
+    keys: KeyAdvice | None = None,
 ) -> DictConfig:
     """Hydra's compose of ``overrides`` (parsed: ``parsed``) plus the ``search`` path overrides, with Hydra's
     config node; the group choices' tree is composed once per process (:mod:`fsdpcfg.compose.tree_cache`,
@@ -401,7 +432,7 @@ def _hydra_compose(
     except MissingConfigException as e:
         raise _missing_option(e, parsed, kind, extra_dirs) from None
     except ConfigCompositionException as e:
-        raise _composition_error(e, parsed, kind, extra_dirs) from None
+        raise _composition_error(e, parsed, kind, extra_dirs, keys) from None
     except Exception as e:  # omegaconf errors raised while merging (type mismatches and the like)
         if type(e).__module__.startswith(("omegaconf", "hydra", "yaml")) or _raised_in_hydra(e):
             full_key = getattr(e, "full_key", None)
@@ -506,14 +537,16 @@ def _line(o) -> str | None:
     return None if o is None else str(o.input_line)
 
 
-def _composition_error(e: Exception, parsed, kind: str = "ppo", extra_dirs: list[Path] | None = None) -> ConfigError:
+def _composition_error(
+    e: Exception, parsed, kind: str = "ppo", extra_dirs: list[Path] | None = None, keys: KeyAdvice | None = None
+) -> ConfigError:
     msg = str(e)
     cause = e.__cause__ or e
     full_key = getattr(cause, "full_key", None)
     if "Could not override" in msg or "Could not delete" in msg or "Could not append" in msg:
         key = msg.split("'")[1] if "'" in msg else full_key
         if "Could not delete" in msg:
-            close = _suggest(key, None, kind)
+            close = _suggest(keys, key, None, kind)
             return ComposeError(
                 "cannot delete a key that is not in the config",
                 key=key,
@@ -534,9 +567,7 @@ def _composition_error(e: Exception, parsed, kind: str = "ppo", extra_dirs: list
         if kind == "sft":
             listed = key in verlref.keys("sft")
         else:
-            from fsdpcfg.schema.keys import classify
-
-            listed = isinstance(key, str) and classify(key) in ("schema", "verl", "free")
+            listed = keys is not None and isinstance(key, str) and keys.known(key)
         if listed:
             # the tree holds verl's whole composition, so this is a key verl's YAML does not list either (below a
             # free mapping, read by a dataclass, another engine's): verl too needs `+` for it
@@ -547,10 +578,10 @@ def _composition_error(e: Exception, parsed, kind: str = "ppo", extra_dirs: list
                 override=override,
                 reason="needs_plus",
             )
-        close = _suggest(key, value, kind)
+        close = _suggest(keys, key, value, kind)
         shown = override.split("=", 1)[1] if override and "=" in override else "VALUE"
         return ComposeError(
-            "is not a key of the config" + ("" if close else f": {_no_such_key()}"),
+            "is not a key of the config" + ("" if close or keys is None else f": {keys.no_such_key}"),
             key=key,
             value=value,
             fix=f"did you mean {close}={shown}?" if close else _NO_SUCH_KEY,
@@ -566,25 +597,17 @@ def _composition_error(e: Exception, parsed, kind: str = "ppo", extra_dirs: list
     )
 
 
-def _no_such_key() -> str:
-    from fsdpcfg.schema.keys import NO_SUCH_KEY
-
-    return NO_SUCH_KEY
-
-
-#: the fix of an unknown key no real key is close to (:func:`fsdpcfg.schema.keys.propose`).
+#: the fix of an unknown key no real key is close to (:meth:`KeyAdvice.propose`).
 _NO_SUCH_KEY = "remove it, or check the name (`fsdpcfg show` prints the tree)"
 
 
-def _suggest(key: str | None, value: Any, kind: str = "ppo") -> str | None:
+def _suggest(keys: KeyAdvice | None, key: str | None, value: Any, kind: str = "ppo") -> str | None:
     """The real key to propose for the unknown ``key`` set to ``value`` (``None``: a ``~key``), or ``None``:
-    :func:`fsdpcfg.schema.keys.propose` over the ``kind`` tree's keys."""
-    from fsdpcfg.schema import keys as K
-
-    if not key:
+    :meth:`KeyAdvice.propose` over the ``kind`` tree's keys (none without ``keys``)."""
+    if not key or keys is None:
         return None
     pool = _known_keys("sft") if kind == "sft" else None
-    return K.propose(key, K.UNKNOWN_VALUE if value is None else value, pool)
+    return keys.propose(key, value, pool)
 
 
 def _known_keys(kind: str = "ppo") -> tuple[str, ...]:

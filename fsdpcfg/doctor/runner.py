@@ -63,6 +63,7 @@ def run_doctor(
     Raises:
         UsageError: an SFT recipe (the doctor takes a GRPO run: stage 3 derives the SFT path from it).
     """
+    from fsdpcfg.check.key_advice import KEY_ADVICE
     from fsdpcfg.compose import compose
     from fsdpcfg.doctor.stage_check import run_check
 
@@ -84,7 +85,7 @@ def run_doctor(
         return report
 
     try:
-        composed = compose(overrides)
+        composed = compose(overrides, keys=KEY_ADVICE)
     except ConfigError as e:
         add(_config_failure(e, 0))
         return done()

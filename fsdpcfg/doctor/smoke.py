@@ -153,10 +153,11 @@ def sft_config(ppo_cfg: dict[str, Any], engine: str, work: Path, world: int = WO
     Raises:
         ConfigError: the SFT recipe cannot be composed or planned.
     """
+    from fsdpcfg.check.key_advice import KEY_ADVICE
     from fsdpcfg.compose import compose
     from fsdpcfg.plan.sft import make_sft_plan
 
-    cfg = compose(["+recipe=qwen_sft"]).to_container(resolve=True)
+    cfg = compose(["+recipe=qwen_sft"], keys=KEY_ADVICE).to_container(resolve=True)
     arr = ppo_cfg["actor_rollout_ref"]
     for k in _SFT_MODEL_KEYS:
         cfg["model"][k] = copy.deepcopy(arr["model"][k])

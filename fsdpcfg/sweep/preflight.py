@@ -61,13 +61,14 @@ def config_digest(cfg: dict[str, Any]) -> str:
 def check_point(index: int, overrides: list[str]) -> PointCheck:
     """Compose, check and plan one point; never raises for a config mistake (it lands in the result)."""
     from fsdpcfg.check import check_config, has_errors
+    from fsdpcfg.check.key_advice import KEY_ADVICE
     from fsdpcfg.compose import compose
     from fsdpcfg.native.ckpt_layout import check_resume_layout
     from fsdpcfg.runinfo import run_config
 
     pc = PointCheck(index, list(overrides))
     try:
-        pc.composed = compose(list(overrides))
+        pc.composed = compose(list(overrides), keys=KEY_ADVICE)
         pc.findings = list(check_config(pc.composed))
         if has_errors(pc.findings):
             return pc

@@ -82,11 +82,12 @@ def point_config(cfg: dict[str, Any], run_dir: Path, job: int, ckpt_group: str) 
 def _run(job_cfg: Any, expected: dict[str, Any], run_dir: Path, job: int, ckpt_group: str) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
+    from fsdpcfg.check.key_advice import KEY_ADVICE
     from fsdpcfg.compose import compose
     from fsdpcfg.runinfo import check_audit_file, redact, run_config, write_run_info
     from fsdpcfg.sweep.preflight import config_digest
 
-    composed = compose(list(expected["overrides"]))
+    composed = compose(list(expected["overrides"]), keys=KEY_ADVICE)
     cfg = run_config(composed)
     # Hydra's job config is a DictConfig: both give str-keyed dicts
     hydra_cfg = redact(

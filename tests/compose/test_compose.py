@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
-from fsdpcfg.compose import GROUPS, available_options, compose, groups
+import fsdpcfg
+from fsdpcfg.check.key_advice import KEY_ADVICE
+from fsdpcfg.compose import GROUPS, ComposeError, available_options, compose, groups
 from fsdpcfg.errors import ConfigError, UsageError
 
 
@@ -74,7 +79,7 @@ def test_plus_and_tilde_are_recorded():
 
 def test_unknown_key_gets_did_you_mean():
     with pytest.raises(ConfigError) as e:
-        compose(["+recipe=qwen_grpo", "actor_rollout_ref.actor.ppo_micro_batch_size_pergpu=4"])
+        compose(["+recipe=qwen_grpo", "actor_rollout_ref.actor.ppo_micro_batch_size_pergpu=4"], keys=KEY_ADVICE)
     assert e.value.key == "actor_rollout_ref.actor.ppo_micro_batch_size_pergpu"
     assert "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu" in e.value.fix
     assert "Traceback" not in str(e.value)
@@ -82,11 +87,47 @@ def test_unknown_key_gets_did_you_mean():
 
 def test_verl_key_outside_the_tree_says_how_to_add_it():
     with pytest.raises(ConfigError) as e:
-        compose(["actor_rollout_ref.rollout.max_num_seqs_nope=1"])
+        compose(["actor_rollout_ref.rollout.max_num_seqs_nope=1"], keys=KEY_ADVICE)
     # a key verl's dataclass reads without listing it in its YAML needs `+`, in verl as here
     with pytest.raises(ConfigError) as e:
-        compose(["critic.fsdp.mixed_precision=x"])
+        compose(["critic.fsdp.mixed_precision=x"], keys=KEY_ADVICE)
     assert "+critic.fsdp.mixed_precision=VALUE" in e.value.fix
+
+
+def test_without_the_schemas_key_advice_an_unknown_key_is_named_and_nothing_proposed():
+    """Composition comes before the schema: the did-you-mean and the `+` a key needs are the schema's answers,
+    handed in by the caller (KEY_ADVICE); without them the error still names the key and the override."""
+    for override in ("actor_rollout_ref.actor.ppo_micro_batch_size_pergpu=4", "critic.fsdp.mixed_precision=x"):
+        with pytest.raises(ComposeError) as e:
+            compose(["+recipe=qwen_grpo", override])
+        assert e.value.key == override.split("=")[0] and e.value.override == override
+        assert e.value.message == "is not a key of the config" and e.value.reason == "refused"
+        assert "did you mean" not in e.value.fix and "VALUE" not in e.value.fix
+
+
+def test_every_caller_outside_compose_hands_it_the_schemas_key_advice():
+    """Without ``keys=`` an unknown key gets no did-you-mean and no `+`: every call of compose() outside the compose
+    stage (commands, check, sweeps, the doctor) passes KEY_ADVICE, so no command loses them by accident."""
+    pkg = Path(fsdpcfg.__file__).parent
+    missing = []
+    for path in sorted(pkg.rglob("*.py")):
+        if path.relative_to(pkg).parts[0] == "compose":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {
+            a.asname or a.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.module == "fsdpcfg.compose"
+            for a in n.names
+            if a.name == "compose"
+        }
+        missing += [
+            f"{path.relative_to(pkg)}:{n.lineno}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names
+            if not any(k.arg == "keys" for k in n.keywords)
+        ]
+    assert missing == []
 
 
 def test_the_tree_starts_from_verls_composition():

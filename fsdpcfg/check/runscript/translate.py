@@ -354,9 +354,10 @@ def _base_tree(base: tuple[str, ...], user_groups: tuple[str, ...]) -> tuple[dic
     the keys those group options set."""
     from omegaconf import OmegaConf
 
+    from fsdpcfg.check.key_advice import KEY_ADVICE
     from fsdpcfg.compose import compose
 
-    tree = compose(list(base + user_groups))
+    tree = compose(list(base + user_groups), keys=KEY_ADVICE)
     raw = verlref.flatten(OmegaConf.to_container(tree.cfg, resolve=False))
     chosen = set(user_groups)
     keys = set()
