@@ -15,4 +15,4 @@ ruff format --check .
 echo "== mypy" >&2
 mypy
 echo "== pytest" >&2
-exec python -m pytest -n auto --dist load -m "slow or not slow" "$@"
+exec python -m pytest -n auto --dist worksteal -m "slow or not slow" "$@"

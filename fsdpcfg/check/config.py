@@ -63,11 +63,16 @@ def check_config(composed: Any) -> list[Finding]:
 
     Returns the findings sorted by severity (errors first), then rule ID. Never raises for a config mistake.
     """
+    from omegaconf import OmegaConf
+
     from fsdpcfg.rules.context import Context
     from fsdpcfg.rules.registry import RULES
 
-    cfg, failed, derived = resolve(composed)
+    # once: resolve's walk and the secret rule read it
+    raw: dict[str, Any] = OmegaConf.to_container(composed.cfg, resolve=False)  # type: ignore[assignment]
+    cfg, failed, derived = resolve(composed, raw)
     ctx = Context(composed, cfg)
+    ctx.raw = raw
     ctx.unresolved = failed  # read by FC100; keys left out of cfg
     ctx.derived = derived  # read by the schema rules
     # the overrides Hydra refused, dropped so that the rest composed (compose_for_check): reported first

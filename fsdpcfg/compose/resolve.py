@@ -16,14 +16,16 @@ from fsdpcfg.errors import ConfigError
 _VALUE_RESOLVERS = ("${fsdpcfg_", "${oc.env", "${oc.decode")
 
 
-def resolve(composed: Any) -> tuple[dict[str, Any], dict[str, str], frozenset[str]]:
-    """Resolve the composed config without raising.
+def resolve(composed: Any, raw: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, str], frozenset[str]]:
+    """Resolve the composed config without raising. ``raw``: the config as plain containers, interpolations kept
+    (``composed.to_container(resolve=False)``), when the caller has it already.
 
     Returns:
         (config as nested dicts, {key: why its interpolation failed} (those keys are left out),
         keys whose value copies another key through an interpolation).
     """
-    raw = OmegaConf.to_container(composed.cfg, resolve=False)
+    if raw is None:
+        raw = OmegaConf.to_container(composed.cfg, resolve=False)  # type: ignore[assignment]
     flat = verlref.flatten(raw)
     prov = getattr(composed, "provenance", None)
     derived = frozenset(

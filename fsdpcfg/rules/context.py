@@ -56,6 +56,11 @@ class Context:
         #: keys whose value an interpolation derived (set by ``check_config``, read by the schema rules)
         self.derived: frozenset[str] = frozenset()
 
+    @cached_property
+    def raw(self) -> dict[str, Any]:
+        """The composed config as plain containers, interpolations kept (``${oc.env:NAME}`` as written)."""
+        return self.composed.to_container(resolve=False)
+
     # -- values ---------------------------------------------------------------------------------------
     def get(self, key: str, default: Any = None) -> Any:
         """Return the effective value of dotted ``key``: the config's, else verl's default, else ``default``."""

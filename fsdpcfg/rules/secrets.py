@@ -52,8 +52,7 @@ def literal_secret(ctx: Context) -> Iterable[Finding]:
     Source: fsdpcfg's run-folder policy (saved configs never hold a secret); wandb and huggingface_hub read
     ``WANDB_API_KEY``/``HF_TOKEN`` from the environment; issue 14 item 1.
     """
-    raw = ctx.composed.to_container(resolve=False)
-    for key, value in literal_secrets(raw).items():
+    for key, value in literal_secrets(ctx.raw).items():
         parts = key.split(".")
         leaf = parts[-1] if is_secret_key(key) or len(parts) < 2 else "_".join(parts[-2:])  # model.path: MODEL_PATH
         name = re.sub(r"[^A-Z0-9_]", "_", leaf.upper())

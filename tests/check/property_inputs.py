@@ -226,8 +226,47 @@ def _skipped(out_check: str) -> bool:
     return any(i.get("status") == "skipped" for i in doc.get("inputs", []))
 
 
+class _OneCompose:
+    """Compose the same override list once for both paths: ``fsdpcfg check`` and the run's preparation each call
+    :func:`fsdpcfg.check.compose_for_check` on the same list, a function of the list, the config files and the
+    working folder alone. While :attr:`shared` is on, the check's result is kept and handed to the run's call for
+    the same list, once; every other stage (the schema, every rule, the plan, the dry run's folder) still runs on
+    both paths. Checking leaves the composed config as it was (``tests/check/test_check_leaves_config.py``), so the
+    run starts from what a compose of its own would give; the second compose was ~40% of a set's cost. Shard 0
+    composes twice all the same (``shared`` off), so a second compose of a list in one process is still held to
+    the first (``tests/compose/test_tree_cache.py`` holds the kept first-stage trees to a full compose)."""
+
+    def __init__(self) -> None:
+        import fsdpcfg.check
+
+        self.shared = True
+        self._kept: dict[tuple[str, ...], object] = {}
+        self._compose = fsdpcfg.check.compose_for_check
+        fsdpcfg.check.compose_for_check = self  # type: ignore[assignment]
+
+    def keep(self) -> None:
+        """Keep the next plain call's result for a later call on the same list (the check's, for the run)."""
+        self._kept.clear()
+        self._keeping = self.shared
+
+    def __call__(self, overrides: list[str], **kwargs):
+        key = tuple(overrides)
+        if not kwargs and key in self._kept:
+            return self._kept.pop(key)
+        out = self._compose(overrides, **kwargs)
+        if not kwargs and getattr(self, "_keeping", False):
+            self._keeping = False
+            self._kept[key] = out
+        return out
+
+
+_ONE_COMPOSE: _OneCompose | None = None
+
+
 def _verdicts(check_args: list[str], run_args: list[str]) -> int:
     """Run both paths on one input; return the run's exit code. Raises :class:`Refusal` on any failure."""
+    if _ONE_COMPOSE is not None:
+        _ONE_COMPOSE.keep()
     rc_check, out_check, t_check = _main(["check", "--format", "json", "--no-plan", *check_args])
     rc_run, out_run, t_run = _main([*run_args, "--dry-run"])
     for rc, out, t, what in ((rc_check, out_check, t_check, "check"), (rc_run, out_run, t_run, "dry-run")):
@@ -355,8 +394,11 @@ def _hostile(draw) -> tuple[str, bytes]:
 def run_shard(what: str, shard: int, count: int, workdir: Path) -> dict:
     """Run ``count`` examples of the ``what`` property (``"overrides"`` or ``"files"``) with hypothesis seed
     ``1000 + shard`` in ``workdir`` (created; the dry runs write there); return the tally and the first failure."""
+    global _ONE_COMPOSE
     workdir.mkdir(parents=True, exist_ok=True)
     os.chdir(workdir)
+    _ONE_COMPOSE = _OneCompose()
+    _ONE_COMPOSE.shared = shard != 0
     os.environ["WANDB_MODE"] = "disabled"
     _warm_up()
     seen = {"examples": 0, "refused": 0, "kinds": {}, "t": time.monotonic(), "cpu": time.process_time()}

@@ -2,11 +2,13 @@
 never a traceback, never a hang, on 10,000 override sets and 200 hostile recipe files
 (``tests/check/property_inputs.py`` holds the inputs and the property).
 
-Each property runs as shards, one test item each (``FSDPCFG_PROPERTY_SHARDS``, default 10 for the override sets,
-2 for the files), every shard its own process and hypothesis seed (1000 + shard, so the same inputs every time):
+Each property runs as shards, one test item each (``FSDPCFG_PROPERTY_SHARDS``, default 20 for the override sets,
+4 for the files), every shard its own process and hypothesis seed (1000 + shard, so the same inputs every time):
 under ``pytest -n auto`` the shards and the rest of the suite share the cores. Counts: ``FSDPCFG_PROPERTY_OVERRIDES``
-(default 10,000) and ``FSDPCFG_PROPERTY_FILES`` (default 200). One override set costs ~0.2 CPU s here (two
-composes from the kept first-stage tree, the schema, every rule, the run folder written).
+(default 10,000) and ``FSDPCFG_PROPERTY_FILES`` (default 200). One override set costs ~0.2 CPU s here (a compose
+the check and the run share, ``property_inputs._OneCompose``; the schema and every rule on both paths; the run
+folder written). Shards of ~500 sets keep the longest item short, so the longest-first schedule of
+``tests/conftest.py`` ends both workers together.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(4 * 3600)]
 
 N_OVERRIDES = int(os.environ.get("FSDPCFG_PROPERTY_OVERRIDES", "10000"))
 N_FILES = int(os.environ.get("FSDPCFG_PROPERTY_FILES", "200"))
-SHARDS = int(os.environ.get("FSDPCFG_PROPERTY_SHARDS", "10"))
+SHARDS = int(os.environ.get("FSDPCFG_PROPERTY_SHARDS", "20"))
 FILE_SHARDS = max(1, SHARDS // 5)
 SCRIPT = Path(__file__).with_name("property_inputs.py")
 
