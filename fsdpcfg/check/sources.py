@@ -48,6 +48,10 @@ class Checked:
     #: a run script's command: (keys whose value the check judged, keys the script sets); None for other inputs
     keys_judged: tuple[int, int] | None = None
     origin: tuple[str, int | None] | None = None
+    #: a run script's command as verl's Hydra gets it (the script's own overrides, its --config-path and
+    #: --config-name) and a note on the words the check could not know: what ``check --verl`` asks verl
+    #: (:func:`fsdpcfg.check.runscript.translate.verl_job`); None for other inputs
+    verl_job: tuple[dict[str, Any] | None, str] | None = None
 
 
 def is_full_config(data: Any) -> bool:
@@ -256,7 +260,7 @@ def _no_verl_command(path: Path, ev: Any) -> None:
 def _check_command(path: Path, ev: Any, vc: Any, label: str, overrides: Sequence[str]) -> Checked:
     """Check one verl command of one path of a run script (see :func:`check_run_script`)."""
     from fsdpcfg.check.runscript import Word
-    from fsdpcfg.check.runscript.translate import drop_guessed, key_of, not_a_trainer, translate
+    from fsdpcfg.check.runscript.translate import drop_guessed, key_of, not_a_trainer, translate, verl_job
     from fsdpcfg.check.runscript.verl_cmd import TRAINERS
     from fsdpcfg.compose.provenance import Source
     from fsdpcfg.rules.legacy_keys import REMOVED_MODULES, removed_module_finding
@@ -302,9 +306,11 @@ def _check_command(path: Path, ev: Any, vc: Any, label: str, overrides: Sequence
                 file, _, line = tr.lines[key].rpartition(":")
                 if f.location is None and file and line.isdigit():
                     f.location = (file, int(line))
+    job = verl_job(vc, tr.config if tr is not None else None)
     if composed is None:
         checked = Checked(label, errors + notes + (tr.notes if tr is not None else []), origin=(str(path), vc.line))
         checked.keys_judged = tr.keys_judged() if tr is not None else None
+        checked.verl_job = job
         return checked
     assert tr is not None
     composed.overrides = list(tr.user_overrides)  # the script's own words; the base and resets are ours
@@ -318,6 +324,7 @@ def _check_command(path: Path, ev: Any, vc: Any, label: str, overrides: Sequence
     composed.script_notes = notes + tr.notes  # reported by rules FC107, FC120-FC125, FC132 and FC708
     checked = Checked(label, drop_guessed(check_config(composed)), composed, origin=(str(path), vc.line))
     checked.keys_judged = tr.keys_judged()
+    checked.verl_job = job
     return checked
 
 

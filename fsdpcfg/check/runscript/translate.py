@@ -287,6 +287,50 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
     return Translation(out, lines, notes, kind, config, user, [key_of(r) for r in resets], plus_refused, unknown_keys)
 
 
+def verl_job(vc: VerlCommand, config: str | None = None) -> tuple[dict[str, Any] | None, str]:
+    """The command as verl's ``@hydra.main`` gets it, as a job of :mod:`fsdpcfg.check.verl_opinion` (``kind``,
+    ``config_dir``: the ``--config-path``, ``config`` for verl's own folder; ``config_name``; ``overrides``: the words
+    bash passes, in order, not a tree the check composed), and a note for the report ("" when every word was
+    known). A word whose value the check cannot know gets verl's default (its key is still judged, as by
+    :func:`_name_only`); one whose key cannot be known is left out. ``config``: the verl composition the keys are
+    measured against (:attr:`Translation.config`). ``(None, why)`` when the config verl would read cannot be known.
+    """
+    if vc.kind not in DEFAULT_CONFIG:
+        return None, f"not asked: {vc.entry} is not a trainer fsdpcfg checks"
+    name_word = vc.hydra.get("config_name")
+    path_word = vc.hydra.get("config_path")
+    if "config_dir" in vc.hydra:
+        return None, "not asked: --config-dir adds a search path the second opinion does not model"
+    for opt, w in (("--config-name", name_word), ("--config-path", path_word)):
+        if w is not None and not w.known:
+            return None, f"not asked: {opt} cannot be known here ({'; '.join(w.unknown)})"
+    name = (config_name_of(vc) or DEFAULT_CONFIG[vc.kind]) if name_word is not None else DEFAULT_CONFIG[vc.kind]
+    folder = path_word.text if path_word is not None else "config"
+    defaults = verlref.defaults(config or DEFAULT_CONFIG[vc.kind])
+    words: list[str] = []
+    stood_in: list[str] = []
+    left_out: list[str] = []
+    for w in vc.overrides:
+        if w.known:
+            words.append(w.text)
+            continue
+        stand_in = _name_only(w, key_of(w.text), defaults, {})
+        if stand_in is None:
+            left_out.append(w.text)
+        else:
+            words.append(stand_in)
+            stood_in.append(key_of(w.text))
+    note = []
+    if stood_in:
+        note.append(f"verl's default stood in for the values the check cannot know ({', '.join(stood_in)})")
+    if left_out:
+        note.append(f"left out the words the check cannot know ({' '.join(left_out)})")
+    job = {"kind": vc.kind, "config_dir": folder, "config_name": name, "overrides": words}
+    if config is not None:
+        job["composition"] = config
+    return job, "; ".join(note)
+
+
 def _name_only(w: Word, key: str, defaults: Mapping[str, Any], raw: Mapping[str, Any]) -> str | None:
     """``key=<stand-in>`` for a script word whose key is known and value is not (``trainer.nnodes=$NNODES``):
     the word's own ``+``/``++``/``~`` kept, the value verl's default (or our tree's, or null), so that the key
