@@ -198,6 +198,8 @@ def compose_for_check(
             if idx is not None and _override_key(text) != "recipe":
                 f = unmodelled_group_finding(text, e, overrides, verl_composes, searchpath)
                 f = f or compose_error_finding(e)
+                if f.rule == "FC103" and _kind_of(_recipe_of(overrides), dirs) == "sft":
+                    f.rule = "FC150"  # the SFT tree's schema rule
                 for k in f.keys:
                     f.provenance[k] = f"command line `{text}`"
                 refused.append(f)
@@ -283,6 +285,8 @@ def compose_error_finding(e: ConfigError) -> Finding:
     """Turn a :class:`ConfigError` raised while composing or reading a config into a finding."""
     key = e.key if isinstance(e.key, str) else None
     rule = "FC101" if key and "not a key" in e.message else "FC100"
+    if getattr(e, "reason", None) == "section":  # a list on a section: a value of the wrong type (FC103's)
+        rule = "FC103"
     msg = f"{e.message} ({e.value!r})" if e.value is not None and repr(e.value) not in e.message else e.message
     if key and key not in msg:
         msg = f"{key}: {msg}"

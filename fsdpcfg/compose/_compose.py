@@ -33,7 +33,7 @@ class ComposeError(ConfigError):
         reason: ``"needs_plus"`` (a key verl's dataclasses or a free mapping define but no YAML lists: ``+key``
             composes), ``"plus_refused"`` (``+key`` on a key the tree holds: ``key=value`` composes) or
             ``"refused"`` (an unknown key, an unknown group option, a value Hydra cannot merge: dropping the
-            override composes the rest).
+            override composes the rest), ``"section"`` (a list set on a section: refused too, a type error).
     """
 
     def __init__(self, message: str, *, override: str | None = None, reason: str = "refused", **kw: Any) -> None:
@@ -672,6 +672,13 @@ def _composition_error(e: Exception, parsed, kind: str = "ppo", extra_dirs: list
         )
     if "in group" in msg.lower() or "Could not find" in msg:
         return _missing_option(e, parsed, kind, extra_dirs)
+    o = _override_of(parsed, full_key, delete=False)
+    if o is not None and isinstance(full_key, str):
+        from fsdpcfg.schema.keys import section_replaced
+
+        replaced = section_replaced(full_key, o.value(), kind)  # a list where verl's tree has a section
+        if replaced is not None:
+            return ComposeError(replaced[0], key=full_key, fix=replaced[1], override=_line(o), reason="section")
     return ComposeError(
         f"cannot compose the config: {_first_line(msg)}",
         key=full_key,

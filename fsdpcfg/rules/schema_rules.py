@@ -147,11 +147,13 @@ def _shown(ctx: Context, key: str) -> str:
 )
 def invalid_value(ctx: Context) -> Iterator[Finding]:
     """Types, ranges and allowed values of the schema (Pydantic, ``fsdpcfg/schema/``), and values of
-    verl-only keys whose type differs from verl's default. Source: verl 0.9.1 ``verl/workers/config/*.py``
+    verl-only keys whose type differs from verl's default, and a scalar or a list set on a section (a mapping of
+    keys: ``actor_rollout_ref.rollout.mtp=1``; verl 0.9.1 takes a scalar at config time and fails where it reads a
+    key of the section, and refuses to merge a list into a mapping). Source: verl 0.9.1 ``verl/workers/config/*.py``
     (``__post_init__`` checks), ``verl/trainer/ppo/core_algos.py`` (estimators, KL types, policy losses);
     reported case c23 (docs/design.md#reported-misconfigurations)."""
     for i in schema_report(ctx).issues:
-        if i.kind in ("invalid", "verl_type", "conflict"):
+        if i.kind in ("invalid", "verl_type", "conflict", "section"):
             yield ctx.finding("FC103", [i.key], f"{i.key}: {i.message}", i.fix)
 
 

@@ -398,3 +398,77 @@ def propose(key: str, value: Any = UNKNOWN_VALUE, pool: Iterable[str] | None = N
         )
     )
     return out[0] if out else None
+
+
+def _children(key: str, kind: str) -> list[str]:
+    """The names directly below the section ``key`` (the schema's, else verl's), sorted; [] when not known."""
+    import re
+
+    if kind == "ppo":
+        leaves, prefixes = _schema_index()
+        every = (*leaves, *prefixes, *optional_entries())
+        names = {k[len(key) + 1 :].split(".", 1)[0] for k in every if k.startswith(key + ".")}
+        if names:
+            return sorted(names)
+    names = {k[len(key) + 1 :].split(".", 1)[0] for k in verlref.keys(kind) if k.startswith(key + ".")}
+    names = {n for n in names if not n.startswith("_")}  # _target_
+    if not names:  # a field verl fills by interpolation (rollout.mtp: ${oc.select:actor_rollout_ref.model.mtp,null})
+        raw = verlref.defaults(kind, resolved=False).get(key)
+        m = re.fullmatch(r"\$\{(?:oc\.select:)?\s*([\w.]+)\s*(?:,[^}]*)?\}", raw) if isinstance(raw, str) else None
+        if m and m.group(1) != key:
+            return _children(m.group(1), kind)
+    return sorted(names)
+
+
+def is_section(key: str, kind: str = "ppo") -> bool:
+    """True when ``key`` holds a mapping of keys, so that a scalar or a list there replaces a whole section: a
+    section of the schema (a sub-model or a ``dict`` field; PPO), a mapping of verl 0.9.1's config of that ``kind``
+    (``actor_rollout_ref.model.mtp``, ``ray_kwargs.ray_init``), or a field verl's config dataclass declares as a
+    mapping only (``actor_rollout_ref.rollout.mtp: MtpConfig``, filled by interpolation in verl's YAML)."""
+    if kind == "ppo":
+        if key in schema_prefixes():
+            return True
+        info = field_info(key)
+        if info is not None:
+            return (_annotation_kinds(info.annotation) or frozenset()) - {"null"} == {"dict"}
+    if key in verlref.prefixes(kind):
+        return True
+    config = "ppo" if kind == "ppo" else verlref.SFT_COMPOSITIONS[0]
+    if (verlref.value_kinds(key, config) or frozenset()) - {"null"} == {"dict"}:  # MtpConfig, Optional[...]
+        return True
+    default = verlref.defaults(kind).get(key, 0)
+    return isinstance(default, dict)  # an empty mapping verl's YAML lists as {} (override_config)
+
+
+def section_replaced(key: str, value: Any, kind: str = "ppo") -> tuple[str, str] | None:
+    """``(message, fix)`` when ``value`` (a scalar or a list, not null) is set on the section ``key``
+    (:func:`is_section`), else None. verl 0.9.1's Hydra refuses to merge a list into a mapping; a scalar it takes,
+    and ``omega_conf_to_dataclass`` (hydra's ``instantiate``) puts it where a dataclass is expected, so verl fails
+    in ``validate_config`` or in a worker, where it reads a key of the section (``mtp.enable``: AttributeError).
+    Sources: verl/utils/config.py ``omega_conf_to_dataclass``; verl/workers/rollout/vllm_rollout/
+    vllm_async_server.py (``self.config.mtp.enable``); issue 20 (``rollout.mtp=1``, ``model.lora=1``)."""
+    if value is None or isinstance(value, dict) or not is_section(key, kind):
+        return None
+    if isinstance(value, str) and "${" in value:
+        return None
+    names = _children(key, kind)
+    shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+    what = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(type(value), "a list")
+    first = next((n for n in ("enable", "enabled") if n in names), names[0] if names else "KEY")
+    if key.split(".", 1)[0] == "fsdpcfg":
+        owner, effect = "fsdpcfg's", "fsdpcfg reads keys of it"
+    elif isinstance(value, (list, tuple)) and key in verlref.prefixes(kind):
+        owner, effect = f"verl {verlref.VERL_VERSION}'s", "verl's Hydra refuses to merge a list into it"
+    else:
+        owner = f"verl {verlref.VERL_VERSION}'s"
+        effect = (
+            f"verl takes it at config time and fails where it reads a key of the section ({key}.{first}: "
+            "AttributeError), in validate_config or in a worker after the cluster started"
+        )
+    message = (
+        f"{value!r} is {what}, but it is a section of {owner} config"
+        + (f" (keys: {shown})" if names else "")
+        + f"; the value replaces the whole section: {effect}"
+    )
+    written = str(value).lower() if isinstance(value, bool) else str(value).replace(" ", "")
+    return message, f"set a key of the section instead ({key}.{first}=VALUE), or remove {key}={written}"

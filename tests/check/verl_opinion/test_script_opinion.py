@@ -93,3 +93,42 @@ def test_verl_refuses_the_misspelt_key_of_a_script(tmp_path):
     (row,) = second_opinion([_job(tmp_path, good)]).to_json()
     assert row["stage"] != "compose", row
     assert "actor_rollout_ref.rollout.my_knob" in row["ignored_keys"]
+
+
+#: a section set to a scalar or a list, and where verl 0.9.1 stops on it (None: it takes it at config time, and its
+#: worker fails reading a key of the section: ``self.config.mtp.enable``, ``config.optim.lr``)
+SECTIONS = {
+    "actor_rollout_ref.model.lora=1": "validate_config",  # 'int' object has no attribute 'get'
+    "actor_rollout_ref.rollout.val_kwargs=1": "validate_config",  # 'int' object has no attribute 'do_sample'
+    "actor_rollout_ref.model.lora=[1]": "compose",  # Error merging override
+    "actor_rollout_ref.actor.policy_loss=[1]": "compose",
+    "actor_rollout_ref.rollout.mtp=1": None,
+    "actor_rollout_ref.actor.optim=adam": None,
+}
+
+
+@pytest.mark.verl
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("verl") is None, reason="verl 0.9.1 is not installed")
+def test_verl_fails_on_a_section_set_to_a_scalar_or_list_and_check_reports_each(tmp_path):
+    from fsdpcfg.check import check_overrides
+    from fsdpcfg.check.verl_opinion import run_worker
+
+    base = [
+        "algorithm.adv_estimator=grpo",
+        "actor_rollout_ref.rollout.name=vllm",
+        "trainer.n_gpus_per_node=1",
+        "data.train_batch_size=8",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=8",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2",
+    ]
+    jobs = [
+        {"kind": "ppo", "config_dir": "config", "config_name": "ppo_trainer", "overrides": [*base, o]} for o in SECTIONS
+    ]
+    for (override, stage), res in zip(SECTIONS.items(), run_worker(jobs)["results"], strict=True):
+        assert res["stage"] == stage, (override, res)
+        key = override.split("=", 1)[0]
+        found = check_overrides(["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm", override])
+        assert any(f.rule == "FC103" and f.severity == "error" and key in f.keys for f in found), override
