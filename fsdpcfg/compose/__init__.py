@@ -1,7 +1,8 @@
 """Stage 1, compose: Hydra composes ``conf/`` + ``recipes/`` + overrides into one config in verl's key names.
 
 Public API: :func:`compose`, :class:`Composed`, :class:`ComposeError` (the override Hydra refused and why),
-:func:`group_fallback`, :func:`load_yaml_config`; the tree's groups and their options
+:func:`group_fallback`, :func:`load_yaml_config`, :func:`unknown_key_error` (a refused unknown key and its
+did-you-mean); the tree's groups and their options
 (:data:`GROUPS`, :func:`groups`, :func:`available_options`); recipes (:func:`recipe_kind`, :func:`recipe_chain`,
 :func:`validate_recipe_file`, :data:`YAML_SUFFIXES`).
 """
@@ -18,6 +19,7 @@ from fsdpcfg.compose._compose import (
     load_yaml_config,
     recipe_chain,
     recipe_kind,
+    unknown_key_error,
     validate_recipe_file,
 )
 
@@ -33,5 +35,6 @@ __all__ = [
     "load_yaml_config",
     "recipe_chain",
     "recipe_kind",
+    "unknown_key_error",
     "validate_recipe_file",
 ]

@@ -33,7 +33,8 @@ class ComposeError(ConfigError):
         reason: ``"needs_plus"`` (a key verl's dataclasses or a free mapping define but no YAML lists: ``+key``
             composes), ``"plus_refused"`` (``+key`` on a key the tree holds: ``key=value`` composes) or
             ``"refused"`` (an unknown key, an unknown group option, a value Hydra cannot merge: dropping the
-            override composes the rest), ``"section"`` (a list set on a section: refused too, a type error).
+            override composes the rest; ``"unknown"``: the override's key is not in the tree,
+            :func:`unknown_key_error`), ``"section"`` (a list set on a section: refused too, a type error).
     """
 
     def __init__(self, message: str, *, override: str | None = None, reason: str = "refused", **kw: Any) -> None:
@@ -661,15 +662,7 @@ def _composition_error(e: Exception, parsed, kind: str = "ppo", extra_dirs: list
                 override=override,
                 reason="needs_plus",
             )
-        close = _suggest(key, value, kind)
-        shown = override.split("=", 1)[1] if override and "=" in override else "VALUE"
-        return ComposeError(
-            "is not a key of the config" + ("" if close else f": {_no_such_key()}"),
-            key=key,
-            value=value,
-            fix=f"did you mean {close}={shown}?" if close else _NO_SUCH_KEY,
-            override=override,
-        )
+        return unknown_key_error(key, value, override, kind)
     if "in group" in msg.lower() or "Could not find" in msg:
         return _missing_option(e, parsed, kind, extra_dirs)
     o = _override_of(parsed, full_key, delete=False)
@@ -687,6 +680,24 @@ def _composition_error(e: Exception, parsed, kind: str = "ppo", extra_dirs: list
     )
 
 
+def unknown_key_error(
+    key: str | None, value: Any, override: str | None, kind: str = "ppo", config: str | None = None
+) -> ComposeError:
+    """The error of ``override`` (``key=value``) on a key the config does not have, with the one real key to
+    propose (:func:`fsdpcfg.schema.keys.propose`; ``config``: verl's composition of the config once it is known, so
+    that another engine's key is never proposed) or the sentence that there is no such key."""
+    close = _suggest(key, value, kind, config)
+    shown = override.split("=", 1)[1] if override and "=" in override else "VALUE"
+    return ComposeError(
+        "is not a key of the config" + ("" if close else f": {_no_such_key()}"),
+        key=key,
+        value=value,
+        fix=f"did you mean {close}={shown}?" if close else _NO_SUCH_KEY,
+        override=override,
+        reason="unknown",
+    )
+
+
 def _no_such_key() -> str:
     from fsdpcfg.schema.keys import NO_SUCH_KEY
 
@@ -697,15 +708,15 @@ def _no_such_key() -> str:
 _NO_SUCH_KEY = "remove it, or check the name (`fsdpcfg show` prints the tree)"
 
 
-def _suggest(key: str | None, value: Any, kind: str = "ppo") -> str | None:
+def _suggest(key: str | None, value: Any, kind: str = "ppo", config: str | None = None) -> str | None:
     """The real key to propose for the unknown ``key`` set to ``value`` (``None``: a ``~key``), or ``None``:
-    :func:`fsdpcfg.schema.keys.propose` over the ``kind`` tree's keys."""
+    :func:`fsdpcfg.schema.keys.propose` over the ``kind`` tree's keys (``config``: verl's composition, when known)."""
     from fsdpcfg.schema import keys as K
 
     if not key:
         return None
     pool = _known_keys("sft") if kind == "sft" else None
-    return K.propose(key, K.UNKNOWN_VALUE if value is None else value, pool)
+    return K.propose(key, K.UNKNOWN_VALUE if value is None else value, pool, config, kind)
 
 
 def _known_keys(kind: str = "ppo") -> tuple[str, ...]:

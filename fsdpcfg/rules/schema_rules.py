@@ -29,7 +29,10 @@ def schema_report(ctx: Context) -> SchemaReport:
     rep = ctx.__dict__.get("_schema_report")
     if rep is None:
         rep = validate_tree(
-            ctx.cfg, skip=frozenset(getattr(ctx, "unresolved", {})), derived=frozenset(getattr(ctx, "derived", ()))
+            ctx.cfg,
+            skip=frozenset(getattr(ctx, "unresolved", {})),
+            derived=frozenset(getattr(ctx, "derived", ())),
+            config=ctx.verl_config,
         )
         ctx.__dict__["_schema_report"] = rep
     return rep
@@ -114,7 +117,8 @@ def unread_added_key(ctx: Context) -> Iterator[Finding]:
     for key in _added(ctx):
         if K.classify(key) != "unknown" or key in legacy:
             continue
-        real = K.propose(key, ctx.get(key))  # only a key whose leaf is close and whose type fits the value
+        # only a key whose leaf is close, whose type fits the value, of this config's engine
+        real = K.propose(key, ctx.get(key), config=ctx.verl_config)
         fix = (
             (
                 f"use the real key: {real}={_shown(ctx, key)}"

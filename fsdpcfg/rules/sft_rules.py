@@ -15,7 +15,6 @@ key the engine does not have), FC250 splits the batch over Megatron's data-paral
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -103,13 +102,16 @@ def sft_schema(ctx: Context) -> Iterator[Finding]:
             if flat.get(key) == "???" or key in sections:
                 continue
             if err["type"] == "extra_forbidden":
-                close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
-                hint = f"; did you mean {close[0]}?" if close else ""
+                # only a key whose leaf is close, whose type fits the value, of this config's engine (issue 20)
+                value = flat.get(key, K.UNKNOWN_VALUE)
+                real = K.propose(key, value, pool=known, config=ctx.verl_config, kind="sft")
+                close = [real] if real else []
+                hint = f"; did you mean {real}?" if real else f": {K.NO_SUCH_KEY}"
                 yield ctx.finding(
                     "FC150",
                     [key] + close,
                     f"{key} is not a key of the SFT config (verl's sft_trainer_engine layout){hint}",
-                    f"use {close[0]}" if close else "remove it (`fsdpcfg show +recipe=qwen_sft` lists the keys)",
+                    f"use {real}" if real else "remove it (`fsdpcfg show +recipe=qwen_sft` lists the keys)",
                 )
             elif err["type"] == "missing":
                 yield ctx.finding("FC150", [key], f"{key} is required and not set", f"set {key}=VALUE")

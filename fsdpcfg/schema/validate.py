@@ -128,11 +128,17 @@ SUGGEST_LIMIT = 50
 
 
 def validate_tree(
-    cfg: dict[str, Any], *, skip: frozenset[str] = frozenset(), derived: frozenset[str] = frozenset()
+    cfg: dict[str, Any],
+    *,
+    skip: frozenset[str] = frozenset(),
+    derived: frozenset[str] = frozenset(),
+    config: str | None = None,
 ) -> SchemaReport:
     """Validate the resolved config ``cfg`` (nested dicts). Never raises for any input mapping.
 
     Args:
+        config: verl's composition the config belongs to (``ppo_trainer``, ``ppo_megatron_trainer`` ...): an unknown
+            key is never given another engine's key as its did-you-mean (:func:`fsdpcfg.schema.keys.propose`).
         skip: keys already reported elsewhere (unresolvable interpolations), left out of validation.
         derived: keys whose value is an interpolation of another key (``${actor_rollout_ref.actor.strategy}``);
             a bad value is reported once, on the key it was set on, not again on each key that copies it.
@@ -202,7 +208,7 @@ def validate_tree(
                 unknown[0] += 1
                 what = "is not a key fsdpcfg or verl 0.9.1 knows"
                 if unknown[0] <= SUGGEST_LIMIT:
-                    real = K.propose(str(key), v)
+                    real = K.propose(str(key), v, config=config)
                     sugg = [real] if real else []
                     hint = f"did you mean {real}?" if real else "remove it, or check the name (`fsdpcfg show`)"
                     what = what if real else f"{what}: {K.NO_SUCH_KEY}"
