@@ -47,6 +47,8 @@ class Checked:
     notes: list[str] = field(default_factory=list)
     #: a run script's command: (keys whose value the check judged, keys the script sets); None for other inputs
     keys_judged: tuple[int, int] | None = None
+    #: of the keys the script sets, those of a group option the check cannot compose (FC108): not checked
+    keys_unchecked: int = 0
     origin: tuple[str, int | None] | None = None
     #: a run script's command as verl's Hydra gets it (the script's own overrides, its --config-path and
     #: --config-name) and a note on the words the check could not know: what ``check --verl`` asks verl
@@ -310,6 +312,7 @@ def _check_command(path: Path, ev: Any, vc: Any, label: str, overrides: Sequence
     if composed is None:
         checked = Checked(label, errors + notes + (tr.notes if tr is not None else []), origin=(str(path), vc.line))
         checked.keys_judged = tr.keys_judged() if tr is not None else None
+        checked.keys_unchecked = len(tr.unchecked) if tr is not None else 0
         checked.verl_job = job
         return checked
     assert tr is not None
@@ -321,9 +324,11 @@ def _check_command(path: Path, ev: Any, vc: Any, label: str, overrides: Sequence
         )
     for key, where in tr.lines.items():
         composed.provenance.record(key, Source("override", where) if where == "command line" else Source("file", where))
-    composed.script_notes = notes + tr.notes  # reported by rules FC107, FC120-FC125, FC132 and FC708
+    composed.script_notes = notes + tr.notes  # reported by rules FC107, FC108, FC120-FC125, FC132 and FC708
+    composed.unmodelled = tuple(tr.packages)  # sections whose engine layout the check cannot know (FC108)
     checked = Checked(label, drop_guessed(check_config(composed)), composed, origin=(str(path), vc.line))
     checked.keys_judged = tr.keys_judged()
+    checked.keys_unchecked = len(tr.unchecked)
     checked.verl_job = job
     return checked
 

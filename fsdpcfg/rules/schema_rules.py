@@ -74,14 +74,19 @@ def unresolved_interpolation(ctx: Context) -> Iterator[Finding]:
     severity="error",
     keys=(),
     example=("+recipe=qwen_grpo", "actor@actor_rollout_ref.actor=dp_actor"),
+    kinds=("ppo", "sft"),
 )
 def unmodelled_group_option(ctx: Context) -> Iterator[Finding]:
     """Reported while composing (:func:`fsdpcfg.check.config.unmodelled_group_finding`): an override such as
     ``actor@actor_rollout_ref.actor=mlite_actor`` selects an option fsdpcfg's tree cannot compose. In a verl run
     script verl composes it: the override is dropped, the rest checked, and an info names what was not. For a
     config fsdpcfg composes and runs it is an error (the run would go without it). Source: verl's megatron-lite
-    examples (``hydra.searchpath=[pkg://...]``); issue 20 item 8."""
-    return iter(())
+    examples (``hydra.searchpath=[pkg://...]``); issue 20 item 8. A run script's option the script reader sets aside
+    (:func:`fsdpcfg.check.runscript.translate.unmodelled_option`) comes through ``composed.script_notes``, naming the
+    keys below its section the option alone defines: not checked, not unknown keys."""
+    for f in getattr(ctx.composed, "script_notes", None) or []:
+        if f.rule == "FC108":
+            yield f
 
 
 @rule(
