@@ -174,6 +174,8 @@ def compose_for_check(
     from fsdpcfg.check.key_advice import KEY_ADVICE
     from fsdpcfg.compose import ComposeError, compose, group_fallback
 
+    kind = _kind_of(_recipe_of(list(overrides)), list(extra_recipe_dirs or []) or None)
+    unknown: list[tuple[Finding, ComposeError, str]] = []  # refused unknown keys: proposals judged again below
     overrides = list(overrides)
     given = list(overrides)
     dirs = list(extra_recipe_dirs or []) or None
@@ -204,6 +206,10 @@ def compose_for_check(
             if idx is not None and _override_key(text) != "recipe":
                 f = unmodelled_group_finding(text, e, overrides, verl_composes, searchpath)
                 f = f or compose_error_finding(e)
+                if f.rule == "FC103" and kind == "sft":
+                    f.rule = "FC150"  # the SFT tree's schema rule
+                if e.reason == "unknown" and key:
+                    unknown.append((f, e, text))
                 for k in f.keys:
                     f.provenance[k] = f"command line `{text}`"
                 refused.append(f)
@@ -226,6 +232,7 @@ def compose_for_check(
             return None, refused + [compose_error_finding(e)]
         except Exception as e:  # Hydra raises a few plain ValueErrors (e.g. `trainer=0`); never a traceback
             return None, refused + [unexpected_compose_finding(e, overrides)]
+        _propose_for_engine(unknown, composed, kind)
         composed.plus_needed = plus_needed
         composed.plus_refused = plus_refused
         composed.refused = sorted(refused, key=lambda f: _position(given, f))  # in the order given
@@ -233,6 +240,25 @@ def compose_for_check(
     return None, refused + [
         Finding("FC100", "error", [], "the overrides cannot be composed", "check them with `fsdpcfg show`")
     ]
+
+
+def _propose_for_engine(unknown: list[tuple[Finding, Any, str]], composed: Any, kind: str) -> None:
+    """Judge again the did-you-mean of each refused unknown key, now that the composed config names verl's
+    composition (its engine): a key of another engine is never proposed (issue 20 item 6)."""
+    if not unknown:
+        return
+    from fsdpcfg.check.key_advice import KEY_ADVICE
+    from fsdpcfg.compose import unknown_key_error
+    from fsdpcfg.compose.verl_base import composition_of
+
+    try:
+        config = composition_of(composed.cfg, kind)
+    except Exception:  # a config whose engine keys do not read: keep the proposals made while composing
+        return
+    for f, e, text in unknown:
+        again = compose_error_finding(unknown_key_error(e.key, e.value, text or None, kind, config, keys=KEY_ADVICE))
+        f.message, f.fix = again.message, again.fix
+        f.keys = again.keys
 
 
 def _position(given: list[str], f: Finding) -> int:
@@ -289,6 +315,8 @@ def compose_error_finding(e: ConfigError) -> Finding:
     """Turn a :class:`ConfigError` raised while composing or reading a config into a finding."""
     key = e.key if isinstance(e.key, str) else None
     rule = "FC101" if key and "not a key" in e.message else "FC100"
+    if getattr(e, "reason", None) == "section":  # a list on a section: a value of the wrong type (FC103's)
+        rule = "FC103"
     msg = f"{e.message} ({e.value!r})" if e.value is not None and repr(e.value) not in e.message else e.message
     if key and key not in msg:
         msg = f"{key}: {msg}"

@@ -77,10 +77,26 @@ def fix_file(path: Path) -> Fix:
         OSError, UnicodeDecodeError: the file cannot be read.
     """
     path = Path(path)
-    text = path.read_text()
-    if path.suffix in (".yaml", ".yml"):
-        return fix_yaml(text, path)
-    return fix_script(text, path)
+    with open(path, newline="") as fh:  # the line ends as written: a rewrite keeps each line's own
+        raw = fh.read()
+    text = raw.replace("\r\n", "\n")
+    fix = fix_yaml(text, path) if path.suffix in (".yaml", ".yml") else fix_script(text, path)
+    if text == raw:
+        return fix
+    return Fix(path, raw, _line_ends_of(raw, fix.new), fix.applied, fix.left)
+
+
+def _line_ends_of(raw: str, new: str) -> str:
+    """``new`` (a rewrite of ``raw`` read with Unix line ends) with ``raw``'s line ends put back: each line its own
+    when the rewrite kept the line count, else CRLF throughout when ``raw`` had it throughout (a CRLF script is
+    FC133's; ``--fix`` rewrites keys, it does not convert the rest of the file)."""
+    old_lines = raw.split("\n")
+    new_lines = new.split("\n")
+    if len(old_lines) == len(new_lines):
+        return "\n".join(n + "\r" if o.endswith("\r") else n for o, n in zip(old_lines, new_lines, strict=True))
+    if all(line.endswith("\r") for line in old_lines[:-1]):
+        return new.replace("\n", "\r\n")
+    return new
 
 
 # -- run scripts ----------------------------------------------------------------------------------------------

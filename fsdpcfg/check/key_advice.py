@@ -26,12 +26,20 @@ class SchemaKeyAdvice:
 
         return classify(key) in ("schema", "verl", "free")
 
-    def propose(self, key: str, value: Any, pool: tuple[str, ...] | None) -> str | None:
+    def propose(
+        self, key: str, value: Any, pool: tuple[str, ...] | None, config: str | None = None, kind: str = "ppo"
+    ) -> str | None:
         """:func:`fsdpcfg.schema.keys.propose`; a ``None`` value fits any key
         (:data:`fsdpcfg.schema.keys.UNKNOWN_VALUE`)."""
         from fsdpcfg.schema import keys as K
 
-        return K.propose(key, K.UNKNOWN_VALUE if value is None else value, pool)
+        return K.propose(key, K.UNKNOWN_VALUE if value is None else value, pool, config, kind)
+
+    def section_replaced(self, key: str, value: Any, kind: str = "ppo") -> tuple[str, str] | None:
+        """:func:`fsdpcfg.schema.keys.section_replaced`."""
+        from fsdpcfg.schema.keys import section_replaced
+
+        return section_replaced(key, value, kind)
 
 
 #: what every caller of :func:`fsdpcfg.compose.compose` hands it.

@@ -47,7 +47,13 @@ class Checked:
     notes: list[str] = field(default_factory=list)
     #: a run script's command: (keys whose value the check judged, keys the script sets); None for other inputs
     keys_judged: tuple[int, int] | None = None
+    #: of the keys the script sets, those of a group option the check cannot compose (FC108): not checked
+    keys_unchecked: int = 0
     origin: tuple[str, int | None] | None = None
+    #: a run script's command as verl's Hydra gets it (the script's own overrides, its --config-path and
+    #: --config-name) and a note on the words the check could not know: what ``check --verl`` asks verl
+    #: (:func:`fsdpcfg.check.runscript.translate.verl_job`); None for other inputs
+    verl_job: tuple[dict[str, Any] | None, str] | None = None
 
 
 def is_full_config(data: Any) -> bool:
@@ -198,9 +204,12 @@ def check_run_script(
     if not path.is_file():
         raise UsageError(f"no such file: {path}")
     try:
-        text = path.read_text()
+        with open(path, newline="") as fh:  # as bash reads it: a \r at a line's end is kept
+            raw = fh.read()
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"cannot read {path}: {e}") from None
+    crlf = _crlf_finding(path, raw)
+    text = raw.replace("\r\n", "\n")  # read as meant, so that the rest is checked too (FC133 says what bash does)
     variants = evaluate_variants(text, args=args, extra=overrides, environ=environ, script_path=str(path))
     kept: list[tuple[str, Any, list]] = []
     seen: dict[tuple, int] = {}
@@ -215,13 +224,18 @@ def check_run_script(
             continue
         seen[sig] = len(kept)
         kept.append((v.label, v.evaluation, cmds))
-    if not kept:
+    never = _never_reached(path, text, variants)
+    if not kept and not never:
         _no_verl_command(path, variants[0].evaluation)
     out = []
     for label, ev, cmds in kept[:MAX_VARIANTS]:
         for vc in cmds:
             where = f"{path}:{vc.line}" + (f" [{label}]" if label else "")
             out.append(_check_command(path, ev, vc, where, overrides))
+    out += never
+    if crlf is not None:
+        for checked in out:
+            checked.findings.insert(0, crlf)
     if len(kept) > MAX_VARIANTS:
         out[-1].findings.append(
             Finding(
@@ -234,6 +248,93 @@ def check_run_script(
             )
         )
     return out
+
+
+def _crlf_finding(path: Path, raw: str) -> Finding | None:
+    """FC133 for a script with Windows line ends (CRLF), None for one without: bash keeps the ``\r`` as the last
+    character of each line, so ``\\`` + CR continues no command, the lines after it run as commands of their own,
+    and each line's last word ends in ``\r`` (``set -x\r``: invalid option). Source: bash's lexer (only a newline
+    ends a line); issue 20."""
+    lines = [i for i, line in enumerate(raw.split("\n"), 1) if line.endswith("\r")]
+    if not lines:
+        return None
+    continued = sum(1 for line in raw.split("\n") if line.endswith("\\\r"))
+    return Finding(
+        "FC133",
+        "error",
+        [],
+        f"{path} has Windows line ends (CRLF) on {len(lines)} line(s), from line {lines[0]}: bash keeps the \\r as "
+        "the last character of each line"
+        + (
+            f", so none of the {continued} `\\` line continuations continues its command (the overrides on the "
+            "lines after each run as commands of their own, never reaching verl)"
+            if continued
+            else ""
+        )
+        + ", and the last word of each line ends in \\r (`set -e\\r`: invalid option); the check read it as if "
+        "the line ends were Unix ones",
+        f"convert the line ends: dos2unix {path} (or sed -i 's/\\r$//' {path})",
+        location=(str(path), lines[0]),
+    )
+
+
+#: a verl trainer named in a script's text (``-m verl.trainer.main_ppo``, ``verl/trainer/main_ppo.py``)
+_VERL_TEXT = re.compile(r"(?:^|[\s=])-m\s+(?:verl|recipe)\.\w+(?:\.\w+)+|(?:^|[\s/\"'])verl/trainer/\w+\.py")
+
+
+def _never_reached(path: Path, text: str, variants: Sequence[Any]) -> list[Checked]:
+    """FC134 for each verl command written in the script that bash never runs because the script stops before it
+    on every path the check follows: an ``exit`` before it, or an arithmetic error (``$((64 / N))`` with N 0) in
+    the statement that holds it, which bash abandons (it goes on after it). A command on a branch the check's
+    arguments do not take (``case "$1"``) is not one. Compared with bash in tests/check/test_bash_oracle.py."""
+    from fsdpcfg.check.runscript import find_verl_commands
+
+    written = [
+        i
+        for i, line in enumerate(text.splitlines(), 1)
+        if not line.lstrip().startswith("#") and _VERL_TEXT.search(line.split(" #", 1)[0])
+    ]
+    out = []
+    for line in written:
+        reasons = []
+        for v in variants:
+            ev = v.evaluation
+            if any(_spans(c, line) for c in find_verl_commands(ev)):
+                break  # run on this path
+            aborted = next((n for n in ev.notes if n.kind == "aborted" and n.covers(line)), None)
+            stop = next((n for n in ev.notes if n.kind == "exit" and n.line < line), None)
+            if aborted is None and stop is None:
+                break  # not stopped before it (a branch not taken): not this rule's
+            if aborted is not None:
+                reasons.append(aborted.message)
+            elif stop is not None:
+                detail = stop.message.removeprefix("the script exits here (").removesuffix(")")
+                reasons.append(f"the script stops at line {stop.line} before it ({detail})")
+        else:
+            out.append(
+                Checked(
+                    f"{path}:{line}",
+                    [
+                        Finding(
+                            "FC134",
+                            "error",
+                            [],
+                            f"{path}:{line}: the verl command is never reached: {reasons[0]}",
+                            "remove what stops the script before the command (fix the arithmetic, or the exit's "
+                            "condition), or give the arguments that take it there (`-- ARGS`)",
+                            location=(str(path), line),
+                        )
+                    ],
+                    origin=(str(path), line),
+                )
+            )
+    return out
+
+
+def _spans(vc: Any, line: int) -> bool:
+    """True when the verl command ``vc`` is written over ``line`` (from its name to its last word)."""
+    last = max([vc.line, *(w.line for w in vc.overrides if w.line), *(w.line for w in vc.hydra.values() if w.line)])
+    return vc.line <= line <= last
 
 
 def _no_verl_command(path: Path, ev: Any) -> None:
@@ -256,7 +357,7 @@ def _no_verl_command(path: Path, ev: Any) -> None:
 def _check_command(path: Path, ev: Any, vc: Any, label: str, overrides: Sequence[str]) -> Checked:
     """Check one verl command of one path of a run script (see :func:`check_run_script`)."""
     from fsdpcfg.check.runscript import Word
-    from fsdpcfg.check.runscript.translate import drop_guessed, key_of, not_a_trainer, translate
+    from fsdpcfg.check.runscript.translate import drop_guessed, key_of, not_a_trainer, translate, verl_job
     from fsdpcfg.check.runscript.verl_cmd import TRAINERS
     from fsdpcfg.compose.provenance import Source
     from fsdpcfg.rules.legacy_keys import REMOVED_MODULES, removed_module_finding
@@ -302,9 +403,12 @@ def _check_command(path: Path, ev: Any, vc: Any, label: str, overrides: Sequence
                 file, _, line = tr.lines[key].rpartition(":")
                 if f.location is None and file and line.isdigit():
                     f.location = (file, int(line))
+    job = verl_job(vc, tr.config if tr is not None else None)
     if composed is None:
         checked = Checked(label, errors + notes + (tr.notes if tr is not None else []), origin=(str(path), vc.line))
         checked.keys_judged = tr.keys_judged() if tr is not None else None
+        checked.keys_unchecked = len(tr.unchecked) if tr is not None else 0
+        checked.verl_job = job
         return checked
     assert tr is not None
     composed.overrides = list(tr.user_overrides)  # the script's own words; the base and resets are ours
@@ -315,9 +419,12 @@ def _check_command(path: Path, ev: Any, vc: Any, label: str, overrides: Sequence
         )
     for key, where in tr.lines.items():
         composed.provenance.record(key, Source("override", where) if where == "command line" else Source("file", where))
-    composed.script_notes = notes + tr.notes  # reported by rules FC107, FC120-FC125, FC132 and FC708
+    composed.script_notes = notes + tr.notes  # reported by rules FC107, FC108, FC120-FC125, FC132 and FC708
+    composed.unmodelled = tuple(tr.packages)  # sections whose engine layout the check cannot know (FC108)
     checked = Checked(label, drop_guessed(check_config(composed)), composed, origin=(str(path), vc.line))
     checked.keys_judged = tr.keys_judged()
+    checked.keys_unchecked = len(tr.unchecked)
+    checked.verl_job = job
     return checked
 
 

@@ -363,9 +363,12 @@ def _human(r: Any, *, plan: bool, header: bool) -> str:
         lines.append(_plan_section(r.composed))
     kj = getattr(r, "keys_judged", None)
     if kj is not None and kj[1]:
+        unchecked = getattr(r, "keys_unchecked", 0)
+        names_only = kj[1] - kj[0] - unchecked
         lines.append(
             f"keys judged: {kj[0]} of the {kj[1]} the script sets ({100 * kj[0] // kj[1]}%)"
-            + (f"; {kj[1] - kj[0]} with a value the check cannot know (names checked, FC107)" if kj[0] < kj[1] else "")
+            + (f"; {names_only} with a value the check cannot know (names checked, FC107)" if names_only > 0 else "")
+            + (f"; {unchecked} of a group option the check cannot compose (not checked, FC108)" if unchecked else "")
         )
     summary = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items())
     skipped = bool(r.findings) and all(f.rule in _SKIPPED for f in r.findings)

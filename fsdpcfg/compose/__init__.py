@@ -2,7 +2,8 @@
 
 Public API: :func:`compose`, :class:`Composed`, :class:`ComposeError` (the override Hydra refused and why),
 :class:`KeyAdvice` (what an unknown key's error asks of the schema, handed in by the caller),
-:func:`group_fallback`, :func:`load_yaml_config`; the tree's groups and their options
+:func:`group_fallback`, :func:`load_yaml_config`, :func:`unknown_key_error` (a refused unknown key and its
+did-you-mean); the tree's groups and their options
 (:data:`GROUPS`, :func:`groups`, :func:`available_options`); recipes (:func:`recipe_kind`, :func:`recipe_chain`,
 :func:`validate_recipe_file`, :data:`YAML_SUFFIXES`).
 """
@@ -15,6 +16,7 @@ from fsdpcfg.compose._compose import (
     group_fallback,
     recipe_chain,
     recipe_kind,
+    unknown_key_error,
     validate_recipe_file,
 )
 from fsdpcfg.compose.composed import Composed, load_yaml_config
@@ -33,5 +35,6 @@ __all__ = [
     "load_yaml_config",
     "recipe_chain",
     "recipe_kind",
+    "unknown_key_error",
     "validate_recipe_file",
 ]

@@ -40,9 +40,17 @@ class KeyAdvice(Protocol):
         verl's dataclasses read, one below a free mapping): verl too needs ``+`` for it."""
         ...
 
-    def propose(self, key: str, value: Any, pool: tuple[str, ...] | None) -> str | None:
+    def propose(
+        self, key: str, value: Any, pool: tuple[str, ...] | None, config: str | None = None, kind: str = "ppo"
+    ) -> str | None:
         """The one real key to propose for the unknown ``key`` set to ``value`` (``None``: a ``~key`` or a null,
-        which any key's type fits), from ``pool`` (``None``: every key the schema and verl know), or ``None``."""
+        which any key's type fits), from ``pool`` (``None``: every key the schema and verl know; ``config``: verl's
+        composition when known, so another engine's key is never proposed), or ``None``."""
+        ...
+
+    def section_replaced(self, key: str, value: Any, kind: str = "ppo") -> tuple[str, str] | None:
+        """``(message, fix)`` when ``value`` (a scalar or a list) replaces the section ``key`` of the ``kind``
+        tree; ``None`` otherwise."""
         ...
 
 
@@ -55,7 +63,8 @@ class ComposeError(ConfigError):
         reason: ``"needs_plus"`` (a key verl's dataclasses or a free mapping define but no YAML lists: ``+key``
             composes; :meth:`KeyAdvice.known` tells it in the RL tree), ``"plus_refused"`` (``+key`` on a key the
             tree holds: ``key=value`` composes) or ``"refused"`` (an unknown key, an unknown group option, a value
-            Hydra cannot merge: dropping the override composes the rest).
+            Hydra cannot merge: dropping the override composes the rest; ``"unknown"``: the override's key is not in
+            the tree, :func:`unknown_key_error`), ``"section"`` (a list set on a section: refused too, a type error).
     """
 
     def __init__(self, message: str, *, override: str | None = None, reason: str = "refused", **kw: Any) -> None:
@@ -578,17 +587,14 @@ def _composition_error(
                 override=override,
                 reason="needs_plus",
             )
-        close = _suggest(keys, key, value, kind)
-        shown = override.split("=", 1)[1] if override and "=" in override else "VALUE"
-        return ComposeError(
-            "is not a key of the config" + ("" if close or keys is None else f": {keys.no_such_key}"),
-            key=key,
-            value=value,
-            fix=f"did you mean {close}={shown}?" if close else _NO_SUCH_KEY,
-            override=override,
-        )
+        return unknown_key_error(key, value, override, kind, keys=keys)
     if "in group" in msg.lower() or "Could not find" in msg:
         return _missing_option(e, parsed, kind, extra_dirs)
+    o = _override_of(parsed, full_key, delete=False)
+    if o is not None and isinstance(full_key, str):
+        replaced = keys.section_replaced(full_key, o.value(), kind) if keys is not None else None  # a list on a section
+        if replaced is not None:
+            return ComposeError(replaced[0], key=full_key, fix=replaced[1], override=_line(o), reason="section")
     return ComposeError(
         f"cannot compose the config: {_first_line(msg)}",
         key=full_key,
@@ -597,17 +603,44 @@ def _composition_error(
     )
 
 
+def unknown_key_error(
+    key: str | None,
+    value: Any,
+    override: str | None,
+    kind: str = "ppo",
+    config: str | None = None,
+    *,
+    keys: KeyAdvice | None = None,
+) -> ComposeError:
+    """The error of ``override`` (``key=value``) on a key the config does not have, with the one real key to
+    propose (:meth:`KeyAdvice.propose`; ``config``: verl's composition of the config once it is known, so that
+    another engine's key is never proposed) or the sentence that there is no such key (none without ``keys``)."""
+    close = _suggest(keys, key, value, kind, config)
+    shown = override.split("=", 1)[1] if override and "=" in override else "VALUE"
+    return ComposeError(
+        "is not a key of the config" + ("" if close or keys is None else f": {keys.no_such_key}"),
+        key=key,
+        value=value,
+        fix=f"did you mean {close}={shown}?" if close else _NO_SUCH_KEY,
+        override=override,
+        reason="unknown",
+    )
+
+
 #: the fix of an unknown key no real key is close to (:meth:`KeyAdvice.propose`).
 _NO_SUCH_KEY = "remove it, or check the name (`fsdpcfg show` prints the tree)"
 
 
-def _suggest(keys: KeyAdvice | None, key: str | None, value: Any, kind: str = "ppo") -> str | None:
+def _suggest(
+    keys: KeyAdvice | None, key: str | None, value: Any, kind: str = "ppo", config: str | None = None
+) -> str | None:
     """The real key to propose for the unknown ``key`` set to ``value`` (``None``: a ``~key``), or ``None``:
-    :meth:`KeyAdvice.propose` over the ``kind`` tree's keys (none without ``keys``)."""
+    :meth:`KeyAdvice.propose` over the ``kind`` tree's keys (``config``: verl's composition, when known; none
+    without ``keys``)."""
     if not key or keys is None:
         return None
     pool = _known_keys("sft") if kind == "sft" else None
-    return keys.propose(key, value, pool)
+    return keys.propose(key, value, pool, config, kind)
 
 
 def _known_keys(kind: str = "ppo") -> tuple[str, ...]:

@@ -43,6 +43,9 @@ class Composed:
         refused: the findings of the overrides (or a recipe's group choices) Hydra refused, which
             ``compose_for_check`` dropped so that the rest composes and is checked; :func:`fsdpcfg.check.check_config`
             reports them (all errors: the run refuses to start).
+        unmodelled: the sections a run script's group option fills that the check cannot compose
+            (``actor_rollout_ref.actor`` of ``actor@actor_rollout_ref.actor=mlite_actor``, FC108): their engine
+            layout is not known, so no rule judges it (:func:`fsdpcfg.rules._common.engine_sizes`).
     """
 
     cfg: DictConfig
@@ -59,6 +62,7 @@ class Composed:
     plus_refused: dict[str, str] = field(default_factory=dict)
     script_notes: list[Any] | None = None
     refused: list[Any] = field(default_factory=list)
+    unmodelled: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # every composed config names its secrets before anything prints or writes it (fsdpcfg.redact)

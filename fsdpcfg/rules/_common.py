@@ -191,8 +191,13 @@ def engine_sizes(
     > 1. The critic's is read the same way, as the critic rules always have (verl 0.9.1's ``FSDPCriticConfig``
     copies nothing: its engine reads ``critic.fsdp.ulysses_sequence_parallel_size`` alone).
 
-    ``None`` for an engine fsdpcfg does not model (torchtitan, automodel, fsdp_turbo).
+    ``None`` for an engine fsdpcfg does not model (torchtitan, automodel, fsdp_turbo), or one a run script's group
+    option fills that the check cannot compose (``actor@actor_rollout_ref.actor=mlite_actor``, SFT's
+    ``engine=mlite`` from a ``hydra.searchpath`` package: FC108; ``composed.unmodelled``).
     """
+    unmodelled = getattr(ctx.composed, "unmodelled", None) or ()
+    if any(section == p or section.startswith(p + ".") for p in unmodelled):
+        return None
     strategy = strategy or str(val(ctx, f"{section}.strategy"))
     spec = ENGINE_SIZES.get(strategy)
     if spec is None:

@@ -133,7 +133,8 @@ def _problems(sig: Signature, extra: list[str]) -> list[str]:
 )
 def custom_reward_function(ctx: Context) -> Iterable[Finding]:
     """``reward.custom_reward_function.path`` is parsed (never imported): a syntax error, a missing
-    ``reward.custom_reward_function.name``, or a function that cannot be called as
+    ``reward.custom_reward_function.name`` (null is allowed while ``path`` is null: verl reads the name only for a
+    path; with a path it is an error even when the file is not on this machine), or a function that cannot be called as
     ``name(data_source=, solution_str=, ground_truth=, extra_info=, **reward_kwargs)`` is an error; a file absent
     on this machine is an info (a cluster path), a ``pkg://`` module is not checked (it would be imported).
 
@@ -145,6 +146,15 @@ def custom_reward_function(ctx: Context) -> Iterable[Finding]:
     if not isinstance(path, str) or not path.strip() or path.startswith(PKG):
         return
     name = ctx.get(NAME)
+    if not isinstance(name, str) or not name:  # read only now that the path is set (null is verl's "none" otherwise)
+        yield ctx.finding(
+            "FC415",
+            [NAME, PATH],
+            f"{NAME} is {'null' if name is None else repr(name)} while {PATH} is set; verl needs the function's name "
+            "(get_custom_reward_fn: assert fn_name is not None)",
+            f"set {NAME}=compute_score (or the function's name)",
+        )
+        return
     file = path.removeprefix(FILE)
     p = Path(file).expanduser()
     if not p.is_file():
@@ -154,14 +164,6 @@ def custom_reward_function(ctx: Context) -> Iterable[Finding]:
             f"{PATH}: {path} does not exist on this machine, so the reward function was not checked",
             "fix the path, or check where the file is",
             severity="info",
-        )
-        return
-    if not isinstance(name, str) or not name:
-        yield ctx.finding(
-            "FC415",
-            [NAME, PATH],
-            f"{NAME} is {name!r}; verl needs the function's name (get_custom_reward_fn: assert fn_name is not None)",
-            f"set {NAME}=compute_score (or the function's name)",
         )
         return
     st = p.stat()

@@ -93,3 +93,25 @@ def script_command_cut(ctx: Context) -> Iterator[Finding]:
     them: verl stops) and the lines after it become commands of their own, whose overrides verl never gets.
     Source: bash's quoting rules (``man bash``, QUOTING: a backslash preserves the next character), issue 20."""
     yield from script_notes(ctx, "FC132")
+
+
+@rule("FC133", "the run script has Unix line ends (bash reads a CRLF script's \\r)", severity="error", kinds=_KINDS)
+def script_crlf(ctx: Context) -> Iterator[Finding]:
+    """A script saved with Windows line ends (CRLF): bash keeps the ``\\r`` as the last character of each line, so
+    no ``\\`` line continuation continues (the overrides on the lines after it run as commands of their own and
+    never reach verl) and the last word of each line ends in ``\\r`` (``set -e\\r``: invalid option). The check
+    reads the script as meant, to report the rest, and this error names the file and the fix (``dos2unix``); made
+    by :func:`fsdpcfg.check.sources.check_run_script` for every command of the script. Source: bash's lexer (a line
+    ends at a newline only); issue 20."""
+    return iter(())
+
+
+@rule("FC134", "every verl command of the run script is reached", severity="error", kinds=_KINDS)
+def script_unreached(ctx: Context) -> Iterator[Finding]:
+    """A verl command the script writes that bash never runs, on every path the check follows: the script exits
+    before it (``exit 1``, a guard that always fires, a ``die`` function), or an arithmetic error (``$((64 / N))``
+    with ``N`` 0, ``2 ** -1``) abandons the statement that holds it (bash goes on with the next statement: the
+    command, the loop, the function call it is in never runs). Without it the script would pass as having nothing
+    to check. Made by :func:`fsdpcfg.check.sources.check_run_script`; compared with bash itself in
+    tests/check/test_bash_oracle.py. Source: bash's ``exit`` and its arithmetic errors; issue 20."""
+    return iter(())

@@ -29,7 +29,10 @@ def schema_report(ctx: Context) -> SchemaReport:
     rep = ctx.__dict__.get("_schema_report")
     if rep is None:
         rep = validate_tree(
-            ctx.cfg, skip=frozenset(getattr(ctx, "unresolved", {})), derived=frozenset(getattr(ctx, "derived", ()))
+            ctx.cfg,
+            skip=frozenset(getattr(ctx, "unresolved", {})),
+            derived=frozenset(getattr(ctx, "derived", ())),
+            config=ctx.verl_config,
         )
         ctx.__dict__["_schema_report"] = rep
     return rep
@@ -71,14 +74,19 @@ def unresolved_interpolation(ctx: Context) -> Iterator[Finding]:
     severity="error",
     keys=(),
     example=("+recipe=qwen_grpo", "actor@actor_rollout_ref.actor=dp_actor"),
+    kinds=("ppo", "sft"),
 )
 def unmodelled_group_option(ctx: Context) -> Iterator[Finding]:
     """Reported while composing (:func:`fsdpcfg.check.config.unmodelled_group_finding`): an override such as
     ``actor@actor_rollout_ref.actor=mlite_actor`` selects an option fsdpcfg's tree cannot compose. In a verl run
     script verl composes it: the override is dropped, the rest checked, and an info names what was not. For a
     config fsdpcfg composes and runs it is an error (the run would go without it). Source: verl's megatron-lite
-    examples (``hydra.searchpath=[pkg://...]``); issue 20 item 8."""
-    return iter(())
+    examples (``hydra.searchpath=[pkg://...]``); issue 20 item 8. A run script's option the script reader sets aside
+    (:func:`fsdpcfg.check.runscript.translate.unmodelled_option`) comes through ``composed.script_notes``, naming the
+    keys below its section the option alone defines: not checked, not unknown keys."""
+    for f in getattr(ctx.composed, "script_notes", None) or []:
+        if f.rule == "FC108":
+            yield f
 
 
 @rule(
@@ -114,7 +122,8 @@ def unread_added_key(ctx: Context) -> Iterator[Finding]:
     for key in _added(ctx):
         if K.classify(key) != "unknown" or key in legacy:
             continue
-        real = K.propose(key, ctx.get(key))  # only a key whose leaf is close and whose type fits the value
+        # only a key whose leaf is close, whose type fits the value, of this config's engine
+        real = K.propose(key, ctx.get(key), config=ctx.verl_config)
         fix = (
             (
                 f"use the real key: {real}={_shown(ctx, key)}"
@@ -147,11 +156,13 @@ def _shown(ctx: Context, key: str) -> str:
 )
 def invalid_value(ctx: Context) -> Iterator[Finding]:
     """Types, ranges and allowed values of the schema (Pydantic, ``fsdpcfg/schema/``), and values of
-    verl-only keys whose type differs from verl's default. Source: verl 0.9.1 ``verl/workers/config/*.py``
+    verl-only keys whose type differs from verl's default, and a scalar or a list set on a section (a mapping of
+    keys: ``actor_rollout_ref.rollout.mtp=1``; verl 0.9.1 takes a scalar at config time and fails where it reads a
+    key of the section, and refuses to merge a list into a mapping). Source: verl 0.9.1 ``verl/workers/config/*.py``
     (``__post_init__`` checks), ``verl/trainer/ppo/core_algos.py`` (estimators, KL types, policy losses);
     reported case c23 (docs/design.md#reported-misconfigurations)."""
     for i in schema_report(ctx).issues:
-        if i.kind in ("invalid", "verl_type", "conflict"):
+        if i.kind in ("invalid", "verl_type", "conflict", "section"):
             yield ctx.finding("FC103", [i.key], f"{i.key}: {i.message}", i.fix)
 
 

@@ -15,7 +15,6 @@ key the engine does not have), FC250 splits the batch over Megatron's data-paral
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from fsdpcfg.compose import verl_base
 from fsdpcfg.rules._common import ENGINE_SIZES, data_parallel, divisors
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
+from fsdpcfg.schema import keys as K
 from fsdpcfg.schema.sft import schema_defaults as _schema_defaults
 from fsdpcfg.schema.sft import schema_part as _schema_part
 
@@ -68,8 +68,10 @@ def _get(ctx: Context, key: str, default: Any = None) -> Any:
 def sft_schema(ctx: Context) -> Iterator[Finding]:
     """Validate an SFT config with :class:`fsdpcfg.schema.sft.SftRunConfig` (Pydantic, ``extra="forbid"``,
     verl 0.9.1's ``sft_trainer_engine`` keys and defaults): an unknown key (with the closest real key), a value
-    of the wrong type or outside the allowed set, a required value left as ``???``, an interpolation that
-    cannot be resolved. verl's Hydra config would accept a misspelt key in a file and ignore it. Source:
+    of the wrong type or outside the allowed set, a scalar or a list set on a section of verl's config
+    (``model.lora=1``, also where the schema leaves the section to verl:
+    :func:`fsdpcfg.schema.keys.section_replaced`), a required value left as ``???``, an interpolation that cannot
+    be resolved. verl's Hydra config would accept a misspelt key in a file and ignore it. Source:
     ``verl/trainer/config/sft_trainer_engine.yaml``; docs/design.md#unknown-keys-are-never-ignored."""
     from pydantic import ValidationError
 
@@ -82,25 +84,34 @@ def sft_schema(ctx: Context) -> Iterator[Finding]:
     if not fsdp_engine(ctx):  # verl's engine/optim sections of another engine: FC113 names a foreign key
         tree = {k: v for k, v in ctx.cfg.items() if k not in verl_base.SFT_ENGINE_SECTIONS}
     flat = _flatten(tree)
+    sections: set[str] = set()
     for key, value in flat.items():
         if value == "???":
             yield ctx.finding("FC150", [key], f"{key} is required and not set (???)", f"set {key}=VALUE")
+            continue
+        replaced = K.section_replaced(key, value, "sft")  # model.lora=1: a scalar or a list on a section
+        if replaced is not None:
+            sections.add(key)
+            yield ctx.finding("FC150", [key], f"{key}: {replaced[0]}", replaced[1])
     try:
         SftRunConfig.model_validate(_schema_part(tree, frozenset(known), comp=ctx.verl_config))
     except ValidationError as e:
         invalid: dict[str, list[str]] = {}  # key -> Pydantic's messages (one per member of a union)
         for err in e.errors():
             key = _loc_key(err["loc"], flat)
-            if flat.get(key) == "???":
+            if flat.get(key) == "???" or key in sections:
                 continue
             if err["type"] == "extra_forbidden":
-                close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
-                hint = f"; did you mean {close[0]}?" if close else ""
+                # only a key whose leaf is close, whose type fits the value, of this config's engine (issue 20)
+                value = flat.get(key, K.UNKNOWN_VALUE)
+                real = K.propose(key, value, pool=known, config=ctx.verl_config, kind="sft")
+                close = [real] if real else []
+                hint = f"; did you mean {real}?" if real else f": {K.NO_SUCH_KEY}"
                 yield ctx.finding(
                     "FC150",
                     [key] + close,
                     f"{key} is not a key of the SFT config (verl's sft_trainer_engine layout){hint}",
-                    f"use {close[0]}" if close else "remove it (`fsdpcfg show +recipe=qwen_sft` lists the keys)",
+                    f"use {real}" if real else "remove it (`fsdpcfg show +recipe=qwen_sft` lists the keys)",
                 )
             elif err["type"] == "missing":
                 yield ctx.finding("FC150", [key], f"{key} is required and not set", f"set {key}=VALUE")

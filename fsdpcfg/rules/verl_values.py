@@ -60,6 +60,17 @@ def _positive(v: Any) -> bool:
     return _number(v) and v > 0
 
 
+#: verl's compositions whose engine builds the LR scheduler with ``lr_warmup_steps <= 0`` unguarded (FSDP,
+#: automodel); its Megatron and torchtitan engines test ``is None`` first and veomni reads only the ratio.
+WARMUP_COMPARED = frozenset({"ppo_trainer", "sft_trainer_engine", "sft_automodel_trainer"})
+
+
+def _engine_compares_warmup(ctx: Context) -> bool:
+    """verl runs it (``launcher=verl``; the native trainer reads null as the ratio, as verl's dataclass documents)
+    on an engine that compares ``lr_warmup_steps`` with 0 (:data:`WARMUP_COMPARED`)."""
+    return ctx.launcher == "verl" and ctx.verl_config in WARMUP_COMPARED
+
+
 def _profile_interval(v: Any) -> bool:
     """verl/trainer/sft_trainer.py ``_validate_profiler_interval``: ``[start, end]``, end >= start, and a
     negative start (off) with a negative end."""
@@ -158,6 +169,18 @@ LIMITS: tuple[Limit, ...] = (
         "verl/workers/config/rollout.py RolloutConfig.__post_init__",
         when=lambda ctx: val(ctx, f"{R}.name") not in ("sglang", "vllm"),
     ),
+    *(
+        Limit(
+            f"{sec}optim.lr_warmup_steps",
+            lambda v: v is not None,
+            "an integer, not null, with the FSDP and automodel engines (-1: warmup from lr_warmup_steps_ratio)",
+            "verl/workers/engine/{fsdp,automodel}/transformer_impl.py _build_lr_scheduler: `None <= 0`",
+            when=_engine_compares_warmup,
+            role=role,
+            kind=kind,
+        )
+        for sec, role, kind in ((f"{A}.actor.", None, "ppo"), ("critic.", "critic", "ppo"), ("", None, "sft"))
+    ),
     Limit(
         "trainer.profile_interval",
         _profile_interval,
@@ -183,8 +206,9 @@ def verl_limits(ctx: Context) -> Iterable[Finding]:
     """Each value of :data:`LIMITS` must pass verl's own test, where verl runs it: the optimizer's
     ``warmup_style``, the critic's ``lr_scheduler_type``, ``rollout.trace.max_samples_per_step_per_worker``, the
     hybrid-rollout switch, the KL controller (with ``use_kl_in_reward``), the clip-cov/KL-cov ratios, the PF-PPO
-    reweighting, the bypass-mode loss type, rollout disaggregation and the SFT trainer's
-    ``trainer.profile_interval``. verl raises on each in a
+    reweighting, the bypass-mode loss type, rollout disaggregation, the SFT trainer's ``trainer.profile_interval``
+    and a null ``optim.lr_warmup_steps`` (verl's dataclass takes it; its FSDP and automodel engines compare it with
+    0 when they build the scheduler). verl raises on each in a
     ``__post_init__`` when the workers build their configs, or at the first step in the loss function.
 
     Source: each entry's ``source`` (verl/workers/config/optimizer.py, rollout.py, verl/trainer/config/config.py,

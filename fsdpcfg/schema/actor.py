@@ -122,7 +122,9 @@ class Optim(Section):
     lr_warmup_steps_ratio: float = F(
         0.0, ge=0, le=1, description="warmup length as a fraction of the total steps (used when lr_warmup_steps < 0)"
     )
-    lr_warmup_steps: int = F(-1, le=MAX_SIZE, ge=-1, description="warmup steps; -1: from lr_warmup_steps_ratio")
+    lr_warmup_steps: int | None = F(
+        -1, le=MAX_SIZE, ge=-1, description="warmup steps; -1 (or verl's null): from lr_warmup_steps_ratio"
+    )
     total_training_steps: int = F(
         -1, ge=-1, le=MAX_SIZE, description="steps of the schedule; -1: filled in by the trainer"
     )

@@ -307,29 +307,39 @@ def _annotation_kinds(ann: Any) -> frozenset[str] | None:
     return frozenset(out)
 
 
-def _key_kinds(key: str) -> frozenset[str] | None:
-    """The kinds of value ``key`` holds: its schema annotation, else the type of verl 0.9.1's default (a
-    section: ``dict``); ``None`` when any value may fit (a null default, a free mapping)."""
-    info = field_info(key)
+@cache
+def _sft_fields() -> dict[str, Any]:
+    """``{dotted leaf key: FieldInfo}`` of the SFT schema (:class:`fsdpcfg.schema.sft.SftRunConfig`)."""
+    from fsdpcfg.schema.sft import SftRunConfig
+
+    return model_index(SftRunConfig)[0]
+
+
+def _key_kinds(key: str, kind: str = "ppo") -> frozenset[str] | None:
+    """The kinds of value ``key`` holds in a config of ``kind`` (``ppo``, ``sft``): its schema annotation, else a
+    section's (:func:`is_section`: ``dict``), else the type of verl 0.9.1's default; ``None`` when any value may fit
+    (a null default, a free mapping)."""
+    info = field_info(key) if kind == "ppo" else _sft_fields().get(key)
     if info is not None:
         return _annotation_kinds(info.annotation)
-    if key in schema_prefixes() or key in _verl_prefixes():
+    if is_section(key, kind):
         return frozenset({"dict"})
-    d = verlref.defaults("ppo", resolved=False).get(key)
+    d = verlref.defaults(kind, resolved=False).get(key)
     if d is None or isinstance(d, str) and "${" in d:
         return None
-    kind = _SCALARS.get(type(d), "dict" if isinstance(d, dict) else "list" if isinstance(d, list) else None)
-    if kind is None:
+    found = _SCALARS.get(type(d), "dict" if isinstance(d, dict) else "list" if isinstance(d, list) else None)
+    if found is None:
         return None
-    return frozenset({"int", "float"}) if kind in ("int", "float") else frozenset({kind})
+    return frozenset({"int", "float"}) if found in ("int", "float") else frozenset({found})
 
 
-def value_fits(key: str, value: Any) -> bool:
+def value_fits(key: str, value: Any, kind: str = "ppo") -> bool:
     """True when ``value`` (as Hydra or YAML parsed it: ``64``, ``True``, ``'/data/x.parquet'``) is of a type
-    ``key`` holds (:func:`_key_kinds`): an int fits a float key, ``null`` and an interpolation fit any key."""
+    ``key`` holds in a config of ``kind`` (:func:`_key_kinds`): an int fits a float key, ``null`` and an
+    interpolation fit any key."""
     if value is UNKNOWN_VALUE or value is None or isinstance(value, str) and "${" in value:
         return True
-    kinds = _key_kinds(key)
+    kinds = _key_kinds(key, kind)
     if kinds is None:
         return True
     if isinstance(value, bool):
@@ -355,37 +365,94 @@ def _leaf_index(pool: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-def _related(key: str, cand: str, unique_leaf: bool) -> bool:
-    """True when ``cand``'s path is related to ``key``'s: ``key`` has no parent, or they share their top-level
-    section, or a parent component of ``key`` is close to one of ``cand``'s (``rollout.n`` ->
-    ``actor_rollout_ref.rollout.n``), or ``cand`` is the only real key with ``key``'s very leaf and that leaf is
-    no common word (6 characters or more: ``policy_loss.tau_pos``, not ``nope.key``)."""
+def _anchor(key: str, pool: frozenset[str]) -> str:
+    """The deepest real key above ``key`` (a section or a key of ``pool``: what the user wrote right), "" for none."""
+    parts = key.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        head = ".".join(parts[:i])
+        if head in pool:
+            return head
+    return ""
+
+
+def _close(a: str, b: str) -> bool:
+    return a == b or bool(difflib.get_close_matches(a, [b], n=1, cutoff=0.8))
+
+
+def _related(key: str, cand: str, unique_leaf: bool, anchor: str = "") -> bool:
+    """True when ``cand``'s path is related to ``key``'s. Below the deepest real section ``anchor`` above ``key`` (the
+    part of the path the user wrote right), ``cand`` must lie in that section and the path between the section and the
+    leaf must be ``key``'s, each part equal or close (``actor_rollout_ref.acter.ppo_epochs`` ->
+    ``actor_rollout_ref.actor.ppo_epochs``; not ``actor.engine.ep`` -> ``actor.optim.eps``); ``key``'s very leaf set
+    directly in that section may be found deeper in it. Without an anchor (``rollout.n``): ``key`` has no parent, or a
+    parent component of ``key`` is close to one of ``cand``'s (``rollout.n`` -> ``actor_rollout_ref.rollout.n``).
+    Either way, ``cand`` may be the only real key with ``key``'s very leaf when that leaf is no common word (6
+    characters or more: ``policy_loss.tau_pos`` -> ``actor.tau_pos``, not ``nope.key``)."""
     parts, cparts = key.split("."), cand.split(".")
-    if len(parts) == 1 or parts[0] == cparts[0] or unique_leaf:
+    if unique_leaf or len(parts) == 1:
         return True
-    return any(difflib.get_close_matches(p, cparts[:-1], n=1, cutoff=0.8) for p in parts[:-1])
+    if anchor:
+        if not cand.startswith(anchor + "."):
+            return False
+        depth = anchor.count(".") + 1
+        between, cbetween = parts[depth:-1], cparts[depth:-1]
+        if not between:
+            return not cbetween or parts[-1] == cparts[-1]
+        return len(between) == len(cbetween) and all(_close(a, b) for a, b in zip(between, cbetween, strict=True))
+    return parts[0] == cparts[0] or any(difflib.get_close_matches(p, cparts[:-1], n=1, cutoff=0.8) for p in parts[:-1])
 
 
-def propose(key: str, value: Any = UNKNOWN_VALUE, pool: Iterable[str] | None = None) -> str | None:
+@cache
+def _foreign_keys(config: str | None) -> frozenset[str]:
+    """The keys and sections of verl's other compositions of ``config``'s kind (the other engines: ``main_ppo``'s
+    megatron, veomni, torchtitan for ``ppo_trainer``) that ``config`` itself does not have: never proposed for it
+    (``actor.veomni.param_offload`` for an FSDP run). Empty for an unknown ``config``."""
+    if config is None or config not in verlref.COMPOSITIONS:
+        return frozenset()
+    union = "sft" if config in verlref.SFT_COMPOSITIONS else "ppo"
+    every = set(verlref.keys(union)) | set(verlref.prefixes(union))
+    return frozenset(every - set(verlref.keys(config)) - set(verlref.prefixes(config)))
+
+
+def propose(
+    key: str,
+    value: Any = UNKNOWN_VALUE,
+    pool: Iterable[str] | None = None,
+    config: str | None = None,
+    kind: str = "ppo",
+) -> str | None:
     """The one real key to propose for an unknown ``key`` whose value is ``value``, or ``None`` (then say
     :data:`NO_SUCH_KEY`). A did-you-mean must not put the value where it does harm, so a candidate must have a
     leaf name equal or close to ``key``'s (difflib ratio >= 0.75: ``nnode`` -> ``nnodes``), a related path
-    (:func:`_related`) and a type that fits the value (:func:`value_fits`): ``tau_pos=0.5`` ->
-    ``actor_rollout_ref.actor.tau_pos``, ``rollout.n=64`` -> ``actor_rollout_ref.rollout.n``; ``rollout.dtype=true``
-    (the dtype is a string) and ``trainer.test_fre=/data/x.parquet`` (an integer) get none. Ranked: a key ending
-    with the whole of ``key``, then the same top-level section, then the closest whole key. Sources: issue 20
-    item 6 (did-you-mean proposals that moved a value into an unrelated key)."""
+    (:func:`_related`), a type that fits the value (:func:`value_fits`), be no section unless the value is a mapping
+    (``rollout.mtp``, :func:`is_section`) and, with ``config`` (verl's composition of the config: ``ppo_trainer``,
+    ``ppo_megatron_trainer``, ``sft_trainer_engine`` ...), be no key of another engine's composition only
+    (:func:`_foreign_keys`); ``kind`` (``ppo``, ``sft``) says whose types judge the value when ``config`` is not
+    given. ``tau_pos=0.5`` -> ``actor_rollout_ref.actor.tau_pos``, ``rollout.n=64`` -> ``actor_rollout_ref.rollout.n``;
+    ``rollout.dtype=true`` (the dtype is a string), ``trainer.test_fre=/data/x.parquet`` (an integer),
+    ``actor.engine.ep=4`` (Adam's ``optim.eps`` is another section's, and torchtitan's) and ``actor.engine.tp`` (not
+    the section ``rollout.mtp``) get none. Ranked: a key ending with the whole of ``key``, then the same top-level
+    section, then the closest whole key. Sources: issue 20 item 6 (did-you-mean proposals that moved a value into an
+    unrelated key)."""
     cands = tuple(sorted(pool)) if pool is not None else suggestion_pool()
+    foreign = _foreign_keys(config)
+    if foreign:
+        cands = tuple(c for c in cands if c not in foreign)
     by_leaf = _leaf_index(cands)
+    anchor = _anchor(key, frozenset(cands) | _sections_of(cands))
     leaf = key.rsplit(".", 1)[-1]
     leaves = [leaf] if leaf in by_leaf else []
     leaves += [m for m in difflib.get_close_matches(leaf, list(by_leaf), n=6, cutoff=0.75) if m != leaf]
+    kind = "sft" if config in verlref.SFT_COMPOSITIONS else kind
     out = []
     for lf in leaves:
         unique = lf == leaf and len(by_leaf[lf]) == 1 and len(leaf) >= 6
         for c in by_leaf[lf]:
-            if c != key and _related(key, c, unique) and value_fits(c, value):
-                out.append(c)
+            if c == key or not _related(key, c, unique, anchor) or not value_fits(c, value, kind):
+                continue
+            if not isinstance(value, dict) and is_section(c, kind):
+                continue  # a section takes keys, not a value (rollout.mtp for actor.engine.tp=2)
+            out.append(c)
     head = key.split(".", 1)[0]
     out.sort(
         key=lambda c: (
@@ -398,3 +465,87 @@ def propose(key: str, value: Any = UNKNOWN_VALUE, pool: Iterable[str] | None = N
         )
     )
     return out[0] if out else None
+
+
+@cache
+def _sections_of(cands: tuple[str, ...]) -> frozenset[str]:
+    """Every dotted prefix of the keys ``cands``: the sections a pool holds."""
+    out: set[str] = set()
+    for c in cands:
+        parts = c.split(".")
+        out.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return frozenset(out)
+
+
+def _children(key: str, kind: str) -> list[str]:
+    """The names directly below the section ``key`` (the schema's, else verl's), sorted; [] when not known."""
+    import re
+
+    if kind == "ppo":
+        leaves, prefixes = _schema_index()
+        every = (*leaves, *prefixes, *optional_entries())
+        names = {k[len(key) + 1 :].split(".", 1)[0] for k in every if k.startswith(key + ".")}
+        if names:
+            return sorted(names)
+    names = {k[len(key) + 1 :].split(".", 1)[0] for k in verlref.keys(kind) if k.startswith(key + ".")}
+    names = {n for n in names if not n.startswith("_")}  # _target_
+    if not names:  # a field verl fills by interpolation (rollout.mtp: ${oc.select:actor_rollout_ref.model.mtp,null})
+        raw = verlref.defaults(kind, resolved=False).get(key)
+        m = re.fullmatch(r"\$\{(?:oc\.select:)?\s*([\w.]+)\s*(?:,[^}]*)?\}", raw) if isinstance(raw, str) else None
+        if m and m.group(1) != key:
+            return _children(m.group(1), kind)
+    return sorted(names)
+
+
+def is_section(key: str, kind: str = "ppo") -> bool:
+    """True when ``key`` holds a mapping of keys, so that a scalar or a list there replaces a whole section: a
+    section of the schema (a sub-model or a ``dict`` field; PPO), a mapping of verl 0.9.1's config of that ``kind``
+    (``actor_rollout_ref.model.mtp``, ``ray_kwargs.ray_init``), or a field verl's config dataclass declares as a
+    mapping only (``actor_rollout_ref.rollout.mtp: MtpConfig``, filled by interpolation in verl's YAML)."""
+    if kind == "ppo":
+        if key in schema_prefixes():
+            return True
+        info = field_info(key)
+        if info is not None:
+            return (_annotation_kinds(info.annotation) or frozenset()) - {"null"} == {"dict"}
+    if key in verlref.prefixes(kind):
+        return True
+    config = "ppo" if kind == "ppo" else verlref.SFT_COMPOSITIONS[0]
+    if (verlref.value_kinds(key, config) or frozenset()) - {"null"} == {"dict"}:  # MtpConfig, Optional[...]
+        return True
+    default = verlref.defaults(kind).get(key, 0)
+    return isinstance(default, dict)  # an empty mapping verl's YAML lists as {} (override_config)
+
+
+def section_replaced(key: str, value: Any, kind: str = "ppo") -> tuple[str, str] | None:
+    """``(message, fix)`` when ``value`` (a scalar or a list, not null) is set on the section ``key``
+    (:func:`is_section`), else None. verl 0.9.1's Hydra refuses to merge a list into a mapping; a scalar it takes,
+    and ``omega_conf_to_dataclass`` (hydra's ``instantiate``) puts it where a dataclass is expected, so verl fails
+    in ``validate_config`` or in a worker, where it reads a key of the section (``mtp.enable``: AttributeError).
+    Sources: verl/utils/config.py ``omega_conf_to_dataclass``; verl/workers/rollout/vllm_rollout/
+    vllm_async_server.py (``self.config.mtp.enable``); issue 20 (``rollout.mtp=1``, ``model.lora=1``)."""
+    if value is None or isinstance(value, dict) or not is_section(key, kind):
+        return None
+    if isinstance(value, str) and "${" in value:
+        return None
+    names = _children(key, kind)
+    shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+    what = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(type(value), "a list")
+    first = next((n for n in ("enable", "enabled") if n in names), names[0] if names else "KEY")
+    if key.split(".", 1)[0] == "fsdpcfg":
+        owner, effect = "fsdpcfg's", "fsdpcfg reads keys of it"
+    elif isinstance(value, (list, tuple)) and key in verlref.prefixes(kind):
+        owner, effect = f"verl {verlref.VERL_VERSION}'s", "verl's Hydra refuses to merge a list into it"
+    else:
+        owner = f"verl {verlref.VERL_VERSION}'s"
+        effect = (
+            f"verl takes it at config time and fails where it reads a key of the section ({key}.{first}: "
+            "AttributeError), in validate_config or in a worker after the cluster started"
+        )
+    message = (
+        f"{value!r} is {what}, but it is a section of {owner} config"
+        + (f" (keys: {shown})" if names else "")
+        + f"; the value replaces the whole section: {effect}"
+    )
+    written = str(value).lower() if isinstance(value, bool) else str(value).replace(" ", "")
+    return message, f"set a key of the section instead ({key}.{first}=VALUE), or remove {key}={written}"

@@ -13,7 +13,7 @@ class CustomRewardFunction(Section):
     path: str | None = F(
         None, description="file defining the function; null: verl's default_compute_score by data_source"
     )
-    name: str = F("compute_score", description="function name in that file")
+    name: str | None = F("compute_score", description="function name in that file (read only when path is set; FC415)")
     reward_kwargs: dict[str, Any] = F(
         default_factory=dict,
         description="keyword arguments bound to the function; verl reads them with .get (no default in its tree: "

@@ -78,7 +78,7 @@ class SftOptim(Section):
     optimizer: str = F("AdamW", description="optimizer class; the native launcher has AdamW")
     lr: float = F(0.001, gt=0, description="peak learning rate")
     lr_warmup_steps_ratio: float = F(0.0, ge=0, le=1, description="warmup steps as a fraction of all steps")
-    lr_warmup_steps: int = F(-1, description="warmup steps; <= 0: use lr_warmup_steps_ratio")
+    lr_warmup_steps: int | None = F(-1, description="warmup steps; <= 0 (or verl's null): use lr_warmup_steps_ratio")
     total_training_steps: int = F(-1, description="schedule length; -1: the trainer's step count")
     weight_decay: float = F(0.01, ge=0, description="AdamW weight decay")
     betas: list[float] = F(default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2, description="AdamW betas")

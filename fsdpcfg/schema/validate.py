@@ -24,7 +24,7 @@ from fsdpcfg.schema.root import RunConfig
 if typing.TYPE_CHECKING:
     from fsdpcfg.schema.sft import SftRunConfig
 
-IssueKind = Literal["unknown", "invalid", "missing", "verl_type", "conflict"]
+IssueKind = Literal["unknown", "invalid", "missing", "verl_type", "conflict", "section"]
 MISSING = "???"
 
 
@@ -128,11 +128,17 @@ SUGGEST_LIMIT = 50
 
 
 def validate_tree(
-    cfg: dict[str, Any], *, skip: frozenset[str] = frozenset(), derived: frozenset[str] = frozenset()
+    cfg: dict[str, Any],
+    *,
+    skip: frozenset[str] = frozenset(),
+    derived: frozenset[str] = frozenset(),
+    config: str | None = None,
 ) -> SchemaReport:
     """Validate the resolved config ``cfg`` (nested dicts). Never raises for any input mapping.
 
     Args:
+        config: verl's composition the config belongs to (``ppo_trainer``, ``ppo_megatron_trainer`` ...): an unknown
+            key is never given another engine's key as its did-you-mean (:func:`fsdpcfg.schema.keys.propose`).
         skip: keys already reported elsewhere (unresolvable interpolations), left out of validation.
         derived: keys whose value is an interpolation of another key (``${actor_rollout_ref.actor.strategy}``);
             a bad value is reported once, on the key it was set on, not again on each key that copies it.
@@ -161,7 +167,10 @@ def validate_tree(
                 else:
                     kept[k] = v
             elif kind == "verl":
-                if isinstance(v, dict) and v and key not in K.verl_keys():
+                replaced = K.section_replaced(key, v)
+                if replaced is not None:  # rollout.mtp=1: a scalar or a list where verl reads keys
+                    issues.append(SchemaIssue("section", key, v, *replaced))
+                elif isinstance(v, dict) and v and key not in K.verl_keys():
                     walk(v, key + ".")  # report unknown keys inside verl-only sections
                 else:
                     verl_only[key] = v
@@ -199,7 +208,7 @@ def validate_tree(
                 unknown[0] += 1
                 what = "is not a key fsdpcfg or verl 0.9.1 knows"
                 if unknown[0] <= SUGGEST_LIMIT:
-                    real = K.propose(str(key), v)
+                    real = K.propose(str(key), v, config=config)
                     sugg = [real] if real else []
                     hint = f"did you mean {real}?" if real else "remove it, or check the name (`fsdpcfg show`)"
                     what = what if real else f"{what}: {K.NO_SUCH_KEY}"
@@ -223,10 +232,9 @@ def validate_tree(
                 "missing", key, None, "is required and has no value (`???`)", f"set {key}=VALUE" + _describe(key)
             )
         )
-    reported = [(i.key, i.value) for i in issues if i.kind == "invalid" and i.key not in derived]
-    issues = [
-        i for i in issues if not (i.kind == "invalid" and i.key in derived and any(v == i.value for _, v in reported))
-    ]
+    once = ("invalid", "section")  # reported on the key it was set on, not on each key that copies it
+    reported = [(i.key, i.value) for i in issues if i.kind in once and i.key not in derived]
+    issues = [i for i in issues if not (i.kind in once and i.key in derived and any(v == i.value for _, v in reported))]
     order = {k: i for i, k in enumerate(verlref.flatten(cfg) if isinstance(cfg, dict) else {})}
     issues.sort(key=lambda i: order.get(i.key, len(order)))
     return SchemaReport(model, issues, verl_only, legacy)
@@ -284,6 +292,10 @@ def _issues_from(err: ValidationError, cfg: dict[str, Any], missing: set[str]) -
                         K.suggest(k),
                     )
                 )
+            continue
+        replaced = K.section_replaced(key, value)
+        if replaced is not None:  # actor.optim=adam: a scalar or a list where the schema has a section
+            out.append(SchemaIssue("section", key, value, *replaced))
             continue
         allowed = K.allowed_values(key)
         if allowed and "literal_error" in types:

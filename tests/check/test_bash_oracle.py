@@ -7,7 +7,9 @@ Header lines of a corpus script: ``# oracle-args: ...`` (its positional argument
 (its environment), ``# oracle-variant: LABEL`` (which of fsdpcfg's paths the stubs pin: the stub python3 fails
 ``-c 'import torch_npu'``, the stub nvidia-smi succeeds; the path without arguments when none are given),
 ``# oracle-unknown: N`` (words fsdpcfg cannot know, such as nvidia-smi's output: compared by position only).
-Disagreements: none (:data:`DISAGREEMENTS` lists any left, one by one, with the reason).
+Disagreements: none (:data:`DISAGREEMENTS` lists any left, one by one, with the reason). The scripts of
+tests/check/scripts/unreached/ stop or abandon a statement before a trainer command they write: what bash never
+runs, the check reports as never reached (FC134).
 """
 
 from __future__ import annotations
@@ -131,3 +133,27 @@ def test_the_reader_gives_the_argv_bash_gives(path, tmp_path):
         assert got != expected, f"{path.name} now agrees with bash: drop it from DISAGREEMENTS"
         return
     assert got == expected
+
+
+UNREACHED = sorted((Path(__file__).parent / "scripts" / "unreached").glob("*.sh"))
+
+
+@pytest.mark.parametrize("path", UNREACHED, ids=[p.name for p in UNREACHED])
+def test_a_trainer_command_bash_never_runs_is_reported_never_reached(path, tmp_path):
+    """Scripts that stop (``exit``) or abandon a statement (an arithmetic error) before a trainer command they
+    write: bash runs fewer trainer commands than the script writes, and ``fsdpcfg check`` reports each one it
+    does not run as never reached (FC134, an error), the others checked as bash runs them."""
+    from fsdpcfg.check.sources import check_run_script
+
+    env = {"HOME": str(tmp_path), "PWD": str(tmp_path)}
+    script = tmp_path / path.name
+    shutil.copy(path, script)
+    theirs = bash_calls(script, tmp_path, [], env)
+    written = sum(1 for line in path.read_text().splitlines() if "-m verl.trainer." in line)
+    results = check_run_script(script, environ=dict(env, PATH="/usr/bin:/bin"))
+    never = [f for r in results for f in r.findings if f.rule == "FC134"]
+    assert len(theirs) < written
+    assert len(never) == written - len(theirs), [(f.rule, f.message) for r in results for f in r.findings]
+    assert all(f.severity == "error" and "never reached" in f.message for f in never)
+    reached = [r for r in results if not any(f.rule == "FC134" for f in r.findings)]
+    assert len(reached) == len(theirs)

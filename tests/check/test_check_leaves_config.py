@@ -28,7 +28,12 @@ def _state(composed) -> tuple[str, ...]:
     "overrides",
     [
         ["+recipe=qwen_grpo"],
-        ["+recipe=arith_grpo", "data.train_batch_size=3", "trainer.nnode=2", "~trainer.nope"],  # refused, composed around
+        [
+            "+recipe=arith_grpo",
+            "data.train_batch_size=3",
+            "trainer.nnode=2",
+            "~trainer.nope",
+        ],  # refused, composed around
         ["+recipe=qwen_sft", "optim.lr=${data.max_length}"],
         ["+recipe=qwen_grpo", "launcher=verl", "+foo.bar=1", "trainer.logger=[console,wandb]"],
         ["+recipe=qwen_grpo", "actor_rollout_ref.model.path=hf_abcdefghijklmnopqrstuvwxyz0123456789"],  # a secret

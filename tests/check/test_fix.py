@@ -220,3 +220,44 @@ def test_main_ppo_sync_is_fc708_and_checked_as_main_ppo(tmp_path):
     rules = {f.rule for f in c.findings}
     assert "FC708" in rules and "FC701" in rules and "FC601" in rules  # the PPO rules ran (n=1 with GRPO)
     assert "-m verl.trainer.main_ppo \\" in fix_script(p.read_text()).new
+
+
+def test_fix_keeps_a_crlf_scripts_line_ends(tmp_path):
+    # issue 20: --fix read the script with Python's universal newlines and wrote every line back with LF
+    from fsdpcfg.check.fix import fix_file
+
+    p = tmp_path / "run.sh"
+    p.write_bytes(DAPO.replace("\n", "\r\n").encode())
+    fix = fix_file(p)
+    assert fix.old == DAPO.replace("\n", "\r\n")
+    assert fix.new == fix_script(DAPO).new.replace("\n", "\r\n")  # the same rewrite, each line's CRLF kept
+    assert fix.new.count("\r\n") == DAPO.count("\n") and "\n" not in fix.new.replace("\r\n", "")
+    changed = [
+        line for line in fix.diff().splitlines() if line.startswith(("-", "+")) and line[:3] not in ("---", "+++")
+    ]
+    assert len(changed) == 8  # the four rewritten lines, nothing else
+    fix.write()
+    assert p.read_bytes() == fix.new.encode()
+    # a file with mixed line ends keeps each line's own
+    mixed = DAPO.replace("set -euo pipefail\n", "set -euo pipefail\r\n")
+    p.write_bytes(mixed.encode())
+    assert fix_file(p).new == fix_script(DAPO).new.replace("set -euo pipefail\n", "set -euo pipefail\r\n")
+
+
+def test_a_crlf_script_is_an_error_naming_the_file_and_dos2unix(tmp_path):
+    p = tmp_path / "run.sh"
+    p.write_bytes(DAPO.replace("\n", "\r\n").encode())
+    results = check_run_script(p, environ={"HOME": "/home/user"})
+    for r in results:  # every command of the script carries it, first
+        f = r.findings[0]
+        assert (f.rule, f.severity, f.location) == ("FC133", "error", (str(p), 1))
+        assert "Windows line ends (CRLF) on 22 line(s)" in f.message
+        assert "none of the 17 `\\` line continuations continues its command" in f.message
+        assert f.fix == f"convert the line ends: dos2unix {p} (or sed -i 's/\\r$//' {p})"
+    # read as meant: the rest of the script is still checked (the same findings as its LF copy, but FC133)
+    q = tmp_path / "lf.sh"
+    q.write_text(DAPO)
+    lf = check_run_script(q, environ={"HOME": "/home/user"})
+    assert [sorted(f.rule for f in r.findings) for r in lf] == [
+        sorted(f.rule for f in r.findings if f.rule != "FC133") for r in results
+    ]

@@ -99,11 +99,12 @@ def test_case_branch_follows_the_positional_argument():
     assert _value(sglang, "actor_rollout_ref.rollout.name") == "sglang"
     assert _value(sglang, "actor_rollout_ref.rollout.tensor_model_parallel_size") == 1  # the [[ ]] branch
     assert _value(sglang, "trainer.n_gpus_per_node") == 4
-    # the `*)` branch exits before the command: bash runs no verl command, so there is nothing to check
-    from fsdpcfg.errors import UsageError
-
-    with pytest.raises(UsageError, match="stops at line 19"):
-        check_run_script(path, args=["trtllm"], environ=ENV)
+    # the `*)` branch exits before the command: bash never runs it, and the check says so (was a usage error, and
+    # with --skip-unrelated a script skipped as running no verl command: a pass)
+    [never] = check_run_script(path, args=["trtllm"], environ=ENV)
+    [(rule, severity, message)] = [(f.rule, f.severity, f.message) for f in never.findings]
+    assert (rule, severity) == ("FC134", "error")
+    assert "never reached: the script stops at line 19 before it" in message
 
 
 def test_overrides_after_the_script_stand_at_its_dollar_at():

@@ -47,3 +47,54 @@ def test_verls_own_group_option_on_fsdpcfgs_command_line_is_an_error():
     assert _found(found) == [("FC108", "error")]
     (f,) = [f for f in found if f.rule == "FC108"]
     assert "one of verl's own config groups" in f.message and "would go without it" in f.message
+
+
+CORPUS = Path(__file__).parent / "scripts"
+ENV = {"HOME": "/home/user", "PATH": "/usr/bin"}
+
+
+def test_the_keys_only_the_unmodelled_option_defines_are_named_not_checked_and_not_false_alarmed():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (checked,) = check_run_script(CORPUS / "mlite_actor.sh", environ=ENV)
+    assert not [f for f in checked.findings if f.rule in ("FC101", "FC102", "FC105", "FC112", "FC113")]
+    (info,) = [f for f in checked.findings if f.rule == "FC108"]
+    assert info.severity == "info" and info.location == (str(CORPUS / "mlite_actor.sh"), 21)
+    unchecked = [
+        "actor_rollout_ref.actor.engine.tp",
+        "actor_rollout_ref.actor.engine.ep",
+        "actor_rollout_ref.actor.engine.pp",
+        "actor_rollout_ref.actor.engine.param_offload",
+        "actor_rollout_ref.actor.engine.optimizer_offload",
+        "actor_rollout_ref.actor.engine.impl_cfg.use_thd",
+        "actor_rollout_ref.actor.engine.impl_cfg.optimizer",
+        "actor_rollout_ref.actor.optim.override_optimizer_config.offload_fraction",
+    ]
+    assert f"({', '.join(unchecked)})" in info.message
+    assert checked.keys_unchecked == len(unchecked)
+    # the actor's keys the tree has are still judged (and the section's engine layout is not guessed)
+    assert checked.composed.cfg.actor_rollout_ref.actor.ppo_mini_batch_size == 8
+    assert checked.composed.unmodelled == ("actor_rollout_ref.actor",)
+
+
+def test_an_sft_engine_of_a_searchpath_package_is_an_info_with_its_optimizer_config():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (checked,) = check_run_script(CORPUS / "sft_mlite.sh", environ=ENV)
+    assert not [f for f in checked.findings if f.severity != "info"]  # was FC100 "no option mlite"; no FC250
+    engine, optim = sorted((f for f in checked.findings if f.rule == "FC108"), key=lambda f: "optim" in f.message)
+    assert "`engine=mlite`" in engine.message and "(engine.pp, engine.ep, engine.cp, engine.impl_cfg.recompute)" in (
+        engine.message
+    )
+    assert "`optim=megatron`" in optim.message and "the optimizer config of engine=mlite" in optim.message
+    assert "(optim.override_optimizer_config.offload_fraction)" in optim.message
+    # verl cannot be asked here: the package is not installed (it would say `Could not find`)
+    job, note = checked.verl_job
+    assert job is None and "pkg://verl_mlite.config is not installed here" in note
+
+
+def test_without_a_searchpath_an_option_fsdpcfg_lacks_is_still_a_mistake(tmp_path: Path):
+    p = tmp_path / "run.sh"
+    p.write_text((CORPUS / "sft_mlite.sh").read_text().replace("    hydra.searchpath=[pkg://verl_mlite.config]\n", ""))
+    (checked,) = check_run_script(p, environ=ENV)
+    assert [(f.rule, f.severity) for f in checked.findings if f.severity == "error"] == [("FC100", "error")]

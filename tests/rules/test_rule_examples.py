@@ -29,6 +29,8 @@ NO_EXAMPLE = {
     # a finding about a run script's command: tests/check/scripts/other_entries.sh triggers it
     "FC125": "needs a run script (examples are command-line overrides)",
     "FC132": "needs a run script (a `\\ # comment` continuation cuts a command of the script)",
+    "FC133": "needs a run script (saved with Windows line ends)",
+    "FC134": "needs a run script (one that stops before its verl command)",
     "FC708": "needs a run script (a removed trainer module is named on its command line, not in a config)",
     # no shipped real config names a class transformers lacks, or caps attention logits (no Gemma 2 config.json
     # is available offline): both are exercised on edited copies of the real Llama-2 config and on the

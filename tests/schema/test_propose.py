@@ -81,3 +81,66 @@ def test_a_files_unknown_key_gets_no_section_as_proposal(tmp_path):
 def test_a_deletion_of_a_missing_key_proposes_no_unrelated_key():
     [f] = [f for f in check_overrides(BASE + ["~nope.key"]) if "nope.key" in f.keys]
     assert "did you mean" not in f.fix
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        # issue 20: megatron-lite's actor.engine.* keys were given a section, Adam's eps and another engine's key
+        ("actor_rollout_ref.actor.engine.tp", 2),  # was the section actor_rollout_ref.rollout.mtp
+        ("actor_rollout_ref.actor.engine.ep", 4),  # was torchtitan's actor_rollout_ref.actor.optim.eps
+        ("actor_rollout_ref.actor.engine.param_offload", False),  # was veomni's actor.veomni.param_offload
+        ("actor_rollout_ref.actor.engine.impl_cfg.optimizer", "fsdp2"),  # was actor.optim.optimizer
+        ("actor_rollout_ref.rollout.mtpp", 1),  # a section takes keys, not a value
+        ("actor_rollout_ref.rollout.mtp_x", K.UNKNOWN_VALUE),
+        ("actor_rollout_ref.rollout.mtp.enabled", True),  # was rollout.disaggregation.enabled: another section
+    ],
+)
+def test_no_section_no_other_section_no_other_engine(key, value):
+    assert K.propose(key, value, config="ppo_trainer") is None
+
+
+def test_a_section_is_proposed_for_a_mapping_only():
+    assert K.propose("actor_rollout_ref.rollout.mtpp", {"enable": True}) == "actor_rollout_ref.rollout.mtp"
+
+
+def test_only_the_configs_engine_keys_are_proposed():
+    typo = "actor_rollout_ref.actor.megatron.tensor_model_paralel_size"
+    assert (
+        K.propose(typo, 2, config="ppo_megatron_trainer")
+        == "actor_rollout_ref.actor.megatron.tensor_model_parallel_size"
+    )
+    assert K.propose(typo, 2, config="ppo_trainer") is None
+    typo = "actor_rollout_ref.actor.fsdp_config.param_ofload"
+    assert K.propose(typo, True, config="ppo_trainer") == "actor_rollout_ref.actor.fsdp_config.param_offload"
+    assert K.propose(typo, True, config="ppo_megatron_trainer") is None
+    assert K.propose("actor_rollout_ref.actor.optim.ep", 1e-8, config="ppo_torchtitan_trainer") == (
+        "actor_rollout_ref.actor.optim.eps"
+    )
+
+
+def test_a_mistyped_middle_section_is_still_found():
+    assert K.propose("actor_rollout_ref.acter.ppo_epochs", 2) == "actor_rollout_ref.actor.ppo_epochs"
+    assert K.propose("actor_rollout_ref.rolout.n", 4) == "actor_rollout_ref.rollout.n"
+
+
+def test_the_command_line_proposal_is_the_configs_engines():
+    # an FSDP config: veomni's key is not proposed for a misspelt one (it was, while composing)
+    [f] = [f for f in check_overrides(BASE + ["actor_rollout_ref.actor.veomni.param_ofload=true"]) if f.rule == "FC101"]
+    assert "did you mean" not in f.fix and "no such key in verl 0.9.1" in f.message
+    [g] = [
+        f
+        for f in check_overrides(BASE + ["actor_rollout_ref.actor.fsdp_config.param_ofload=true"])
+        if f.rule == "FC101"
+    ]
+    assert g.fix == "did you mean actor_rollout_ref.actor.fsdp_config.param_offload=true?"
+
+
+def test_an_sft_key_gets_the_same_proposal_rules():
+    # FC150's did-you-mean: a close leaf of a fitting type (was difflib over the whole key)
+    found = [f for f in check_overrides(["+recipe=qwen_sft", "+data.micro_batch_size_per_gpuu=2"]) if f.rule == "FC150"]
+    assert [f.keys for f in found] == [["data.micro_batch_size_per_gpuu", "data.micro_batch_size_per_gpu"]]
+    found = [
+        f for f in check_overrides(["+recipe=qwen_sft", "+data.micro_batch_size_per_gpuu=abc"]) if f.rule == "FC150"
+    ]
+    assert [f.keys for f in found] == [["data.micro_batch_size_per_gpuu"]] and "no such key" in found[0].message

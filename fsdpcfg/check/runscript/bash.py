@@ -44,10 +44,13 @@ from fsdpcfg.check.runscript.fork import Variant, variants
 from fsdpcfg.check.runscript.operations import parser
 from fsdpcfg.check.runscript.words import (
     _F,
+    MAX_ELEMENTS,
+    TOO_MANY,
     Command,
     Evaluation,
     Note,
     Word,
+    _Abort,
     _Exit,
     _Return,
     _State,
@@ -122,9 +125,9 @@ def _evaluate(text, choices, args, extra, environ, script_path) -> tuple[Evaluat
                 # the statements before the broken one still run in bash
                 for c in child.named_children if child.type == "ERROR" else []:
                     if c.end_byte <= error_byte and not c.has_error:
-                        ev.statement(c, state)
+                        ev.top_statement(c, state)
                 break
-            ev.statement(child, state)
+            ev.top_statement(child, state)
     except _Exit:
         pass
     return Evaluation(ev.commands, ev.notes, ev.env_used, error_line), ev.sizes, ev.labels
@@ -200,6 +203,25 @@ class _Evaluator(Control, Commands):
         self.sourced = 0  # depth of `source` being read
 
     # ---- statements ------------------------------------------------------------------------------------
+    def top_statement(self, node, st: _State) -> bool | None:
+        """A statement of the script itself: an expansion error in it (:class:`_Abort`) abandons all of it, as
+        bash does, and the script goes on with the next statement (a note says which lines were not run)."""
+        try:
+            return self.statement(node, st)
+        except _Abort as e:
+            first, last = node.start_point[0] + 1, node.end_point[0] + 1
+            lines = f"line {first}" if first == last else f"lines {first}-{last}"
+            self.notes.append(
+                Note(
+                    first,
+                    "aborted",
+                    f"{e.message} (line {e.line}): bash abandons the statement at {lines} and goes on after it",
+                    last,
+                    tuple(e.spans),
+                )
+            )
+            return False
+
     def statement(self, node, st: _State) -> bool | None:
         """Evaluate one statement; return its exit status (True: 0, False: non-zero, None: not known)."""
         if st.exited:
@@ -248,6 +270,8 @@ class _Evaluator(Control, Commands):
                     status = self.statement(c, sub)
                 except _Exit:
                     status = None
+                except _Abort:  # a pipeline's part runs in a subshell: the error ends that subshell only
+                    status = False
             return status
         if t == "subshell":
             sub = st.copy()
@@ -255,6 +279,8 @@ class _Evaluator(Control, Commands):
                 return self.block(node.named_children, sub)
             except _Exit:
                 return None
+            except _Abort:
+                return False
         if t == "negated_command":
             inner = [c for c in node.named_children]
             s = self.statement(inner[-1], st) if inner else None
@@ -428,10 +454,14 @@ class _Evaluator(Control, Commands):
         st.args = args
         self.depth += 1
         self.locals.append({})
+        body = self.functions[name]
         try:
-            return self.statement(self.functions[name], st)
+            return self.statement(body, st)
         except _Return:
             return None
+        except _Abort as e:  # the call is abandoned with the statement that made it: so is the rest of the body
+            e.spans.append((body.start_point[0] + 1, body.end_point[0] + 1))  # type: ignore[attr-defined]
+            raise
         finally:
             frame = self.locals.pop()
             self.depth -= 1
@@ -489,16 +519,20 @@ class _Evaluator(Control, Commands):
         if op == "+=":
             cur = list(st.vars.get(name, [])) or ([] if is_array else [Word("", self.line(node))])
             if is_array or name in st.arrays:
-                st.vars[name] = cur + vals
+                st.vars[name] = cur + vals if len(cur) + len(vals) <= MAX_ELEMENTS else self._too_many(name, node)
                 st.arrays.add(name)
             else:
                 st.vars[name] = [_concat(cur[0], vals[0])]
             return
-        st.vars[name] = vals
+        st.vars[name] = vals if len(vals) <= MAX_ELEMENTS else self._too_many(name, node)
         if is_array:
             st.arrays.add(name)
         else:
             st.arrays.discard(name)
+
+    def _too_many(self, name: str, node) -> list[Word]:
+        """The unknown value of an array grown past :data:`~fsdpcfg.check.runscript.words.MAX_ELEMENTS`."""
+        return [Word(f"${{{name}[@]}}", self.line(node), (TOO_MANY,))]
 
 
 __all__ = ["Command", "Evaluation", "Note", "Word", "evaluate"]

@@ -149,6 +149,8 @@ class Commands(Expander, Forker):
                 st.vars[name] = [Word(f"${name}", self.line(node), (f"`{self.text(node)}` on an unknown value",))]
                 return None
             value = {"=": right, "+=": cur + right, "-=": cur - right, "*=": cur * right}.get(op)
+            if op == "/=" and right == 0:
+                self.arith_error(node, f"`{self.text(node)}`: division by 0")
             if op == "/=":
                 value = int(cur / right) if right else None
             if value is None:

@@ -8,7 +8,7 @@ import fnmatch
 import re
 
 from fsdpcfg.check.runscript.operations import Operations, _int
-from fsdpcfg.check.runscript.words import _F, Word, _Exit, _join, _State, _union
+from fsdpcfg.check.runscript.words import _F, MAX_VALUE, TOO_LONG, Word, _Exit, _head, _join, _State, _union
 
 #: ``$NAME``, ``${NAME}``, ``$1``, ``$@`` in a word tree-sitter-bash left unparsed (``/$B/f.parquet`` after ``$A``)
 _RAW_PARAM = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#])\}|([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!]))")
@@ -487,6 +487,8 @@ class Expander(Operations):
 
 
 def _concat(a: Word, b: Word) -> Word:
+    if TOO_LONG in a.unknown or TOO_LONG in b.unknown or len(a.text) + len(b.text) > MAX_VALUE:
+        return Word(_head(a.text, b.text), b.line, _union(_union(a.unknown, b.unknown), (TOO_LONG,)), a.env)
     return Word(a.text + b.text, b.line, _union(a.unknown, b.unknown), _union(a.env, b.env))
 
 

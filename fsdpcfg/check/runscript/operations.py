@@ -9,7 +9,7 @@ import fnmatch
 import os
 import re
 
-from fsdpcfg.check.runscript.words import _F, Note, Word, _Exit, _State
+from fsdpcfg.check.runscript.words import _F, Note, Word, _Abort, _Exit, _State
 
 _PARSER = None
 
@@ -33,8 +33,8 @@ _EXPANSIONS = frozenset(
 
 class Operations:
     """The evaluator's operations below word expansion; it sets ``src``, ``environ``, ``extra``, ``script_path``,
-    ``notes``, ``env_used``, ``uses_args``, ``in_test``, ``in_case``, ``arith``, ``capture`` and defines the
-    expansion methods (:class:`fsdpcfg.check.runscript.expand.Expander`) and ``statement``."""
+    ``notes``, ``env_used``, ``uses_args``, ``in_test``, ``in_case``, ``arith``, ``capture``, ``conditional`` and
+    defines the expansion methods (:class:`fsdpcfg.check.runscript.expand.Expander`) and ``statement``."""
 
     src: bytes
     environ: dict[str, str]
@@ -47,6 +47,7 @@ class Operations:
     in_case: bool
     arith: dict[str, str]
     capture: list[_F] | None
+    conditional: list[str]  # why the statement being read may not run (bash._Evaluator; control.Control)
 
     def fields(self, node, st: _State, quoted: bool, pattern: bool = False, assignment: bool = False) -> list[_F]:
         raise NotImplementedError  # expand.Expander
@@ -147,6 +148,8 @@ class Operations:
             self.statement(cmd, st.copy())
         except _Exit:
             pass
+        except _Abort:  # $( ) is a subshell: an arithmetic error ends it, not the script
+            return unknown
         finally:
             out, self.capture = self.capture, saved
         if any(f.unknown for f in out):
@@ -255,8 +258,14 @@ class Operations:
             op = self.text(node.child_by_field_name("operator"))
             if a is None or b is None:
                 return None
+            if op in ("/", "%") and b == 0:
+                self.arith_error(node, f"`{self.text(node)}`: division by 0")
+                return None
+            if op == "**" and b < 0:
+                self.arith_error(node, f"`{self.text(node)}`: exponent less than 0")
+                return None
             try:
-                return _ARITH[op](a, b)
+                return _wrap(_ARITH[op](a, b))
             except (KeyError, ZeroDivisionError, ValueError):
                 return None
         if t == "ternary_expression":
@@ -266,6 +275,13 @@ class Operations:
                 return None
             return self.arith_node(kids[1] if c else kids[2], st)
         return None
+
+    def arith_error(self, node, message: str) -> None:
+        """An arithmetic error bash reports (``division by 0``, ``exponent less than 0``): where the statement
+        surely runs, bash abandons it (:class:`~fsdpcfg.check.runscript.words._Abort`); in a branch the check cannot
+        decide, the caller makes the value unknown."""
+        if not self.conditional:
+            raise _Abort(self.line(node), message)
 
     def test(self, node, st: _State) -> bool | None:
         """``[ EXPR ]`` / ``[[ EXPR ]]``: True/False when the operands are known, else None."""
@@ -338,13 +354,27 @@ class Operations:
         return None if r is None else (r != neg)
 
 
+def _div(a: int, b: int) -> int:
+    """C's integer division, truncated toward zero (bash's ``/``), exact on 64-bit values."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _wrap(v: int) -> int:
+    """``v`` as bash's 64-bit signed arithmetic holds it (it wraps around)."""
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+#: bash's arithmetic operators on 64-bit integers (``**`` and ``<<`` reduced modulo 2**64 as they go, so that
+#: ``2**10**9`` costs what bash's does)
 _ARITH = {
     "+": lambda a, b: a + b,
     "-": lambda a, b: a - b,
     "*": lambda a, b: a * b,
-    "/": lambda a, b: int(a / b),
-    "%": lambda a, b: a - b * int(a / b),
-    "**": lambda a, b: a**b,
+    "/": lambda a, b: _div(a, b),
+    "%": lambda a, b: a - b * _div(a, b),
+    "**": lambda a, b: pow(a, b, 1 << 64),
     "<": lambda a, b: int(a < b),
     ">": lambda a, b: int(a > b),
     "<=": lambda a, b: int(a <= b),
@@ -353,8 +383,8 @@ _ARITH = {
     "!=": lambda a, b: int(a != b),
     "&&": lambda a, b: int(bool(a and b)),
     "||": lambda a, b: int(bool(a or b)),
-    "<<": lambda a, b: a << b,
-    ">>": lambda a, b: a >> b,
+    "<<": lambda a, b: (a << (b & 63)) & ((1 << 64) - 1),
+    ">>": lambda a, b: a >> (b & 63),
     "&": lambda a, b: a & b,
     "|": lambda a, b: a | b,
     "^": lambda a, b: a ^ b,

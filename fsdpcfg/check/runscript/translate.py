@@ -60,12 +60,17 @@ class Translation:
     resets: list[str] = field(default_factory=list)
     plus_refused: dict[str, str] = field(default_factory=dict)
     unknown_keys: list[str] = field(default_factory=list)
+    #: keys below the package of a group option the check cannot compose (FC108) that fsdpcfg's tree lacks: not
+    #: checked, neither their values nor their names
+    unchecked: list[str] = field(default_factory=list)
+    #: the sections those group options fill (``actor_rollout_ref.actor``, SFT's ``engine``)
+    packages: list[str] = field(default_factory=list)
 
     def keys_judged(self) -> tuple[int, int]:
         """``(judged, set)``: of the keys the script sets, how many have a value the check knows (the rest have
-        only their name checked; FC107 names them)."""
+        only their name checked, FC107, or are keys of a group option the check cannot compose, FC108)."""
         known = {key_of(t) for t in self.user_overrides if "=" in t} - set(self.unknown_keys)
-        return len(known), len(known | set(self.unknown_keys))
+        return len(known), len(known | set(self.unknown_keys) | set(self.unchecked))
 
 
 def key_of(override: str) -> str:
@@ -114,14 +119,27 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
     config, extra_groups, file_items = _config_choice(vc, script, label, notes)
     items = file_items + [(w, where(w)) for w in vc.overrides]
     sft_engine = _sft_engine_option(items) if kind == "sft" else None
+    searchpath = searchpath_of(vc)
     user: list[str] = []
     unknown: list[tuple[Word, str]] = []
+    unmodelled: list[tuple[Word, str, str, str]] = []  # (word, group, package, why): verl composes them, we cannot
     for w, src in items:
         if not w.known:
             user.append(f"\0{len(unknown)}")  # where its key is judged (below), in the script's order
             unknown.append((w, key_of(w.text)))
             continue
         group, eq, option = w.text.partition("=")
+        if (
+            kind == "sft"
+            and eq
+            and group == "optim"
+            and unmodelled_option(f"engine={sft_engine}", kind, searchpath, config)
+        ):
+            # the optimizer config of an engine the check cannot compose (engine=mlite: optim=megatron)
+            unmodelled.append(
+                (w, group, group, f"the optimizer config of engine={sft_engine}, which it cannot compose")
+            )
+            continue
         if kind == "sft" and eq and group == "optim":
             if _sft_optim_note(w, option.strip("'\""), sft_engine, label, notes):
                 continue
@@ -152,6 +170,10 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
                     "nothing to do",
                 )
             )
+            continue
+        chosen = unmodelled_option(w.text, kind, searchpath, config)
+        if chosen is not None:
+            unmodelled.append((w, *chosen, ""))
             continue
         user.append(w.text)
         lines[key_of(w.text)] = src
@@ -209,7 +231,11 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
             unknown_keys.append(key)
             lines.setdefault(key, where(w))
         named.append(tok)
-    user = named
+    user, unchecked = _under_unmodelled(named, [p for _, _, p, _ in unmodelled if p], raw, ref_keys)
+    unknown_keys = [k for k in unknown_keys if k not in unchecked]
+    for w, group, package, why in unmodelled:
+        below = [k for k in unchecked if package and (k == package or k.startswith(package + "."))]
+        notes.append(_unmodelled_note(w, group, package, below, searchpath, label, script, why))
     for tok in user:
         key = tok.split("=", 1)[0]
         own_group = key in kind_groups or (kind == "sft" and key == "optim")  # verl's optim group: see above
@@ -284,7 +310,168 @@ def translate(vc: VerlCommand, ev: Evaluation, script: Path, label: str) -> Tran
                 "check the script with the arguments or variables that select its branch",
             )
         )
-    return Translation(out, lines, notes, kind, config, user, [key_of(r) for r in resets], plus_refused, unknown_keys)
+    packages = list(dict.fromkeys(p for _, _, p, _ in unmodelled if p))
+    return Translation(
+        out,
+        lines,
+        notes,
+        kind,
+        config,
+        user,
+        [key_of(r) for r in resets],
+        plus_refused,
+        unknown_keys,
+        unchecked,
+        packages,
+    )
+
+
+def searchpath_of(vc: VerlCommand) -> str | None:
+    """The value of the command's ``hydra.searchpath=[...]`` override (a package of configs verl composes with its
+    own: ``[pkg://verl_mlite.config]``), or None."""
+    for w in vc.overrides:
+        if w.known and w.text.lstrip("+").startswith("hydra.searchpath="):
+            return w.text.split("=", 1)[1]
+    return None
+
+
+def unmodelled_option(text: str, kind: str, searchpath: str | None, config: str) -> tuple[str, str] | None:
+    """``(group, package)`` when the override ``text`` selects a group option fsdpcfg's tree cannot compose, else
+    None: a group with a package (``actor@actor_rollout_ref.actor=mlite_actor``: verl's own group, or one a
+    ``hydra.searchpath`` package adds options to), or, with a ``searchpath``, an option of one of fsdpcfg's groups that
+    fsdpcfg does not have (``engine=mlite`` of an SFT command). ``package`` is the section the option fills
+    (``actor_rollout_ref.actor``, ``engine``), "" when it is no section of verl's config ``config``. Without a
+    search path an option fsdpcfg lacks is a mistake, FC100's. Source: Hydra's ``group@package=option`` override;
+    verl's megatron-lite examples; issue 20 item 8."""
+    from fsdpcfg.compose import available_options, groups
+
+    group, eq, option = text.partition("=")
+    if not eq or text.startswith(("+", "~")) or "." in group.split("@", 1)[0] or not option:
+        return None
+    sections = verlref.prefixes(config)
+    if "@" in group:
+        name, package = group.split("@", 1)
+        return name, package if package in sections else ""
+    if searchpath is None or group not in groups(kind) or option.strip("'\"") in available_options(group, kind):
+        return None
+    return group, group if group in sections else ""
+
+
+def _under_unmodelled(
+    tokens: list[str], packages: list[str], raw: Mapping[str, Any], ref_keys: frozenset[str]
+) -> tuple[list[str], list[str]]:
+    """``(tokens kept, keys not checked)``: a key below the package of a group option the check cannot compose that
+    neither fsdpcfg's tree nor verl's composition has is the option's own (``actor_rollout_ref.actor.engine.tp`` of
+    megatron-lite's actor): left out, not judged (not an unknown key, FC101/FC102). Its keys the tree has stay
+    (``actor_rollout_ref.actor.ppo_mini_batch_size``): still judged."""
+    kept, unchecked = [], []
+    for tok in tokens:
+        key = key_of(tok)
+        if any(key == p or key.startswith(p + ".") for p in packages) and key not in raw and key not in ref_keys:
+            unchecked.append(key)
+            continue
+        kept.append(tok)
+    return kept, list(dict.fromkeys(unchecked))
+
+
+def _unmodelled_note(
+    w: Word,
+    group: str,
+    package: str,
+    below: list[str],
+    searchpath: str | None,
+    label: str,
+    script: Path,
+    why: str = "",
+) -> Finding:
+    """FC108 (info) for a group option of a run script the check cannot compose (``why``: what it is, when not an
+    option of a group the search path adds or of verl's own), naming its keys not checked."""
+    where = why or (
+        f"a group the hydra.searchpath {searchpath} adds" if searchpath else "one of verl's own config groups"
+    )
+    shown = ", ".join(below[:8]) + (f" and {len(below) - 8} more" if len(below) > 8 else "")
+    return Finding(
+        "FC108",
+        "info",
+        [],
+        f"{label}: `{w.text}` (line {w.line}) selects an option of `{group}`, {where}; fsdpcfg's tree does not model "
+        "it, so what it sets was not checked"
+        + (f", nor the keys of {package} the script sets that only it defines ({shown})" if below else "")
+        + " (the rest of the command was)",
+        "check it with `fsdpcfg check --verl` (verl composes it) where "
+        + (f"the package of {searchpath} is installed" if searchpath else "verl is installed"),
+        location=(str(script), w.line),
+    )
+
+
+def _missing_searchpath(searchpath: str | None) -> str:
+    """The entries of a ``hydra.searchpath=[...]`` value that are not on this machine (``pkg://verl_mlite.config``
+    whose top-level package is not installed, a ``file://`` folder that does not exist), "" when none is. Looked up
+    with ``importlib.util.find_spec`` of the top-level name, which imports nothing."""
+    import importlib.util
+
+    if not searchpath:
+        return ""
+    out = []
+    for entry in searchpath.strip("[]").split(","):
+        entry = entry.strip().strip("'\"")
+        if entry.startswith("pkg://"):
+            top = entry[len("pkg://") :].split(".", 1)[0].split("/", 1)[0]
+            if not top or importlib.util.find_spec(top) is None:
+                out.append(entry)
+        elif entry.startswith("file://") and not Path(entry[len("file://") :]).expanduser().is_dir():
+            out.append(entry)
+    return ", ".join(out)
+
+
+def verl_job(vc: VerlCommand, config: str | None = None) -> tuple[dict[str, Any] | None, str]:
+    """The command as verl's ``@hydra.main`` gets it, as a job of :mod:`fsdpcfg.check.verl_opinion` (``kind``,
+    ``config_dir``: the ``--config-path``, ``config`` for verl's own folder; ``config_name``; ``overrides``: the words
+    bash passes, in order, not a tree the check composed), and a note for the report ("" when every word was
+    known). A word whose value the check cannot know gets verl's default (its key is still judged, as by
+    :func:`_name_only`); one whose key cannot be known is left out. ``config``: the verl composition the keys are
+    measured against (:attr:`Translation.config`). ``(None, why)`` when the config verl would read cannot be known.
+    """
+    if vc.kind not in DEFAULT_CONFIG:
+        return None, f"not asked: {vc.entry} is not a trainer fsdpcfg checks"
+    name_word = vc.hydra.get("config_name")
+    path_word = vc.hydra.get("config_path")
+    if "config_dir" in vc.hydra:
+        return None, "not asked: --config-dir adds a search path the second opinion does not model"
+    for opt, w in (("--config-name", name_word), ("--config-path", path_word)):
+        if w is not None and not w.known:
+            return None, f"not asked: {opt} cannot be known here ({'; '.join(w.unknown)})"
+    missing = _missing_searchpath(searchpath_of(vc))
+    if missing:
+        return (
+            None,
+            f"not asked: the command's hydra.searchpath {missing} is not installed here, so verl cannot compose it",
+        )
+    name = (config_name_of(vc) or DEFAULT_CONFIG[vc.kind]) if name_word is not None else DEFAULT_CONFIG[vc.kind]
+    folder = path_word.text if path_word is not None else "config"
+    defaults = verlref.defaults(config or DEFAULT_CONFIG[vc.kind])
+    words: list[str] = []
+    stood_in: list[str] = []
+    left_out: list[str] = []
+    for w in vc.overrides:
+        if w.known:
+            words.append(w.text)
+            continue
+        stand_in = _name_only(w, key_of(w.text), defaults, {})
+        if stand_in is None:
+            left_out.append(w.text)
+        else:
+            words.append(stand_in)
+            stood_in.append(key_of(w.text))
+    note = []
+    if stood_in:
+        note.append(f"verl's default stood in for the values the check cannot know ({', '.join(stood_in)})")
+    if left_out:
+        note.append(f"left out the words the check cannot know ({' '.join(left_out)})")
+    job = {"kind": vc.kind, "config_dir": folder, "config_name": name, "overrides": words}
+    if config is not None:
+        job["composition"] = config
+    return job, "; ".join(note)
 
 
 def _name_only(w: Word, key: str, defaults: Mapping[str, Any], raw: Mapping[str, Any]) -> str | None:

@@ -152,7 +152,7 @@ def parse_command(cmd: Command) -> VerlCommand | None:
     while i < len(rest):
         w = rest[i]
         name, eq, value = w.text.partition("=")
-        if w.known and name in _HYDRA_OPTIONS:
+        if name in _HYDRA_OPTIONS and (w.known or eq):  # `--config-path=$DIR`: the option is known, its value not
             key = _HYDRA_OPTIONS[name]
             if eq:
                 vc.hydra[key] = Word(value, w.line, w.unknown, w.env, w.cli)

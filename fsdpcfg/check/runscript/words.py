@@ -50,11 +50,19 @@ class Command:
 class Note:
     """Something the evaluation could not follow or took from outside the script: ``kind`` is ``"condition"``
     (a condition that cannot be known), ``"skipped"`` (a construct not evaluated: ``source``, ``eval``, a loop),
-    or ``"exit"`` (the script stops there)."""
+    ``"exit"`` (the script stops there) or ``"aborted"`` (an arithmetic error: bash abandons the statement of the
+    script that holds it, lines ``line`` to ``end_line``, and goes on with the next one)."""
 
     line: int
     kind: str
     message: str
+    end_line: int = 0
+    #: ``"aborted"``: the other line ranges it abandoned (the bodies of the functions it was calling)
+    spans: tuple[tuple[int, int], ...] = ()
+
+    def covers(self, line: int) -> bool:
+        """True when an ``"aborted"`` note's statement (or a function it was calling) is written over ``line``."""
+        return any(a <= line <= b for a, b in ((self.line, self.end_line), *self.spans))
 
 
 @dataclass
@@ -79,6 +87,10 @@ class _F:
     cli: bool = False
 
     def __add__(self, o: _F) -> _F:
+        if TOO_LONG in self.unknown or TOO_LONG in o.unknown or len(self.text) + len(o.text) > MAX_VALUE:
+            return _F(
+                _head(self.text, o.text), _union(_union(self.unknown, o.unknown), (TOO_LONG,)), self.env, self.line
+            )
         return _F(
             self.text + o.text,
             _union(self.unknown, o.unknown),
@@ -86,6 +98,11 @@ class _F:
             self.line or o.line,
             self.cli or o.cli,
         )
+
+
+def _head(a: str, b: str, n: int = 200) -> str:
+    """The first ``n`` characters of ``a + b`` and ``...`` (what an over-long value shows: the key it sets)."""
+    return (a[:n] if len(a) >= n else a + b[: n - len(a)]).removesuffix("...") + "..."
 
 
 def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
@@ -102,6 +119,27 @@ def _join(a: list[_F], b: list[_F]) -> list[_F]:
 
 class _Exit(Exception):
     """The script (or a subshell) stops here."""
+
+
+class _Abort(Exception):
+    """An expansion error (``$((1/0))``): bash abandons the statement of the script being run (the whole of it: a
+    loop, an ``if``, a function call, the command itself) and goes on with the next one; a subshell ends."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+        self.spans: list[tuple[int, int]] = []  # the function bodies it leaves, innermost first
+
+
+#: the longest value (characters) and array (elements) the reader follows; past them (a string doubled each time
+#: round a loop, ``x=$x$x``, grows to gigabytes) the value is unknown, and says so
+MAX_VALUE = 1 << 20
+MAX_ELEMENTS = 100_000
+TOO_LONG = (
+    f"its value grows past {MAX_VALUE:,} characters (a string doubled in a loop?); the check stopped following it"
+)
+TOO_MANY = f"the array grows past {MAX_ELEMENTS:,} elements (doubled in a loop?); the check stopped following it"
 
 
 class _Return(Exception):

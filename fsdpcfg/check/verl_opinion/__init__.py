@@ -241,7 +241,7 @@ class SecondOpinion:
                     "stage": op.stage if op else None,
                     "error": op.error if op else None,
                     "ignored_keys": op.ignored_keys if op else [],
-                    "note": note or (c.explanation if c else ""),
+                    "note": "; ".join(filter(None, [c.explanation if c else "", note])),
                 }
             )
         return out
@@ -249,7 +249,10 @@ class SecondOpinion:
 
 def second_opinion(results: Iterable[Any], *, timeout: float = DEFAULT_TIMEOUT) -> SecondOpinion:
     """Ask verl about every checked input (objects with ``label``, ``findings``, ``composed``, as
-    ``fsdpcfg check`` collects them) in one subprocess and compare with fsdpcfg's findings.
+    ``fsdpcfg check`` collects them) in one subprocess and compare with fsdpcfg's findings. A run script's command
+    (one with a ``verl_job``) is given to verl as its Hydra gets it, the script's own override words on verl's
+    ``--config-path``/``--config-name``, not as the tree the check composed (which takes a misspelt key that
+    verl's Hydra refuses).
 
     Raises:
         UsageError: verl is not installed (``--verl`` needs it).
@@ -260,6 +263,15 @@ def second_opinion(results: Iterable[Any], *, timeout: float = DEFAULT_TIMEOUT) 
     rows: list[tuple[str, Comparison | None, str]] = []
     asked: list[tuple[int, Any]] = []
     for r in results:
+        script = getattr(r, "verl_job", None)
+        if script is not None:  # a run script's command: verl gets its own words, not a tree the check composed
+            job, note = script
+            if job is None:
+                rows.append((r.label, None, note))
+            else:
+                asked.append((len(rows), job))
+                rows.append((r.label, None, note))
+            continue
         if getattr(r, "composed", None) is None:
             rows.append((r.label, None, "not asked: no composed config (the input did not compose)"))
             continue
@@ -277,9 +289,9 @@ def second_opinion(results: Iterable[Any], *, timeout: float = DEFAULT_TIMEOUT) 
                 fix="pip install 'verl[verl-core]==0.9.1' (CPU is enough), or drop --verl",
             ) from None
         for (i, _), res in zip(asked, answer["results"], strict=True):
-            label = rows[i][0]
+            label, _, note = rows[i]
             findings = next(r.findings for r in results if r.label == label)
-            rows[i] = (label, compare(findings, VerlOpinion(**res)), "")
+            rows[i] = (label, compare(findings, VerlOpinion(**res)), note)
     lines = [f"VERL {'(' + answer['verl_version'] + ') ' if asked else ''}SECOND OPINION"]
     for label, c, note in rows:
         prefix = f"  {label}: " if len(rows) > 1 else "  "
@@ -287,4 +299,6 @@ def second_opinion(results: Iterable[Any], *, timeout: float = DEFAULT_TIMEOUT) 
             lines.append(prefix + note)
         else:
             lines.append(prefix + format_opinion(c).replace("\n", "\n  "))
+            if note:
+                lines.append(f"    asked with the command's own overrides; {note}")
     return SecondOpinion(rows, "\n".join(lines))

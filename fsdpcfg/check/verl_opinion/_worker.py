@@ -6,8 +6,10 @@ Usage (by :func:`fsdpcfg.check.verl_opinion.verl_opinions`, not by hand)::
 
 ``IN.json`` is ``{"jobs": [{"kind": "ppo"|"sft", "tree": {...}}, ...]}`` (trees as
 :func:`fsdpcfg.check.to_verl.verl_tree` builds them), or jobs ``{"kind", "config_dir", "overrides"}`` naming an
-exported ``config.yaml`` and the overrides its ``run_verl.sh`` adds. For each job, exactly what verl does before any GPU
-work, in verl's order:
+exported ``config.yaml`` and the overrides its ``run_verl.sh`` adds, or jobs ``{"kind", "config_dir", "config_name",
+"overrides"}`` that are a run script's command as verl's ``@hydra.main`` gets it (``config_dir`` its
+``--config-path``, relative to ``verl/trainer/`` as Hydra reads it: ``config`` is verl's own; ``overrides`` the words
+bash passes). For each job, exactly what verl does before any GPU work, in verl's order:
 
 1. compose: the tree as a YAML whose defaults list is ``[ppo_trainer, _self_]`` (or
    ``sft_trainer_engine``) with ``pkg://verl.trainer.config`` on the search path: what ``python -m
@@ -171,18 +173,53 @@ def _err(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"[:1500]
 
 
-def _compose_dir(config_dir: str, overrides: list[str]):
-    """Compose ``config_dir/config.yaml`` with ``overrides``, as verl's command line
-    ``--config-path=config_dir --config-name=config OVERRIDES`` does."""
+def _compose_dir(config_dir: str, overrides: list[str], config_name: str = "config"):
+    """Compose ``config_dir/<config_name>.yaml`` with ``overrides``, as verl's command line
+    ``--config-path=config_dir --config-name=config_name OVERRIDES`` does."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=config_dir, version_base=None):
-            return compose(config_name="config", overrides=list(overrides))
+            return compose(config_name=config_name, overrides=list(overrides))
     finally:
         GlobalHydra.instance().clear()
+
+
+def _verl_config_dir(config_dir: str) -> str:
+    """A ``--config-path`` as ``@hydra.main(config_path="config")`` in ``verl/trainer/*.py`` reads it: a relative
+    path is relative to the folder of the trainer's file (``config`` is verl's own config folder)."""
+    path = Path(config_dir).expanduser()
+    if path.is_absolute():
+        return str(path)
+    import verl
+
+    return str((Path(verl.__file__).parent / "trainer" / path).resolve())
+
+
+def _added_keys(overrides: list[str], cfg: Any) -> list[str]:
+    """The leaf keys the ``+key=``/``++key=`` words of ``overrides`` put into the composed ``cfg`` (a dict value
+    gives each of its leaves): the keys a command line can add that verl's config may not define."""
+    from omegaconf import DictConfig, OmegaConf
+
+    out: list[str] = []
+    for word in overrides:
+        if not word.startswith("+") or "=" not in word:
+            continue
+        key = word.lstrip("+").split("=", 1)[0]
+        if key.startswith("hydra.") or "@" in key or "/" in key:
+            continue
+        try:
+            node = OmegaConf.select(cfg, key, throw_on_missing=False)
+        except Exception:
+            continue
+        if isinstance(node, DictConfig):
+            leaves = flatten(OmegaConf.to_container(node, resolve=False))
+            out += [f"{key}.{k}" for k in leaves] or [key]
+        else:
+            out.append(key)
+    return list(dict.fromkeys(out))
 
 
 def check_one(
@@ -191,12 +228,15 @@ def check_one(
     config_dir: str | None = None,
     overrides: list[str] | None = None,
     composition: str | None = None,
+    config_name: str | None = None,
 ) -> dict[str, Any]:
     """Run verl's checks on one config and return the opinion as a JSON-able dict (see module doc).
 
     The config is ``tree`` composed on verl's defaults (of ``composition``: ``ppo_megatron_trainer`` ...;
     default the ``kind``'s FSDP one), or (``config_dir``) an exported ``config.yaml`` composed with command-line
-    ``overrides`` exactly as verl's entry point composes it."""
+    ``overrides`` exactly as verl's entry point composes it, or (``config_dir`` and ``config_name``) a run script's
+    command: ``--config-path=config_dir --config-name=config_name OVERRIDES`` as verl's ``@hydra.main`` composes
+    it (``composition``: the verl config whose keys it is measured against)."""
     from omegaconf import OmegaConf
     from verl.utils.config import omega_conf_to_dataclass, validate_config
     from verl.utils.device import auto_set_device
@@ -212,27 +252,46 @@ def check_one(
         "seconds": 0.0,
     }
     t0 = time.perf_counter()
-    if config_dir is not None:
+    if config_dir is not None and config_name is not None:  # a run script's command
+        config_dir = _verl_config_dir(config_dir)
+        own = Path(config_dir, f"{config_name}.yaml")
+        verls = Path(_verl_config_dir("config"))
+        doc = yaml.safe_load(own.read_text()) if own.is_file() and Path(config_dir) != verls else {}
+        doc = doc if isinstance(doc, dict) else {}
+        tree = {k: v for k, v in doc.items() if k not in ("defaults", "hydra")}
+        from fsdpcfg import verlref
+
+        config = composition or (config_name if config_name in verlref.COMPOSITIONS else CONFIGS[kind])
+    elif config_dir is not None:
         doc = yaml.safe_load(Path(config_dir, "config.yaml").read_text()) or {}
         tree = {k: v for k, v in doc.items() if k not in ("defaults", "hydra")}
         config = _composition_of(doc.get("defaults"), kind)
     base_keys, open_, base_missing = _base(config)
-    res["ignored_keys"] = [
-        k
-        for k in flatten(tree)
-        if k not in base_keys
-        and not any(k == p or k.startswith(p + ".") for p in open_)
-        and not _dataclass_field(k, base_keys)
-    ]
+
+    def ignored(keys: Any) -> list[str]:
+        return [
+            k
+            for k in keys
+            if k not in base_keys
+            and not any(k == p or k.startswith(p + ".") for p in open_)
+            and not _dataclass_field(k, base_keys)
+        ]
+
+    res["ignored_keys"] = ignored(flatten(tree)) if tree else []
 
     def fail(stage: str, e: BaseException) -> dict[str, Any]:
         res.update(accepted=False, stage=stage, error=_err(e), seconds=round(time.perf_counter() - t0, 3))
         return res
 
     try:
-        cfg = _compose_dir(config_dir, overrides or []) if config_dir is not None else _compose(config, tree)
+        if config_dir is not None:
+            cfg = _compose_dir(config_dir, overrides or [], config_name or "config")
+        else:
+            cfg = _compose(config, tree)
     except Exception as e:
         return fail("compose", e)
+    if config_name is not None:
+        res["ignored_keys"] += [k for k in ignored(_added_keys(overrides or [], cfg)) if k not in res["ignored_keys"]]
     res["missing_keys"] = sorted(set(OmegaConf.missing_keys(cfg)) - base_missing)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -300,7 +359,14 @@ def main(argv: list[str]) -> int:
         return 3
     import_s = time.perf_counter() - t0
     results = [
-        check_one(j.get("kind", "ppo"), j.get("tree"), j.get("config_dir"), j.get("overrides"), j.get("composition"))
+        check_one(
+            j.get("kind", "ppo"),
+            j.get("tree"),
+            j.get("config_dir"),
+            j.get("overrides"),
+            j.get("composition"),
+            j.get("config_name"),
+        )
         for j in jobs
     ]
     Path(argv[1]).write_text(
