@@ -101,7 +101,7 @@ def test_without_the_schemas_key_advice_an_unknown_key_is_named_and_nothing_prop
         with pytest.raises(ComposeError) as e:
             compose(["+recipe=qwen_grpo", override])
         assert e.value.key == override.split("=")[0] and e.value.override == override
-        assert e.value.message == "is not a key of the config" and e.value.reason == "refused"
+        assert e.value.message == "is not a key of the config" and e.value.reason == "unknown"
         assert "did you mean" not in e.value.fix and "VALUE" not in e.value.fix
 
 
