@@ -106,3 +106,19 @@ def prefixes(keys: Iterable[str]) -> builtins.set[str]:
         p = k.split(".")
         out.update(".".join(p[:i]) for i in range(1, len(p)))
     return out
+
+
+def targets(tree: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Every ``_target_`` in ``tree`` (nested dicts, and dicts inside lists, as Hydra's ``instantiate`` walks them)
+    as ``(dotted key of the _target_, its value)``; a list item's part is its index (``hydra.callbacks.log._target_``,
+    ``a.handlers.0._target_``). Built on :func:`flatten`, each list's items flattened in turn."""
+    out: list[tuple[str, Any]] = []
+    todo: list[tuple[str, Any]] = [(prefix, tree)]
+    while todo:
+        base, node = todo.pop(0)
+        for key, value in flatten(node, base).items():
+            if key == "_target_" or key.endswith("._target_"):
+                out.append((key, value))
+            elif isinstance(value, list):
+                todo += [(f"{key}.{i}" if key else str(i), item) for i, item in enumerate(value)]
+    return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from fsdpcfg import runkind
 from fsdpcfg.errors import ConfigError
@@ -108,6 +109,139 @@ def within(root: str | os.PathLike, *parts: str) -> Path:
             fix="remove the link or the '..' that leads out of the folder",
         )
     return target
+
+
+#: the file that makes a folder fsdpcfg's own: written when fsdpcfg first writes into a new or empty run folder
+#: (or sweep folder); a folder that holds it takes fsdpcfg's files again (a resumed run, a later dry run).
+OWNED_MARK = ".fsdpcfg-folder"
+#: the lock file fsdpcfg keeps in a folder a run holds (:mod:`fsdpcfg.runinfo.lock`).
+LOCK_FILE = ".fsdpcfg.lock"
+#: the scratch file the disk probe writes and deletes (:func:`fsdpcfg.runinfo.faults.require_writable`).
+WRITE_PROBE = ".fsdpcfg-write-probe"
+#: the job log Hydra writes into a sweep job's folder before the job starts (``${hydra.job.name}.log``; fsdpcfg's
+#: sweeps are the Hydra task ``fsdpcfg``: :class:`fsdpcfg.sweep._hydra.HydraLaunch`).
+HYDRA_JOB_LOG = "fsdpcfg.log"
+#: entries that do not make a folder someone else's: fsdpcfg's own bookkeeping, and the job record (``.hydra/``)
+#: and job log Hydra's launcher writes into a sweep job's folder before the job starts.
+_BOOKKEEPING = (OWNED_MARK, LOCK_FILE, ".hydra", HYDRA_JOB_LOG)
+#: the rule whose message :class:`FolderNotOwned` carries (``fsdpcfg explain FC731``).
+FOLDER_RULE = "FC731"
+
+
+class FolderNotOwned(ConfigError):
+    """A folder fsdpcfg was about to write its run files into holds files it did not write (exit code 1)."""
+
+
+def _is_file(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
+
+
+def _first_json(path: Path) -> Any:
+    """The JSON value of ``path``'s first line (``run_info.json`` is one object over many lines: the whole file),
+    or ``None`` when it is not a file or not JSON."""
+    import json
+
+    if not _is_file(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read(1 << 20)
+        return json.loads(text if path.suffix == ".json" else text.split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+
+
+def _earlier_run_folder(folder: Path) -> bool:
+    """True when ``folder`` is a run folder an fsdpcfg without :data:`OWNED_MARK` wrote: it holds fsdpcfg's lock
+    file, a ``run_info.json`` with fsdpcfg's record (``overrides`` and ``provenance``), or a ``metrics.jsonl``
+    of fsdpcfg's rows (``{"step": N, ...}``: ranks started without the launcher write no run_info.json)."""
+    if _is_file(folder / LOCK_FILE):
+        return True
+    info = _first_json(folder / "run_info.json")
+    if isinstance(info, dict) and "overrides" in info and "provenance" in info:
+        return True
+    row = _first_json(folder / "metrics.jsonl")
+    return isinstance(row, dict) and isinstance(row.get("step"), int)
+
+
+def foreign_entries(folder: str | os.PathLike) -> list[str]:
+    """The names of the entries of ``folder`` that fsdpcfg did not write, sorted; ``[]`` when fsdpcfg may write
+    its run files there: the folder does not exist, is empty, holds :data:`OWNED_MARK` (fsdpcfg made it its own),
+    or is the run folder of an earlier fsdpcfg. Entries of fsdpcfg's own bookkeeping (its lock, its write probe)
+    and Hydra's job record (``.hydra``) do not count."""
+    p = Path(folder)
+    if not p.is_dir():
+        return []  # absent: created; a file in the way fails the mkdir with its own message
+    if _is_file(p / OWNED_MARK) or _earlier_run_folder(p):
+        return []
+    try:
+        names = sorted(e.name for e in os.scandir(p))
+    except OSError:
+        return []  # unreadable: the write that follows reports it (fsdpcfg.runinfo.faults)
+    return [n for n in names if n not in _BOOKKEEPING and not n.startswith(WRITE_PROBE)]
+
+
+def folder_not_owned(folder: str | os.PathLike, key: str, foreign: list[str]) -> FolderNotOwned:
+    """The :class:`FolderNotOwned` error for ``folder`` (chosen by config ``key``) holding the ``foreign`` entries:
+    names the folder, the key, the rule (:data:`FOLDER_RULE`), some of the entries and the fix."""
+    shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+    where = Path(folder).absolute()
+    return FolderNotOwned(
+        f"[{FOLDER_RULE}] {where} holds files fsdpcfg did not write ({shown}); a run writes its own files there "
+        "(config.yaml, run_info.json, overrides.yaml, metrics.jsonl, tensorboard/, ...) and would overwrite "
+        "or mix with them, so fsdpcfg writes nothing into it",
+        key=key,
+        value=str(folder),
+        fix=f"point {key} at a new or empty folder (e.g. {key}=runs/my_run), or move those files out of {where}",
+    )
+
+
+def check_folder(folder: str | os.PathLike, key: str) -> None:
+    """Refuse ``folder`` as a run folder when it holds files fsdpcfg did not write (:func:`foreign_entries`);
+    write nothing. A run checks its folders so before it locks them, and claims them (:func:`claim_folder`) once
+    it holds the locks: a second run into a held folder writes nothing there.
+
+    Raises:
+        FolderNotOwned: ``folder`` holds files fsdpcfg did not write.
+    """
+    foreign = foreign_entries(folder)
+    if foreign:
+        raise folder_not_owned(folder, key, foreign)
+
+
+def claim_folder(folder: str | os.PathLike, key: str) -> Path:
+    """Make ``folder`` fsdpcfg's to write run files into: create it (and its parents) when absent and write
+    :data:`OWNED_MARK` when it is new or empty; a folder already fsdpcfg's is left as it is. The one check before
+    fsdpcfg writes into a run folder (:func:`owned`). Returns ``folder`` as a path.
+
+    Raises:
+        FolderNotOwned: ``folder`` holds files fsdpcfg did not write (``fsdpcfg.run_dir=.`` in a project folder,
+            a user's folder with its own ``config.yaml``); nothing is written.
+        OSError: the folder cannot be created or written (the callers report it as a write fault).
+    """
+    p = Path(folder)
+    if _is_file(p / OWNED_MARK):
+        return p
+    check_folder(p, key)
+    p.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(
+        within(p, OWNED_MARK),
+        "fsdpcfg writes its run files into this folder (it was new or empty when fsdpcfg took it).\n",
+    )
+    return p
+
+
+def owned(folder: str | os.PathLike, *parts: str, key: str) -> Path:
+    """``folder/parts...`` for fsdpcfg to write: ``folder`` claimed (:func:`claim_folder`, chosen by config
+    ``key``) and the path inside it once links are resolved (:func:`within`). Every path fsdpcfg writes in a run
+    folder or a sweep folder is built here.
+
+    Raises:
+        FolderNotOwned: ``folder`` holds files fsdpcfg did not write.
+        PathEscape: the path resolves outside ``folder`` (a ``tensorboard`` link pointing elsewhere, ``..``).
+    """
+    claim_folder(folder, key)
+    return within(folder, *parts)
 
 
 def atomic_write_text(

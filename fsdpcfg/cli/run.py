@@ -247,7 +247,7 @@ def _launch(composed, cfg, plan, dry_run: bool) -> int:
 
         if dry_run:  # the verl YAML goes to <run_dir>/verl unless the run folder holds a run
             folder = dry_run_folder(cfg["fsdpcfg"]["run_dir"], _echo)
-            return launch_verl(composed, dry_run=True, echo=_echo, config_dir=Path(folder) / "verl")
+            return launch_verl(composed, dry_run=True, echo=_echo, config_dir=Path(folder) / "verl", run_dir=folder)
         with hold_folders(cfg, _echo):
             return launch_verl(composed, dry_run=False, echo=_echo)
     from fsdpcfg.launch.native import launch_native

@@ -34,8 +34,9 @@ class Composed:
         kind: ``"ppo"`` (verl's ppo_trainer layout) or ``"sft"`` (sft_trainer_engine layout).
         pruned: keys of fsdpcfg's own FSDP-engine defaults left out because the chosen engine's verl
             composition has no such key (:func:`fsdpcfg.compose.verl_base.prune`; ``engine=megatron``).
-        hydra_cfg: Hydra's own ``hydra`` node of the composition (``--cfg hydra``), unresolved; ``None`` for a
-            config read from a file.
+        hydra_cfg: Hydra's own ``hydra`` node of the composition (``--cfg hydra``), unresolved; for a verl config
+            file read as it is, the file's own ``hydra`` section (verl's entry point composes it); ``None`` for
+            other files.
         plus_needed: key -> the override that lacked ``+`` (set by ``compose_for_check``, reported by FC108).
         plus_refused: key -> a ``+key`` override on a key verl's tree already has (``compose_for_check``, FC112).
         script_notes: for a config read from a run script, the findings of reading it (FC107, FC120-FC125);

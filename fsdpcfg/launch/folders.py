@@ -6,10 +6,15 @@ dry run.
     folder = dry_run_folder(run_dir)    # where --dry-run may write: the run folder, unless it holds a run
 
 A dry run never writes into a folder that holds a run (a lock file, metrics, a start-up audit, or the
-run_info.json of a real launch): it writes its files into a fresh temporary folder instead and says so, so
-``--dry-run`` next to a running or finished run changes nothing of it. A folder holding only an earlier dry
-run's files is reused. Source: issue 14 items 3 and 8 (a dry run rewrote a running run's config.yaml and
-run_info.json; an unwritable checkpoint folder was found only at the first save).
+run_info.json of a real launch) or files fsdpcfg did not write (``fsdpcfg.run_dir=.`` in a project folder: a real
+run refuses it, rule FC731): it writes its files into a fresh temporary folder instead and says so, so
+``--dry-run`` next to a running or finished run, or in a user's folder, changes nothing there. A folder holding
+only an earlier dry run's files is reused. A real run claims its run folder first
+(:func:`fsdpcfg.paths.claim_folder`): a new or empty folder, or one fsdpcfg already wrote.
+
+Source: issue 14 items 3 and 8 (a dry run rewrote a running run's config.yaml and run_info.json; an unwritable
+checkpoint folder was found only at the first save); issue 22 item 3 (with ``fsdpcfg.run_dir=.`` a dry run
+overwrote the user's own config.yaml).
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from fsdpcfg.paths import folder_not_owned, foreign_entries
 from fsdpcfg.runinfo.faults import require_writable
-from fsdpcfg.runinfo.lock import LOCK_FILE, RunLock, probe, run_folders
+from fsdpcfg.runinfo.lock import LOCK_FILE, RunLock, claim_run_folders, probe, run_folders
 
 #: files and folders that only a real run writes into its run folder.
 RUN_MARKERS = ("metrics.jsonl", "startup_audit.json", "tensorboard", "error.txt", LOCK_FILE)
@@ -55,10 +61,18 @@ def holds_run(run_dir: str | Path) -> str | None:
     return None
 
 
-def dry_run_folder(run_dir: str | Path, echo: Callable[[str], None] = print) -> Path:
+def dry_run_folder(run_dir: str | Path, echo: Callable[[str], None] = print, key: str = "fsdpcfg.run_dir") -> Path:
     """The folder a dry run writes its config.yaml and run_info.json into: ``run_dir``, or, when it holds a
-    run (:func:`holds_run`), a fresh temporary folder (named in a printed line)."""
+    run (:func:`holds_run`) or files fsdpcfg did not write (:func:`fsdpcfg.paths.foreign_entries`: a real run
+    refuses it, rule FC731, printed as a warning naming ``key``), a fresh temporary folder (named in a printed
+    line)."""
     why = holds_run(run_dir)
+    if why is None:
+        foreign = foreign_entries(run_dir)
+        if foreign:
+            err = folder_not_owned(run_dir, key, foreign)
+            echo(f"warning: {key}: {err.message}\n  -> a real run refuses it: {err.fix}")
+            why = "it holds files fsdpcfg did not write"
     if why is None:
         return Path(run_dir)
     tmp = Path(tempfile.mkdtemp(prefix="fsdpcfg-dry-run-"))
@@ -75,11 +89,14 @@ def hold_folders(
     environment torchrun's ranks need, its :meth:`RunLock.pass_fds` the descriptors torchrun should share).
 
     Raises:
+        FolderNotOwned: the run folder holds files fsdpcfg did not write (rule FC731); nothing was written.
         FolderBusy: another run holds one of them (its pid, host, start time and command named).
         WriteFault: one of them cannot be created or written (named, with the cause and the fix).
     """
     folders = run_folders(cfg) if folders is None else folders
+    claim_run_folders(folders, write=False)  # holding files fsdpcfg did not write: refused, nothing written
     for key, folder in folders:  # before the lock, which would fail on the same fault with a less clear message
         require_writable(folder, key)
     with RunLock(folders, echo=echo) as lock:
+        claim_run_folders(folders)  # held: the run folder is fsdpcfg's from now on
         yield lock

@@ -87,7 +87,7 @@ def launch_native(
             write_run_info(run_dir, composed, plan=plan, extra=run_info)
         config_path = write_run_config(cfg)
         cmd = _show_command(cfg, plan, config_path, echo)
-        err = paths.within(run_dir, ERROR_FILE)
+        err = paths.owned(run_dir, ERROR_FILE, key="fsdpcfg.run_dir")
         err.unlink(missing_ok=True)
         sys.stdout.flush()
         from fsdpcfg.launch.signals import run_forwarding

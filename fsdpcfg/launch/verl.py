@@ -82,13 +82,23 @@ class VerlInvocation:
         """Path of the YAML file the command reads."""
         return self.config_dir / CONFIG_FILE
 
-    def write(self) -> Path:
+    def write(self, run_dir: Path | None = None) -> Path:
         """Write the YAML into :attr:`config_dir` (created if needed, atomically, secrets as references:
-        :func:`fsdpcfg.redact.write_private`) and return its path."""
+        :func:`fsdpcfg.redact.write_private`) and return its path. With ``run_dir`` (the run folder holding
+        :attr:`config_dir`), the path is built with :func:`fsdpcfg.paths.owned`: the run folder is claimed and
+        a ``verl`` link leading out of it is refused.
+
+        Raises:
+            FolderNotOwned: ``run_dir`` holds files fsdpcfg did not write (rule FC731).
+            PathEscape: :attr:`config_dir` resolves outside ``run_dir``.
+        """
         from fsdpcfg.redact import write_private
 
-        self.config_dir.mkdir(parents=True, exist_ok=True)
-        return write_private(self.config_path, self.yaml_text)
+        path = self.config_path
+        if run_dir is not None:
+            path = paths.owned(run_dir, os.path.relpath(path, run_dir), key="fsdpcfg.run_dir")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return write_private(path, self.yaml_text)
 
     def command_line(self) -> str:
         """The exact command as one shell line, ``env`` assignments first; a secret is shown as the variable it
@@ -284,10 +294,13 @@ def launch_verl(
     config_dir: str | Path | None = None,
     echo: Callable[[str], None] = print,
     check_machine: bool = True,
+    run_dir: str | Path | None = None,
 ) -> int:
     """Start verl on ``composed`` and return its exit code (0 for a dry run).
 
-    Writes the YAML, then (unless ``dry_run``) runs the command with ``fsdpcfg.env`` added to the current
+    Writes the YAML (into ``config_dir``, default ``<fsdpcfg.run_dir>/verl``; inside the run folder, ``run_dir``
+    or by default ``fsdpcfg.run_dir``, it is written as every run-folder file is: :meth:`VerlInvocation.write`),
+    then (unless ``dry_run``) runs the command with ``fsdpcfg.env`` added to the current
     environment, streaming verl's output. Before anything starts, :func:`fsdpcfg.launch.verl_launch.
     launch_findings` checks this machine (CUDA GPUs, verl and the rollout engine installed); on a dry run
     its findings are printed as warnings instead.
@@ -310,7 +323,9 @@ def launch_verl(
             key=f.keys[0] if f.keys else None,
             fix=f.fix,
         )
-    path = inv.write()
+    if run_dir is None and config_dir is None:
+        run_dir = inv.config_dir.parent  # the default <fsdpcfg.run_dir>/verl
+    path = inv.write(run_dir=Path(run_dir) if run_dir is not None else None)
     echo(f"verl config: {path}")
     for n in inv.notes:
         echo(f"note: {n}")

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.paths import WRITE_PROBE as PROBE
 
 #: errno values that are the machine's fault, not a bug of the code that wrote.
 FAULT_ERRNOS = {
@@ -125,9 +126,6 @@ def writing(path: str | Path, key: str, shown: str | Path | None = None) -> Iter
         raise write_fault(shown if shown is not None else path, key, code, e) from e
 
 
-PROBE = ".fsdpcfg-write-probe"
-
-
 def require_writable(folder: str | Path, key: str, nbytes: int = 4096) -> None:
     """Create ``folder`` if needed and write, fsync and delete a probe file of ``nbytes`` there.
 
@@ -156,13 +154,12 @@ def write_file_in(folder: str | Path, name: str, text: str, key: str) -> Path:
     files. Returns the path.
 
     Raises:
+        FolderNotOwned: ``folder`` holds files fsdpcfg did not write (:func:`fsdpcfg.paths.claim_folder`).
         PathEscape: ``name`` leads outside ``folder``.
         WriteFault: the folder cannot be written (named with the cause and ``key``, the key that chose it).
     """
-    from fsdpcfg.paths import within
+    from fsdpcfg.paths import owned
     from fsdpcfg.redact import write_private
 
-    path = within(folder, name)
-    with writing(path, key):
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        return write_private(path, text)
+    with writing(Path(folder) / name, key):
+        return write_private(owned(folder, name, key=key), text)

@@ -28,11 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from fsdpcfg.errors import ConfigError
-from fsdpcfg.paths import within
+from fsdpcfg.paths import LOCK_FILE, within
 
-LOCK_FILE = ".fsdpcfg.lock"
 #: environment variable the launcher sets for torchrun's ranks: the pid of the process holding the locks.
 HOLDER_ENV = "FSDPCFG_LOCK_HOLDER"
+#: the folder a run adds only its checkpoints to (``global_step_N/``): locked, not claimed (a run folder is claimed,
+#: :func:`claim_run_folders`).
+CHECKPOINT_KEY = "trainer.default_local_dir"
 
 
 @dataclass(frozen=True)
@@ -232,8 +234,32 @@ def run_folders(cfg: dict[str, Any]) -> list[tuple[str, Path]]:
     (absolute; the launcher made them so)."""
     return [
         ("fsdpcfg.run_dir", Path(cfg["fsdpcfg"]["run_dir"]).expanduser().absolute()),
-        ("trainer.default_local_dir", Path(cfg["trainer"]["default_local_dir"]).expanduser().absolute()),
+        (CHECKPOINT_KEY, Path(cfg["trainer"]["default_local_dir"]).expanduser().absolute()),
     ]
+
+
+def claim_run_folders(folders: Iterable[tuple[str, Path]], *, write: bool = True) -> None:
+    """Claim every folder of ``folders`` but the checkpoint folder (:func:`fsdpcfg.paths.claim_folder`: its mark
+    written), or with ``write=False`` only check them (:func:`fsdpcfg.paths.check_folder`). A run checks before it
+    writes anything (a lock, a probe) and claims once it holds the locks: a run folder (``fsdpcfg.run_dir``, a
+    sweep job's folder) that holds files fsdpcfg did not write is refused with nothing written into it, and so is
+    a second run into a held folder.
+
+    Raises:
+        FolderNotOwned: a run folder holds files fsdpcfg did not write (rule FC731).
+        WriteFault: a folder cannot be created or written.
+    """
+    from fsdpcfg.paths import OWNED_MARK, check_folder, claim_folder
+    from fsdpcfg.runinfo.faults import writing
+
+    for key, folder in folders:
+        if key == CHECKPOINT_KEY:
+            continue
+        if not write:
+            check_folder(folder, key)
+            continue
+        with writing(Path(folder) / OWNED_MARK, key, shown=folder):
+            claim_folder(folder, key)
 
 
 _RANK_LOCK: list[RunLock] = []  # held by rank 0 of a run started without the launcher, for the process's life
@@ -256,4 +282,6 @@ def hold_for_rank(cfg: dict[str, Any], echo: Callable[[str], None] = print) -> N
 
     if launcher and all(held_by_launcher(f) for _, f in folders):
         return
+    claim_run_folders(folders, write=False)
     _RANK_LOCK.append(RunLock(folders, echo=echo).acquire())
+    claim_run_folders(folders)

@@ -8,6 +8,15 @@ config itself (``config_loader.load_sweep_config``), makes its folder ``hydra.sw
 worker, Slurm job) or in this one (basic). fsdpcfg expands and checks the points first (duplicates removed,
 invalid points left out), which is why the sweeper step is not Hydra's.
 
+No code a config names runs while a sweep is planned or dry-run: the multirun config is composed without
+configuring logging from it (``hydra.hydra_logging``), the launcher plugin is built with no callbacks
+(``hydra.callbacks``) and refused when its settings hold a ``_target_`` of their own (Hydra would build it with
+the plugin). Only :meth:`HydraLaunch.launch`, the real sweep, does what ``hydra.main`` multirun does: it
+configures ``hydra.hydra_logging``, builds ``hydra.callbacks`` and calls them, and Hydra's launcher configures
+``hydra.job_logging`` in each job (``fsdpcfg check`` reports all three: rule FC740). Source: issue 22 item 1 (a
+``--dry-run`` sweep built a recipe's ``builtins.open(path, "w")`` callback, which emptied the file, and
+imported a module of the working folder).
+
 Uses ``hydra._internal`` (``Hydra``, ``create_config_search_path``, ``Callbacks``): pinned by hydra-core<1.4.
 """
 
@@ -15,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from omegaconf import OmegaConf
 
 from fsdpcfg import paths
 from fsdpcfg.errors import ConfigError, did_you_mean
@@ -47,7 +58,7 @@ class HydraLaunch:
 
     Raises:
         ConfigError: an unknown launcher option (the available ones listed), a launcher plugin that is not
-            installed, or a launcher setting Hydra rejects.
+            installed, a launcher setting Hydra rejects, or a ``_target_`` inside the launcher's settings.
     """
 
     def __init__(self, kind: str, hydra_overrides: list[str], first_point: list[str]) -> None:
@@ -65,13 +76,16 @@ class HydraLaunch:
         GlobalHydra.instance().clear()
         self.kind = kind
         search = create_config_search_path(f"file://{paths.conf_dir(kind)}")
-        self.hydra = Hydra.create_main_hydra2(task_name="fsdpcfg", config_search_path=search)
+        # the task name names each job's log (<job folder>/fsdpcfg.log), which a job folder may hold (fsdpcfg.paths)
+        self.hydra = Hydra.create_main_hydra2(
+            task_name=paths.HYDRA_JOB_LOG.removesuffix(".log"), config_search_path=search
+        )
         try:
             self.cfg = self.hydra.compose_config(
                 config_name="config",
                 overrides=list(hydra_overrides) + first_point,
                 run_mode=RunMode.MULTIRUN,
-                with_log_configuration=True,
+                with_log_configuration=False,  # configured by launch() only: a handler is code the config names
             )
         except MissingConfigException as e:
             opts = _available_launchers(kind)
@@ -95,6 +109,26 @@ class HydraLaunch:
                 "(joblib: n_jobs, backend, prefer; submitit_slurm: partition, timeout_min, "
                 "gpus_per_node, ...)",
             ) from None
+        self._refuse_launcher_objects()
+
+    def _refuse_launcher_objects(self) -> None:
+        """Refuse a ``_target_`` inside the launcher's settings: Hydra would import and call it while it builds the
+        plugin (``instantiate`` is recursive), in a dry run too.
+
+        Raises:
+            ConfigError: names the key, its value and the fix.
+        """
+        from fsdpcfg.keypath import targets
+
+        for key, target in targets(OmegaConf.to_container(self.cfg.hydra.launcher, resolve=False), "hydra.launcher"):
+            if key != "hydra.launcher._target_":  # the plugin's class: Hydra takes only an installed plugin
+                raise ConfigError(
+                    f"{key}={target!r}: Hydra would import and call it while it builds the launcher plugin; "
+                    "fsdpcfg builds no object a config names while it plans a sweep",
+                    key=key,
+                    value=target,
+                    fix="give the launcher's settings as plain values (hydra.launcher.<option>=VALUE)",
+                )
 
     @property
     def sweep_dir(self) -> str:
@@ -106,8 +140,10 @@ class HydraLaunch:
         """The launcher plugin's class (``hydra.launcher._target_``)."""
         return str(self.cfg.hydra.launcher._target_)
 
-    def instantiate(self, task_function: Callable[[Any], Any]):
-        """Instantiate the launcher plugin with ``task_function`` (imports the plugin).
+    def instantiate(self, task_function: Callable[[Any], Any], *, callbacks: bool = False):
+        """Instantiate the launcher plugin with ``task_function`` (imports the installed plugin; Hydra takes only
+        a plugin class of ``hydra_plugins``). The config's ``hydra.callbacks`` are built only with
+        ``callbacks`` (the real sweep, :meth:`launch`): a dry run builds none.
 
         Raises:
             ConfigError: the plugin cannot be instantiated (for example not installed).
@@ -116,7 +152,7 @@ class HydraLaunch:
         from hydra.core.plugins import Plugins
         from hydra.types import HydraContext
 
-        self.callbacks = Callbacks(self.cfg)
+        self.callbacks = Callbacks(self.cfg if callbacks else None)
         try:
             return Plugins.instance().instantiate_launcher(
                 hydra_context=HydraContext(config_loader=self.hydra.config_loader, callbacks=self.callbacks),
@@ -134,18 +170,22 @@ class HydraLaunch:
         """Launch ``points`` (one job each, numbered from 0) and return Hydra's ``JobReturn`` of each, in order.
 
         Raises:
-            ConfigError: the launcher cannot be instantiated.
+            ConfigError: the launcher cannot be instantiated, or the sweep folder holds files fsdpcfg did not write
+                (``FolderNotOwned``, rule FC731: nothing of the sweep started).
         """
-        from pathlib import Path
+        from hydra.core.utils import configure_log
 
-        from omegaconf import OmegaConf
-
-        launcher = self.instantiate(task_function)
-        Path(self.sweep_dir).mkdir(parents=True, exist_ok=True)
+        from fsdpcfg.paths import check_folder, owned
         from fsdpcfg.redact import write_private
+        from fsdpcfg.sweep.summary import SWEEP_DIR_KEY
 
-        # as BasicSweeper.sweep does (unresolved), through the secret scrubber
-        write_private(Path(self.sweep_dir) / "multirun.yaml", OmegaConf.to_yaml(self.cfg))
+        # the sweep folder must be new, empty or fsdpcfg's (rule FC731) before anything of the sweep starts
+        check_folder(self.sweep_dir, SWEEP_DIR_KEY)
+        # what hydra.main multirun does once the sweep starts: logging as hydra.hydra_logging says, the callbacks
+        configure_log(self.cfg.hydra.hydra_logging, self.cfg.hydra.verbose)
+        launcher = self.instantiate(task_function, callbacks=True)
+        # as BasicSweeper.sweep does (unresolved), through the secret scrubber, into the folder now claimed
+        write_private(owned(self.sweep_dir, "multirun.yaml", key=SWEEP_DIR_KEY), OmegaConf.to_yaml(self.cfg))
         self.callbacks.on_multirun_start(config=self.cfg, config_name="config")
         returns = list(launcher.launch([list(p) for p in points], initial_job_idx=0))
         self.callbacks.on_multirun_end(config=self.cfg, config_name="config")

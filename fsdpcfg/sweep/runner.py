@@ -72,15 +72,18 @@ def _job_row(c: PointCheck, ret: Any) -> dict[str, Any]:
 
 
 def _dry_run(hl: Any, task: Any, runnable: list[PointCheck], echo: Callable[[str], None]) -> int:
-    """Instantiate the launcher (the plugin imports and accepts its settings) and write each point's job folder
-    as its job would (config.yaml, overrides.yaml, run_info.json); start nothing."""
+    """Instantiate the launcher (the plugin imports and accepts its settings; no callback is built) and write each
+    point's job folder as its job would (config.yaml, overrides.yaml, run_info.json); start nothing. A sweep
+    folder that holds files fsdpcfg did not write is left as it is (the real sweep refuses it, FC731)."""
     from fsdpcfg.launch.folders import DRY_RUN_KEY, dry_run_folder
     from fsdpcfg.launch.native import write_run_config
     from fsdpcfg.launch.torchrun import format_command, torchrun_command
     from fsdpcfg.runinfo import write_run_info
+    from fsdpcfg.sweep.summary import SWEEP_DIR_KEY
     from fsdpcfg.sweep.task import point_config
 
     hl.instantiate(task)
+    base = dry_run_folder(Path(hl.sweep_dir).absolute(), echo, key=SWEEP_DIR_KEY)
     for job, c in enumerate(runnable):
         run_dir = Path(hl.sweep_dir).absolute() / str(job)
         echo(f"  job {job} (point {c.index}): {' '.join(c.overrides)} -> {run_dir}")
@@ -88,7 +91,7 @@ def _dry_run(hl: Any, task: Any, runnable: list[PointCheck], echo: Callable[[str
             continue
         assert c.cfg is not None  # a runnable point (ok) has its resolved config
         cfg, plan = point_config(c.cfg, run_dir, job, Path(hl.sweep_dir).name)
-        folder = dry_run_folder(run_dir, echo)  # never into a job folder that holds a run
+        folder = dry_run_folder(base / str(job), echo, key=SWEEP_DIR_KEY)  # never into a job folder holding a run
         write_run_info(folder, c.composed, plan=plan, extra={"sweep": hl.sweep_dir, DRY_RUN_KEY: True})
         echo("    " + format_command(torchrun_command(plan, str(write_run_config(cfg, folder)))))
     echo("dry run: nothing was started")

@@ -15,6 +15,8 @@ from typing import Any
 COLUMNS = ("point", "status", "final_reward", "steps", "wall_s", "run_dir", "overrides", "error")
 JSON_FILE = "sweep_summary.json"
 CSV_FILE = "sweep_summary.csv"
+#: the key that chose the sweep folder (named when it holds files fsdpcfg did not write: fsdpcfg.paths.owned).
+SWEEP_DIR_KEY = "hydra.sweep.dir"
 
 
 def _cell(row: dict[str, Any], col: str) -> str:
@@ -42,22 +44,22 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _atomic(path: Path, text: str) -> None:
+def _atomic(sweep_dir: Path, name: str, text: str) -> Path:
+    from fsdpcfg.paths import owned
     from fsdpcfg.redact import write_private
 
-    write_private(path, text)
+    return write_private(owned(sweep_dir, name, key=SWEEP_DIR_KEY), text)
 
 
 def write_summary(sweep_dir: str | Path, rows: list[dict[str, Any]], **meta: Any) -> tuple[Path, Path]:
     """Write ``sweep_summary.json`` (rows plus ``meta``) and ``sweep_summary.csv`` into ``sweep_dir``; return
     both paths."""
     d = Path(sweep_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    _atomic(d / JSON_FILE, json.dumps({**meta, "points": rows}, indent=2, default=str) + "\n")
+    _atomic(d, JSON_FILE, json.dumps({**meta, "points": rows}, indent=2, default=str) + "\n")
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(COLUMNS)
     for r in rows:
         w.writerow(["" if r.get(c) is None else (" ".join(r[c]) if c == "overrides" else r[c]) for c in COLUMNS])
-    _atomic(d / CSV_FILE, buf.getvalue())
+    _atomic(d, CSV_FILE, buf.getvalue())
     return d / JSON_FILE, d / CSV_FILE

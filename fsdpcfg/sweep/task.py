@@ -121,7 +121,8 @@ def _run(job_cfg: Any, expected: dict[str, Any], run_dir: Path, job: int, ckpt_g
 
 
 def run_point(job_cfg: Any, *, expected: dict[str, dict[str, Any]], ckpt_group: str) -> dict[str, Any]:
-    """Hydra task function of one sweep point; returns (and saves) its outcome, never raises.
+    """Hydra task function of one sweep point; returns (and saves) its outcome, never raises. A job folder that
+    holds files fsdpcfg did not write (:func:`fsdpcfg.paths.claim_folder`) gets nothing: the outcome says why.
 
     Args:
         job_cfg: the job's config as Hydra composed it (without the ``hydra`` node).
@@ -131,6 +132,8 @@ def run_point(job_cfg: Any, *, expected: dict[str, dict[str, Any]], ckpt_group: 
     from hydra.core.hydra_config import HydraConfig
 
     from fsdpcfg.compose import resolvers
+    from fsdpcfg.paths import claim_folder, owned
+    from fsdpcfg.sweep.summary import SWEEP_DIR_KEY
 
     resolvers.register()  # a fresh worker process has not registered fsdpcfg's ${fsdpcfg_home:...} yet
     hc = HydraConfig.get()
@@ -152,12 +155,17 @@ def run_point(job_cfg: Any, *, expected: dict[str, dict[str, Any]], ckpt_group: 
         "error": None,
         "started": started,
     }
-    run_dir.mkdir(parents=True, exist_ok=True)
     stop: Interrupted | None = None
+    try:  # the job folder Hydra made (it holds Hydra's .hydra/): fsdpcfg's, or nothing is written into it
+        claim_folder(run_dir, SWEEP_DIR_KEY)
+    except (ConfigError, OSError) as e:
+        result.update(error=str(e), ended=time.time())
+        result["wall_s"] = round(result["ended"] - started, 2)
+        return result
     try:
         if info is None:
             raise ConfigError(f"job overrides {overrides} are not a checked point of this sweep")
-        with output_to(run_dir / LOG_FILE):
+        with output_to(owned(run_dir, LOG_FILE, key=SWEEP_DIR_KEY)):
             try:
                 result.update(_run(job_cfg, info, run_dir, job, ckpt_group))
             except Exception:
@@ -178,7 +186,7 @@ def run_point(job_cfg: Any, *, expected: dict[str, dict[str, Any]], ckpt_group: 
     result["wall_s"] = round(result["ended"] - started, 2)
     from fsdpcfg.redact import write_private
 
-    write_private(run_dir / RESULT_FILE, json.dumps(result, indent=2, default=str) + "\n")
+    write_private(owned(run_dir, RESULT_FILE, key=SWEEP_DIR_KEY), json.dumps(result, indent=2, default=str) + "\n")
     if stop is not None:
         raise stop
     return result

@@ -45,12 +45,12 @@ def _log_detail(config_path: str, rank: int) -> None:
     with contextlib.suppress(Exception):
         import yaml
 
-        from fsdpcfg.paths import within
+        from fsdpcfg.paths import owned
 
         run_dir = yaml.safe_load(Path(config_path).read_text())["fsdpcfg"]["run_dir"]
         from fsdpcfg.redact import write_private
 
-        write_private(within(run_dir, f"fault-rank{rank}.log"), traceback.format_exc())
+        write_private(owned(run_dir, f"fault-rank{rank}.log", key="fsdpcfg.run_dir"), traceback.format_exc())
 
 
 def _rank0_preflight(config_path: str) -> None:

@@ -135,10 +135,10 @@ def truncate_after(run_dir: str | Path, step: int) -> int:
     Raises:
         WriteFault: the run folder cannot be written.
     """
-    from fsdpcfg.paths import within
+    from fsdpcfg.paths import owned
     from fsdpcfg.runinfo.faults import write_file_in, writing
 
-    path = within(run_dir, METRICS_FILE)
+    path = owned(run_dir, METRICS_FILE, key="fsdpcfg.run_dir")
     if not path.is_file():
         return 0
     kept: dict[int, str] = {}
@@ -156,7 +156,7 @@ def truncate_after(run_dir: str | Path, step: int) -> int:
         elif line.strip():
             moved.append(line)
     if moved:
-        discarded = within(run_dir, DISCARDED_FILE)
+        discarded = owned(run_dir, DISCARDED_FILE, key="fsdpcfg.run_dir")
         with writing(discarded, "fsdpcfg.run_dir"), open(discarded, "a") as fh:
             fh.write("".join(m + "\n" for m in moved))
         write_file_in(run_dir, METRICS_FILE, "".join(kept[k] + "\n" for k in sorted(kept)), "fsdpcfg.run_dir")
@@ -203,13 +203,12 @@ class MetricsLogger:
         self.sinks: list[Any] = []
         if not enabled:
             return
-        from fsdpcfg.paths import within
+        from fsdpcfg.paths import owned
         from fsdpcfg.runinfo.faults import writing
 
         run_dir = Path(run_dir)
-        self._jsonl_path = within(run_dir, METRICS_FILE)
-        with writing(self._jsonl_path, "fsdpcfg.run_dir"):
-            run_dir.mkdir(parents=True, exist_ok=True)
+        with writing(run_dir / METRICS_FILE, "fsdpcfg.run_dir"):
+            self._jsonl_path = owned(run_dir, METRICS_FILE, key="fsdpcfg.run_dir")  # creates the folder
         moved = truncate_after(run_dir, start_step)
         if moved:
             print(

@@ -12,6 +12,9 @@ meaning (``verl/utils/tracking.py`` ``Tracking``):
   ``trainer.project_name``, run ``trainer.experiment_name``, resumed by the id in ``<run_dir>/mlflow_run_id``;
   metric names sanitised as verl does (``@`` -> ``_at_``).
 
+Every path a sink writes inside the run folder is built with :func:`fsdpcfg.paths.owned`: a ``tensorboard``,
+``wandb`` or ``mlruns`` link leading out of the run folder is refused, never written through.
+
 Besides these, ``<run_dir>/metrics.jsonl`` is always written: it is the run's own record, read by the closing
 summary, sweeps and resume. A sink the native loop does not have (``swanlab``, ``clearml`` ...) is refused by
 check (FC804), naming ``launcher=verl``.
@@ -28,8 +31,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.paths import owned
 from fsdpcfg.redact import scrub_text, write_private
 from fsdpcfg.schema.trainer import NATIVE_SINKS  # the declaration check reads (FC804)
+
+#: the key that chose the run folder the sinks write into (named in a refusal: fsdpcfg.paths.owned).
+RUN_DIR_KEY = "fsdpcfg.run_dir"
 
 
 class Sink(Protocol):
@@ -46,7 +53,8 @@ class TensorBoardSink:
     def __init__(self, run_dir: Path) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
-        self.dir = Path(os.environ.get("TENSORBOARD_DIR") or run_dir / "tensorboard")
+        own = os.environ.get("TENSORBOARD_DIR")  # the user's own folder; else one inside the run folder
+        self.dir = Path(own) if own else owned(run_dir, "tensorboard", key=RUN_DIR_KEY)
         self.writer = SummaryWriter(log_dir=str(self.dir))
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
@@ -91,7 +99,8 @@ class WandbSink:
     def __init__(self, run_dir: Path, project: str, experiment: str, config: dict[str, Any]) -> None:
         import wandb
 
-        id_file = run_dir / "wandb_run_id"
+        id_file = owned(run_dir, "wandb_run_id", key=RUN_DIR_KEY)
+        owned(run_dir, "wandb", key=RUN_DIR_KEY)  # wandb writes <dir>/wandb/: never through a link out
         run_id = _stored_id(id_file) or uuid.uuid4().hex[:8]  # wandb's own ids are 8 of [a-z0-9] too
         try:
             self.run = wandb.init(
@@ -136,13 +145,13 @@ class MlflowSink:
     def __init__(self, run_dir: Path, project: str, experiment: str, config: dict[str, Any]) -> None:
         uri = os.environ.get("MLFLOW_TRACKING_URI")
         if not uri:
-            uri = (run_dir / "mlruns").absolute().as_uri()
+            uri = owned(run_dir, "mlruns", key=RUN_DIR_KEY).absolute().as_uri()
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps the file store opt-in
         import mlflow
 
         self.mlflow = mlflow
         mlflow.set_tracking_uri(uri)
-        id_file = run_dir / "mlflow_run_id"
+        id_file = owned(run_dir, "mlflow_run_id", key=RUN_DIR_KEY)
         run_id = _stored_id(id_file)
         if run_id:
             run = mlflow.start_run(run_id=run_id)

@@ -59,7 +59,8 @@ def test_launch_time_machine_checks_are_in_the_table_but_not_run_by_check():
     from fsdpcfg.launch import verl_launch
     from fsdpcfg.rules.context import Context
 
-    assert {r for r, rule in RULES.items() if rule.stage == "launch"} == {"FC850", "FC851", "FC852", "FC853"}
+    # FC731 (the run folder's contents) is the other launch-time check: tests/launch/test_run_folder_claim.py
+    assert {r for r, rule in RULES.items() if rule.stage == "launch"} == {"FC731", "FC850", "FC851", "FC852", "FC853"}
     gpu = ["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm"]
     assert not [f for f in check_overrides(gpu) if f.rule.startswith("FC85")]
     # the table's entry reports what launch_findings reports for this machine (no GPU here: FC850)

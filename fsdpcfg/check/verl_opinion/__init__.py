@@ -52,6 +52,9 @@ class VerlOpinion:
         notices: what verl printed or changed on the way (``auto_set_device: trainer.device cpu -> cuda``,
             its WARNING/NOTICE lines).
         seconds: time verl spent on this config (the import excluded).
+        not_run: why verl's checks past composing were not run (a ``_target_`` that is not verl's own: verl would
+            import and call it; fsdpcfg runs no code a config names), else None; ``accepted`` is then only
+            verl's composition's verdict.
     """
 
     accepted: bool
@@ -61,6 +64,7 @@ class VerlOpinion:
     missing_keys: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    not_run: str | None = None
 
 
 def _tree(composed: Any) -> dict[str, Any]:
@@ -156,8 +160,8 @@ class Comparison:
     """fsdpcfg's verdict next to verl's.
 
     Attributes:
-        outcome: ``agree``, ``fsdpcfg-bug`` (verl rejects, fsdpcfg accepted) or ``verl-gap`` (fsdpcfg
-            rejects, verl accepts).
+        outcome: ``agree``, ``fsdpcfg-bug`` (verl rejects, fsdpcfg accepted), ``verl-gap`` (fsdpcfg
+            rejects, verl accepts) or ``not-run`` (verl's checks would run code the config names: not asked).
         fsdpcfg_errors: rule IDs of fsdpcfg's error findings.
         opinion: verl's opinion.
         explanation: one or two sentences for the user.
@@ -172,6 +176,8 @@ class Comparison:
 def compare(findings: Iterable[Any], opinion: VerlOpinion) -> Comparison:
     """Compare fsdpcfg's findings (objects with ``rule`` and ``severity``) with verl's opinion."""
     errors = [f.rule for f in findings if f.severity == "error"]
+    if opinion.not_run:
+        return Comparison("not-run", errors, opinion, f"verl's checks were not run: {opinion.not_run}")
     if opinion.accepted and not errors:
         outcome, text = "agree", "both accept the config"
     elif not opinion.accepted and errors:
@@ -195,7 +201,7 @@ def compare(findings: Iterable[Any], opinion: VerlOpinion) -> Comparison:
 def format_opinion(cmp: Comparison) -> str:
     """Render a comparison for ``fsdpcfg check --verl``."""
     op = cmp.opinion
-    head = "accepts" if op.accepted else f"rejects at {op.stage}"
+    head = "not asked" if op.not_run else "accepts" if op.accepted else f"rejects at {op.stage}"
     lines = [f"verl 0.9.1 {head} [{cmp.outcome}] {cmp.explanation}"]
     if op.ignored_keys:
         lines.append(f"  verl would ignore: {', '.join(op.ignored_keys)}")

@@ -28,6 +28,10 @@ Without vLLM installed (CPU machines), verl's LoRA-rank check in ``validate_conf
 ``verl.workers.rollout.vllm_rollout.utils``; the worker then loads verl's own ``get_vllm_max_lora_rank``
 from that file's source (its vLLM-less fallback table) so the check still runs as verl wrote it.
 
+A config holding a ``_target_`` that is not one of verl's own config classes stops after step 1: verl's steps
+2-4 would import and call it (``omega_conf_to_dataclass``), and fsdpcfg runs no code a config names. The
+opinion then says so (``not_run``) instead of verl's verdict; ``fsdpcfg check`` reports the key (FC740).
+
 It also reports, per job, the keys verl's config does not define (verl ignores them silently) and the
 required values (``???``) left unset. Imports verl (~10 s once per process).
 """
@@ -127,6 +131,20 @@ def _dataclass_field(key: str, base: dict[str, Any]) -> bool:
             return False
         return i == len(parts) - 1 or "dict" in str(f.type).lower() or "Any" in str(f.type)
     return False
+
+
+def foreign_targets(tree: Any) -> list[tuple[str, Any]]:
+    """``(key, value)`` of every ``_target_`` of ``tree`` (outside ``hydra``) that is not one of verl's own config
+    classes (:func:`fsdpcfg.rules.config_code.verl_targets`); ``null`` targets are not code."""
+    from fsdpcfg.keypath import targets
+    from fsdpcfg.rules.config_code import verl_targets
+
+    own = verl_targets()
+    return [
+        (k, v)
+        for k, v in targets(tree)
+        if k.split(".", 1)[0] != "hydra" and v is not None and not (isinstance(v, str) and v in own)
+    ]
 
 
 def _install_lora_rank_fallback() -> str | None:
@@ -250,6 +268,7 @@ def check_one(
         "missing_keys": [],
         "notices": [],
         "seconds": 0.0,
+        "not_run": None,
     }
     t0 = time.perf_counter()
     if config_dir is not None and config_name is not None:  # a run script's command
@@ -293,6 +312,16 @@ def check_one(
     if config_name is not None:
         res["ignored_keys"] += [k for k in ignored(_added_keys(overrides or [], cfg)) if k not in res["ignored_keys"]]
     res["missing_keys"] = sorted(set(OmegaConf.missing_keys(cfg)) - base_missing)
+    foreign = foreign_targets(OmegaConf.to_container(cfg, resolve=False))
+    if foreign:  # verl's next steps would import and call it: not run here (FC740 names it)
+        key, target = foreign[0]
+        more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
+        res["not_run"] = (
+            f"{key}={target!r}{more} is not one of verl's config classes; verl's validate_config and config "
+            "classes would import and call it, and fsdpcfg runs no code a config names"
+        )
+        res["seconds"] = round(time.perf_counter() - t0, 3)
+        return res
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         try:
