@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
@@ -46,12 +46,16 @@ class Mapping:
             a ``Literal``), which must equal verl's.
         evidence: check id -> overrides that break the check (``SFT ...``: on the SFT recipe), which a test runs
             through ``fsdpcfg check`` to show that a mapped rule reports them.
+        oracle_disagreements: id -> ``{rules, verl, where, reason}``: where ``fsdpcfg check`` and verl disagree on
+            purpose about an override of the generated sets verl judges
+            (tests/check/verl_opinion/test_generated_overrides_oracle.py, whose table matches each id).
     """
 
     checks: dict[str, str]
     reasons: dict[str, str]
     names: dict[str, str]
     evidence: dict[str, str]
+    oracle_disagreements: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def load_mapping(path: Path = MAPPING) -> Mapping:
@@ -69,6 +73,7 @@ def load_mapping(path: Path = MAPPING) -> Mapping:
         dict(data.get("reasons") or {}),
         dict(data.get("registry_names") or {}),
         dict(data.get("evidence") or {}),
+        dict(data.get("oracle_disagreements") or {}),
     )
 
 
@@ -182,6 +187,7 @@ def render(rows: list[Row] | None = None, mapping: Mapping | None = None) -> str
     ]
     out += [f"- [{rid}](reference.md#{rid.lower()}): {table[rid].title}" for rid in BEYOND_VERL if rid in table]
     out.append("")
+    out += _oracle_section(mapping)
     regs = [r for r in rows if r.check.kind == "registry"]
     out += ["## Name tables", "", "| registry | config key | names in verl | caught by |", "|---|---|---|---|"]
     for r in regs:
@@ -214,6 +220,30 @@ def render(rows: list[Row] | None = None, mapping: Mapping | None = None) -> str
             )
         out.append("")
     return "\n".join(out)
+
+
+def _oracle_section(mapping: Mapping) -> list[str]:
+    """The section "Oracle disagreements left": where ``fsdpcfg check`` and verl disagree on purpose."""
+    out = [
+        "## Oracle disagreements left",
+        "",
+        "verl itself judges override sets drawn from its whole key tree (tests/check/verl_opinion/"
+        "test_generated_overrides_oracle.py): verl's own compose of its config with the overrides, then "
+        "`validate_config` and its config dataclasses, say per override whether verl refuses it, crashes on it, "
+        "accepts it, or accepts it and reads nothing there; `fsdpcfg check` must agree on each key, as overrides and "
+        "as a run script. Every disagreement left is below, each kept on purpose; any other fails the test.",
+        "",
+        "| id | fsdpcfg | verl | overrides | why fsdpcfg reports it |",
+        "|---|---|---|---|---|",
+    ]
+    for eid, e in mapping.oracle_disagreements.items():
+        rules = ", ".join(f"[{r}](reference.md#{r.lower()})" for r in str(e.get("rules", "")).split())
+        out.append(
+            f"| {eid} | {rules} | {_cell(e.get('verl', ''))} | {_cell(e.get('where', ''))} | "
+            f"{_cell(e.get('reason', ''))} |"
+        )
+    out.append("")
+    return out
 
 
 def _verdict(row: Row, mapping: Mapping) -> str:

@@ -63,6 +63,26 @@ def _written_on_the_command_line(prov: Any, key: str) -> bool:
     return src is not None and src.kind == "override"
 
 
+#: ``${oc.select:KEY,DEFAULT}`` whose default is a list or a mapping.
+_SELECT_CONTAINER_DEFAULT = re.compile(r"^\$\{oc\.select:\s*([^,}]+?)\s*,\s*[\[{]")
+_ABSENT = object()
+
+
+def container_defaults_taken(cfg: Any) -> dict[str, str]:
+    """``{key: KEY}`` for each value ``${oc.select:KEY,[...]}`` (or ``{...}``) of the composed ``cfg`` whose KEY
+    is missing, so that it takes its list or mapping default. ``OmegaConf.to_container`` resolves it; verl's
+    in-place ``OmegaConf.resolve`` (verl/trainer/main_ppo.py ``TaskRunner.run``) cannot put a resolver's list or
+    dict in place of the interpolation and raises ``UnsupportedValueType``: verl 0.9.1's own YAML holds such values
+    (``actor_rollout_ref.rollout.profiler.tool_config.npu.contents``), so ``~actor_rollout_ref.actor.profiler``
+    stops a verl run before it starts."""
+    out: dict[str, str] = {}
+    for key, value in verlref.flatten(OmegaConf.to_container(cfg, resolve=False)).items():
+        m = _SELECT_CONTAINER_DEFAULT.match(value) if isinstance(value, str) else None
+        if m and OmegaConf.select(cfg, m.group(1), default=_ABSENT, throw_on_resolution_failure=False) is _ABSENT:
+            out[key] = m.group(1)
+    return out
+
+
 def _target(raw: Any) -> str | None:
     m = re.match(r"^\$\{(?:oc\.select:)?([^,}:]+)", raw) if isinstance(raw, str) else None
     return m.group(1).strip() if m else None

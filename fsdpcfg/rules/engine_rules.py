@@ -113,12 +113,12 @@ def foreign_engine_key(ctx: Context) -> Iterable[Finding]:
         src = ctx.composed.provenance.source_of(key)
         if src is not None and src.kind in ("verl", "default", "group"):
             continue  # verl's own tree or fsdpcfg's (kept where verl_base.prune could not tell)
-        if comp == "ppo_trainer" and key not in verlref.keys("ppo"):
-            continue  # an FSDP key verl's dataclasses read without listing it (fsdp_config.mixed_precision)
+        if key in verlref.fields(comp):
+            continue  # a field this engine's dataclasses read without a YAML entry (fsdp_config.mixed_precision)
         if K.classify(key) == "free" or key in K.VERL_PLUS_KEYS:
             continue  # below a mapping verl hands to a library (override_transformer_config.*), or a + key
 
-        other = next((c for c in verlref.PPO_COMPOSITIONS if key in verlref.keys(c)), None)
+        other = next((c for c in verlref.PPO_COMPOSITIONS if key in verlref.keys(c) or key in verlref.fields(c)), None)
         if other is None:
             continue  # in no engine's composition: an unknown key, FC101/FC102's (a `+` key verl accepts)
         where = f" (it is a key of verl's {other})"

@@ -54,7 +54,11 @@ def _under(key: str, prefix: str) -> bool:
 )
 def unresolved_interpolation(ctx: Context) -> Iterator[Finding]:
     """A ``${...}`` value whose target does not exist or cannot be resolved. Source: OmegaConf's
-    interpolation errors, which otherwise surface as a traceback when the config is first read."""
+    interpolation errors, which otherwise surface as a traceback when the config is first read. Under
+    ``launcher=verl``, also a ``${oc.select:KEY,[...]}`` whose KEY is missing (``~actor_rollout_ref.actor.profiler``
+    leaves verl's own ``rollout.profiler.ranks`` so): verl resolves its config in place before it starts
+    (``OmegaConf.resolve``, verl/trainer/main_ppo.py ``TaskRunner.run``), which cannot put the resolver's list
+    there, and stops (found by verl as the oracle of generated overrides, issue 20)."""
     failed = getattr(ctx, "unresolved", {})
     for key in sorted(failed):
         src = ctx.composed.provenance.source_of(key)
@@ -66,6 +70,22 @@ def unresolved_interpolation(ctx: Context) -> Iterator[Finding]:
             f"set {key} to a literal value, or point the ${{...}} at an existing key (`fsdpcfg show` prints the tree)",
             provenance={key: str(src) if src else "unknown"},
         )
+    # verl resolves its config in place, which an oc.select's list default breaks: only a deleted key or a value
+    # written with oc.select can leave such a default taken (verl's own YAML points every one at a key it has)
+    written = [str(o) for o in getattr(ctx.composed, "overrides", None) or []]
+    if ctx.launcher == "verl" and (getattr(ctx.composed, "deleted", None) or any("oc.select" in o for o in written)):
+        from fsdpcfg.compose.resolve import container_defaults_taken
+
+        for key, target in sorted(container_defaults_taken(ctx.composed.cfg).items()):
+            yield Finding(
+                "FC100",
+                "error",
+                [key, target],
+                f"{key} is ${{oc.select:{target},...}} and {target} is missing, so it takes its list default; verl "
+                "resolves its config in place before it starts (OmegaConf.resolve, verl/trainer/main_ppo.py "
+                "TaskRunner.run), which cannot put a resolver's list there, and stops (UnsupportedValueType)",
+                f"keep {target} (do not delete it or the section above it), or set {key} to a literal list",
+            )
 
 
 @rule(
@@ -114,13 +134,25 @@ def unknown_key(ctx: Context) -> Iterator[Finding]:
 )
 def unread_added_key(ctx: Context) -> Iterator[Finding]:
     """``+key=value`` creates a key even when nothing reads it, so a typo in a ``+`` override is silently
-    accepted by Hydra and by verl. Source: reported cases c09 (``+model.trust_remote_code``) and c20
-    (docs/design.md#reported-misconfigurations)."""
+    accepted by Hydra and by verl. A field of verl's config dataclasses that verl sets itself
+    (``+actor_rollout_ref.model.local_path``: :data:`fsdpcfg.schema.keys.VERL_SET_BY_VERL`) is reported too: verl
+    takes the value and overwrites it. The other fields its YAML leaves out are verl's keys
+    (:func:`fsdpcfg.verlref.fields`). Source: reported cases c09 (``+model.trust_remote_code``) and c20
+    (docs/design.md#reported-misconfigurations); verl 0.9.1 as the oracle of generated overrides (issue 20)."""
     from fsdpcfg.rules.legacy_keys import added_renamed
 
     legacy = set(added_renamed(_added(ctx)))  # an older verl's key: FC701 names where it went
     for key in _added(ctx):
         if K.classify(key) != "unknown" or key in legacy:
+            continue
+        own = K.set_by_verl(key)
+        if own is not None:  # verl's dataclass takes it, and verl overwrites it before anything reads it
+            yield ctx.finding(
+                "FC102",
+                [key],
+                f"+{key} sets {own[0]}, which verl 0.9.1 sets itself ({own[1]}): the value given is never read",
+                "remove it (where verl takes the value from another key, the message names it: set that one)",
+            )
             continue
         # only a key whose leaf is close, whose type fits the value, of this config's engine
         real = K.propose(key, ctx.get(key), config=ctx.verl_config)

@@ -93,7 +93,12 @@ class FSDPConfig(Section):
     optimizer_offload: bool = F(False, description="FSDP1: keep optimizer state on the CPU")
     offload_policy: bool = F(False, description="FSDP2: CPUOffloadPolicy for parameters, gradients and optimizer state")
     reshard_after_forward: bool = F(True, description="free gathered parameters after forward (ZeRO-3 style)")
-    fsdp_size: int = F(-1, ge=-1, le=MAX_SIZE, description="ranks per FSDP shard group (-1: all ranks; otherwise HSDP)")
+    fsdp_size: int = F(
+        -1,
+        ge=-MAX_SIZE,
+        le=MAX_SIZE,
+        description="ranks per FSDP shard group (-1, or any negative number: all ranks; otherwise HSDP)",
+    )
     forward_prefetch: bool = F(False, description="FSDP1: prefetch the next all-gather during forward")
     model_dtype: Precision = F("fp32", description="dtype the parameters are kept in (master weights)")
     dtype: Precision = F("bfloat16", description="compute dtype of the mixed-precision policy")
@@ -107,8 +112,10 @@ class FSDPConfig(Section):
     @field_validator("fsdp_size")
     @classmethod
     def _fsdp_size(cls, v: int) -> int:
-        if v == 0 or v < -1:
-            raise ValueError("must be -1 (shard over all ranks) or a positive number of ranks")
+        # verl shards over all ranks for any negative size and divides the world size by any other (verl/workers/
+        # engine/fsdp/utils.py ``create_device_mesh``), as the native engine does (fsdpcfg/estimate/mesh.py)
+        if v == 0:
+            raise ValueError("must be -1 (shard over all ranks) or a positive number of ranks; 0 builds no device mesh")
         return v
 
 

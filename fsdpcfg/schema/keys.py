@@ -6,7 +6,9 @@ Every key of a composed config is classified by :func:`classify` as one of
 - ``schema``: a field of :class:`fsdpcfg.schema.root.RunConfig` (validated by Pydantic);
 - ``free``: below a free-form mapping (``override_config.rope_scaling.type``, ``engine_kwargs.vllm.x``);
 - ``verl``: a key one of verl 0.9.1's ``main_ppo`` compositions knows (``ppo_trainer`` and its megatron, veomni
-  and torchtitan engines) that the schema does not model (passed to verl);
+  and torchtitan engines) that the schema does not model (passed to verl), or a field of verl's config
+  dataclasses that its YAML leaves out (added with ``+``: :func:`fsdpcfg.verlref.fields`), unless verl sets that
+  field itself (:data:`VERL_SET_BY_VERL`);
 - ``free``: also below a mapping verl hands to a library as keyword arguments (:data:`OPEN_MAPPINGS`:
   ``ray_kwargs.ray_init.address`` goes to ``ray.init``), which verl's YAML lists only in part;
 - ``legacy``: under a top-level section ``main_ppo`` 0.9.1 no longer reads (``custom_reward_function``,
@@ -21,6 +23,7 @@ Nothing here imports verl, torch or the user's code.
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import typing
 from collections.abc import Iterable
 from functools import cache
@@ -41,9 +44,15 @@ KeyKind = Literal["schema", "free", "verl", "legacy", "conflict", "unknown"]
 LEGACY_PREFIXES = ("custom_reward_function", "reward_model", "sandbox_fusion")
 
 #: Mappings verl passes on as keyword arguments, so any key below them is read: ``ray_kwargs.ray_init`` is
-#: ``ray.init(**ray_init)`` (verl/trainer/main_ppo.py ``run_ppo``; its ``runtime_env`` is Ray's). verl's YAML
-#: lists a few of their keys; the others are added with ``+`` (``+ray_kwargs.ray_init.address=auto``).
-OPEN_MAPPINGS = ("ray_kwargs.ray_init",)
+#: ``ray.init(**ray_init)`` (verl/trainer/main_ppo.py ``run_ppo``; its ``runtime_env`` is Ray's); the nsys
+#: options are Ray's ``runtime_env={"nsight": ...}``, nsys's command-line options (verl/trainer/main_ppo.py
+#: ``run_ppo`` for the controller's, verl/trainer/ppo/ray_trainer.py ``init_workers`` for the workers'). verl's
+#: YAML lists a few of their keys; the others are added with ``+`` (``+ray_kwargs.ray_init.address=auto``).
+OPEN_MAPPINGS = (
+    "ray_kwargs.ray_init",
+    "global_profiler.global_tool_config.nsys.controller_nsight_options",
+    "global_profiler.global_tool_config.nsys.worker_nsight_options",
+)
 
 #: Fields of verl 0.9.1's config dataclasses typed ``dict[str, Any]`` that verl passes on to a library (Megatron's
 #: ``TransformerConfig``, DDP, the model config, an inference engine's kwargs ...): any key below one is the
@@ -76,12 +85,119 @@ VERL_DICT_FIELDS = frozenset(
 )
 
 #: Keys verl 0.9.1's config dataclasses define that its YAML compositions leave out, so a user adds them with
-#: ``+`` (verl's own example scripts do): key -> (file under ``verl/``, dataclass). They are ``verl`` keys here.
+#: ``+`` (verl's own example scripts do): key -> (file under ``verl/``, dataclass). They are ``verl`` keys here, as
+#: every such field is (:func:`fsdpcfg.verlref.fields`) unless verl sets it itself (:data:`VERL_SET_BY_VERL`).
 #: ``tests/schema/test_open_mappings.py`` keeps each a field of that dataclass.
 VERL_PLUS_KEYS: dict[str, tuple[str, str]] = {
     "algorithm.gdpo_reward_keys": ("trainer/config/algorithm.py", "AlgoConfig"),
     "algorithm.gdpo_reward_weights": ("trainer/config/algorithm.py", "AlgoConfig"),
 }
+
+_HF_MODEL = "HFModelConfig.__post_init__ (verl/workers/config/model.py)"
+_INIT_MODEL = "ActorRolloutRefWorker.init_model (verl/workers/engine_workers.py)"
+_TRAINING_WORKER = "TrainingWorker.__init__ (verl/workers/engine_workers.py)"
+_CRITIC_CFG = "RayPPOTrainer.init_workers (verl/trainer/ppo/ray_trainer.py)"
+#: Fields of verl 0.9.1's config dataclasses that its YAML leaves out and that verl itself sets before anything
+#: reads them, so a value given with ``+`` is overwritten and has no effect: they are not ``verl`` keys here, and
+#: ``+key`` of one (or of a key below it) is FC102, although verl's ``omega_conf_to_dataclass`` takes it without a
+#: word. ``fnmatch`` pattern over the dotted key -> where verl sets it. Kept to verl's source by reading it;
+#: ``tests/check/verl_opinion/test_generated_overrides_oracle.py`` lists them as the oracle's disagreements left.
+VERL_SET_BY_VERL: dict[str, str] = {
+    "*.model.local_path": f"{_HF_MODEL} copies model.path there",
+    "*.model.local_hf_config_path": f"{_HF_MODEL} copies hf_config_path (model.path) there",
+    "*.model.local_tokenizer_path": f"{_HF_MODEL} copies tokenizer_path (model.path) there",
+    "*.model.hf_config": f"{_HF_MODEL} loads it from the model's config.json",
+    "*.model.generation_config": f"{_HF_MODEL} loads it from the model's folder",
+    "*.model.tokenizer": f"{_HF_MODEL} loads it from the model's folder (load_tokenizer, the default)",
+    "*.model.processor": f"{_HF_MODEL} loads it from the model's folder (load_tokenizer, the default)",
+    "*.model.architectures": f"{_HF_MODEL} reads them from the model's config.json",
+    "actor_rollout_ref.actor.engine": "ActorConfig.__post_init__ (verl/workers/config/actor.py) sets it to fsdp_config",
+    "actor_rollout_ref.ref.engine": "ActorConfig.__post_init__ (verl/workers/config/actor.py) sets it to fsdp_config",
+    "critic.engine": "CriticConfig.__post_init__ (verl/workers/config/critic.py) sets it to critic.fsdp",
+    "actor_rollout_ref.actor.model_config": f"{_INIT_MODEL} sets it to the model's HFModelConfig",
+    "actor_rollout_ref.ref.model_config": f"{_INIT_MODEL} sets it to the model's HFModelConfig",
+    "actor_rollout_ref.actor.ppo_infer_micro_batch_size_per_gpu": (
+        f"nothing reads the actor's: {_INIT_MODEL} gives its log-prob pass "
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"
+    ),
+    "actor_rollout_ref.actor.ppo_infer_max_token_len_per_gpu": (
+        f"nothing reads the actor's: {_INIT_MODEL} gives its log-prob pass "
+        "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"
+    ),
+    "actor_rollout_ref.ref.ppo_mini_batch_size": f"{_INIT_MODEL} sets it to the actor's ppo_mini_batch_size",
+    "actor_rollout_ref.ref.ppo_micro_batch_size": f"{_INIT_MODEL} sets it from ref.log_prob_micro_batch_size",
+    "actor_rollout_ref.ref.ppo_micro_batch_size_per_gpu": (
+        f"{_INIT_MODEL} sets it from ref.log_prob_micro_batch_size_per_gpu"
+    ),
+    "actor_rollout_ref.ref.use_dynamic_bsz": f"{_INIT_MODEL} sets it from ref.log_prob_use_dynamic_bsz",
+    "actor_rollout_ref.ref.ppo_max_token_len_per_gpu": f"{_INIT_MODEL} sets it from ref.log_prob_max_token_len_per_gpu",
+    "*.global_batch_info": (
+        "the distillation loss fills it with each batch's sizes (verl/trainer/distillation/losses.py)"
+    ),
+    "distillation.distillation_loss.loss_settings": (
+        "DistillationLossConfig.__post_init__ (verl/workers/config/distillation.py) sets it from loss_mode"
+    ),
+}
+
+
+def _engine_fields() -> dict[str, str]:
+    """The batch and padding fields of each role's engine section (the one its config dataclass makes its
+    ``engine``: fsdp_config, megatron, veomni or torchtitan; verl/workers/config/actor.py and critic.py
+    ``__post_init__``), which verl's workers set from the role's own keys: pattern -> where."""
+    out: dict[str, str] = {}
+    roles = {
+        "actor_rollout_ref.actor": ("fsdp_config", "megatron", "veomni", "torchtitan"),
+        "actor_rollout_ref.ref": ("fsdp_config", "megatron", "veomni", "torchtitan"),
+        "critic": ("fsdp", "megatron", "veomni", "torchtitan"),
+    }
+    for role, sections in roles.items():
+        for sec in sections:
+            at = f"{role}.{sec}"
+            out[f"{at}.use_remove_padding"] = f"{_TRAINING_WORKER} sets it from the model's use_remove_padding"
+            out[f"{at}.use_fused_kernels"] = f"{_TRAINING_WORKER} sets it from the model's use_fused_kernels"
+            if role == "critic":
+                out[f"{at}.max_token_len_per_gpu"] = f"{_CRITIC_CFG} sets it from critic.ppo_max_token_len_per_gpu"
+                out[f"{at}.infer_max_token_len_per_gpu"] = (
+                    f"{_CRITIC_CFG} sets it from critic.ppo_infer_max_token_len_per_gpu"
+                )
+                continue
+            frm = "the ref's own log_prob_" if role.endswith("ref") else "actor_rollout_ref.rollout.log_prob_"
+            out[f"{at}.use_dynamic_bsz"] = (
+                f"{_INIT_MODEL} sets it from the role's use_dynamic_bsz (the ref's log_prob_use_dynamic_bsz)"
+            )
+            out[f"{at}.infer_max_token_len_per_gpu"] = f"{_INIT_MODEL} sets it from {frm}max_token_len_per_gpu"
+            out[f"{at}.infer_micro_batch_size_per_gpu"] = f"{_INIT_MODEL} sets it from {frm}micro_batch_size_per_gpu"
+            if role.endswith("actor"):
+                out[f"{at}.max_token_len_per_gpu"] = f"{_INIT_MODEL} sets it from actor.ppo_max_token_len_per_gpu"
+                out[f"{at}.micro_batch_size_per_gpu"] = f"{_INIT_MODEL} sets it from actor.ppo_micro_batch_size_per_gpu"
+    return out
+
+
+VERL_SET_BY_VERL.update(_engine_fields())
+
+
+def set_by_verl(key: str) -> tuple[str, str] | None:
+    """``(field, where verl sets it)`` when ``key`` is, or lies below, a field verl sets itself
+    (:data:`VERL_SET_BY_VERL`), else ``None``."""
+    parts = key.split(".")
+    for i in range(len(parts), 0, -1):
+        field = ".".join(parts[:i])
+        if field in verlref.fields("ppo"):
+            for pattern, where in VERL_SET_BY_VERL.items():
+                if fnmatch.fnmatchcase(field, pattern):
+                    return field, where
+    return None
+
+
+def _verl_field(key: str) -> bool:
+    """True when ``key`` is a field of verl's config dataclasses that its YAML leaves out (a ``+`` key of verl's)
+    and that verl does not set itself."""
+    return key in verlref.fields("ppo") and set_by_verl(key) is None
+
+
+def _verl_path(key: str) -> bool:
+    """True when ``key`` names a key, a section or a field (:func:`_verl_field`) of verl's config."""
+    return key in verl_keys() or key in _verl_prefixes() or _verl_field(key)
 
 
 def _model_fields(model: type[BaseModel]) -> dict[str, Any]:
@@ -197,6 +313,20 @@ def _verl_free(key: str) -> bool:
     return d is None or d == {}
 
 
+def _below_dict_field(parts: list[str]) -> bool:
+    """True when the key ``parts`` lies below one of :data:`VERL_DICT_FIELDS` where verl has that field
+    (``critic.qat.x`` does not: verl's is ``critic.fsdp.qat``), and neither it nor a section between them is a config
+    dataclass (:func:`fsdpcfg.verlref.sections`: ``critic.fsdp.qat`` is a ``QATEngineConfig``,
+    ``actor_rollout_ref.actor.qat`` a ``QATConfig``, ``distillation.teacher_models.<name>.inference`` a
+    ``RolloutConfig``), whose fields are then the keys."""
+    typed = verlref.sections("ppo")
+    for i, p in enumerate(parts[:-1]):
+        if p in VERL_DICT_FIELDS and _verl_path(".".join(parts[: i + 1])):
+            if not any(".".join(parts[:j]) in typed for j in range(i + 1, len(parts))):
+                return True
+    return False
+
+
 def classify(key: str) -> KeyKind:
     """Classify a dotted key (a leaf or a section of a config) as described in the module docstring."""
     if key.split(".", 1)[0] in LEGACY_PREFIXES:
@@ -205,12 +335,12 @@ def classify(key: str) -> KeyKind:
     if key in leaves or key in prefixes:
         return "schema"
     vkeys = verl_keys()
-    if key in vkeys or key in _verl_prefixes() or key in VERL_PLUS_KEYS:
+    if key in vkeys or key in _verl_prefixes() or key in VERL_PLUS_KEYS or _verl_field(key):
         return "verl"
     if any(key.startswith(m + ".") for m in OPEN_MAPPINGS):
         return "free"
     parts = key.split(".")
-    if any(p in VERL_DICT_FIELDS for p in parts[:-1]):
+    if _below_dict_field(parts):
         return "free"
     for i in range(len(parts) - 1, 0, -1):
         parent = ".".join(parts[:i])

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import field_validator
-
 from fsdpcfg.schema._base import MAX_NODES, MAX_RANKS_PER_NODE, MAX_SIZE, F, Section
 
 #: ``verl.utils.tracking.Tracking.supported_backend`` (0.9.1).
@@ -14,12 +12,6 @@ Logger = Literal[
 ]
 #: the ``trainer.logger`` sinks the native loop writes (``fsdpcfg/train/trackers.py``); the others only verl has.
 NATIVE_SINKS = ("console", "tensorboard", "file", "wandb", "mlflow")
-
-
-def _freq(v: int) -> int:
-    if v == 0 or v < -1:
-        raise ValueError("must be -1 (never) or a positive number of steps")
-    return v
 
 
 class TrainerSection(Section):
@@ -38,13 +30,20 @@ class TrainerSection(Section):
     n_gpus_per_node: int = F(
         8, le=MAX_RANKS_PER_NODE, ge=1, description="ranks per node (GPUs, or CPU processes with device=cpu)"
     )
-    save_freq: int = F(-1, ge=-1, le=MAX_SIZE, description="checkpoint every N steps (-1: only at the end)")
+    # verl reads both as "every N steps when N > 0" (verl/trainer/ppo/ray_trainer.py ``fit``: ``save_freq > 0 and
+    # ...``), so 0 and any negative number mean what -1 means; so does the native loop (fsdpcfg/train/base.py)
+    save_freq: int = F(
+        -1,
+        ge=-MAX_SIZE,
+        le=MAX_SIZE,
+        description="checkpoint every N steps (0 or less: none with verl, only at the end with the native loop)",
+    )
     resume_mode: Literal["auto", "disable", "resume_path"] = F(
         "auto", description="resume from the latest checkpoint, never, or resume_from_path"
     )
     resume_from_path: str | None = F(None, description="checkpoint folder when resume_mode=resume_path")
     val_before_train: bool = F(True, description="validate before the first step")
-    test_freq: int = F(-1, ge=-1, le=MAX_SIZE, description="validate every N steps (-1: never)")
+    test_freq: int = F(-1, ge=-MAX_SIZE, le=MAX_SIZE, description="validate every N steps (0 or less: never)")
     critic_warmup: int = F(0, le=MAX_SIZE, ge=0, description="steps that update only the critic")
     default_local_dir: str = F("checkpoints/verl_examples/gsm8k", description="checkpoint folder")
     # verl keeps all for null, 0 or less (verl/utils/checkpoint/checkpoint_manager.py ``register_checkpoint``:
@@ -53,5 +52,3 @@ class TrainerSection(Section):
         None, le=MAX_SIZE, description="keep at most this many actor checkpoints (null, 0 or less: all)"
     )
     device: Literal["cpu", "cuda", "npu"] = F("cuda", description="device type (cpu only with the native launcher)")
-
-    _check_save = field_validator("save_freq", "test_freq")(classmethod(lambda cls, v: _freq(v)))

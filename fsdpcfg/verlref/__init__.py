@@ -115,7 +115,30 @@ def _kinds_table(config: str) -> dict[str, frozenset[str]]:
             for k, v in _kinds_table(c).items():
                 out[k] = out.get(k, frozenset()) | v
         return out
-    return {k: frozenset(v) for k, v in _load()["configs"][config].get("types", {}).items()}
+    entry = _load()["configs"][config]
+    return {k: frozenset(v) for k, v in {**entry.get("fields", {}), **entry.get("types", {})}.items()}
+
+
+@cache
+def sections(config: str = "ppo_trainer") -> frozenset[str]:
+    """Return the dotted sections of verl's ``config`` that verl converts to a config dataclass (a ``_target_``,
+    or a field annotated with one: ``actor_rollout_ref.actor.qat``): their keys are that dataclass's fields.
+    ``config`` as in :func:`keys`."""
+    if config in _UNIONS:
+        return frozenset().union(*(sections(c) for c in _UNIONS[config]))
+    return frozenset(_load()["configs"][config].get("sections", []))
+
+
+@cache
+def fields(config: str = "ppo_trainer") -> frozenset[str]:
+    """Return the dotted keys of the fields of verl's config dataclasses that verl's YAML for ``config`` leaves
+    out (``actor_rollout_ref.actor.fsdp_config.mixed_precision``, ``algorithm.gdpo_reward_keys`` ...): verl's
+    ``omega_conf_to_dataclass`` takes them, so they are added with ``+`` (:func:`fsdpcfg.verlref.field_types.
+    absent_fields`). ``config`` as in :func:`keys` (``"ppo"``/``"sft"``: the union over the entry point's
+    compositions)."""
+    if config in _UNIONS:
+        return frozenset().union(*(fields(c) for c in _UNIONS[config]))
+    return frozenset(_load()["configs"][config].get("fields", {}))
 
 
 @cache
@@ -162,7 +185,7 @@ def build_reference() -> dict[str, Any]:
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from fsdpcfg.verlref.field_types import field_kinds
+    from fsdpcfg.verlref.field_types import absent_fields, field_kinds
 
     cfg_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
     configs: dict[str, Any] = {}
@@ -172,6 +195,7 @@ def build_reference() -> dict[str, Any]:
             cfg = compose(config_name=config_name, overrides=list(overrides))
         container = OmegaConf.to_container(cfg, resolve=False)
         raw = flatten(container)
+        fields, sections = absent_fields(container)  # type: ignore[arg-type]
         resolved: dict[str, Any] = {}
         for k, v in raw.items():
             if v == _MISSING:
@@ -189,6 +213,8 @@ def build_reference() -> dict[str, Any]:
             "raw": raw,
             "defaults": resolved,
             "types": field_kinds(container),  # type: ignore[arg-type]
+            "fields": fields,
+            "sections": sections,
         }
         GlobalHydra.instance().clear()
     return {"verl_version": verl.__version__, "configs": configs}

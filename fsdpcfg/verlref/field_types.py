@@ -7,8 +7,12 @@ a check by the default's type alone would refuse. :func:`field_kinds` walks verl
 ``_target_`` (and the nested dataclasses its fields name) and records, per dotted leaf key, the JSON kinds its
 annotation admits: ``bool``, ``int``, ``float``, ``str``, ``list``, ``dict``, ``null``, or ``any``.
 
+:func:`absent_fields` lists the fields of those dataclasses that verl's YAML leaves out
+(``actor_rollout_ref.actor.fsdp_config.mixed_precision``, ``critic.optim.grad_clip`` ...): ``omega_conf_to_dataclass``
+takes them, so a user adds them with ``+``.
+
 Used by :func:`fsdpcfg.verlref.build_reference` (which imports verl); reading the result needs neither verl nor
-torch (:func:`fsdpcfg.verlref.value_kinds`).
+torch (:func:`fsdpcfg.verlref.value_kinds`, :func:`fsdpcfg.verlref.fields`).
 """
 
 from __future__ import annotations
@@ -94,3 +98,42 @@ def field_kinds(tree: dict[str, Any]) -> dict[str, list[str]]:
 
     visit(tree, "", None)
     return out
+
+
+def absent_fields(tree: dict[str, Any]) -> tuple[dict[str, list[str]], list[str]]:
+    """The fields of verl's config dataclasses that ``tree`` (verl's composed config as nested dicts) leaves out,
+    and the sections verl's config dataclasses hold.
+
+    Returns:
+        ``({dotted key: sorted kinds}, sorted dotted sections)``: for each section that is a config dataclass (a
+        ``_target_``, or a field its parent's dataclass annotates with one: ``actor_rollout_ref.actor.qat`` is a
+        ``QATConfig``), its ``__init__`` fields (not ``_``-prefixed) that the section does not list; and those
+        sections, whose keys are the dataclass's fields (a dict-typed field of the same name elsewhere, such as
+        ``RolloutConfig.qat``, leaves its keys free). One level: the fields of a nested dataclass that is itself
+        left out are not listed.
+
+    Raises:
+        ImportError: verl is not importable (its dataclasses are read).
+    """
+    out: dict[str, list[str]] = {}
+    sections: list[str] = []
+
+    def visit(node: dict[str, Any], prefix: str, nested: type | None) -> None:
+        cls = _target_class(node) or nested
+        hints: dict[str, Any] = {}
+        if cls is not None:
+            sections.append(prefix[:-1])
+            try:
+                hints = typing.get_type_hints(cls)
+            except Exception:  # an annotation that names a type verl imports only when its backend is present
+                hints = {f.name: f.type for f in dataclasses.fields(cls)}
+            for f in dataclasses.fields(cls):
+                if f.init and not f.name.startswith("_") and f.name not in node:
+                    out[f"{prefix}{f.name}"] = sorted(_kinds(hints.get(f.name, f.type))[0])
+        for k, v in node.items():
+            if isinstance(v, dict) and v:
+                sub = _kinds(hints[k])[1] if isinstance(k, str) and k in hints else None
+                visit(v, f"{prefix}{k}.", sub if isinstance(sub, type) and dataclasses.is_dataclass(sub) else None)
+
+    visit(tree, "", None)
+    return out, sorted(s for s in sections if s)

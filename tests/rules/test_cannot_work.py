@@ -96,7 +96,7 @@ def test_memory_margin_null_turns_the_error_into_a_warning_and_the_run_goes_on(i
         ("actor_rollout_ref.rollout.seed=4294967296", f"less than or equal to {B.MAX_SEED}"),
         ("actor_rollout_ref.actor.optim.lr=inf", "finite number"),
         ("actor_rollout_ref.actor.entropy_coeff=nan", "finite number"),
-        ("trainer.save_freq=-5", "greater than or equal to -1"),
+        ("trainer.save_freq=-10000000000", "greater than or equal to -2147483647"),
         ("data.dataloader_num_workers=100000", f"less than or equal to {B.MAX_WORKERS}"),
         ("fsdpcfg.memory_margin=-1", "greater than or equal to 0"),
     ],

@@ -154,7 +154,6 @@ def test_strategy_typo_is_reported_once_not_on_its_copies():
         ("data.train_batch_size='8'", "data.train_batch_size", "valid integer"),
         ("actor_rollout_ref.model.trust_remote_code=1", "actor_rollout_ref.model.trust_remote_code", "boolean"),
         ("actor_rollout_ref.rollout.top_p=1.5", "actor_rollout_ref.rollout.top_p", "less than or equal to 1"),
-        ("trainer.save_freq=0", "trainer.save_freq", "-1 (never)"),
         ("actor_rollout_ref.actor.fsdp_config.fsdp_size=0", "actor_rollout_ref.actor.fsdp_config.fsdp_size", "-1"),
         ("actor_rollout_ref.actor.optim.betas=[0.9]", "actor_rollout_ref.actor.optim.betas", "at least 2"),
     ],

@@ -44,3 +44,5 @@ def test_reference_matches_installed_verl():
         )
         assert new["defaults"] == old["defaults"] and new["entry_point"] == old["entry_point"]
         assert new["types"] == old["types"], f"{name}: the dataclass value kinds are out of date (regenerate)"
+        assert new["fields"] == old["fields"], f"{name}: the dataclass fields verl's YAML leaves out are out of date"
+        assert new["sections"] == old["sections"], f"{name}: the sections verl converts to dataclasses are out of date"

@@ -58,8 +58,15 @@ from fsdpcfg.verlref import flatten
 CONFIGS = {"ppo": "ppo_trainer", "sft": "sft_trainer_engine"}
 #: mappings verl passes on or reads with ``.get`` (keys below them are read though its YAML lists none): ray.init's
 #: kwargs (verl/trainer/main_ppo.py), the reward manager's and the custom reward function's kwargs
-#: (verl/experimental/reward_loop/reward_manager/dapo.py, verl/trainer/ppo/reward.py get_custom_reward_fn)
-OPEN_MAPPINGS = ("ray_kwargs.ray_init", "reward.reward_kwargs", "reward.custom_reward_function.reward_kwargs")
+#: (verl/experimental/reward_loop/reward_manager/dapo.py, verl/trainer/ppo/reward.py get_custom_reward_fn), nsys's
+#: options (Ray's runtime_env nsight: verl/trainer/main_ppo.py, verl/trainer/ppo/ray_trainer.py)
+OPEN_MAPPINGS = (
+    "ray_kwargs.ray_init",
+    "reward.reward_kwargs",
+    "reward.custom_reward_function.reward_kwargs",
+    "global_profiler.global_tool_config.nsys.controller_nsight_options",
+    "global_profiler.global_tool_config.nsys.worker_nsight_options",
+)
 
 
 def _defaults_list(config: str) -> list[Any]:
@@ -111,11 +118,15 @@ def _base(config: str):
 
 def _dataclass_field(key: str, base: dict[str, Any]) -> bool:
     """True when ``key`` is a field of the config dataclass its section names in ``_target_`` (verl's YAML
-    omits some fields, e.g. ``fsdp_config.mixed_precision``; ``omega_conf_to_dataclass`` still reads them),
-    or lies below a mapping-typed field."""
+    omits some fields, e.g. ``fsdp_config.mixed_precision``; ``omega_conf_to_dataclass`` still reads them), of a
+    dataclass such a field is annotated with (``actor.qat`` is a ``QATConfig``), or lies below a mapping-typed
+    field."""
     import dataclasses
+    import typing
 
     from hydra.utils import get_class
+
+    from fsdpcfg.verlref.field_types import _kinds
 
     parts = key.split(".")
     for i in range(len(parts) - 1, 0, -1):
@@ -123,13 +134,25 @@ def _dataclass_field(key: str, base: dict[str, Any]) -> bool:
         if not isinstance(target, str):
             continue
         try:
-            fields = {f.name: f for f in dataclasses.fields(get_class(target))}
+            cls: Any = get_class(target)
         except Exception:
             return False
-        f = fields.get(parts[i])
-        if f is None:
-            return False
-        return i == len(parts) - 1 or "dict" in str(f.type).lower() or "Any" in str(f.type)
+        for j in range(i, len(parts)):
+            try:
+                hints = typing.get_type_hints(cls)
+            except Exception:
+                hints = {}
+            f = {f.name: f for f in dataclasses.fields(cls)}.get(parts[j])
+            if f is None:
+                return False
+            if j == len(parts) - 1:
+                return True
+            kinds, nested = _kinds(hints.get(f.name, f.type))
+            if nested is not None and dataclasses.is_dataclass(nested):
+                cls = nested
+                continue
+            return bool({"dict", "any"} & kinds)
+        return False
     return False
 
 
@@ -256,8 +279,6 @@ def check_one(
     command: ``--config-path=config_dir --config-name=config_name OVERRIDES`` as verl's ``@hydra.main`` composes
     it (``composition``: the verl config whose keys it is measured against)."""
     from omegaconf import OmegaConf
-    from verl.utils.config import omega_conf_to_dataclass, validate_config
-    from verl.utils.device import auto_set_device
 
     config = composition or CONFIGS[kind]
     res: dict[str, Any] = {
@@ -322,15 +343,32 @@ def check_one(
         )
         res["seconds"] = round(time.perf_counter() - t0, 3)
         return res
+    stage, error, notices = verl_checks(cfg, kind)
+    res["notices"] += notices
+    if stage is not None:
+        res.update(accepted=False, stage=stage, error=error)
+    res["seconds"] = round(time.perf_counter() - t0, 3)
+    return res
+
+
+def verl_checks(cfg: Any, kind: str) -> tuple[str | None, str | None, list[str]]:
+    """Run verl's checks after its compose on the composed ``cfg`` (steps 2-4 of the module doc; ``cfg`` is
+    changed as verl changes it: ``auto_set_device``). Returns ``(stage, error, notices)``: the stage verl
+    stopped at and its error (both None when verl accepts), and what it printed or changed on the way."""
+    from omegaconf import OmegaConf
+    from verl.utils.config import omega_conf_to_dataclass, validate_config
+    from verl.utils.device import auto_set_device
+
+    notices: list[str] = []
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         try:
             before = cfg.trainer.device
             auto_set_device(cfg)
             if cfg.trainer.device != before:
-                res["notices"].append(f"auto_set_device: trainer.device {before} -> {cfg.trainer.device}")
+                notices.append(f"auto_set_device: trainer.device {before} -> {cfg.trainer.device}")
         except Exception as e:
-            return fail("auto_set_device", e)
+            return "auto_set_device", _err(e), notices
         if kind == "ppo":
             from verl.trainer.ppo.utils import need_critic, need_reference_policy
 
@@ -343,10 +381,10 @@ def check_one(
                 notice = _install_lora_rank_fallback()
                 lora = cfg.actor_rollout_ref.model.get("lora_rank", 0) or 0
                 if notice and lora > 0 and cfg.actor_rollout_ref.rollout.name == "vllm":
-                    res["notices"].append(notice)
+                    notices.append(notice)
                 validate_config(cfg, use_reference_policy=use_ref, use_critic=use_critic)
             except Exception as e:
-                return fail("validate_config", e)
+                return "validate_config", _err(e), notices
             sections = [
                 "actor_rollout_ref.actor",
                 "actor_rollout_ref.rollout",
@@ -363,7 +401,7 @@ def check_one(
             resolved = copy.deepcopy(cfg)
             OmegaConf.resolve(resolved)
         except Exception as e:
-            return fail("resolve", e)
+            return "resolve", _err(e), notices
         for sec in sections:
             try:
                 node = OmegaConf.select(resolved, sec)
@@ -371,10 +409,9 @@ def check_one(
                     node = _ref_as_worker_sees_it(resolved)
                 omega_conf_to_dataclass(node)
             except Exception as e:
-                return fail(f"dataclass:{sec}", e)
-    res["notices"] += [line for line in out.getvalue().splitlines() if line.startswith(("WARNING", "NOTICE"))]
-    res["seconds"] = round(time.perf_counter() - t0, 3)
-    return res
+                return f"dataclass:{sec}", _err(e), notices
+    notices += [line for line in out.getvalue().splitlines() if line.startswith(("WARNING", "NOTICE"))]
+    return None, None, notices
 
 
 def main(argv: list[str]) -> int:
