@@ -51,6 +51,7 @@ ALLOWED = {
     "check/to_verl.py:_drop_verl_defaults": "a tree filter keyed by each node's provenance",
     "schema/sft.py:walk": "walks pydantic models' fields (schema defaults), not a dict",
     "schema/validate.py:walk": "the validator's one pass over the tree (classifies every key as it goes)",
+    "verlref/field_types.py:visit": "walks verl's tree beside its config dataclasses (each node's class and hints)",
 }
 
 
