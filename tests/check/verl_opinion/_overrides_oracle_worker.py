@@ -47,8 +47,10 @@ import typing
 from pathlib import Path
 from typing import Any
 
-#: verl's example settings that make its defaults pass validate_config on one GPU (the sets come after them).
-BASE = [
+from fsdpcfg.check.runscript.translate import hydra_value as hydra_text  # one writer of override values
+
+#: verl's example settings that make its defaults pass validate_config on one GPU (the verl-opinion tests share them).
+VALID_ONE_GPU = [
     "algorithm.adv_estimator=grpo",
     "actor_rollout_ref.rollout.name=vllm",
     "trainer.n_gpus_per_node=1",
@@ -58,8 +60,9 @@ BASE = [
     "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2",
     "critic.ppo_micro_batch_size_per_gpu=2",
-    "actor_rollout_ref.model.path=/models/Qwen2.5-0.5B-Instruct",
 ]
+#: what every drawn set comes after: those settings and a model path.
+BASE = [*VALID_ONE_GPU, "actor_rollout_ref.model.path=/models/Qwen2.5-0.5B-Instruct"]
 #: what an override of each kind is: the draw picks a kind, then a key and a value of that kind.
 KINDS = {
     "leaf_default": "a leaf of verl's YAML set to its own default",
@@ -114,23 +117,6 @@ def compose(overrides: list[str], config_name: str = "ppo_trainer") -> Any:
     from hydra import compose as hydra_compose
 
     return hydra_compose(config_name=config_name, overrides=list(overrides))
-
-
-def hydra_text(v: Any) -> str:
-    """A plain value written as a Hydra override value."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    if isinstance(v, list):
-        return "[" + ",".join(hydra_text(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ",".join(f"{k}:{hydra_text(x)}" for k, x in v.items()) + "}"
-    return str(v)
 
 
 # -- 1. the key tree -----------------------------------------------------------------------------------------

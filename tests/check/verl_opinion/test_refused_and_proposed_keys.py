@@ -12,6 +12,7 @@ import importlib.util
 
 import pytest
 import yaml
+from _overrides_oracle_worker import VALID_ONE_GPU
 
 from fsdpcfg.check import check_overrides, compose_for_check
 from fsdpcfg.check.verl_opinion import verl_opinions_of_exports
@@ -26,17 +27,7 @@ pytestmark = [
 
 #: what verl's own example scripts set so that validate_config passes on one GPU (the overrides under test are added;
 #: the model path is the tiny offline model's, added by the fixture)
-BASE = [
-    "algorithm.adv_estimator=grpo",
-    "actor_rollout_ref.rollout.name=vllm",
-    "trainer.n_gpus_per_node=1",
-    "data.train_batch_size=8",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=8",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2",
-    "critic.ppo_micro_batch_size_per_gpu=2",
-]
+BASE = VALID_ONE_GPU
 REFUSED = ["trainer.nnode=2", "~trainer.nope", "+actor_rollout_ref.actor.ppo_epochs=2", "actor_rollout_ref.rolout.n=4"]
 #: misspelled keys with values, as public verl scripts write them
 MISSPELLED = {

@@ -111,19 +111,11 @@ SECTIONS = {
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("verl") is None, reason="verl 0.9.1 is not installed")
 def test_verl_fails_on_a_section_set_to_a_scalar_or_list_and_check_reports_each(tmp_path):
+    from _overrides_oracle_worker import VALID_ONE_GPU as base
+
     from fsdpcfg.check import check_overrides
     from fsdpcfg.check.verl_opinion import run_worker
 
-    base = [
-        "algorithm.adv_estimator=grpo",
-        "actor_rollout_ref.rollout.name=vllm",
-        "trainer.n_gpus_per_node=1",
-        "data.train_batch_size=8",
-        "actor_rollout_ref.actor.ppo_mini_batch_size=8",
-        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
-        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
-        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2",
-    ]
     jobs = [
         {"kind": "ppo", "config_dir": "config", "config_name": "ppo_trainer", "overrides": [*base, o]} for o in SECTIONS
     ]
