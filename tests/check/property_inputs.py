@@ -240,6 +240,7 @@ class _OneCompose:
         import fsdpcfg.check
 
         self.shared = True
+        self._keeping = False
         self._kept: dict[tuple[str, ...], object] = {}
         self._compose = fsdpcfg.check.compose_for_check
         fsdpcfg.check.compose_for_check = self  # type: ignore[assignment]
@@ -254,7 +255,7 @@ class _OneCompose:
         if not kwargs and key in self._kept:
             return self._kept.pop(key)
         out = self._compose(overrides, **kwargs)
-        if not kwargs and getattr(self, "_keeping", False):
+        if not kwargs and self._keeping:
             self._keeping = False
             self._kept[key] = out
         return out
