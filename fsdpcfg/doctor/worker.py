@@ -36,9 +36,9 @@ class _Log:
 def _finish(log: _Log, result) -> None:
     log.write({"event": "result", **result.to_json()})
     if result.status == "FAIL":
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(EXIT_STAGE_FAILED)
+        from fsdpcfg.train.entry import exit_rank
+
+        exit_rank(EXIT_STAGE_FAILED)
 
 
 def main(spec_path: str) -> int:
@@ -76,4 +76,6 @@ def main(spec_path: str) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1]))
+    from fsdpcfg.train.entry import exit_rank
+
+    exit_rank(main(sys.argv[1]))

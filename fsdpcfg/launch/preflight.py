@@ -141,9 +141,25 @@ def preflight(
     from fsdpcfg.runinfo.ckpt_identity import check_resume_identity
 
     typed = kind.load("parse")(cfg)
-    check_resume_identity(typed, check_resume_layout(typed.trainer), echo=echo)
+    folder = check_resume_layout(typed.trainer)
+    check_resume_identity(typed, folder, echo=echo)
+    if dry_run:
+        echo(_resume_note(folder, typed.trainer.default_local_dir))
     if not dry_run:
         ensure_assets(cfg, echo)
         require_model(cfg)
         require_data(cfg)
     return cfg
+
+
+def _resume_note(folder: Path | None, root: str) -> str:
+    """What a dry run says about resuming: the checkpoint and its step, or step 0 (and a damaged Hugging Face
+    export the run would write again)."""
+    from fsdpcfg.native.ckpt_layout import export_damage, read_manifest
+
+    if folder is None:
+        return f"dry run: the run would start at step 0 (no checkpoint to resume in {root})"
+    note = f"dry run: the run would resume {folder} (step {(read_manifest(folder) or {}).get('step')})"
+    if export_damage(folder):
+        note += "; its Hugging Face export is damaged and would be written again from the trainer state"
+    return note

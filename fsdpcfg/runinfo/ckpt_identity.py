@@ -230,8 +230,7 @@ def check_resume_identity(cfg: AnyRunConfig, folder: Path | None, echo: Any = pr
         return
     fix = (
         "give this run folders of its own: another trainer.experiment_name (or trainer.default_local_dir), "
-        f"or trainer.resume_mode=disable to start over from {model.path} (the checkpoints in "
-        f"{folder.parent} are then overwritten)"
+        f"or move the checkpoints in {folder.parent} away to start over from {model.path}"
     )
     if not shapes:
         fix += (

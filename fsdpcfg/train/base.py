@@ -91,7 +91,8 @@ class TrainerBase:
                 key="trainer.n_gpus_per_node",
                 fix="launch with python -m fsdpcfg",
             )
-        self.resume_from = ckpt.find_resume_folder(self.cfg.trainer)
+        # read back against its manifest before torchrun started (fsdpcfg.launch.preflight, or rank 0's preflight)
+        self.resume_from = ckpt.find_resume_folder(self.cfg.trainer, verify=False)
         # what the checkpoints record they were trained from (compared by the launcher before a resume)
         self.trained_from = identity(self.cfg) if self.rank == 0 else None
         self.start_step = 0
@@ -104,6 +105,25 @@ class TrainerBase:
             state = ckpt.load_checkpoint(self.resume_from, model, self.optimizer, self.scheduler)
             self.sampler.load_state_dict(state["sampler"])
             self.start_step = int(state["step"])
+            self._rewrite_damaged_export()
+
+    def _rewrite_damaged_export(self) -> None:
+        """When the Hugging Face export of the resumed checkpoint does not match its manifest (the trainer state
+        does: the launcher checked it), write the checkpoint of the resumed step again from the loaded state
+        (collective; rank 0 reads the files and tells the others)."""
+        from fsdpcfg.native.ckpt_layout import export_damage
+
+        found = [export_damage(self.resume_from) if self.rank == 0 and self.resume_from is not None else []]
+        dist.broadcast_object_list(found, src=0)
+        if found[0]:
+            if self.rank == 0:
+                listed = "; ".join(f"{f}: {why}" for f, why in found[0][:5])
+                print(
+                    f"fsdpcfg: the Hugging Face export of {self.resume_from} is damaged ({listed}); "
+                    f"writing global_step_{self.start_step} again from its trainer state",
+                    flush=True,
+                )
+            self.save(self.start_step)
 
     def step(self, step: int) -> dict[str, float]:
         """Run training step ``step`` (1-based) on every rank; return its metrics (the same on every rank)."""

@@ -15,7 +15,8 @@ A checkpoint folder holds, side by side:
 
 Every rank writes into ``global_step_N.tmp``; rank 0 fsyncs, writes ``MANIFEST.json`` last and renames the
 folder; then ``latest_checkpointed_iteration.txt`` (as verl names it) is replaced atomically. A folder without a
-manifest is never resumed from.
+manifest is never resumed from. The manifest records each file's size and CRC-32, read back before a resume
+(:func:`fsdpcfg.native.ckpt_layout.damage`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from fsdpcfg.native.ckpt_layout import (  # noqa: F401
     MANIFEST,
     STATE_DIR,
     complete_checkpoints,
+    describe_files,
     find_resume_folder,
     is_complete,
     prunable,
@@ -179,16 +181,16 @@ def save_checkpoint(
     if rank != 0:
         dist.barrier()
         return None
-    files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
     with writing(tmp / MANIFEST, ROOT_KEY):
+        entries = describe_files(tmp)  # every file with its size and CRC-32
+        files = entries["files"]
         for f in files:
             fsync_file(tmp / f)
         _test_pause_in_save(step)
         manifest = {
             "step": step,
             "world_size": dist.get_world_size(),
-            "files": files,
-            "sizes": {f: (tmp / f).stat().st_size for f in files},
+            **entries,
             "time": time.time(),
             "state_format": "torch.distributed.checkpoint",
         }

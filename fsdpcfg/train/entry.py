@@ -19,6 +19,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 
 def _report(e: Exception, print_here: bool) -> int:
@@ -59,7 +60,7 @@ def _rank0_preflight(config_path: str) -> None:
     run started directly with torchrun is checked here)."""
     import yaml
 
-    from fsdpcfg.native.ckpt_layout import find_resume_folder
+    from fsdpcfg.native.ckpt_layout import check_resume_layout
     from fsdpcfg.runinfo.ckpt_identity import check_resume_identity
     from fsdpcfg.runinfo.lock import hold_for_rank
     from fsdpcfg.schema import parse_config
@@ -69,7 +70,7 @@ def _rank0_preflight(config_path: str) -> None:
     if not os.environ.get("FSDPCFG_ERROR_FILE"):  # under the launcher this was checked before torchrun
         check_config_file(config_path)  # every finding at once, before the schema's first error alone
         cfg = parse_config(resolved)
-        check_resume_identity(cfg, find_resume_folder(cfg.trainer), echo=lambda m: print(m, flush=True))
+        check_resume_identity(cfg, check_resume_layout(cfg.trainer), echo=lambda m: print(m, flush=True))
 
 
 def check_config_file(config_path: str) -> None:
@@ -132,6 +133,25 @@ def run_rank(module: str, argv: list[str], prog: str) -> int:
         if err and Path(err).is_file():  # a peer reported its error and left: this collective failed for it
             return 0
         raise
+
+
+def exit_rank(code: int) -> NoReturn:
+    """End this rank's process with ``code`` once its work is done: flush ``sys.stdout``/``sys.stderr`` and the
+    ``logging`` handlers, then leave through ``os._exit``, skipping the interpreter's finalization and C++ static
+    destructors. By then the process group is closed (:func:`close_process_group`) and every file the rank writes
+    is closed by its own writer (checkpoints, metrics, trackers). A rank of a run that had finished was seen to
+    abort in that teardown on a loaded CI machine ("terminate called without an active exception", SIGABRT after
+    the last step's metrics): torchrun then killed its peer and failed the run. torch's own atexit clean-up of
+    process groups was tried and abandoned upstream (pytorch/pytorch#179291), so the rank does not rely on it.
+    """
+    import logging
+
+    with contextlib.suppress(Exception):
+        logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def close_process_group(clean: bool) -> None:

@@ -1,35 +1,158 @@
-"""Which checkpoint folder counts as complete (torch-free, fsdpcfg/native/ckpt_layout.py)."""
+"""Which checkpoint folder counts as complete, which one a run resumes from, and what a damaged one stops
+(torch-free, fsdpcfg/native/ckpt_layout.py; issue 22 item 2). The folders are written as
+:func:`fsdpcfg.train.checkpoint.save_checkpoint` lays them out, the manifest from :func:`describe_files`."""
 
 from __future__ import annotations
 
 import json
 
-from fsdpcfg.native.ckpt_layout import complete_checkpoints, find_resume_folder, is_complete
+import pytest
+
+from fsdpcfg.errors import ConfigError
+from fsdpcfg.native.ckpt_layout import (
+    DamagedCheckpoint,
+    check_resume_layout,
+    complete_checkpoints,
+    damage,
+    describe_files,
+    export_damage,
+    find_resume_folder,
+    is_complete,
+)
 from fsdpcfg.schema.trainer import TrainerSection
 
+STATE = {
+    "trainer_state/trainer.pt": b"t" * 64,
+    "trainer_state/dcp/.metadata": b"m" * 32,
+    "trainer_state/dcp/__0_0.distcp": bytes(range(256)) * 4,
+    "trainer_state/dcp/__1_0.distcp": bytes(range(255, -1, -1)) * 4,
+}
+EXPORT = {"config.json": b"{}", "model.safetensors": b"w" * 512}
 
-def _ckpt(root, step, files=("model.safetensors",), manifest=True, world=2):
+
+def _ckpt(root, step, manifest=True):
     d = root / f"global_step_{step}"
-    d.mkdir(parents=True)
-    for f in files:
-        (d / f).write_bytes(b"x" * 10)
+    for name, data in {**STATE, **EXPORT}.items():
+        (d / name).parent.mkdir(parents=True, exist_ok=True)
+        (d / name).write_bytes(data)
     if manifest:
-        (d / "MANIFEST.json").write_text(
-            json.dumps({"step": step, "world_size": world, "files": list(files), "sizes": {f: 10 for f in files}})
-        )
+        (d / "MANIFEST.json").write_text(json.dumps({"step": step, "world_size": 2, **describe_files(d)}))
     return d
 
 
-def test_manifest_and_listed_files_make_a_checkpoint_complete(tmp_path):
+def _auto(root):
+    return TrainerSection(resume_mode="auto", default_local_dir=str(root))
+
+
+def _truncate(p):
+    p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+
+
+def _flip(p):  # same size, one byte changed
+    data = bytearray(p.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    p.write_bytes(bytes(data))
+
+
+def test_the_manifest_records_every_file_with_size_and_crc32(tmp_path):
+    d = _ckpt(tmp_path, 3)
+    manifest = json.loads((d / "MANIFEST.json").read_text())
+    assert manifest["files"] == sorted({**STATE, **EXPORT})
+    assert manifest["sizes"]["trainer_state/dcp/__0_0.distcp"] == 1024
+    assert manifest["checksum"] == "crc32"
+    import zlib
+
+    assert manifest["checksums"]["model.safetensors"] == f"{zlib.crc32(b'w' * 512):08x}"
+    assert damage(d) == [] and is_complete(d)
+
+
+@pytest.mark.parametrize(
+    ("hurt", "file", "why"),
+    [
+        (lambda d: _truncate(d / "trainer_state/dcp/__1_0.distcp"), "trainer_state/dcp/__1_0.distcp", "512 bytes"),
+        (lambda d: _flip(d / "trainer_state/dcp/__0_0.distcp"), "trainer_state/dcp/__0_0.distcp", "contents changed"),
+        (lambda d: (d / "trainer_state/dcp/.metadata").unlink(), "trainer_state/dcp/.metadata", "missing"),
+        (lambda d: _truncate(d / "trainer_state/trainer.pt"), "trainer_state/trainer.pt", "32 bytes"),
+        (lambda d: _truncate(d / "MANIFEST.json"), "MANIFEST.json", "unreadable"),
+        (lambda d: (d / "MANIFEST.json").unlink(), "MANIFEST.json", "missing"),
+    ],
+    ids=["truncated-shard", "flipped-shard", "no-metadata", "short-trainer-pt", "short-manifest", "no-manifest"],
+)
+def test_damaged_trainer_state_of_the_newest_stops_the_run_naming_the_file(tmp_path, hurt, file, why):
+    older = _ckpt(tmp_path, 1)
+    newest = _ckpt(tmp_path, 2)
+    hurt(newest)
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("2\n")
+    with pytest.raises(DamagedCheckpoint) as e:
+        find_resume_folder(_auto(tmp_path))
+    msg = str(e.value)
+    assert f"{newest}, is damaged: {file}: " in msg and why in msg
+    assert e.value.key == "trainer.resume_mode"
+    # no silent fall back to the older one: it is named as the fix
+    assert f"trainer.resume_mode=resume_path trainer.resume_from_path={older}" in e.value.fix
+    assert "move global_step_2" in e.value.fix
+    # resume_path on the damaged one is refused too; on the intact older one it is taken
+    cfg = TrainerSection(resume_mode="resume_path", default_local_dir=str(tmp_path), resume_from_path=str(newest))
+    if file != "MANIFEST.json":
+        with pytest.raises(DamagedCheckpoint):
+            find_resume_folder(cfg)
+    cfg = TrainerSection(resume_mode="resume_path", default_local_dir=str(tmp_path), resume_from_path=str(older))
+    assert find_resume_folder(cfg) == older
+
+
+def test_damaged_newest_without_an_intact_older_one_says_move_or_start_over(tmp_path):
+    newest = _ckpt(tmp_path, 4)
+    _flip(newest / "trainer_state/trainer.pt")
+    with pytest.raises(DamagedCheckpoint) as e:
+        check_resume_layout(_auto(tmp_path))
+    assert f"move {newest} out of {tmp_path}" in e.value.fix and "trainer.default_local_dir" in e.value.fix
+
+
+@pytest.mark.parametrize("hurt", [_truncate, _flip, lambda p: p.unlink()], ids=["truncated", "flipped", "missing"])
+def test_a_damaged_export_with_intact_state_is_resumed_and_named(tmp_path, hurt):
+    d = _ckpt(tmp_path, 2)
+    hurt(d / "model.safetensors")
+    assert find_resume_folder(_auto(tmp_path)) == d
+    assert check_resume_layout(_auto(tmp_path)) == d
+    assert [f for f, _ in export_damage(d)] == ["model.safetensors"]
+    assert not is_complete(d) or hurt is _flip  # sizes catch the first two kinds cheaply; the checksum the third
+
+
+def test_a_manifest_without_checksums_is_held_to_sizes(tmp_path):
+    d = _ckpt(tmp_path, 1)
+    manifest = json.loads((d / "MANIFEST.json").read_text())
+    del manifest["checksum"], manifest["checksums"]
+    (d / "MANIFEST.json").write_text(json.dumps(manifest))
+    _flip(d / "trainer_state/trainer.pt")
+    assert damage(d) == []  # a manifest of an older fsdpcfg: sizes only
+    _truncate(d / "trainer_state/trainer.pt")
+    assert [f for f, _ in damage(d)] == ["trainer_state/trainer.pt"]
+
+
+def test_the_run_never_starts_below_an_existing_step_folder(tmp_path):
+    one, two = _ckpt(tmp_path, 1), _ckpt(tmp_path, 2)
+    # disable: it would start at step 0 and save global_step_1 and _2 over these
+    disable = TrainerSection(resume_mode="disable", default_local_dir=str(tmp_path))
+    assert find_resume_folder(disable) is None
+    with pytest.raises(ConfigError) as e:
+        check_resume_layout(disable)
+    assert "starts at step 0" in str(e.value) and "global_step_1, global_step_2" in str(e.value)
+    assert e.value.key == "trainer.default_local_dir" and "trainer.experiment_name" in e.value.fix
+    # resume_path below the newest: its step-2 save would replace global_step_2
+    older = TrainerSection(resume_mode="resume_path", default_local_dir=str(tmp_path), resume_from_path=str(one))
+    with pytest.raises(ConfigError) as e:
+        check_resume_layout(older)
+    assert f"resumes step 1 of {one}" in str(e.value) and "holds global_step_2: " in str(e.value)
+    # the newest, or an empty folder, starts
+    assert check_resume_layout(_auto(tmp_path)) == two
+    assert check_resume_layout(TrainerSection(resume_mode="disable", default_local_dir=str(tmp_path / "new"))) is None
+
+
+def test_tmp_old_and_linked_folders_are_not_step_folders(tmp_path):
     one = _ckpt(tmp_path, 1)
-    two = _ckpt(tmp_path, 2, manifest=False)  # killed before the manifest
-    three = _ckpt(tmp_path, 3)
-    (three / "model.safetensors").unlink()  # a pruning killed half-way
-    four = _ckpt(tmp_path, 4)
-    (four / "model.safetensors").write_bytes(b"x")  # truncated
-    (tmp_path / "global_step_5.tmp").mkdir()
-    assert is_complete(one) and not is_complete(two) and not is_complete(three) and not is_complete(four)
+    (tmp_path / "global_step_5.tmp").mkdir()  # a save killed half-way
+    (tmp_path / "global_step_6.deleting").mkdir()  # a pruning killed half-way
+    (tmp_path / "global_step_7").symlink_to(one)
     assert complete_checkpoints(tmp_path) == [one]
-    (tmp_path / "latest_checkpointed_iteration.txt").write_text("3\n")  # names an incomplete one
-    assert find_resume_folder(TrainerSection(resume_mode="auto", default_local_dir=str(tmp_path))) == one
-    assert find_resume_folder(TrainerSection(resume_mode="disable", default_local_dir=str(tmp_path))) is None
+    assert find_resume_folder(_auto(tmp_path)) == one
+    assert check_resume_layout(_auto(tmp_path)) == one

@@ -135,13 +135,22 @@ def test_a_checkpoint_of_the_old_layout_is_refused_before_start_another_world_si
     proc = subprocess.run(base, cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert f"{ck} has no trainer_state/dcp/.metadata" in proc.stderr and "trainer.resume_mode" in proc.stderr
-    assert "trainer.resume_mode=disable" in proc.stderr and f"model.path={ck}" in proc.stderr
+    assert "trainer.default_local_dir" in proc.stderr and f"model.path={ck}" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "run").exists()  # refused before the run folder or torchrun
     ok = subprocess.run(
+        [*base, f"trainer.default_local_dir={tmp_path / 'new'}", "--dry-run"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ok.returncode == 0, ok.stderr  # the fix it names passes: a folder of the run's own
+    # its own folder with resume_mode=disable: the run would write over global_step_3, refused
+    again = subprocess.run(
         [*base, "trainer.resume_mode=disable", "--dry-run"], cwd=REPO, capture_output=True, text=True, timeout=60
     )
-    assert ok.returncode == 0, ok.stderr
+    assert again.returncode == 1 and "already holds global_step_3" in again.stderr
     from fsdpcfg.native.ckpt_layout import check_resume_layout
 
     (ck / "trainer_state" / "dcp").mkdir()

@@ -74,7 +74,7 @@ def test_same_architecture_other_model_is_refused_at_resume(tmp_path, tiny_model
     assert "weights: sha256" in err  # same files and sizes, other contents
     for fix in (
         "trainer.experiment_name",
-        "trainer.resume_mode=disable",
+        f"move the checkpoints in {folder.parent} away",
         f"trainer.resume_mode=resume_path trainer.resume_from_path={folder}",
     ):
         assert fix in err
@@ -88,8 +88,10 @@ def test_same_architecture_other_model_is_refused_at_resume(tmp_path, tiny_model
         f"note: resuming {folder} (trained from {qwen}) with actor_rollout_ref.model.path={arith}"
         in capsys.readouterr().out
     )
-    # disable: nothing is resumed, nothing compared
-    assert main(_run(tmp_path, arith, "trainer.resume_mode=disable")) == 0 and len(no_torchrun) == 3
+    # disable beside that checkpoint: nothing is resumed, and the run's saves would write over it: refused
+    capsys.readouterr()
+    assert main(_run(tmp_path, arith, "trainer.resume_mode=disable")) == 1 and len(no_torchrun) == 2
+    assert f"already holds {folder.name}" in capsys.readouterr().err
 
 
 def test_weights_replaced_at_the_same_path_are_refused(tmp_path, tiny_model, capsys, no_torchrun):

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -89,10 +90,26 @@ def test_qwen_grpo_two_steps_then_resume(tiny_model_path, tmp_path):
         (a - b).abs().max() > 0 for a, b in zip(model.state_dict().values(), base.state_dict().values(), strict=True)
     )
     assert changed, "two GRPO steps left every weight unchanged"
-    # resume: one more step continues from global_step_2 (sampler, optimizer, scheduler restored)
+    # the Hugging Face export of global_step_2 is cut short; its trainer state is intact
+    from fsdpcfg.native.ckpt_layout import damage
+
+    weights = step2 / "model.safetensors"
+    saved = {k: v.clone() for k, v in model.state_dict().items()}  # from_pretrained's tensors map the file itself
+    del model
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    assert [f for f, _ in damage(step2)] == ["model.safetensors"]
+    dry = _run(common + ["trainer.total_training_steps=3", "--dry-run"])
+    assert f"would resume {step2} (step 2); its Hugging Face export is damaged" in dry.stdout + dry.stderr
+    # resume: one more step continues from global_step_2 (sampler, optimizer, scheduler restored) and writes
+    # global_step_2 again from its state first
     proc = _run(common + ["trainer.total_training_steps=3"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "resumed from" in proc.stdout + proc.stderr
+    assert "export of" in proc.stdout and "writing global_step_2 again" in proc.stdout
+    assert damage(step2) == [] and damage(ckpt_dir / "global_step_3") == []
+    again = AutoModelForCausalLM.from_pretrained(step2).state_dict()
+    differ = [k for k, v in saved.items() if not torch.equal(v, again[k])]
+    assert not differ, differ
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [0, 1, 2, 3]  # one row per step; the resumed run does not re-validate
     assert (ckpt_dir / "latest_checkpointed_iteration.txt").read_text().strip() == "3"

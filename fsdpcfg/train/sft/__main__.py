@@ -5,7 +5,7 @@ A :class:`fsdpcfg.errors.ConfigError` is reported without a traceback (see :mod:
 
 import sys
 
-from fsdpcfg.train.entry import run_rank
+from fsdpcfg.train.entry import exit_rank, run_rank
 
 if __name__ == "__main__":
-    raise SystemExit(run_rank("fsdpcfg.train.sft.trainer", sys.argv[1:], "python -m fsdpcfg.train.sft"))
+    exit_rank(run_rank("fsdpcfg.train.sft.trainer", sys.argv[1:], "python -m fsdpcfg.train.sft"))
