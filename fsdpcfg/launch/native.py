@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from fsdpcfg import paths, yamlio
 from fsdpcfg.errors import ConfigError
 from fsdpcfg.launch.torchrun import format_command, torchrun_command
+from fsdpcfg.native.rank_faults import stopped_ranks
 from fsdpcfg.plan import Plan
 
 if TYPE_CHECKING:
@@ -99,6 +100,10 @@ def launch_native(
         )
         if err.is_file():
             text = err.read_text().strip()
+            stopped = stopped_ranks(run_dir)
+            if stopped:  # where the ranks torchrun had to stop stood, before the fix line
+                message, arrow, fix = text.partition("\n  -> ")
+                text = f"{message}\nranks still running when the run was stopped: {'; '.join(stopped)}{arrow}{fix}"
             raise ConfigError(text)
     return rc
 

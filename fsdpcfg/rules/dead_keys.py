@@ -27,7 +27,8 @@ USER_KINDS = ("override", "file", "recipe")
 
 @lru_cache(maxsize=1)
 def dead_keys() -> dict[str, dict[str, Any]]:
-    """``{dotted key: {"instead": key or None, "proof": text}}`` from ``fsdpcfg/data/dead_keys.yaml``."""
+    """``{dotted key: {"instead": key or None, "proof": text, "native": what reads it natively (optional)}}`` from
+    ``fsdpcfg/data/dead_keys.yaml``."""
     import yaml
 
     data = yaml.safe_load((paths.data_dir() / "dead_keys.yaml").read_text(encoding="utf-8"))
@@ -60,8 +61,8 @@ def unread_verl_key(ctx: Context) -> Iterable[Finding]:
     """
     defaults = ctx.verl_defaults()
     for key, entry in dead_keys().items():
-        if not _user_set(ctx, key):
-            continue
+        if not _user_set(ctx, key) or (entry.get("native") and ctx.launcher == "native"):
+            continue  # (``native``: the native loop reads the key, so it is not dead there)
         value, instead = ctx.get(key), entry.get("instead")
         if value == defaults.get(key):
             continue

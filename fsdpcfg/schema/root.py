@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fsdpcfg.schema._base import F, Section, Sub
+from fsdpcfg.schema._base import MAX_SIZE, F, Section, Sub, V
 from fsdpcfg.schema.actor import ActorSection
 from fsdpcfg.schema.algorithm import AlgorithmSection
 from fsdpcfg.schema.critic import CriticSection
@@ -19,6 +19,14 @@ class ActorRolloutRef(Section):
     """Actor, rollout and reference share one model and (hybrid engine) one set of ranks."""
 
     hybrid_engine: bool = F(True, description="actor and rollout share the same ranks (verl supports only true)")
+    nccl_timeout: int = F(
+        V("actor_rollout_ref.nccl_timeout"),
+        gt=0,
+        le=MAX_SIZE,
+        description="seconds a collective waits for the other ranks before the run stops naming the rank that "
+        "stopped answering (the native process group's timeout, as verl's FSDP workers used it; verl 0.9.1 no "
+        "longer reads it)",
+    )
     model: ModelSection = F(description="the Hugging Face model")
     actor: ActorSection = Sub(ActorSection, "the policy under training")
     ref: RefSection = Sub(RefSection, "the frozen reference policy")

@@ -6,7 +6,9 @@ rank. A trainer builds its models and implements :meth:`TrainerBase.step`; the r
 
 from __future__ import annotations
 
+import datetime
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -23,9 +25,10 @@ if TYPE_CHECKING:
     from fsdpcfg.runinfo.ckpt_identity import AnyRunConfig
 
 
-def init_distributed(device: str, backend: str) -> torch.device:
-    """Join the torchrun process group (``backend``: gloo or nccl); return this rank's device (``cpu`` or
-    ``cuda:<LOCAL_RANK>``, set as the current CUDA device before the group starts)."""
+def init_distributed(device: str, backend: str, timeout_s: int | None = None) -> torch.device:
+    """Join the torchrun process group (``backend``: gloo or nccl; every collective waits at most ``timeout_s``
+    seconds, torch's default when ``None``); return this rank's device (``cpu`` or ``cuda:<LOCAL_RANK>``, set as
+    the current CUDA device before the group starts)."""
     if device == "cuda":
         local = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local)
@@ -33,7 +36,8 @@ def init_distributed(device: str, backend: str) -> torch.device:
     else:
         dev = torch.device("cpu")
     if not dist.is_initialized():
-        dist.init_process_group(backend=backend)
+        timeout = None if timeout_s is None else datetime.timedelta(seconds=timeout_s)
+        dist.init_process_group(backend=backend, timeout=timeout)
     return dev
 
 
@@ -83,7 +87,9 @@ class TrainerBase:
             ConfigError: torchrun started another number of ranks than the plan (only a launch by hand can).
         """
         self.plan = plan
-        self.device = init_distributed(plan.device, plan.backend)
+        from fsdpcfg.train.entry import collective_timeout
+
+        self.device = init_distributed(plan.device, plan.backend, collective_timeout(self.cfg.model_dump()))
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         if self.world != plan.world_size:
             raise ConfigError(
@@ -199,6 +205,7 @@ class TrainerBase:
                 if before is not None:
                     logger.log(0, before, advance=False)
             for step in range(self.start_step + 1, self.total_steps + 1):
+                _test_hang(self.rank, step)
                 metrics = self.step(step)
                 self.after_step(step, metrics)
                 logger.log(step, metrics)
@@ -249,3 +256,13 @@ def train_rank(config_path: str, trainer_cls: type[TrainerBase], *, audit: bool 
         raise
     close_process_group(clean=True)
     return 0
+
+
+def _test_hang(rank: int, step: int) -> None:
+    """Test hook: ``$FSDPCFG_TEST_HANG="RANK:STEP"`` makes rank RANK stop answering at the start of step STEP (it
+    sleeps until it is stopped), as a rank stuck in a kernel or a deadlock does (tests/train/test_hung_rank.py)."""
+    spec = os.environ.get("FSDPCFG_TEST_HANG", "")
+    if spec and [int(x) for x in spec.split(":")] == [rank, step]:
+        print(f"fsdpcfg: test hook: rank {rank} stops answering at step {step}", flush=True)
+        while True:
+            time.sleep(60)

@@ -21,6 +21,55 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
+from fsdpcfg.native.rank_faults import STACK_FILE, TIMEOUT_KEY, collective_timeout
+
+
+def _is_timeout(e: BaseException) -> bool:
+    """True for a collective that gave up waiting: gloo's "Timed out waiting Nms for recv operation", NCCL's
+    watchdog "collective operation timeout"."""
+    text = str(e)
+    return "Timed out waiting" in text or "operation timeout" in text or "Watchdog caught collective" in text
+
+
+def _timeout_error(config_path: str, rank: int, e: BaseException):
+    """The message of a collective that timed out on this rank (a ``ConfigError`` naming :data:`TIMEOUT_KEY`)."""
+    import yaml
+
+    from fsdpcfg.errors import ConfigError
+
+    resolved = yaml.safe_load(Path(config_path).read_text()) or {}
+    seconds = collective_timeout(resolved)
+    run_dir = resolved["fsdpcfg"]["run_dir"]  # a rank runs a resolved config, which has every key
+    return ConfigError(
+        f"rank {rank} waited {seconds} s for the other ranks in a collective ({TIMEOUT_KEY}={seconds}) and gave up: "
+        f"another rank stopped answering, or is slower than that ({str(e).strip().splitlines()[0][:200]})",
+        key=TIMEOUT_KEY,
+        fix=f"see where the ranks that were still running stood: {Path(run_dir) / STACK_FILE.format(rank='N')} "
+        f"(their stacks when the run was stopped); raise {TIMEOUT_KEY} if a step really takes that long",
+    )
+
+
+def _keep_stacks(config_path: str, rank: int) -> Path | None:
+    """Dump every thread's Python stack to ``<run_dir>/stack-rank<R>.log`` when this rank gets SIGTERM (torchrun
+    stops the remaining ranks so when one fails: a rank that hung shows where), then let SIGTERM end it as
+    before (:func:`faulthandler.register` with ``chain``). Returns the file (removed again by :func:`run_rank` on
+    any ending but SIGTERM), or ``None`` when it cannot be made."""
+    import faulthandler
+    import signal
+
+    import yaml
+
+    from fsdpcfg.paths import owned
+
+    try:
+        run_dir = yaml.safe_load(Path(config_path).read_text())["fsdpcfg"]["run_dir"]
+        path = owned(run_dir, STACK_FILE.format(rank=rank), key="fsdpcfg.run_dir")
+        fh = open(path, "w")  # noqa: SIM115 -- held open for the handler until the process ends
+        faulthandler.register(signal.SIGTERM, file=fh, all_threads=True, chain=True)
+    except Exception:  # no run folder to write (a rank started by hand on a bad config): no stack, nothing else
+        return None
+    return path
+
 
 def _report(e: Exception, print_here: bool) -> int:
     """Record ``e`` as the run's error in ``$FSDPCFG_ERROR_FILE`` (the first rank to fail writes it), or print
@@ -118,6 +167,7 @@ def run_rank(module: str, argv: list[str], prog: str) -> int:
     filter_streams()  # this rank's own output holds no secret either (fsdpcfg.redact)
     _register_secrets(argv[0])
     rank = int(os.environ.get("RANK", "0"))
+    stacks = _keep_stacks(argv[0], rank)
     try:
         if rank == 0:
             _rank0_preflight(argv[0])
@@ -128,11 +178,19 @@ def run_rank(module: str, argv: list[str], prog: str) -> int:
         return _report(e, print_here=True)
     except ConfigError as e:  # a config mistake every rank finds alike: rank 0 says it
         return _report(e, print_here=rank == 0)
-    except RuntimeError:
+    except RuntimeError as e:
+        if _is_timeout(e):  # a peer stopped answering: say so, and fail so that torchrun stops the others
+            _log_detail(argv[0], rank)
+            _report(_timeout_error(argv[0], rank, e), print_here=True)
+            return 1
         err = os.environ.get("FSDPCFG_ERROR_FILE")
         if err and Path(err).is_file():  # a peer reported its error and left: this collective failed for it
             return 0
         raise
+    finally:
+        if stacks is not None:  # this rank ended by itself: it has no stack to show
+            with contextlib.suppress(OSError):
+                stacks.unlink()
 
 
 def exit_rank(code: int) -> NoReturn:

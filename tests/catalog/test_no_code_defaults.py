@@ -15,6 +15,7 @@ NOT_CONFIG = {
     "estimate/memory.py:c.get('rollout replica', 0)": "the estimate's own component table",
     "estimate/param_count.py:c.get('tie_word_embeddings', config.get('tie_word_embeddings'))": "a model's config.json",
     "train/checkpoint.py:os.environ.get('FSDPCFG_TEST_SAVE_PAUSE', '')": "a test hook, an environment variable",
+    "train/base.py:os.environ.get('FSDPCFG_TEST_HANG', '')": "a test hook, an environment variable",
     "native/ckpt_layout.py:manifest.get('files', [])": "a checkpoint manifest",
     "train/entry.py:os.environ.get('RANK', '0')": "torchrun's environment",
     "train/base.py:os.environ.get('LOCAL_RANK', '0')": "torchrun's environment",

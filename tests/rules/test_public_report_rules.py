@@ -277,6 +277,13 @@ def test_fc721_dead_key_names_what_is_read():
     assert len(f) == 1 and f[0].severity == "warning" and "nothing takes its place" in f[0].message
 
 
+def test_fc721_nccl_timeout_is_dead_in_verl_but_read_natively():
+    # verl 0.9.1's workers pass timeout_second=None; the native process group takes it (fsdpcfg.native.rank_faults)
+    f = warnings(run(dead_keys.unread_verl_key, *GPU, f"{A}.nccl_timeout=1200"))
+    assert [x.keys for x in f] == [[f"{A}.nccl_timeout"]] and "nothing takes its place" in f[0].message
+    assert not run(dead_keys.unread_verl_key, f"{A}.nccl_timeout=1200")  # launcher=native
+
+
 def test_fc721_silent_on_defaults_of_fsdpcfgs_tree_and_on_verls_default():
     # conf/config.yaml itself writes actor.grad_clip: 1.0 (the schema's key): not the user's
     assert not run(dead_keys.unread_verl_key)
