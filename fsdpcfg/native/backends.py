@@ -114,6 +114,8 @@ class Engine:
         fsdp: an FSDP engine (the ``fsdp_config`` section and the FSDP rules apply; ``world = dp x ulysses``).
         native: the native trainers shard with it (:func:`fsdpcfg.train.engine.fsdp.shard_model`); others run
             under launcher=verl only.
+        fsdp_config: verl configures it with ``FSDPEngineConfig`` (the role's ``fsdp_config`` section), whose
+            ``__post_init__`` accepts its name as ``strategy`` (verl/workers/config/engine.py).
         source: verl's implementation it follows.
     """
 
@@ -121,6 +123,7 @@ class Engine:
     title: str
     fsdp: bool
     native: bool = False
+    fsdp_config: bool = False
     source: str = ""
 
 
@@ -147,13 +150,15 @@ for _name, _title in (("vllm", "vLLM"), ("sglang", "SGLang"), ("trtllm", "Tensor
     )
 
 ENGINES: Registry[Engine] = Registry("engine")
-ENGINES.register(
-    Engine("fsdp", "FSDP1 (FullyShardedDataParallel)", fsdp=True, native=True, source="verl/workers/engine/fsdp")
-)
-ENGINES.register(Engine("fsdp2", "FSDP2 (fully_shard)", fsdp=True, native=True, source="verl/workers/engine/fsdp"))
+for _name, _title in (("fsdp", "FSDP1 (FullyShardedDataParallel)"), ("fsdp2", "FSDP2 (fully_shard)")):
+    ENGINES.register(Engine(_name, _title, fsdp=True, native=True, fsdp_config=True, source="verl/workers/engine/fsdp"))
 # the engines verl 0.9.1 registers with EngineRegistry.register (verl/workers/engine/*/transformer_impl.py);
-# fsdpcfg checks them with rule FC111 and the engine-independent rules, and runs them under launcher=verl
-for _name in ("fsdp_turbo", "megatron", "veomni", "torchtitan", "automodel"):
+# fsdpcfg checks them with rule FC111 and the engine-independent rules, and runs them under launcher=verl.
+# fsdp_turbo (verl/workers/engine/fsdp/fsdp_turbo_impl.py) keeps the FSDP engine's config, FSDPEngineConfig.
+ENGINES.register(
+    Engine("fsdp_turbo", "verl's fsdp_turbo engine", fsdp=False, fsdp_config=True, source="verl/workers/engine/fsdp")
+)
+for _name in ("megatron", "veomni", "torchtitan", "automodel"):
     ENGINES.register(Engine(_name, f"verl's {_name} engine", fsdp=False, source=f"verl/workers/engine/{_name}"))
 
 
@@ -170,6 +175,12 @@ def engine_rollouts() -> tuple[str, ...]:
 def fsdp_engines() -> tuple[str, ...]:
     """The FSDP engines (:attr:`Engine.fsdp`)."""
     return tuple(e.name for e in ENGINES if e.fsdp)
+
+
+def fsdp_config_engines() -> tuple[str, ...]:
+    """The engines verl configures with ``FSDPEngineConfig`` (:attr:`Engine.fsdp_config`): the values its
+    ``strategy`` accepts."""
+    return tuple(e.name for e in ENGINES if e.fsdp_config)
 
 
 def native_engines() -> tuple[str, ...]:

@@ -19,13 +19,17 @@ KLType = Literal[
 
 #: Training engines a role's ``strategy`` may name (``Strategy``: the backends registered with
 #: ``EngineRegistry.register`` in verl 0.9.1 ``verl/workers/engine/*/transformer_impl.py``) and those the native
-#: trainers run (``FSDPStrategy``), both the registrations of :data:`fsdpcfg.native.backends.ENGINES`. fsdpcfg
-#: checks fsdp/fsdp2 in depth (the rest get rule FC111 and the engine-independent rules).
+#: trainers run (``FSDPStrategy``), and the names verl's ``FSDPEngineConfig.strategy`` accepts (``FSDPEngineStrategy``:
+#: fsdp, fsdp2 and fsdp_turbo, the strategy of a role's ``fsdp_config`` section), all the registrations of
+#: :data:`fsdpcfg.native.backends.ENGINES`. fsdpcfg checks fsdp/fsdp2 in depth (the rest get rule FC111 and the
+#: engine-independent rules).
 if TYPE_CHECKING:
     FSDPStrategy = str
+    FSDPEngineStrategy = str
     Strategy = str
 else:
     FSDPStrategy = Literal[backends.native_engines()]
+    FSDPEngineStrategy = Literal[backends.fsdp_config_engines()]
     Strategy = Literal[backends.ENGINES.names()]
 
 # Upper bounds of numeric keys: values past them cannot work, so the schema refuses them (issue 14 item 7:

@@ -14,7 +14,7 @@ from fsdpcfg.schema._base import (
     MAX_SIZE,
     MAX_TOKENS,
     F,
-    FSDPStrategy,
+    FSDPEngineStrategy,
     KLType,
     Precision,
     Section,
@@ -85,8 +85,10 @@ def fsdp_dtypes(fsdp_config: Mapping[str, Any]) -> tuple[Any, Any, Any]:
 class FSDPConfig(Section):
     """FSDP/FSDP2 engine settings of one role (verl's ``FSDPEngineConfig``)."""
 
-    strategy: FSDPStrategy = F(
-        "fsdp", description="fsdp (FullyShardedDataParallel) or fsdp2 (fully_shard); follows the role's strategy"
+    strategy: FSDPEngineStrategy = F(
+        "fsdp",
+        description="fsdp (FullyShardedDataParallel), fsdp2 (fully_shard) or verl's fsdp_turbo; follows the role's "
+        "strategy",
     )
     wrap_policy: WrapPolicy = Sub(WrapPolicy, "auto-wrap policy")
     param_offload: bool = F(False, description="FSDP1: keep parameters on the CPU between uses")

@@ -29,6 +29,7 @@ def test_the_registered_backends_and_engines():
     assert backends.native_rollouts() == ("hf",) and backends.engine_rollouts() == ("vllm", "sglang", "trtllm")
     assert backends.ENGINES.names() == ("fsdp", "fsdp2", "fsdp_turbo", "megatron", "veomni", "torchtitan", "automodel")
     assert backends.fsdp_engines() == backends.native_engines() == ("fsdp", "fsdp2")
+    assert backends.fsdp_config_engines() == ("fsdp", "fsdp2", "fsdp_turbo")  # verl's FSDPEngineConfig.strategy
     with pytest.raises(ValueError, match="'vllm' has no native implementation"):
         backends.ROLLOUTS.get("vllm").load()  # type: ignore[union-attr]
     assert backends.ROLLOUTS.get(None) is None and backends.ROLLOUTS.get("nope") is None
@@ -38,12 +39,13 @@ def test_every_table_about_backends_and_engines_is_derived_from_the_registries()
     from fsdpcfg.cli.export import NATIVE_ONLY_ROLLOUTS
     from fsdpcfg.rules._common import ENGINE_ROLLOUTS, FSDP_STRATEGIES
     from fsdpcfg.runinfo.audit import ROLLOUT_BACKENDS
-    from fsdpcfg.schema._base import FSDPStrategy, Strategy
+    from fsdpcfg.schema._base import FSDPEngineStrategy, FSDPStrategy, Strategy
     from fsdpcfg.schema.rollout import BACKEND_LAUNCHERS, RolloutName
 
     assert typing.get_args(RolloutName) == ("hf", "vllm", "sglang", "trtllm")
     assert typing.get_args(Strategy) == backends.ENGINES.names()
     assert typing.get_args(FSDPStrategy) == ("fsdp", "fsdp2")
+    assert typing.get_args(FSDPEngineStrategy) == backends.fsdp_config_engines()
     assert BACKEND_LAUNCHERS == {"hf": ("native",), "vllm": ("verl",), "sglang": ("verl",), "trtllm": ("verl",)}
     assert NATIVE_ONLY_ROLLOUTS == ("hf",) and ENGINE_ROLLOUTS == ("vllm", "sglang", "trtllm")
     assert FSDP_STRATEGIES == ("fsdp", "fsdp2")

@@ -159,6 +159,20 @@ def test_other_engines_are_verls_compositions(engine):
     assert [f.rule for f in findings if f.severity != "info" or f.rule == "FC111"] == ["FC111"]
 
 
+def test_fsdp_turbo_keeps_verls_fsdp_config_and_is_not_a_bad_strategy():
+    # verl 0.9.1's FSDPEngineConfig takes strategy fsdp, fsdp2 or fsdp_turbo; the role's fsdp_config follows it
+    on_verl = ["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm"]
+    for strategy in ("actor_rollout_ref.actor.strategy", "actor_rollout_ref.actor.fsdp_config.strategy"):
+        findings = check([*on_verl, f"{strategy}=fsdp_turbo"])
+        assert not _errors(findings), [f"{f.rule} {f.message}" for f in _errors(findings)]
+    assert [f.rule for f in check([*on_verl, "actor_rollout_ref.actor.strategy=fsdp_turbo"]) if f.rule == "FC111"]
+    # a name FSDPEngineConfig refuses is still FC103, and the native launcher shards with fsdp/fsdp2 only
+    typo = _errors(check([*on_verl, "actor_rollout_ref.actor.fsdp_config.strategy=fsdp_turb0"]))
+    assert [(f.rule, f.keys[0]) for f in typo] == [("FC103", "actor_rollout_ref.actor.fsdp_config.strategy")]
+    native = _errors(check(["+recipe=qwen_grpo", "actor_rollout_ref.actor.strategy=fsdp_turbo"]))
+    assert [(f.rule, f.keys[0]) for f in native] == [("FC803", "actor_rollout_ref.actor.strategy")]
+
+
 @pytest.mark.parametrize(
     "extra,key,value",
     [
