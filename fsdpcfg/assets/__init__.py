@@ -6,6 +6,7 @@ Public API::
     build(name, force=False) -> Path
     asset_path(name) -> Path      # where it lives ($FSDPCFG_HOME/models/<name>), built or not
     is_complete(name) -> bool
+    random_init(path) -> name | None  # a random-weights asset's folder (no reward to earn)
     default_names() -> list[str]  # what `fsdpcfg assets build` builds without --all
     SPECS, get_spec               # the table (fsdpcfg.assets.specs)
 
@@ -29,6 +30,7 @@ __all__ = [
     "get_spec",
     "asset_path",
     "is_complete",
+    "random_init",
     "build",
     "ensure",
     "default_names",
@@ -96,6 +98,19 @@ def _spec_repr(spec: ModelSpec) -> str:
                 continue
         parts.append(f"{f.name}={value!r}")
     return f"{type(spec).__name__}({', '.join(parts)})"
+
+
+def random_init(path: str | Path) -> str | None:
+    """The asset name when ``path`` is the folder of an asset with random weights and no warm start (its answers
+    are noise: a GRPO run on it earns no reward), else ``None``. Reads no file."""
+    p = Path(path).expanduser()
+    try:
+        if p.resolve().parent != _store.models_dir().resolve() or p.name not in SPECS:
+            return None
+    except OSError:
+        return None
+    spec = SPECS[p.name]
+    return p.name if spec.weights and spec.warmstart is None else None
 
 
 def is_complete(name: str) -> bool:

@@ -6,6 +6,7 @@ how to continue it.
       metrics      runs/fsdpcfg/qwen_grpo/metrics.jsonl
       tensorboard  tensorboard --logdir runs/fsdpcfg/qwen_grpo/tensorboard
       reward       critic/rewards/mean 0.000 -> 0.250 (first -> last step)
+      stalled      every advantage is 0 (...): steps 3-5      (fsdpcfg.runinfo.learning, when a sign held 3 steps)
       validation   val-core/openai/gsm8k/reward/mean@1 0.000 (step 0) -> 0.125 (step 5)
       speed        median 9.1 s/step, 95 tokens/s per rank (perf/throughput)
       resume       python -m fsdpcfg +recipe=qwen_grpo trainer.total_training_steps=10
@@ -21,6 +22,9 @@ import shlex
 import statistics
 from pathlib import Path
 from typing import Any
+
+from fsdpcfg import keypath
+from fsdpcfg.runinfo.learning import stalled_spans, why_zero_reward
 
 #: the metric that says how training went, by kind (the first one present is shown).
 PROGRESS_KEYS = ("critic/rewards/mean", "train/loss")
@@ -85,6 +89,13 @@ def closing_summary(cfg: dict[str, Any], argv: list[str]) -> str:
             f"  {'reward' if key.startswith('critic') else 'loss':<12} {key} {train[0][key]:.4g} -> "
             f"{train[-1][key]:.4g} (step {train[0]['step']} -> {train[-1]['step']})"
         )
+    stalled = stalled_spans(rows)
+    for line in stalled:
+        lines.append(f"  stalled      {line}")
+    if stalled and train and all((r.get("critic/rewards/max") or 0) == 0 for r in train):
+        why = why_zero_reward(str(keypath.get(cfg, "actor_rollout_ref.model.path", "")))
+        if why:
+            lines.append(f"  why          {why}")
     val = [r for r in rows if any(k.startswith("val-core/") for k in r)]
     for vkey in sorted({k for r in val for k in r if k.startswith("val-core/") and "/std" not in k}):
         have = [r for r in val if vkey in r]

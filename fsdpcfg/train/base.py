@@ -180,6 +180,7 @@ class TrainerBase:
 
     def fit(self) -> None:
         """Run the remaining steps, logging each and checkpointing every ``trainer.save_freq`` steps and at the end."""
+        from fsdpcfg.runinfo.learning import LearningWatch, why_zero_reward
         from fsdpcfg.train.metrics import MetricsLogger
 
         logger = MetricsLogger.for_run(
@@ -191,6 +192,7 @@ class TrainerBase:
             **self.logger_options,
         )
         save_freq = self.save_every()
+        watch = LearningWatch(why_zero=why_zero_reward(self.cfg_model_path()))
         if self.resume_from is not None:
             logger.message(f"fsdpcfg: resumed from {self.resume_from} (step {self.start_step} of {self.total_steps})")
             if self.start_step >= self.total_steps:
@@ -209,6 +211,8 @@ class TrainerBase:
                 metrics = self.step(step)
                 self.after_step(step, metrics)
                 logger.log(step, metrics)
+                for warning in watch.update(step, metrics):
+                    logger.message(warning)
                 self.last_metrics = metrics
                 if (save_freq > 0 and step % save_freq == 0) or step == self.total_steps:
                     self.save(step)

@@ -20,6 +20,7 @@ SITES: dict[str, tuple[int, str]] = {
     "plan/_plan.py:total_training_steps": (1, "the number of prompts actually read"),
     "native/ckpt_layout.py:find_resume_folder": (1, "the checkpoint folder on disk"),
     "native/ckpt_layout.py:require_dcp_state": (1, "the checkpoint folder on disk"),
+    "native/ckpt_layout.py:check_resume_layout": (1, "the step folders on disk the run would write over"),
     "train/data.py:PromptDataset.__init__": (2, "the rows read"),
     "train/data.py:PromptDataset.token_ids": (1, "a prompt longer than allowed, in the data read"),
     "train/data.py:StatefulSampler.__init__": (1, "the number of prompts read"),
