@@ -4,7 +4,10 @@ meaning (``verl/utils/tracking.py`` ``Tracking``):
 - ``console``: the progress bar and one line per step (:class:`fsdpcfg.train.metrics.MetricsLogger` itself);
 - ``tensorboard``: ``torch.utils.tensorboard`` events in ``$TENSORBOARD_DIR``, else ``<run_dir>/tensorboard``;
 - ``file``: verl's JSON Lines layout (``{"step": N, "data": {metric: value}}`` per line) at
-  ``$VERL_FILE_LOGGER_PATH``, else ``${VERL_FILE_LOGGER_ROOT:-.}/<project_name>/<experiment_name>.jsonl``;
+  ``$VERL_FILE_LOGGER_PATH``, else ``$VERL_FILE_LOGGER_ROOT/<project_name>/<experiment_name>.jsonl``, else
+  ``<run_dir>/<experiment_name>.jsonl``: inside the run folder, where verl's default (``./<project_name>/``) put a
+  folder named after the project into the working folder, and the default project ``fsdpcfg`` then shadowed the
+  package for the next ``python -m fsdpcfg`` there (issue 23 item 5);
 - ``wandb``: ``wandb.init(project=trainer.project_name, name=trainer.experiment_name)``; ``WANDB_MODE=offline``
   and every other ``WANDB_*`` variable are wandb's own; the run id is kept in ``<run_dir>/wandb_run_id`` so a
   resumed run continues the same run (``resume="allow"``);
@@ -69,12 +72,14 @@ class TensorBoardSink:
 class FileSink:
     """verl's ``file`` logger layout: one ``{"step": N, "data": {...}}`` line per step, appended."""
 
-    def __init__(self, project: str, experiment: str) -> None:
-        path = os.environ.get("VERL_FILE_LOGGER_PATH")
-        if not path:
-            root = Path(os.environ.get("VERL_FILE_LOGGER_ROOT", ".")).expanduser()
-            path = str(root / project / f"{experiment}.jsonl")
-        self.path = Path(path)
+    def __init__(self, run_dir: Path, project: str, experiment: str) -> None:
+        path, root = os.environ.get("VERL_FILE_LOGGER_PATH"), os.environ.get("VERL_FILE_LOGGER_ROOT")
+        if path:
+            self.path = Path(path)
+        elif root:
+            self.path = Path(root).expanduser() / project / f"{experiment}.jsonl"
+        else:
+            self.path = owned(run_dir, f"{experiment}.jsonl", key=RUN_DIR_KEY)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fh = open(self.path, "a", buffering=1)
 
@@ -190,7 +195,7 @@ def open_sinks(loggers: list[str], run_dir: Path, project: str, experiment: str,
         if name == "tensorboard":
             sinks.append(TensorBoardSink(run_dir))
         elif name == "file":
-            sinks.append(FileSink(project, experiment))
+            sinks.append(FileSink(run_dir, project, experiment))
         elif name == "wandb":
             sinks.append(WandbSink(run_dir, project, experiment, config))
         elif name == "mlflow":

@@ -19,7 +19,6 @@ NOT_CONFIG = {
     "native/ckpt_layout.py:manifest.get('files', [])": "a checkpoint manifest",
     "train/entry.py:os.environ.get('RANK', '0')": "torchrun's environment",
     "train/base.py:os.environ.get('LOCAL_RANK', '0')": "torchrun's environment",
-    "train/trackers.py:os.environ.get('VERL_FILE_LOGGER_ROOT', '.')": "verl's file logger's environment variable",
 }
 
 

@@ -21,6 +21,33 @@ def test_mlflow_key_as_verl_sanitises():
     assert mlflow_key("a//b#c") == "a/b_c"
 
 
+def test_file_logger_writes_in_the_run_folder_unless_verls_variables_say_otherwise(tmp_path, monkeypatch):
+    from fsdpcfg.paths import PathEscape
+    from fsdpcfg.train.trackers import FileSink
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VERL_FILE_LOGGER_PATH", raising=False)
+    monkeypatch.delenv("VERL_FILE_LOGGER_ROOT", raising=False)
+    run_dir = tmp_path / "runs" / "fsdpcfg" / "e1"
+    run_dir.mkdir(parents=True)
+    sink = FileSink(run_dir, "fsdpcfg", "e1")
+    sink.log(1, {"critic/rewards/mean": 0.5})
+    sink.close()
+    assert sink.path == run_dir / "e1.jsonl"
+    assert json.loads(sink.path.read_text()) == {"step": 1, "data": {"critic/rewards/mean": 0.5}}
+    assert not (tmp_path / "fsdpcfg").exists()  # verl's ./<project>/ would shadow the package here
+    monkeypatch.setenv("VERL_FILE_LOGGER_ROOT", str(tmp_path / "root"))
+    assert FileSink(run_dir, "p", "e").path == tmp_path / "root" / "p" / "e.jsonl"
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(tmp_path / "exact.jsonl"))
+    assert FileSink(run_dir, "p", "e").path == tmp_path / "exact.jsonl"
+    monkeypatch.delenv("VERL_FILE_LOGGER_PATH")
+    monkeypatch.delenv("VERL_FILE_LOGGER_ROOT")
+    (tmp_path / "elsewhere").mkdir()
+    (run_dir / "e2.jsonl").symlink_to(tmp_path / "elsewhere" / "x.jsonl")  # a link out of the run folder
+    with pytest.raises(PathEscape):
+        FileSink(run_dir, "p", "e2")
+
+
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_four_sinks_written_and_resumed_into_the_same_runs(tiny_model_path, tmp_path, monkeypatch):
