@@ -73,6 +73,11 @@ class ComposeError(ConfigError):
         self.reason = reason
 
 
+#: Hydra's run dir names the run folder (``--cfg hydra`` then shows the folder a run uses; fsdpcfg writes it itself,
+#: Hydra's app never runs); given first, so that a user's ``hydra.run.dir=X`` still wins and rule FC741 refuses it.
+RUN_DIR_OVERRIDE = "hydra.run.dir=${fsdpcfg.run_dir}"
+
+
 def _safe_load(path: Path):
     """The guarded ``yaml.safe_load`` of a file (:func:`fsdpcfg.yamlio.load_file`: bounded work, libyaml).
 
@@ -426,7 +431,9 @@ def _hydra_compose(
         if cfg is None:
             try:
                 with initialize_config_dir(config_dir=str(paths.conf_dir(kind)), version_base="1.3"):
-                    cfg = hydra_compose(config_name="config", overrides=first + search, return_hydra_config=True)
+                    cfg = hydra_compose(
+                        config_name="config", overrides=[RUN_DIR_OVERRIDE, *first, *search], return_hydra_config=True
+                    )
             except Exception as e:
                 if k is not None:
                     tree_cache.put_error(k, e)
@@ -436,7 +443,8 @@ def _hydra_compose(
         if stages:
             from hydra.core.override_parser.overrides_parser import OverridesParser
 
-            tree_cache.second_stage(cfg, stages[1], list(parsed) + OverridesParser.create().parse_overrides(search))
+            parse = OverridesParser.create().parse_overrides
+            tree_cache.second_stage(cfg, stages[1], [*parse([RUN_DIR_OVERRIDE]), *parsed, *parse(search)])
         return cfg
     except MissingConfigException as e:
         raise _missing_option(e, parsed, kind, extra_dirs) from None
