@@ -200,6 +200,8 @@ def test_variant(name: str) -> None:
     if model and not (MODELS / model).is_dir():
         pytest.skip(f"{model} is not in ../shared/data/model_configs")
     findings = check_overrides(ov)
+    if model:  # the stand-ins are config.json and tokenizer files only, by design: no weights to load (FC421)
+        findings = [f for f in findings if f.rule != "FC421"]
     if verdict == "ok_or_error_not_heads":
         # Qwen3-8B: 32 heads, 8 KV heads; sp=16 divides 32 and 16 % 8 == 0 (KV heads repeated): no head error.
         assert not [f for f in findings if f.rule == "FC304"], findings

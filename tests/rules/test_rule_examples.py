@@ -39,6 +39,8 @@ NO_EXAMPLE = {
     "FC471": "needs a config.json with attn_logit_softcapping (Gemma 2)",
     # every shipped config.json lists one architecture; tests/rules/test_verl_values.py writes one that does not
     "FC416": "needs a config.json without exactly one architecture",
+    "FC420": "needs a config.json of a model that is not a causal LM (tests/rules/test_model_traps.py)",
+    "FC421": "needs a model folder without weights (tests/rules/test_model_traps.py)",
 }
 
 
