@@ -28,6 +28,10 @@ SUFFIXES = (".parquet", ".jsonl", ".json")
 COUNT_BYTES = 64 << 20
 #: A ``.json`` array larger than this is not parsed by ``peek`` (its row count is then unknown).
 ARRAY_BYTES = 16 << 20
+#: ``fsdpcfg check`` reads at most this many rows of each data file (:func:`peek`) ...
+SAMPLE_ROWS = 1000
+#: ... and stops earlier once the rows read hold this many bytes (JSON text, or parquet's in-memory size).
+SAMPLE_BYTES = 1 << 20
 
 
 class DataFileError(ConfigError):
@@ -41,7 +45,7 @@ class DataFileError(ConfigError):
     def __init__(
         self, path: str, problem: str, message: str, *, key: str = "data.train_files", fix: str | None = None
     ) -> None:
-        super().__init__(f"{path}: {message}", key=key, value=path, fix=fix)
+        super().__init__(f"{path}: {message}" if path else message, key=key, value=path, fix=fix)
         self.path = path
         self.problem = problem
 
@@ -65,6 +69,62 @@ class Peek:
     columns: list[str]
     num_rows: int | None
     exact: bool = True
+
+
+class Rows(list):
+    """The rows :func:`read_rows` returns: a ``list`` of dicts that knows which file each came from
+    (:meth:`where`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts: list[tuple[int, str]] = []  # (index of the file's first row, the file)
+
+    def locate(self, i: int) -> tuple[str, int]:
+        """``(file, row within the file, from 0)`` of row ``i``; ``("", i)`` when not known."""
+        for start, f in reversed(self.starts):
+            if i >= start:
+                return f, i - start
+        return "", i
+
+    def where(self, i: int) -> str:
+        """``row R of FILE`` for row ``i`` (``R`` counts from 0 within the file)."""
+        f, r = self.locate(i)
+        return f"row {r} of {f}" if f else f"row {r}"
+
+
+def chat_problem(value: Any, *, plain_ok: bool = False) -> str | None:
+    """Why ``value`` is not a list of chat messages (``{"role", "content"}`` dicts), or ``None``; a plain string
+    is fine when ``plain_ok`` (the native RL loader wraps it as one user message)."""
+    if isinstance(value, str):
+        return None if plain_ok else "a plain string, not a list of chat messages"
+    if not isinstance(value, (list, tuple)) or not value:
+        return f"{type(value).__name__} {value!r:.60}, not a non-empty list of chat messages"
+    for i, m in enumerate(value):
+        if not isinstance(m, dict) or "role" not in m or "content" not in m:
+            return f"message {i} is {m!r:.60}, not a {{'role': ..., 'content': ...}} object"
+    return None
+
+
+def check_chat_rows(rows: Rows, column: str, column_key: str, *, plain_ok: bool, key: str = "data.train_files") -> None:
+    """Refuse the first row of ``rows`` without ``column`` or whose ``column`` is not chat messages
+    (:func:`chat_problem`), naming the file and the row: every row is checked when the data is loaded, so a bad
+    row ends the run before the first step, not with a ``KeyError`` or a Jinja error when its batch comes.
+
+    Raises:
+        DataFileError: naming ``key``, the file, the row and what is wrong.
+    """
+    for i, row in enumerate(rows):
+        why = "missing" if column not in row else chat_problem(row[column], plain_ok=plain_ok)
+        if why is None:
+            continue
+        path, r = rows.locate(i)
+        raise DataFileError(
+            path,
+            "row",
+            f"row {r}: {column!r} ({column_key}): {why}",
+            key=key,
+            fix=f'write {column!r} in every row as [{{"role": "user", "content": ...}}, ...], or drop the row',
+        )
 
 
 def file_list(value: Any) -> list[str]:
@@ -115,14 +175,19 @@ def _not_object(path: str, where: str, got: Any, key: str) -> DataFileError:
     )
 
 
-def _json_lines(path: str, p: Path, key: str) -> Iterator[dict]:
+def _json_lines(path: str, p: Path, key: str, max_bytes: int | None = None) -> Iterator[dict]:
+    """The objects of a JSON Lines file; with ``max_bytes``, none past the line that reaches that many bytes."""
+    used = 0
     with p.open("rb") as fh:
         for i, line in enumerate(fh, 1):
+            if max_bytes is not None and used >= max_bytes:
+                return
+            used += len(line)
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
                 raise DataFileError(
                     path,
                     "corrupt",
@@ -144,7 +209,7 @@ def _starts_array(p: Path) -> bool:
 def _json_array(path: str, p: Path, key: str) -> list[dict]:
     try:
         rows = json.loads(p.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
         raise DataFileError(
             path,
             "corrupt",
@@ -192,22 +257,28 @@ def _count_lines(p: Path) -> tuple[int, bool]:
     return count + (last != b"\n"), exact
 
 
-def peek(path: str, n: int = 4, *, key: str = "data.train_files") -> Peek:
-    """Read the first ``n`` rows and the row count of one data file, never the whole file (a JSON array up to
-    :data:`ARRAY_BYTES` excepted).
+def peek(path: str, n: int = 4, *, key: str = "data.train_files", max_bytes: int | None = None) -> Peek:
+    """Read the first ``n`` rows (fewer once they hold ``max_bytes``) and the row count of one data file, never
+    the whole file (a JSON array up to :data:`ARRAY_BYTES` excepted).
 
     Raises:
         DataFileError: the file is missing, empty, of an unsupported type, corrupt, or holds non-object rows.
     """
+    budget = max_bytes if max_bytes is not None else 1 << 62
     fmt = _fmt(path, key)
     p = _open(path, key)
     if fmt == "parquet":
         pf, errors = _parquet(path, p, key)
+        rows: list[dict] = []
         try:
             columns = list(pf.schema_arrow.names)
             total = pf.metadata.num_rows
-            rows = next(pf.iter_batches(batch_size=n), None)
-            rows = rows.to_pylist() if rows is not None else []
+            used = 0
+            for batch in pf.iter_batches(batch_size=max(1, min(n, 64))):
+                rows.extend(batch.to_pylist()[: n - len(rows)])
+                used += batch.nbytes
+                if len(rows) >= n or used >= budget:
+                    break
         except errors as e:
             raise DataFileError(
                 path, "corrupt", f"parquet data cannot be read ({e})", key=key, fix="regenerate the file"
@@ -227,7 +298,7 @@ def peek(path: str, n: int = 4, *, key: str = "data.train_files") -> Peek:
         rows = _json_array(path, p, key)
         return Peek(path, fmt, rows[:n], _columns(rows[:n]), len(rows))
     rows = []
-    for row in _json_lines(path, p, key):
+    for row in _json_lines(path, p, key, budget):
         rows.append(row)
         if len(rows) >= n:
             break
@@ -241,18 +312,32 @@ def _columns(rows: list[dict]) -> list[str]:
     return list(dict.fromkeys(k for r in rows for k in r))
 
 
-def read_rows(files: Any, max_samples: int | None = -1, *, key: str = "data.train_files") -> list[dict]:
-    """Every row of ``files`` (a path or a list of paths), in order; the first ``max_samples`` when > 0.
+def read_rows(files: Any, max_samples: int | None = -1, *, key: str = "data.train_files") -> Rows:
+    """Every row of ``files`` (a path or a list of paths), in order; the first ``max_samples`` when > 0. The
+    result knows each row's file (:meth:`Rows.where`).
 
     Raises:
         DataFileError: as :func:`peek`, for any file (a corrupt row group or line anywhere in the file, a file
-            without rows).
+            without rows), or no file at all (``data.train_files`` empty).
     """
-    rows: list[dict] = []
-    for f in [files] if isinstance(files, str) else list(files):
+    rows = Rows()
+    names = [files] if isinstance(files, str) else list(files or [])
+    blank = [f for f in names if not isinstance(f, str) or not f.strip()]
+    if not names or blank:
+        raise DataFileError(
+            "",
+            "missing",
+            f"{key} is empty: no data file to read"
+            if len(blank) == len(names)
+            else f"{key} holds an empty path ({files!r})",
+            key=key,
+            fix=f"set {key} to a .parquet or .jsonl file (or a list of them)",
+        )
+    for f in names:
         fmt = _fmt(f, key)
         p = _open(f, key)
         before = len(rows)
+        rows.starts.append((before, f))
         if fmt == "parquet":
             pf, errors = _parquet(f, p, key)
             try:
@@ -271,5 +356,5 @@ def read_rows(files: Any, max_samples: int | None = -1, *, key: str = "data.trai
         if max_samples is not None and max_samples > 0 and len(rows) >= max_samples:
             break
     if max_samples is not None and max_samples > 0:
-        rows = rows[:max_samples]
+        del rows[max_samples:]
     return rows

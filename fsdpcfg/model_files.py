@@ -114,6 +114,9 @@ def _read_json(p: Path, info: ModelInfo) -> dict | None:
     except (OSError, ValueError) as e:
         info.problems.append(f"{p.name} is not valid JSON ({e.__class__.__name__})")
         return None
+    except RecursionError:  # nested past the interpreter's recursion limit: json.loads recurses per level
+        info.problems.append(f"{p.name} is nested too deeply to be read (json.loads: RecursionError)")
+        return None
     return data if isinstance(data, dict) else None
 
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,10 @@ LIMITS = Limits()
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+#: the most digits ``int()`` converts from decimal text (Python's default 4,300: CVE-2020-10735), and a plain
+#: scalar that YAML 1.1 reads as a decimal integer (OmegaConf's resolver: underscores allowed)
+_INT_DIGITS = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
+_DECIMAL = re.compile(r"[-+]?[0-9][0-9_]*")
 
 
 @functools.cache
@@ -184,6 +190,14 @@ def scan(text: str, label: str = "<yaml>", limits: Limits = LIMITS) -> None:
                             fix="keep one of them",
                         )
                     seen[ev.value] = _line(ev)
+                if not ev.style and len(ev.value) > _INT_DIGITS and _DECIMAL.fullmatch(ev.value):
+                    digits = sum(ch.isdigit() for ch in ev.value)
+                    if digits > _INT_DIGITS:  # PyYAML's int() raises ValueError: a traceback in `check FILE`
+                        raise ConfigError(
+                            f"{label}:{_line(ev)}: an integer of {digits:,} digits, more than Python converts "
+                            f"({_INT_DIGITS:,}: sys.get_int_max_str_digits()); no key takes such a number",
+                            fix="write the number you meant (or quote it to make it a string)",
+                        )
                 if ev.anchor:
                     anchors[ev.anchor] = (1, 0, len(ev.value))
                 add(1, 0, len(ev.value))

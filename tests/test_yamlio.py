@@ -33,3 +33,21 @@ def test_an_error_is_raised_again_on_every_read_with_its_own_label():
     for label in ("one.yaml", "two.yaml"):
         with pytest.raises(ConfigError, match=f"{label}:.*not valid YAML"):
             yamlio.load(bad, label)
+
+
+def test_an_integer_past_pythons_digit_limit_is_refused_with_its_line(tmp_path):
+    """PyYAML's int() raised ValueError (a traceback in `check FILE`); 4,300 digits still load (issue 22 item 5)."""
+    import sys
+
+    from fsdpcfg import yamlio
+    from fsdpcfg.errors import ConfigError
+
+    limit = sys.get_int_max_str_digits()
+    assert yamlio.load(f"a:\n  b: {'9' * limit}\n", "ok.yaml") == {"a": {"b": int("9" * limit)}}
+    assert yamlio.load(f"a: '{'9' * (limit + 1)}'\n", "q.yaml") == {"a": "9" * (limit + 1)}  # quoted: a string
+    with pytest.raises(ConfigError) as e:
+        yamlio.load(f"a:\n  b: -{'9' * (limit + 1)}\n", "big.yaml")
+    assert e.value.message == (
+        f"big.yaml:2: an integer of {limit + 1:,} digits, more than Python converts ({limit:,}: "
+        "sys.get_int_max_str_digits()); no key takes such a number"
+    )

@@ -93,10 +93,11 @@ def rl_rows(cfg: dict[str, Any], split: str, rows: int) -> list[dict[str, Any]]:
     ``filtered`` or ``error``), ``ground_truth``, ``reference_response``, ``score_correct``, ``score_empty``.
 
     Raises:
-        ConfigError: unreadable data, a missing prompt key, a tokenizer that cannot be loaded, a reward file that
-            does not import.
+        ConfigError: unreadable data, a missing prompt key or a malformed row, a tokenizer that cannot be loaded,
+            a chat template that fails on a row, a reward file that does not import, a reward function that
+            raises or returns no finite number: the messages the run gives.
     """
-    from fsdpcfg.rewards import load_reward_fn, reference_response
+    from fsdpcfg.rewards import load_reward_fn, reference_response, reward_label, score
     from fsdpcfg.train.data import PromptDataset
 
     data = _split_cfg(cfg["data"], split, rows)
@@ -105,6 +106,7 @@ def rl_rows(cfg: dict[str, Any], split: str, rows: int) -> list[dict[str, Any]]:
 
     ds = PromptDataset(DataSection.model_construct(**{**data, "filter_overlong_prompts": False}), tok)
     reward = load_reward_fn(cfg["reward"])
+    label = reward_label(cfg["reward"])
     max_len = int(data["max_prompt_length"])
     out = []
     for i in range(len(ds)):
@@ -122,6 +124,7 @@ def rl_rows(cfg: dict[str, Any], split: str, rows: int) -> list[dict[str, Any]]:
         truth = (row.get("reward_model") or {}).get("ground_truth")
         ref = reference_response(source, truth)
         extra = row.get("extra_info")
+        where = ds.where(i)
         out.append(
             {
                 "index": i,
@@ -132,8 +135,10 @@ def rl_rows(cfg: dict[str, Any], split: str, rows: int) -> list[dict[str, Any]]:
                 "action": action,
                 "ground_truth": truth,
                 "reference_response": ref,
-                "score_correct": None if ref is None else float(reward(source, ref, truth, extra)),
-                "score_empty": float(reward(source, "", truth, extra)),
+                "score_correct": None
+                if ref is None
+                else score(reward, source, ref, truth, extra, label=label, where=f"{where} (a correct answer)"),
+                "score_empty": score(reward, source, "", truth, extra, label=label, where=f"{where} (an empty answer)"),
             }
         )
     return out

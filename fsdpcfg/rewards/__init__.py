@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import math
 import sys
+import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -128,3 +130,75 @@ def load_reward_fn(cfg_reward: Mapping[str, Any]) -> RewardFn:
         )
     kwargs = dict(custom.get("reward_kwargs") or {})
     return functools.partial(fn, **kwargs) if kwargs else fn
+
+
+def reward_label(cfg_reward: Mapping[str, Any]) -> tuple[str, str]:
+    """``(what, key)``: how messages name the reward function the ``reward`` section selects
+    (``compute_score in /path/rew.py``) and the key that selects it."""
+    custom = cfg_reward.get("custom_reward_function") or {}
+    if custom.get("path"):
+        return f"{custom.get('name')} in {custom.get('path')}", "reward.custom_reward_function.name"
+    return "the built-in reward (fsdpcfg.rewards.default_compute_score)", "reward.custom_reward_function.path"
+
+
+def _user_frame(e: BaseException) -> str:
+    """`` (FILE:LINE)``: the innermost frame of ``e``'s traceback, where the reward function failed."""
+    frames = traceback.extract_tb(e.__traceback__)
+    return f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+
+
+def score(
+    fn: RewardFn,
+    data_source: Any,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Any,
+    *,
+    label: tuple[str, str] = ("the reward function", "reward.custom_reward_function.name"),
+    where: str = "a row",
+) -> float:
+    """Call the reward function ``fn`` once and return its score as a float, as verl's naive reward manager
+    takes it: a number, or a dict whose ``"score"`` is one (verl/workers/reward_manager/naive.py writes it into
+    the reward tensor). ``label`` is :func:`reward_label`'s ``(what, key)``; ``where`` names the data row.
+
+    Raises:
+        ConfigError: the function raised (its exception, the file and line), or returned ``None``, a string,
+            a dict without a numeric ``"score"``, NaN or an infinity: naming the function, the row, the value
+            and the fix, never a traceback.
+    """
+    what, key = label
+    try:
+        out = fn(data_source, solution_str, ground_truth, extra_info)
+    except ConfigError:
+        raise  # the built-in dispatcher's own message (an unknown data_source)
+    except Exception as e:  # the user's function: report it, not a traceback of ours
+        raise ConfigError(
+            f"the reward function {what} raised {type(e).__name__}: {str(e)[:300]}{_user_frame(e)} on {where} "
+            f"(data_source {data_source!r}, ground truth {ground_truth!r:.80})",
+            key=key,
+            fix="make the reward function return a number for every response (catch what can fail in it and "
+            "return 0.0); `fsdpcfg preview` calls it on the first rows",
+        ) from e
+    value = out.get("score") if isinstance(out, dict) else out
+    problem = None
+    if isinstance(out, dict) and "score" not in out:
+        problem = f"a dict without 'score' (keys: {', '.join(map(str, out))})"
+    elif value is None or isinstance(value, (str, bytes)):
+        problem = repr(value)[:80]
+    else:
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            problem = f"{type(value).__name__} {value!r:.60}"
+        else:
+            if not math.isfinite(number):
+                problem = repr(number)
+    if problem is not None:
+        raise ConfigError(
+            f"the reward function {what} returned {problem} on {where} (data_source {data_source!r}, ground truth "
+            f"{ground_truth!r:.80}); a reward must be a finite number, or a dict whose 'score' is one",
+            key=key,
+            fix="make the reward function return a float (e.g. 0.0 when the answer cannot be parsed) for every "
+            "response; `fsdpcfg preview` calls it on the first rows",
+        )
+    return number

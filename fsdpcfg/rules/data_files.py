@@ -1,5 +1,7 @@
 """FC408, FC410-FC414: the training and validation data files, opened by :mod:`fsdpcfg.datafiles` (the reader
-the native run uses too) for their first rows and their row count, never read whole.
+the native run uses too) for a bounded sample of their first rows (at most
+:data:`~fsdpcfg.datafiles.SAMPLE_ROWS` rows or :data:`~fsdpcfg.datafiles.SAMPLE_BYTES` bytes per file) and their
+row count, never read whole.
 
 verl checks none of this before its workers start: a corrupt, empty or prompt-less file fails inside the
 dataset 15-25 s into torchrun (minutes into a Ray job) with a raw pyarrow or ``KeyError`` traceback.
@@ -22,8 +24,8 @@ from fsdpcfg.rules.registry import rule
 KEY = "data.train_files"
 VAL = "data.val_files"
 BOTH = ("ppo", "sft")
-#: Rows read from the head of each file.
-HEAD = 4
+#: Rows read from the head of each file (fewer once they hold ``datafiles.SAMPLE_BYTES``).
+HEAD = datafiles.SAMPLE_ROWS
 
 
 def missing_files(value: Any) -> list[str]:
@@ -60,10 +62,10 @@ def train_files_present(ctx: Context) -> Iterable[Finding]:
 
 
 # -- reading ----------------------------------------------------------------------------------------------
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=32)  # at most ~1 MB of rows each
 def _peek_cached(path: str, key: str, stamp: tuple[int, int]) -> datafiles.Peek | datafiles.DataFileError:
     try:
-        return datafiles.peek(path, HEAD, key=key)
+        return datafiles.peek(path, HEAD, key=key, max_bytes=datafiles.SAMPLE_BYTES)
     except datafiles.DataFileError as e:
         return e
 
@@ -125,8 +127,23 @@ def files_readable(ctx: Context) -> Iterable[Finding]:
 
     Source: verl/utils/dataset/rl_dataset.py ``RLHFDataset._read_files_and_tokenize`` ("Unsupported file
     format", ``datasets.load_dataset``); verl/utils/dataset/multiturn_sft_dataset.py
-    ``MultiTurnSFTDataset._read_files_and_process`` (``pd.read_parquet`` on every file); issue 14 item 7.
+    ``MultiTurnSFTDataset._read_files_and_process`` (``pd.read_parquet`` on every file); issue 14 item 7. An
+    empty ``data.train_files`` (``''``, ``[]``, an empty entry) is an error: the run has nothing to read (issue 22
+    item 5: it passed ``check`` and the run refused it).
     """
+    for key in (KEY, VAL):
+        value = ctx.get(key)
+        entries = value if isinstance(value, (list, tuple)) else [value]
+        blank = [e for e in entries if isinstance(e, str) and not e.strip()]
+        if chosen(ctx, key) and (blank or (key == KEY and not entries)):
+            yield ctx.finding(
+                "FC410",
+                [key],
+                f"{key} is empty ({value!r}): no data file to read"
+                if key == KEY and (not entries or len(blank) == len(entries))
+                else f"{key} holds an empty path ({value!r})",
+                f"set {key} to a .parquet or .jsonl file (or a list of them)",
+            )
     for key, f in _files(ctx):
         got = peek(f, key)
         if got is None:
@@ -167,6 +184,10 @@ def prompt_column(ctx: Context) -> Iterable[Finding]:
     """Every row verl's dataset builds a prompt from must have the column ``data.prompt_key`` (RL) or
     ``data.messages_key`` (SFT); a missing column is a ``KeyError`` inside the dataset after start-up.
 
+    The rows of the sample (the first :data:`~fsdpcfg.datafiles.SAMPLE_ROWS`, at most
+    :data:`~fsdpcfg.datafiles.SAMPLE_BYTES`) are each checked: a JSON row that lacks the column is named with its
+    file and row (the run checks every row when it loads the data, with the same message).
+
     Source: verl/utils/dataset/rl_dataset.py ``RLHFDataset._build_messages`` (``example[key]``) and
     ``__getitem__``; verl/utils/dataset/multiturn_sft_dataset.py ``_read_files_and_process``
     (``self.dataframe[self.messages_key]``).
@@ -183,18 +204,15 @@ def prompt_column(ctx: Context) -> Iterable[Finding]:
                 f"{key}: {head.path} has no column {col!r} ({ck}); its columns: {', '.join(head.columns)}",
                 f"set {ck} to the column holding the chat messages, or regenerate the file",
             )
-
-
-def _message_problem(value: Any) -> str | None:
-    """Why ``value`` is not a list of chat messages (``{"role", "content"}`` dicts), or ``None``."""
-    if isinstance(value, str):
-        return "a plain string, not a list of chat messages"
-    if not isinstance(value, (list, tuple)) or not value:
-        return f"{type(value).__name__} {value!r:.60}, not a non-empty list of chat messages"
-    for i, m in enumerate(value):
-        if not isinstance(m, dict) or "role" not in m or "content" not in m:
-            return f"message {i} is {m!r:.60}, not a {{'role': ..., 'content': ...}} object"
-    return None
+            continue
+        i = next((i for i, row in enumerate(head.rows) if col not in row), None)
+        if i is not None:
+            yield ctx.finding(
+                "FC411",
+                [ck, key],
+                f"{key}: row {i} of {head.path} has no {col!r} ({ck}); the dataset reads it from every row",
+                f"add {col!r} to the row, or drop the row",
+            )
 
 
 @rule(
@@ -222,7 +240,7 @@ def chat_rows(ctx: Context) -> Iterable[Finding]:
         for i, row in enumerate(head.rows):
             if col not in row:
                 continue  # FC411
-            why = _message_problem(row[col])
+            why = datafiles.chat_problem(row[col])
             if why is not None:
                 plain = isinstance(row[col], str)
                 sev: Severity = "warning" if plain and ctx.launcher == "native" and not _sft(ctx) else "error"

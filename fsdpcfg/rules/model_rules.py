@@ -68,7 +68,8 @@ def model_folder_incomplete(ctx: Context) -> Iterable[Finding]:
     if m.status == "bad_config" and m.config_problems:
         return  # FC451 names each field
     if m.status in ("no_config", "bad_config"):
-        what = "has no config.json" if m.status == "no_config" else "has a config.json that is not a JSON object"
+        why = next((x for x in m.problems if x.startswith("config.json")), "config.json is not a JSON object")
+        what = "has no config.json" if m.status == "no_config" else f"cannot be used: {why}"
         yield ctx.finding(
             "FC401",
             [P],

@@ -50,7 +50,7 @@ def template_source(ctx: Context) -> tuple[str, str] | None:
     if js.is_file():
         try:
             text = json.loads(js.read_text(encoding="utf-8")).get("chat_template")
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):
             return None
         if isinstance(text, str):
             return str(js), text

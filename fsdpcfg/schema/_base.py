@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,6 +49,9 @@ MAX_RANKS_PER_NODE = 1024
 MAX_NODES = 65536
 #: worker processes of one rank (dataloader, reward).
 MAX_WORKERS = 1024
+#: one of AdamW's ``betas``: torch.optim.AdamW refuses a value outside [0, 1) ("Invalid beta parameter at index
+#: 1: 1.0", torch/optim/adam.py), at the first step of the run (issue 22 item 5).
+Beta = Annotated[float, Field(ge=0, lt=1)]
 
 
 class Section(BaseModel):

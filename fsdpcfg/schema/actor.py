@@ -13,6 +13,7 @@ from fsdpcfg.schema._base import (
     MAX_SEED,
     MAX_SIZE,
     MAX_TOKENS,
+    Beta,
     F,
     FSDPEngineStrategy,
     KLType,
@@ -138,8 +139,11 @@ class Optim(Section):
         -1, ge=-1, le=MAX_SIZE, description="steps of the schedule; -1: filled in by the trainer"
     )
     weight_decay: float = F(0.01, ge=0, description="decoupled weight decay")
-    betas: list[float] = F(
-        default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2, description="Adam betas [beta1, beta2]"
+    betas: list[Beta] = F(
+        default_factory=lambda: [0.9, 0.999],
+        min_length=2,
+        max_length=2,
+        description="AdamW betas [beta1, beta2], each in [0, 1) (torch.optim.AdamW)",
     )
     clip_grad: float = F(1.0, ge=0, description="gradient-norm clip (the one verl 0.9.1 and the native trainer apply)")
     # verl's OptimizerConfig.min_lr_ratio is Optional[float]; get_cosine_schedule_with_warmup reads null as 0.0

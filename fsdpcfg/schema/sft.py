@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fsdpcfg.schema._base import F, FSDPStrategy, Precision, Section, Sub
+from fsdpcfg.schema._base import Beta, F, FSDPStrategy, Precision, Section, Sub
 from fsdpcfg.schema.trainer import Logger
 
 
@@ -81,7 +81,12 @@ class SftOptim(Section):
     lr_warmup_steps: int | None = F(-1, description="warmup steps; <= 0 (or verl's null): use lr_warmup_steps_ratio")
     total_training_steps: int = F(-1, description="schedule length; -1: the trainer's step count")
     weight_decay: float = F(0.01, ge=0, description="AdamW weight decay")
-    betas: list[float] = F(default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2, description="AdamW betas")
+    betas: list[Beta] = F(
+        default_factory=lambda: [0.9, 0.999],
+        min_length=2,
+        max_length=2,
+        description="AdamW betas [beta1, beta2], each in [0, 1) (torch.optim.AdamW)",
+    )
     clip_grad: float = F(1.0, gt=0, description="gradient-norm clipping threshold")
     # verl's OptimizerConfig.min_lr_ratio is Optional[float]; get_cosine_schedule_with_warmup reads null as 0.0
     min_lr_ratio: float | None = F(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fsdpcfg.datafiles import read_rows  # one reader for check and run
+from fsdpcfg.datafiles import Rows, check_chat_rows, read_rows  # one reader for check and run
 from fsdpcfg.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -55,18 +55,21 @@ class PromptDataset:
         data_cfg: the ``data`` section (``train_files``, ``prompt_key``, ``max_prompt_length``, ``truncation``,
             ``filter_overlong_prompts``, ``apply_chat_template_kwargs``, ``train_max_samples``).
         tokenizer: a Hugging Face tokenizer with a chat template.
+        files_key: the key naming the files in messages (``data.val_files`` for the validation set).
 
     Raises:
-        ConfigError: unreadable files, a row without the prompt key.
+        ConfigError: unreadable files, a row without the prompt key or with a malformed message (any row: all are
+            checked here, naming the file and the row), a chat template that fails on a row.
     """
 
-    def __init__(self, data_cfg: DataSection, tokenizer) -> None:
+    def __init__(self, data_cfg: DataSection, tokenizer, files_key: str = "data.train_files") -> None:
         self.tokenizer = tokenizer
+        self._files_key = files_key
         self.prompt_key = data_cfg.prompt_key
         self.max_len = data_cfg.max_prompt_length
         self.truncation = data_cfg.truncation
         self.template_kwargs = dict(data_cfg.apply_chat_template_kwargs or {})
-        self.rows = read_rows(data_cfg.train_files, data_cfg.train_max_samples)
+        self.rows: list[dict] = read_rows(data_cfg.train_files, data_cfg.train_max_samples, key=files_key)
         if not self.rows:
             raise ConfigError("the training files hold no rows", key="data.train_files", value=data_cfg.train_files)
         for i, r in enumerate(self.rows[:1]):
@@ -77,11 +80,19 @@ class PromptDataset:
                     value=self.prompt_key,
                     fix="set data.prompt_key to the column holding the chat",
                 )
+        self._read = self.rows if isinstance(self.rows, Rows) else Rows()  # every row read, with the file of each
+        check_chat_rows(self._read, self.prompt_key, "data.prompt_key", plain_ok=True, key=self._files_key)
+        self._origin: list[int] | None = None  # the read row of each kept one (filter_overlong_prompts)
         self._cache: dict[int, list[int]] = {}
         if data_cfg.filter_overlong_prompts:
             keep = [i for i in range(len(self.rows)) if len(self._raw_ids(i)) <= self.max_len]
             self.rows = [self.rows[i] for i in keep]
+            self._origin = keep
             self._cache = {}
+
+    def where(self, i: int) -> str:
+        """``row R of FILE``: where prompt ``i`` comes from (for messages)."""
+        return self._read.where(i if self._origin is None else self._origin[i])
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -94,9 +105,12 @@ class PromptDataset:
         prompt = self.rows[i][self.prompt_key]
         if isinstance(prompt, str):
             prompt = [{"role": "user", "content": prompt}]
-        text = self.tokenizer.apply_chat_template(
-            list(prompt), add_generation_prompt=True, tokenize=False, **self.template_kwargs
-        )
+        try:
+            text = self.tokenizer.apply_chat_template(
+                list(prompt), add_generation_prompt=True, tokenize=False, **self.template_kwargs
+            )
+        except Exception as e:  # the template's own raise_exception, an undefined variable, a type error
+            raise template_error(e, self.where(i)) from e
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def token_ids(self, i: int) -> list[int]:
@@ -137,6 +151,19 @@ class PromptDataset:
             ids[r, width - len(s) :] = torch.tensor(s, dtype=torch.long)
             mask[r, width - len(s) :] = 1
         return PromptBatch(ids, mask, [self.rows[i] for i in indices], list(indices))
+
+
+def template_error(e: Exception, where: str, key: str = "actor_rollout_ref.model.custom_chat_template") -> ConfigError:
+    """The message of a chat template that failed on ``where`` (``row R of FILE``): Jinja's own message
+    (``raise_exception('...')``'s text), the row and the key that sets the template (``key``; SFT:
+    ``model.custom_chat_template``)."""
+    text = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
+    return ConfigError(
+        f"the chat template failed on {where}: {type(e).__name__}: {text}",
+        key=key,
+        fix=f"fix the row, or the template ({key}, else the tokenizer's chat_template) so that it renders "
+        "every row; `fsdpcfg preview` renders the first rows",
+    )
 
 
 class StatefulSampler:

@@ -208,6 +208,7 @@ class Trainer(TrainerBase):
                     out.response_mask,
                     mine.rows,
                     self.cfg.data.reward_fn_key,
+                    where=lambda i: self.dataset.where(mine.uids[i]),
                 )
             # 4. old log-probs (and their entropy) under the actor that generated -> [b, R] each
             with timed("old_log_prob", timing):

@@ -142,7 +142,7 @@ class Validator:
             }
         )
         self.trainer = trainer
-        self.dataset = PromptDataset(data, trainer.tokenizer)
+        self.dataset = PromptDataset(data, trainer.tokenizer, files_key="data.val_files")
         self.settings = validation_settings(trainer.rollout_cfg)
         #: sequences one rank generates at a time (the training step's share bounds the memory)
         self.chunk = max(1, trainer.plan.sequences_per_rank)
@@ -170,6 +170,7 @@ class Validator:
                 out.response_mask,
                 batch.rows,
                 tr.cfg.data.reward_fn_key,
+                where=lambda i, b=batch: self.dataset.where(b.uids[i]),  # type: ignore[misc]
             )
             key = tr.cfg.data.reward_fn_key
             results += [

@@ -74,3 +74,37 @@ def test_sft_rows_mark_the_loss_tokens(capsys):
 def test_bad_rows_is_a_usage_error(capsys):
     assert main(["preview", "+recipe=qwen_grpo", "--rows", "0"]) == 2
     assert "--rows must be at least 1" in capsys.readouterr().err
+
+
+def test_preview_gives_the_runs_messages_for_rows_templates_and_rewards(capsys, tmp_path):
+    """A bad row, a chat template that raises and a reward returning None: the run's one message each, exit 1, no
+    traceback (issue 22 item 5)."""
+    from fsdpcfg.paths import data_dir
+
+    rows = [json.loads(x) for x in (data_dir() / "datasets/gsm8k/train.jsonl").read_text().splitlines()[:3]]
+    del rows[1]["prompt"][0]["content"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    reward = tmp_path / "rew.py"
+    reward.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n    return None\n")
+    cases = [
+        (
+            [f"data.train_files={bad}"],
+            f"fsdpcfg: error: data.train_files: {bad}: row 1: 'prompt' (data.prompt_key): message 0 is "
+            "{'role': 'user'}, not a {'role': ..., 'content': ...} object",
+        ),
+        (
+            ["actor_rollout_ref.model.custom_chat_template=\"{{ raise_exception('no') }}\""],
+            "fsdpcfg: error: actor_rollout_ref.model.custom_chat_template: the chat template failed on row 0 of "
+            f"{data_dir() / 'datasets/gsm8k/train.jsonl'}: TemplateError: no",
+        ),
+        (
+            [f"reward.custom_reward_function.path={reward}"],
+            f"fsdpcfg: error: reward.custom_reward_function.name: the reward function compute_score in {reward} "
+            f"returned None on row 0 of {data_dir() / 'datasets/gsm8k/train.jsonl'} (a correct answer)",
+        ),
+    ]
+    for extra, says in cases:
+        rc = main(["preview", "+recipe=qwen_grpo", "--rows", "2", *extra])
+        err = capsys.readouterr().err
+        assert rc == 1 and "Traceback" not in err and says in err, err

@@ -103,3 +103,54 @@ def test_load_reward_fn_not_a_python_file(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_reward_fn({"custom_reward_function": {"path": str(f), "name": "compute_score"}})
     assert "not a Python file" in str(e.value) and e.value.key == "reward.custom_reward_function.path"
+
+
+# -- what a reward function returns (issue 22 item 5) ----------------------------------------------------------
+def test_score_takes_numbers_and_refuses_the_rest_naming_function_and_row(tmp_path):
+    import math
+
+    from fsdpcfg.rewards import reward_label, score
+
+    f = tmp_path / "rew.py"
+    f.write_text(
+        "import math\n"
+        "def r(data_source, solution_str, ground_truth, extra_info=None):\n"
+        "    return extra_info['out']\n"
+        "def boom(data_source, solution_str, ground_truth, extra_info=None):\n"
+        "    raise ValueError('cannot parse')\n"
+    )
+    section = {"custom_reward_function": {"path": str(f), "name": "r"}}
+    fn, label = load_reward_fn(section), reward_label(section)
+    assert label == (f"r in {f}", "reward.custom_reward_function.name")
+
+    def got(out):
+        return score(fn, "src", "42", "7", {"out": out}, label=label, where="row 3 of t.jsonl")
+
+    assert got(1) == 1.0 and got(0.5) == 0.5 and got(True) == 1.0 and got({"score": 0.25, "acc": 1}) == 0.25
+    for out, shown in [
+        (None, "None"),
+        (float("nan"), "nan"),
+        (math.inf, "inf"),
+        ("good", "'good'"),
+        ({"acc": 1}, "a dict without 'score' (keys: acc)"),
+        ({"score": None}, "None"),
+        ([1.0], "list [1.0]"),
+    ]:
+        with pytest.raises(ConfigError) as e:
+            got(out)
+        assert e.value.key == "reward.custom_reward_function.name"
+        assert e.value.message == (
+            f"the reward function r in {f} returned {shown} on row 3 of t.jsonl (data_source 'src', ground truth "
+            "'7'); a reward must be a finite number, or a dict whose 'score' is one"
+        ), out
+        assert e.value.fix.startswith("make the reward function return a float")
+    section = {"custom_reward_function": {"path": str(f), "name": "boom"}}
+    with pytest.raises(ConfigError) as e:
+        score(load_reward_fn(section), "src", "", "7", None, label=reward_label(section), where="row 0 of t.jsonl")
+    assert e.value.message == (
+        f"the reward function boom in {f} raised ValueError: cannot parse (rew.py:5) on row 0 of t.jsonl "
+        "(data_source 'src', ground truth '7')"
+    )
+    # the built-in dispatcher's own message passes through
+    with pytest.raises(ConfigError, match="no built-in reward for data_source 'src'"):
+        score(default_compute_score, "src", "", "7", None)

@@ -99,6 +99,12 @@ def test_memory_margin_null_turns_the_error_into_a_warning_and_the_run_goes_on(i
         ("trainer.save_freq=-10000000000", "greater than or equal to -2147483647"),
         ("data.dataloader_num_workers=100000", f"less than or equal to {B.MAX_WORKERS}"),
         ("fsdpcfg.memory_margin=-1", "greater than or equal to 0"),
+        # torch.optim.AdamW: "Invalid beta parameter at index 1: 1.0" at the first step (issue 22 item 5)
+        ("actor_rollout_ref.actor.optim.betas=[0.9,1.0]", "[0.9, 1.0]: input should be less than 1"),
+        (
+            "actor_rollout_ref.actor.optim.betas=[-0.1,0.999]",
+            "[-0.1, 0.999]: input should be greater than or equal to 0",
+        ),
     ],
 )
 def test_values_that_cannot_work_are_range_errors(in_tmp, capsys, override, words):
@@ -116,8 +122,23 @@ def test_values_at_the_bounds_are_accepted():
         "data.seed=4294967295",
         "trainer.save_freq=-1",
         "actor_rollout_ref.rollout.top_k=-1",
+        "actor_rollout_ref.actor.optim.betas=[0,0.999999]",
     ):
         assert not [f for f in _errors([o]) if f.rule == "FC103"], o
+
+
+def test_sft_adamw_betas_in_zero_one():
+    """The SFT tree's ``optim.betas`` takes what torch.optim.AdamW takes: each in [0, 1)."""
+    from fsdpcfg.check import check_overrides
+
+    def errors(o):
+        return [f"{f.rule} {f.message}" for f in check_overrides(["+recipe=qwen_sft", o]) if f.severity == "error"]
+
+    assert errors("optim.betas=[0.9,1.5]") == ["FC150 optim.betas=[0.9, 1.5]: Input should be less than 1"]
+    assert errors("optim.betas=[-0.5,0.9]") == [
+        "FC150 optim.betas=[-0.5, 0.9]: Input should be greater than or equal to 0"
+    ]
+    assert errors("optim.betas=[0.0,0.99]") == []
 
 
 # -- FC140: ~key of a key the run reads -----------------------------------------------------------------------------
@@ -202,3 +223,36 @@ def test_a_broken_chat_template_jinja_file_and_custom_template(in_tmp, model_wit
 
 def test_the_shipped_templates_parse():
     assert not [f for f in check_overrides(R) if f.rule in ("FC451", "FC452")]
+
+
+@pytest.mark.parametrize("deep", ["[" * 100_000 + "]" * 100_000, '{"a":' * 100_000 + "1" + "}" * 100_000])
+def test_a_config_json_nested_100000_deep_is_fc401_in_check_and_the_dry_run(in_tmp, capsys, model_with, deep):
+    """json.loads recursed into a RecursionError: a traceback in `check`, FC000 warnings in the dry run (issue 22
+    item 5)."""
+    d = model_with()
+    (d / "config.json").write_text(deep)
+    over = [f"actor_rollout_ref.model.path={d}"]
+    found = [(f.rule, f.message) for f in _errors(over)]
+    assert found == [
+        (
+            "FC401",
+            f"actor_rollout_ref.model.path = {d} cannot be used: config.json is nested too deeply to be read "
+            "(json.loads: RecursionError)",
+        )
+    ]
+    rc, out = _dry_run(capsys, over)
+    assert rc == 1 and "nothing was started" in out and "Traceback" not in out and "FC000" not in out
+
+
+def test_a_recipe_file_with_an_integer_past_4300_digits_is_an_error_not_a_traceback(in_tmp, capsys, tmp_path):
+    from fsdpcfg.cli.main import main
+
+    f = tmp_path / "big.yaml"
+    f.write_text(f"# @package _global_\ndefaults:\n  - /recipe/qwen_grpo\ntrainer:\n  seed: {'9' * 4400}\n")
+    rc = main(["check", str(f)])
+    out = capsys.readouterr()
+    assert rc == 1 and "Traceback" not in out.out + out.err
+    assert f"FC100 {f}:5 {f}:5: an integer of 4,400 digits, more than Python converts (4,300" in out.out
+    rc = main([f"+recipe={f}", "--dry-run"])
+    out = capsys.readouterr()
+    assert rc == 1 and "an integer of 4,400 digits" in out.err + out.out and "Traceback" not in out.err + out.out

@@ -253,3 +253,94 @@ def test_run_script_data_rules_read_only_the_files_the_script_names(tmp_path):
     named.write_text(f"#!/bin/bash\n{base} data.train_files={small} data.val_files={small}\n")
     found = [f for c in check_run_script(named) for f in c.findings if f.rule == "FC414"]
     assert len(found) == 1 and "holds 3 rows" in found[0].message
+
+
+# -- a bounded sample beyond the first rows (issue 22 item 5) -------------------------------------------------
+def _bad_at(rows, n, fault):
+    rows = json.loads(json.dumps(rows))
+    if fault == "no prompt":
+        del rows[n]["prompt"]
+    elif fault == "no content":
+        del rows[n]["prompt"][0]["content"]
+    else:
+        rows[n]["prompt"] = None
+    return rows
+
+
+@pytest.mark.parametrize(
+    "fault, suffix, rule, says",
+    [
+        ("no prompt", "jsonl", "FC411", "row 700 of {path} has no 'prompt' (data.prompt_key)"),
+        ("no content", "jsonl", "FC412", "row 700 of {path}: 'prompt' is message 0 is {{'role': 'user'}}, not a"),
+        ("null prompt", "parquet", "FC412", "row 700 of {path}: 'prompt' is NoneType None, not a non-empty list"),
+    ],
+)
+def test_a_bad_row_past_the_head_names_the_file_and_row(tmp_path, fault, suffix, rule, says):
+    rows = _bad_at([_row(i) for i in range(1200)], 700, fault)
+    path = (_jsonl if suffix == "jsonl" else _parquet)(tmp_path / f"t.{suffix}", rows)
+    found = [f for f in check_overrides(["+recipe=qwen_grpo", f"data.train_files={path}"]) if f.severity == "error"]
+    assert [f.rule for f in found] == [rule], found
+    assert (
+        found[0].message == f"data.train_files: {says.format(path=path)}" or says.format(path=path) in found[0].message
+    )
+
+
+def test_sft_rows_past_the_head_are_checked(tmp_path):
+    conv = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    rows = [{"messages": json.loads(json.dumps(conv))} for _ in range(300)]
+    del rows[250]["messages"][1]["content"]
+    rows[260] = {"other": 1}
+    path = _jsonl(tmp_path / "s.jsonl", rows)
+    found = sorted(
+        (f.rule, f.message)
+        for f in check_overrides(["+recipe=qwen_sft", f"data.train_files={path}"])
+        if f.severity == "error"
+    )
+    assert found == [
+        (
+            "FC411",
+            f"data.train_files: row 260 of {path} has no 'messages' (data.messages_key); the dataset reads it "
+            "from every row",
+        ),
+        (
+            "FC412",
+            f"data.train_files: row 250 of {path}: 'messages' is message 1 is {{'role': 'assistant'}}, not a "
+            "{'role': ..., 'content': ...} object",
+        ),
+    ]
+
+
+def test_the_sample_is_bounded_by_rows_and_bytes(tmp_path):
+    """check reads at most SAMPLE_ROWS rows, and stops once the rows read hold SAMPLE_BYTES: a bad row past
+    either bound is the run's to find (it checks every row when it loads them)."""
+    rows = [_row(i) for i in range(datafiles.SAMPLE_ROWS + 10)]
+    path = _jsonl(tmp_path / "t.jsonl", _bad_at(rows, datafiles.SAMPLE_ROWS, "no prompt"))
+    d._peek_cached.cache_clear()
+    head = datafiles.peek(path, datafiles.SAMPLE_ROWS, max_bytes=datafiles.SAMPLE_BYTES)
+    assert len(head.rows) == datafiles.SAMPLE_ROWS == 1000 and head.num_rows == 1010
+    assert not errors(run(d.prompt_column, *_on(path)))
+    big = [_row(i, ability="x" * 10_000) for i in range(200)]  # ~10 KB a row: 1 MiB after 105 rows
+    path = _jsonl(tmp_path / "big.jsonl", big)
+    line = len(json.dumps(big[0])) + 1
+    assert len(datafiles.peek(path, 1000, max_bytes=datafiles.SAMPLE_BYTES).rows) == -(-(1 << 20) // line)
+    pq_path = _parquet(tmp_path / "big.parquet", big)
+    assert len(datafiles.peek(pq_path, 1000, max_bytes=datafiles.SAMPLE_BYTES).rows) < 200
+
+
+@pytest.mark.parametrize("value, says", [("", "is empty (''): no data file to read"), ("[]", "is empty ([])")])
+@pytest.mark.parametrize("recipe", ["qwen_grpo", "qwen_sft"])
+def test_empty_train_files_is_an_error_in_check_as_in_the_run(recipe, value, says):
+    found = [f for f in check_overrides([f"+recipe={recipe}", f"data.train_files={value}"]) if f.severity == "error"]
+    assert [(f.rule, f.keys) for f in found] == [("FC410", ["data.train_files"])]
+    assert found[0].message == f"data.train_files {says}" or found[0].message.startswith(f"data.train_files {says}")
+    with pytest.raises(ConfigError) as e:
+        datafiles.read_rows("" if value == "" else [])
+    assert "data.train_files is empty: no data file to read" in str(e.value)
+
+
+def test_deeply_nested_json_row_is_a_data_file_error(tmp_path):
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps(_row(0)) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(datafiles.DataFileError) as e:
+        datafiles.read_rows(str(path))
+    assert f"{path}: line 2 is not JSON (maximum recursion depth exceeded" in str(e.value)

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fsdpcfg.datafiles import read_rows
+from fsdpcfg.datafiles import Rows, check_chat_rows, read_rows
 from fsdpcfg.errors import ConfigError
+from fsdpcfg.train.data import template_error
 
 if TYPE_CHECKING:
     from fsdpcfg.schema.sft import SftData
@@ -99,7 +100,12 @@ class SFTDataset:
                 value=self.messages_key,
                 fix="set data.messages_key to the column holding the chat messages",
             )
-        self.system_prompt, self.generation_prompt = system_and_generation_prompt(tokenizer, **self.template_kwargs)
+        self.read: Rows = self.rows if isinstance(self.rows, Rows) else Rows()
+        check_chat_rows(self.read, self.messages_key, "data.messages_key", plain_ok=False)
+        try:
+            self.system_prompt, self.generation_prompt = system_and_generation_prompt(tokenizer, **self.template_kwargs)
+        except Exception as e:  # a template that raises on a plain user message fails on every row
+            raise template_error(e, "a one-message conversation ([user ''])", key="model.custom_chat_template") from e
         self._cache: dict[int, Example] = {}
 
     def __len__(self) -> int:
@@ -200,15 +206,20 @@ class SFTDataset:
         tools = row.get(self.tools_key) or None
         thinking = row.get(self.thinking_key, self.thinking_default)
         try:
-            ids, mask = self._per_message(messages, tools, thinking)
-        except Exception as e:  # jinja2 TemplateError: the template needs the whole conversation (Mistral)
-            if type(e).__name__ != "TemplateError":
-                raise
-            ids, mask = self._by_prefix(index, messages, tools, thinking)
+            try:
+                ids, mask = self._per_message(messages, tools, thinking)
+            except Exception as e:  # jinja2 TemplateError: the template needs the whole conversation (Mistral)
+                if type(e).__name__ != "TemplateError":
+                    raise
+                ids, mask = self._by_prefix(index, messages, tools, thinking)
+        except ConfigError:
+            raise
+        except Exception as e:  # the template's raise_exception, an undefined variable, a type error
+            raise template_error(e, self.read.where(index), key="model.custom_chat_template") from e
         if len(ids) > self.max_length:
             if self.truncation == "error":
                 raise ConfigError(
-                    f"row {index} has {len(ids)} tokens, more than data.max_length {self.max_length}",
+                    f"{self.read.where(index)} has {len(ids)} tokens, more than data.max_length {self.max_length}",
                     key="data.max_length",
                     value=self.max_length,
                     fix=f"raise data.max_length to at least {len(ids)}, or set data.truncation=right",
