@@ -41,7 +41,8 @@ def hydra_run_dir(ctx: Context) -> Iterator[Finding]:
     hydra_cfg = getattr(ctx.composed, "hydra_cfg", None)
     if hydra_cfg is None or getattr(ctx.composed, "origin", "compose") != "compose":
         return
-    run = OmegaConf.to_container(hydra_cfg, resolve=False).get("run")
+    node = OmegaConf.to_container(hydra_cfg, resolve=False)
+    run = node.get("run") if isinstance(node, dict) else None
     value = run.get("dir") if isinstance(run, dict) else None
     if value is None or value == FOLLOWS:
         return
