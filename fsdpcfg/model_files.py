@@ -120,6 +120,50 @@ def _read_json(p: Path, info: ModelInfo) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+def tokenizer_top_id(info: ModelInfo) -> tuple[int, str] | None:
+    """The largest token id the tokenizer of ``info`` can produce and the file that says so, read from
+    ``tokenizer.json`` (its model's vocab and its added tokens) or else ``vocab.json`` with the added tokens of
+    ``tokenizer_config.json`` (``added_tokens_decoder``) and ``added_tokens.json``; ``None`` when neither exists (a
+    SentencePiece ``tokenizer.model`` alone is not read). Cached per file (path, size, mtime)."""
+    folder = info.tokenizer_folder
+    if folder is None:
+        return None
+    extra = [
+        int(i) for i in (info.tokenizer_config or {}).get("added_tokens_decoder", {}) or {} if str(i).isdigit()
+    ] + [v for v in (info.added_tokens or {}).values() if isinstance(v, int)]
+    for name in ("tokenizer.json", "vocab.json"):
+        f = folder / name
+        if f.is_file():
+            st = f.stat()
+            top = _top_id(str(f), st.st_size, st.st_mtime_ns)
+            if top is None:
+                return None
+            return max([top, *extra]), name
+    return None
+
+
+@lru_cache(maxsize=16)
+def _top_id(path: str, size: int, mtime_ns: int) -> int | None:
+    """The largest id in ``tokenizer.json`` (``model.vocab``: a mapping, or a list for Unigram; ``added_tokens``)
+    or ``vocab.json`` (a mapping); ``None`` when unreadable. ``size`` and ``mtime_ns`` key the cache."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    ids: list[int] = []
+    vocab = (data.get("model") or {}).get("vocab") if Path(path).name == "tokenizer.json" else data
+    if isinstance(vocab, dict):
+        ids += [v for v in vocab.values() if isinstance(v, int)]
+    elif isinstance(vocab, list):
+        ids.append(len(vocab) - 1)
+    for tok in data.get("added_tokens") or [] if Path(path).name == "tokenizer.json" else []:
+        if isinstance(tok, dict) and isinstance(tok.get("id"), int):
+            ids.append(tok["id"])
+    return max(ids) if ids else None
+
+
 @lru_cache(maxsize=64)
 def _scan_tokenizer_json(path: str, content: str) -> int | None:
     try:

@@ -1,6 +1,7 @@
 """Model traps that the model's own files show before anything starts (issue 23 item 6), each found after torchrun
 had started before: FC420 a checkpoint that is not a causal LM on the native loop's causal-LM path, FC421 a model
-folder without weights, FC423 an ``external_lib`` that cannot be found. Everything is read as files (JSON, the
+folder without weights, FC422 a tokenizer with more ids than the embedding has rows, FC423 an ``external_lib`` that
+cannot be found. Everything is read as files (JSON, the
 installed transformers' auto mapping parsed as Python source, the import path searched); nothing is imported.
 """
 
@@ -12,7 +13,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
-from fsdpcfg.model_files import _transformers_root, transformers_version
+from fsdpcfg.model_files import _transformers_root, tokenizer_top_id, transformers_version
 from fsdpcfg.rules._common import A
 from fsdpcfg.rules.context import Context
 from fsdpcfg.rules.finding import Finding
@@ -125,6 +126,36 @@ def weights_present(ctx: Context) -> Iterable[Finding]:
         f"{folder} has config.json but no weights ({' or '.join(WEIGHT_FILES[::2])}; it holds: "
         f"{', '.join(present)}): from_pretrained fails when the model is loaded",
         "point the path at the complete checkpoint folder (finish the download, or copy the weight files)",
+    )
+
+
+@rule("FC422", "the tokenizer's ids fit the model's embedding (vocab_size)", keys=[P, f"{A}.model.tokenizer_path"])
+def tokenizer_fits_embedding(ctx: Context) -> Iterable[Finding]:
+    """A tokenizer whose largest id is ``vocab_size`` or more (another model's tokenizer through
+    ``model.tokenizer_path``, added tokens without ``resize_token_embeddings``): the first such token in a prompt
+    or a sample indexes past the embedding table (``IndexError: index out of range``; on CUDA a device-side
+    assert), after the run started. An embedding larger than the tokenizer is normal (Qwen2.5: 151,936 rows,
+    151,665 tokens).
+
+    Source: torch.nn.functional.embedding (ids must be < num_embeddings); transformers
+    ``PreTrainedModel.resize_token_embeddings``; issue 23 item 6.
+    """
+    m = ctx.model
+    if m is None or m.status != "ok" or not isinstance(m.config, dict):
+        return
+    rows = m.text_config.get("vocab_size")
+    found = tokenizer_top_id(m)
+    if not isinstance(rows, int) or isinstance(rows, bool) or found is None or found[0] < rows:
+        return
+    top, name = found
+    yield ctx.finding(
+        "FC422",
+        [P, f"{A}.model.tokenizer_path"],
+        f"the tokenizer ({m.tokenizer_folder}/{name}) has ids up to {top}, but {m.folder}/config.json has "
+        f"vocab_size = {rows}: a token id of {rows} or more indexes past the embedding table when it first "
+        "appears (index out of range)",
+        "use the model's own tokenizer (actor_rollout_ref.model.tokenizer_path), or resize the embeddings "
+        "(resize_token_embeddings) and save the model",
     )
 
 

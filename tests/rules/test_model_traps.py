@@ -73,3 +73,27 @@ def test_fc423_external_lib_found_without_importing_it(tmp_path, monkeypatch):
     (tmp_path / "mypkg" / "reg.py").write_text("raise SystemExit('imported!')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert not run(model_traps.external_lib_found, f"{A}.model.external_lib=mypkg.reg")
+
+
+def test_fc422_tokenizer_ids_past_the_embedding(tmp_path):
+    small = _folder(tmp_path, "small", vocab_size=1000)  # Qwen2.5's tokenizer files, an embedding of 1000 rows
+    for f in ("vocab.json", "merges.txt", "tokenizer_config.json"):
+        shutil.copy(paths.data_dir() / "tokenizers" / "qwen2.5-0.5b-instruct" / f, small / f)
+    (f,) = run(model_traps.tokenizer_fits_embedding, f"{A}.model.path={small}")
+    assert (f.rule, f.severity) == ("FC422", "error")
+    # vocab.json's 151,643 ids, then the added tokens of tokenizer_config.json up to <|file_sep|> = 151664
+    assert f"({small}/vocab.json) has ids up to 151664, but {small}/config.json has vocab_size = 1000" in f.message
+    fits = _folder(tmp_path, "fits")  # the real vocab_size, 151936: more rows than tokens is normal
+    for name in ("vocab.json", "tokenizer_config.json"):
+        shutil.copy(small / name, fits / name)
+    assert not run(model_traps.tokenizer_fits_embedding, f"{A}.model.path={fits}")
+    edge = _folder(tmp_path, "edge", vocab_size=151665)  # ids 0..151664 exactly fit
+    for name in ("vocab.json", "tokenizer_config.json"):
+        shutil.copy(small / name, edge / name)
+    assert not run(model_traps.tokenizer_fits_embedding, f"{A}.model.path={edge}")
+    # tokenizer.json: its model's vocab and its added tokens
+    tj = _folder(tmp_path, "tj", vocab_size=5)
+    tokens = {"model": {"type": "WordLevel", "vocab": {"a": 0, "b": 1}}, "added_tokens": [{"id": 5, "content": "<x>"}]}
+    (tj / "tokenizer.json").write_text(json.dumps(tokens))
+    (f,) = run(model_traps.tokenizer_fits_embedding, f"{A}.model.path={tj}")
+    assert "has ids up to 5, but" in f.message and "vocab_size = 5" in f.message
