@@ -8,6 +8,7 @@ the engine, classified from its traceback.
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -29,12 +30,17 @@ def test_remote_code_model_stops_at_the_static_check(tiny_model):
     assert [r.stage for r in report.results] == [0]  # nothing heavier ran
 
 
-def test_remote_code_trusted_but_absent_stops_at_load(tiny_model):
+def test_remote_code_trusted_but_absent_stops_at_load(tiny_model, tmp_path):
     template = "'{% for m in messages %}{{ m.content }}{% endfor %}'"
+    # the config-only asset with a weights file beside it (FC421 would stop the static check first): what stops
+    # it now is the remote code that is not there
+    model = tmp_path / "qwen-v1"
+    shutil.copytree(tiny_model("qwen-v1-config"), model)
+    (model / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")
     report = run_doctor(
         [
             RECIPE,
-            _path(tiny_model, "qwen-v1-config"),
+            f"actor_rollout_ref.model.path={model}",
             "actor_rollout_ref.model.trust_remote_code=true",
             f"actor_rollout_ref.model.custom_chat_template={template}",
         ]
