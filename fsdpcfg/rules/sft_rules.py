@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from fsdpcfg.compose import verl_base
+from fsdpcfg.native import backends
 from fsdpcfg.rules._common import ENGINE_SIZES, data_parallel, divisors
 from fsdpcfg.rules.finding import Finding
 from fsdpcfg.rules.registry import rule
@@ -299,10 +300,24 @@ def sft_engine_native(ctx: Context) -> Iterator[Finding]:
     """The native SFT trainer (fsdpcfg/train/sft) shards the model with FSDP1/FSDP2 (``engine=fsdp``/``fsdp2``,
     verl's ``engine.strategy``); verl's other SFT engines (``engine=megatron optim=megatron`` ..., their
     ``engine.*`` sections: ``McoreEngineConfig`` ...) run only under verl's ``sft_trainer``. Not a silent
-    FSDP run with the Megatron keys ignored: an error naming the launcher that runs it. Source:
+    FSDP run with the Megatron keys ignored: an error naming the launcher that runs it. The same for
+    ``engine.strategy=fsdp_turbo``, which keeps verl's FSDP engine config but is verl's own engine. Source:
     docs/design.md#no-silent-no-ops; verl/trainer/sft_trainer.py
     (``engine`` built from ``config.engine`` by ``EngineRegistry``)."""
-    if _get(ctx, "fsdpcfg.launcher") != "native" or fsdp_engine(ctx):
+    if _get(ctx, "fsdpcfg.launcher") != "native":
+        return
+    if fsdp_engine(ctx):
+        strategy = _get(ctx, "engine.strategy")
+        # fsdp_turbo: verl's FSDP engine config, verl's engine; a name the schema refuses is FC150's
+        if strategy in backends.fsdp_config_engines() and strategy not in backends.native_engines():
+            yield ctx.finding(
+                "FC254",
+                ["engine.strategy", "fsdpcfg.launcher"],
+                f"engine.strategy={strategy} is verl's {strategy} engine, run by launcher=verl; the native SFT "
+                f"trainer shards with {' or '.join(backends.native_engines())}",
+                f"use launcher=verl to run engine.strategy={strategy}, or engine.strategy=fsdp2 for the native "
+                "SFT trainer",
+            )
         return
     engine = sft_engine(ctx)
     yield ctx.finding(

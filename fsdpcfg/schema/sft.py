@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fsdpcfg.schema._base import Beta, F, FSDPStrategy, Precision, Section, Sub
+from fsdpcfg.schema._base import Beta, F, FSDPEngineStrategy, Precision, Section, Sub
 from fsdpcfg.schema.trainer import Logger
 
 
@@ -56,7 +56,9 @@ class SftWrapPolicy(Section):
 class SftEngine(Section):
     """``engine``: the FSDP engine (verl ``FSDPEngineConfig``)."""
 
-    strategy: FSDPStrategy = F("fsdp", description="fsdp (FullyShardedDataParallel) or fsdp2 (fully_shard)")
+    strategy: FSDPEngineStrategy = F(
+        "fsdp", description="fsdp (FullyShardedDataParallel), fsdp2 (fully_shard) or fsdp_turbo (verl only)"
+    )
     dtype: Precision = F("bfloat16", description="compute dtype")
     model_dtype: Precision = F("fp32", description="master weight dtype")
     param_offload: bool = F(False, description="keep parameters on the CPU between uses (GPU only)")

@@ -69,7 +69,7 @@ def test_native_limits_and_schema_errors():
     f = [x for x in check_overrides(["+recipe=qwen_sft", "+optim.lrr=1e-4"]) if x.rule == "FC150"]
     assert len(f) == 1 and "did you mean optim.lr?" in f[0].message
     f = [x for x in check_overrides(["+recipe=qwen_sft", "engine.strategy=fsdp3"]) if x.rule == "FC150"]
-    assert len(f) == 1 and "engine.strategy" in f[0].keys and "'fsdp' or 'fsdp2'" in f[0].message
+    assert len(f) == 1 and "engine.strategy" in f[0].keys and "'fsdp', 'fsdp2' or 'fsdp_turbo'" in f[0].message
     f = [x for x in check_overrides(["+recipe=qwen_sft", "data.micro_batch_size_per_gpu=two"]) if x.severity == "error"]
     assert [x.rule for x in f] == ["FC150"]  # the batch rule does not crash on a string
 
@@ -187,3 +187,13 @@ def test_the_native_sft_trainer_saves_after_each_epoch_as_verl():
     assert every("after_each_epoch") == 12
     assert every("after_each_epoch", rows=96) == 12
     assert every(5) == 5 and every(-1) == -1
+
+
+def test_fsdp_turbo_is_verls_fsdp_config_and_not_the_native_trainers():
+    # verl 0.9.1's FSDPEngineConfig takes strategy fsdp_turbo (verl/workers/engine/fsdp/fsdp_turbo_impl.py)
+    verl = check_overrides(["+recipe=qwen_sft", "launcher=verl", "engine.strategy=fsdp_turbo"])
+    assert _rules(verl) == []  # was a false FC150 ("Input should be 'fsdp' or 'fsdp2'")
+    native = [f for f in check_overrides(["+recipe=qwen_sft", "engine.strategy=fsdp_turbo"]) if f.severity == "error"]
+    assert [(f.rule, f.keys) for f in native] == [("FC254", ["engine.strategy", "fsdpcfg.launcher"])]
+    assert "engine.strategy=fsdp_turbo is verl's fsdp_turbo engine, run by launcher=verl" in native[0].message
+    assert _rules(check_overrides(["+recipe=qwen_sft", "engine.strategy=fsdp_turbox"])) == ["FC150"]
