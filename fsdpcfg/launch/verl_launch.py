@@ -56,7 +56,8 @@ def launch_findings(cfg: dict[str, Any], *, gpus: GpuInfo | None = None, install
     installed = installed or is_installed
     out: list[Finding] = []
     kind = get_dotted(cfg, "fsdpcfg.kind", "ppo")
-    env = {**os.environ, **{str(k): str(v) for k, v in (get_dotted(cfg, "fsdpcfg.env", None) or {}).items()}}
+    own = get_dotted(cfg, "fsdpcfg.env", None)  # a section of anything else (`fsdpcfg.env=-1`) is the schema's FC103
+    env = {**os.environ, **{str(k): str(v) for k, v in (own if isinstance(own, dict) else {}).items()}}
     address = get_dotted(cfg, "ray_kwargs.ray_init.address", None)
     # the schema reports a count that is not a positive integer (FC103); the machine check then counts 1
     nnodes = _count(get_dotted(cfg, "trainer.nnodes", 1))

@@ -21,6 +21,10 @@ import property_inputs as P  # noqa: E402
         ["trainer.n_gpus_per_node=[1,2]"],
         ["trainer.nnodes=???"],
         ["actor_rollout_ref.actor.checkpoint.load_contents=0", "trainer.n_gpus_per_node=nan"],
+        # ... and fsdpcfg.env as a mapping (AttributeError: 'int' object has no attribute 'items')
+        ["fsdpcfg.env=-1"],
+        ["fsdpcfg.env=[1,2]"],
+        ["fsdpcfg.env=x"],
     ],
 )
 def test_check_and_the_dry_run_agree(overrides, tmp_path, monkeypatch):
