@@ -162,3 +162,13 @@ def test_ranks_started_directly_check_the_identity_too(tmp_path, tiny_model, mon
 
     while lock._RANK_LOCK:  # the locks rank 0 took (held for its process's life; this process is pytest)
         lock._RANK_LOCK.pop().release()
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, "[1, 2]", "{not json"])
+def test_identity_of_a_model_whose_config_json_is_not_an_object(tmp_path, text):
+    # nested past the recursion limit, a list, not JSON: recorded without an architecture, never a traceback
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text(text)
+    rec = identity(_typed(f"actor_rollout_ref.model.path={model}"))
+    assert rec["model_path"] == str(model) and rec["architecture"] == {}
