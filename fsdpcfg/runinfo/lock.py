@@ -116,6 +116,35 @@ def probe(folder: str | Path) -> tuple[str, Holder | None]:
     return ("stale", holder) if holder is not None else ("free", None)
 
 
+def deleted_lock_holders(path: Path) -> list[Holder]:
+    """Processes of this user that hold ``path`` open after it was deleted (``/proc/<pid>/fd/*`` reads
+    ``<path> (deleted)``): a run whose lock file someone removed still holds its flock, on an inode a new lock
+    file does not share, so taking the new file's flock proves nothing. Linux only (``[]`` elsewhere, or where
+    ``/proc`` cannot be read). Source: issue 22 item 3 (deleting the lock file mid-run let a second run start in the
+    same folders)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    target = f"{Path(path).absolute()} (deleted)"
+    me, out = os.getpid(), []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            fds = list((entry / "fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(fd) == target:
+                    cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+                    out.append(Holder(int(entry.name), socket.gethostname(), "?", f"{cmd}; its lock file was deleted"))
+                    break
+            except OSError:
+                continue
+    return out
+
+
 class FolderBusy(ConfigError):
     """Another run holds the lock of a folder this run would write (exit code 1)."""
 
@@ -195,6 +224,9 @@ class RunLock:
                 except Timeout:
                     raise busy_error(folder, key, Holder.parse(_read(path))) from None
                 self._locks.append((path, lock))
+                holders = deleted_lock_holders(path)
+                if holders:  # the lock file was deleted under a live run: its flock is on an inode no path names
+                    raise busy_error(folder, key, holders[0])
         except BaseException:
             self.release()
             raise

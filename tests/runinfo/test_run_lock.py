@@ -56,6 +56,35 @@ def test_a_second_lock_on_a_held_folder_is_refused_naming_the_holder(tmp_path):
     RunLock([("fsdpcfg.run_dir", tmp_path)]).acquire().release()
 
 
+def test_a_lock_file_deleted_under_a_live_run_is_not_taken(tmp_path):
+    """Another process holds the folder's lock; someone deletes the lock file. A new lock file's flock is free (a
+    new inode), but the run holding the deleted one is still found (its open descriptor) and named."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from fsdpcfg.runinfo.lock import RunLock; "
+            "RunLock([('fsdpcfg.run_dir', sys.argv[1])]).acquire(); print('held', flush=True); sys.stdin.read()",
+            str(tmp_path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(fsdpcfg.__file__).resolve().parents[1],
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        (tmp_path / LOCK_FILE).unlink()  # deleted mid-run
+        with pytest.raises(FolderBusy) as e:
+            RunLock([("fsdpcfg.run_dir", tmp_path)]).acquire()
+        assert f"in use by another run: pid {holder.pid} on host" in str(e.value)
+        assert "its lock file was deleted" in str(e.value) and e.value.key == "fsdpcfg.run_dir"
+    finally:
+        holder.kill()
+        holder.wait()
+    RunLock([("fsdpcfg.run_dir", tmp_path)]).acquire().release()  # the holder is gone: taken
+
+
 def test_second_run_is_refused_before_torchrun_and_writes_nothing(tmp_path, capsys, no_torchrun):
     (tmp_path / "run").mkdir()
     with RunLock([("fsdpcfg.run_dir", tmp_path / "run")]) as held:
