@@ -127,11 +127,12 @@ def identity(cfg: AnyRunConfig) -> dict[str, Any]:
         config_file = folder / "config.json"
         out["config_sha256"] = _sha(config_file)
         try:
-            hf = json.loads(config_file.read_text())
+            read = json.loads(config_file.read_text())
         except (OSError, ValueError, RecursionError):  # unreadable, not JSON, nested past the recursion limit
-            hf = {}
-        hf = hf if isinstance(hf, dict) else {}  # check reports a config.json that is not an object (FC401)
-        text = hf.get("text_config") if isinstance(hf.get("text_config"), dict) else {}
+            read = {}
+        hf: dict[str, Any] = read if isinstance(read, dict) else {}  # check reports one that is no object (FC401)
+        inner = hf.get("text_config")
+        text: dict[str, Any] = inner if isinstance(inner, dict) else {}
         out["architecture"] = {k: hf.get(k, text.get(k)) for k in ARCH_FIELDS if k in hf or k in text}
         out["weights"] = _weights(folder)
     tok_path = model.tokenizer_path or path

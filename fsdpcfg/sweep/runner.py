@@ -143,6 +143,30 @@ def run_sweep(
     )
     if dry_run:
         return _dry_run(hl, task, runnable, echo)
+    from fsdpcfg.paths import check_folder
+    from fsdpcfg.runinfo.lock import RunLock
+    from fsdpcfg.sweep.summary import SWEEP_DIR_KEY
+
+    # one sweep per sweep folder: a second one into it would number its points 0, 1, ... over this one's
+    check_folder(hl.sweep_dir, SWEEP_DIR_KEY)  # FC731 before the lock file is made there
+    sweep_lock = RunLock([(SWEEP_DIR_KEY, hl.sweep_dir)], echo=echo).acquire()
+    try:
+        return _launch_and_summarise(hl, task, runnable, checks, overrides, t0, echo)
+    finally:
+        sweep_lock.release()
+
+
+def _launch_and_summarise(
+    hl: Any,
+    task: Any,
+    runnable: list[PointCheck],
+    checks: list[PointCheck],
+    overrides: list[str],
+    t0: float,
+    echo: Callable[[str], None],
+) -> int:
+    """Launch the ``runnable`` points with ``hl`` (holding the sweep folder), write the summary, return the exit
+    code (1 when a point failed, ``128 + signal`` when interrupted)."""
     stop: Interrupted | None = None
     launched_at = time.time()
     try:

@@ -118,3 +118,26 @@ def test_only_valid_dry_run_writes_the_valid_points_folders(tmp_path, capsys):
     assert info["overrides"] == ["+recipe=qwen_grpo", f"{N}=4", f"trainer.default_local_dir={tmp_path}/ck"]
     assert info["sweep"] == f"{tmp_path}/sw" and info["plan"]["n"] == 4
     assert "torch.distributed.run" in out.out and "dry run: nothing was started" in out.out
+
+
+def test_a_second_sweep_into_a_held_sweep_folder_is_refused(tmp_path, capsys, monkeypatch):
+    """Two sweeps in one sweep folder numbered their points 0, 1, ... over each other (issue 22 item 3): the sweep
+    holds its folder's lock while its points run, and a second one is refused before any point starts."""
+    from fsdpcfg.runinfo.lock import RunLock, probe
+    from fsdpcfg.sweep import runner
+
+    launched = []
+
+    def launch(hl, task, runnable, *rest):  # stands in for the points' runs: the folder is held meanwhile
+        launched.append(probe(hl.sweep_dir)[0])
+        return 0
+
+    monkeypatch.setattr(runner, "_launch_and_summarise", launch)
+    sweep_dir = tmp_path / "sw"
+    argv = ["-m", "+recipe=qwen_grpo", f"{N}=4,8", f"hydra.sweep.dir={sweep_dir}", f"fsdpcfg.run_dir={tmp_path}/r"]
+    with RunLock([("hydra.sweep.dir", sweep_dir)]) as first:  # the first sweep, running
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert f"{sweep_dir} is in use by another run: pid {first.holder.pid}" in err and not launched
+    assert main(argv) == 0 and launched == ["held"]  # free again: launched, holding the folder while it runs
+    assert probe(sweep_dir)[0] == "free"  # and released after
