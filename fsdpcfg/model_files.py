@@ -350,8 +350,10 @@ def chat_templates(info: ModelInfo) -> list[tuple[str, str]]:
     return out
 
 
+@lru_cache(maxsize=64)
 def template_syntax_error(source: str) -> tuple[int, str] | None:
-    """``(line, message)`` of the first Jinja syntax error of ``source``, or ``None`` when it parses.
+    """``(line, message)`` of the first Jinja syntax error of ``source``, or ``None`` when it parses (kept per
+    template text: a check and the run's check parse the same template).
 
     Parsed (never rendered) with the environment transformers uses for chat templates
     (``ImmutableSandboxedEnvironment`` with ``loopcontrols``, ``trim_blocks``, ``lstrip_blocks``:

@@ -51,6 +51,7 @@ def test_unknown_architecture_asset_keeps_the_unknown_name(tiny_model):
     assert cfg["architectures"] == ["LlamaMTPForCausalLM"] and cfg["model_type"] == "llama"
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 @pytest.mark.parametrize("name", list(NEW))
 def test_doctor_stages_1_and_2(tiny_model, name):
     from fsdpcfg.compose import compose

@@ -115,6 +115,7 @@ def test_grpo_overrides_compose_and_pass_check_with_gpu_1x():
         assert 1 * 2**30 < est.peak_bytes < 139.8 * 2**30  # the 0.5B run fits the H200 by fsdpcfg's estimate
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_doctor_overrides_pass_check_with_gpu_1x(tiny_model):
     from fsdpcfg.doctor.matrix import find_conditions
 

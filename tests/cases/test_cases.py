@@ -209,6 +209,7 @@ def test_variant(name: str) -> None:
     assert_verdict(findings, verdict, keys)
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_cli_json_exit_codes() -> None:
     """The CLI gives exit 1 and the JSON shape for an error case, exit 0 for the plain recipe."""
     bad = subprocess.run(

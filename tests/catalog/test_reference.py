@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from fsdpcfg import catalog, paths
 from fsdpcfg.catalog import reference, ruleinfo
 
@@ -24,6 +26,7 @@ def test_reference_lists_every_option_and_rule():
         assert f"[{rid}](#{rid.lower()})" in text
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_gen_reference_check_mode(tmp_path):
     script = paths.REPO_DIR / "scripts" / "gen_reference.py"
     r = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=120)

@@ -227,14 +227,18 @@ def _skipped(out_check: str) -> bool:
 
 
 class _OneCompose:
-    """Compose the same override list once for both paths: ``fsdpcfg check`` and the run's preparation each call
-    :func:`fsdpcfg.check.compose_for_check` on the same list, a function of the list, the config files and the
-    working folder alone. While :attr:`shared` is on, the check's result is kept and handed to the run's call for
-    the same list, once; every other stage (the schema, every rule, the plan, the dry run's folder) still runs on
-    both paths. Checking leaves the composed config as it was (``tests/check/test_check_leaves_config.py``), so the
-    run starts from what a compose of its own would give; the second compose was ~40% of a set's cost. Shard 0
-    composes twice all the same (``shared`` off), so a second compose of a list in one process is still held to
-    the first (``tests/compose/test_tree_cache.py`` holds the kept first-stage trees to a full compose)."""
+    """Compose and check the same override list once for both paths: ``fsdpcfg check`` and the run's preparation
+    each call :func:`fsdpcfg.check.compose_for_check` on the same list (a function of the list, the config files
+    and the working folder alone), then :func:`fsdpcfg.check.check_config` on what it composed (a function of
+    that config alone). While :attr:`shared` is on, the check's compose is kept and handed to the run's call for
+    the same list, once, and the check's findings on that config to the run's check of the same object, once;
+    every other stage (the plan, the resume and folder checks, the launcher's machine checks, the dry run's
+    folder) still runs on the run's path, and each path still reaches its own verdict and exit code from the
+    findings. Checking leaves the composed config as it was (``tests/check/test_check_leaves_config.py``), so the
+    run starts from what a compose of its own would give; the second compose was ~40% of a set's cost, the second
+    check ~20% of the rest. Shard 0 composes and checks twice all the same (``shared`` off), so a second compose
+    and check of a list in one process are still held to the first (``tests/compose/test_tree_cache.py`` holds
+    the kept first-stage trees to a full compose)."""
 
     def __init__(self) -> None:
         import fsdpcfg.check
@@ -242,12 +246,17 @@ class _OneCompose:
         self.shared = True
         self._keeping = False
         self._kept: dict[tuple[str, ...], object] = {}
+        # id(composed) -> (composed, the check's findings: None until the check ran)
+        self._findings: dict[int, tuple[object, list | None]] = {}
         self._compose = fsdpcfg.check.compose_for_check
+        self._check = fsdpcfg.check.check_config
         fsdpcfg.check.compose_for_check = self  # type: ignore[assignment]
+        fsdpcfg.check.check_config = self.check_config  # type: ignore[assignment]
 
     def keep(self) -> None:
         """Keep the next plain call's result for a later call on the same list (the check's, for the run)."""
         self._kept.clear()
+        self._findings.clear()
         self._keeping = self.shared
 
     def __call__(self, overrides: list[str], **kwargs):
@@ -258,7 +267,22 @@ class _OneCompose:
         if not kwargs and self._keeping:
             self._keeping = False
             self._kept[key] = out
+            if out[0] is not None:
+                self._findings[id(out[0])] = (out[0], None)  # the check's findings on it go here, once
         return out
+
+    def check_config(self, composed):
+        """:func:`fsdpcfg.check.check_config`; on the kept composed config, the first call's findings are handed
+        to the second call, once (a copy of the list: the run adds its launcher's findings to its own)."""
+        kept = self._findings.get(id(composed))
+        if kept is None or kept[0] is not composed:
+            return self._check(composed)
+        if kept[1] is not None:
+            del self._findings[id(composed)]
+            return list(kept[1])
+        findings = self._check(composed)
+        self._findings[id(composed)] = (composed, list(findings))
+        return findings
 
 
 _ONE_COMPOSE: _OneCompose | None = None

@@ -53,6 +53,7 @@ def test_json_shape_and_exit_codes(run_check):
     assert all(list(f) == ["rule", "severity", "keys", "message", "fix", "file", "line", "input"] for f in findings)
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_exact_json_document():
     out = subprocess.run(
         [sys.executable, "-m", "fsdpcfg", "check", "--format", "json", "+recipe=qwen_grpo", "+trainer.nnode=2"],

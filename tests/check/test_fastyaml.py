@@ -29,6 +29,7 @@ print(json.dumps(out, sort_keys=True, default=str))
 """
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 @pytest.mark.skipif(not getattr(yaml, "__with_libyaml__", False), reason="PyYAML without libyaml")
 def test_same_trees_with_and_without_libyaml():
     py, c = (

@@ -143,6 +143,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "fsdpcfg", "check", *args], capture_output=True, text=True, env=env)
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_cli_diff_then_fix(tmp_path):
     p = tmp_path / "run.sh"
     p.write_text(DAPO)

@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -132,6 +133,7 @@ def _run(args: list[str]) -> tuple[int, str, str]:
     return rc, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(base=st.sampled_from([["+recipe=qwen_grpo"], []]), overrides=_OVERRIDES)
 def test_any_overrides_give_findings_or_a_usage_error(base, overrides):

@@ -171,6 +171,7 @@ python3 -m verl.trainer.main_ppo data.train_batch_size=8 trainer.experiment_name
 """
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_nothing_in_the_script_is_executed(tmp_path):
     """A script whose commands, substitutions, redirections and heredocs would write files leaves none, and
     the check opens no network connection (a fresh process with sockets disabled)."""

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REMOTE_CODE_MODEL = Path("/work/shared/data/model_configs/Qwen__Qwen-7B")  # declares auto_map
 
 PROBE = r"""
@@ -53,6 +55,7 @@ def _evil(tmp_path: Path) -> Path:
     return marker
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_external_lib_is_never_imported(tmp_path):
     marker = _evil(tmp_path)
     got = _probe(
@@ -66,6 +69,7 @@ def test_external_lib_is_never_imported(tmp_path):
     assert got["heavy"] == []
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_external_lib_list_in_a_recipe_file(tmp_path):
     marker = _evil(tmp_path)
     rec = tmp_path / "r.yaml"
@@ -77,6 +81,7 @@ def test_external_lib_list_in_a_recipe_file(tmp_path):
     assert got["rc"] in (0, 1) and not marker.exists() and got["heavy"] == []
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_remote_code_model_and_hub_id_offline(tmp_path):
     assert REMOTE_CODE_MODEL.is_dir()
     for path in (str(REMOTE_CODE_MODEL), "Qwen/Qwen2.5-0.5B-Instruct", "some-org/not-cached-model"):
@@ -90,16 +95,19 @@ def test_remote_code_model_and_hub_id_offline(tmp_path):
         assert got["heavy"] == [], (path, got["heavy"])
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_cold_check_imports_nothing_heavy(tmp_path):
     got = _probe(tmp_path, "+recipe=qwen_grpo")
     assert got == {"rc": 0, "heavy": [], "net": []}
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_human_report_with_derived_numbers_imports_nothing_heavy(tmp_path):
     got = _probe(tmp_path, "+recipe=qwen_grpo", "--plan", fmt="human")
     assert got == {"rc": 0, "heavy": [], "net": []}
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_run_script_is_not_executed(tmp_path):
     marker = tmp_path / "script_ran"
     script = tmp_path / "run.sh"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+import pytest
 import yaml
 
 from fsdpcfg import paths
@@ -84,6 +85,7 @@ def test_config_path_and_name_run_a_config_file(capsys, tmp_path):
     assert rc == 2 and "no config file" in err
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_shell_completion_script_and_queries(capsys, monkeypatch):
     rc, script, _ = _out(capsys, "-sc", "install=bash")
     assert rc == 0 and "complete -F _fsdpcfg_complete fsdpcfg" in script

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from fsdpcfg.cli.main import main
 
 
@@ -38,6 +40,7 @@ def test_ls_unknown_group_suggests(capsys):
     assert "no config group `rolout`" in err and "did you mean `rollout`" in err and "Traceback" not in err
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_catalogue_commands_do_not_import_torch():
     code = (
         "import sys; from fsdpcfg.cli.main import main; "

@@ -9,6 +9,7 @@ from fsdpcfg.doctor.boundaries import Failure
 from fsdpcfg.doctor.runner import merge_rank_events
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_patch_stage_passes_for_the_native_patches(tiny_model):
     from fsdpcfg.compose import compose
     from fsdpcfg.doctor.stage_patches import run_patches
@@ -22,6 +23,7 @@ def test_patch_stage_passes_for_the_native_patches(tiny_model):
     assert all(d["max_logp_diff"] <= 5e-5 and d["max_rel_grad_diff"] <= 1e-4 for d in r.data.values())
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_patch_comparison_detects_a_changed_model(tiny_model):
     """Ablation: a 'patch' that changes one weight slightly is caught by the forward and backward comparison."""
     import torch

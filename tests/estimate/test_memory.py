@@ -132,6 +132,7 @@ def test_describe_without_a_readable_config(cfg):
     )
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_check_shows_memory_without_importing_torch():
     code = (
         "import sys; from fsdpcfg.cli.main import main\n"

@@ -31,6 +31,7 @@ def test_dry_run_writes_the_resolved_config_and_prints_the_command(tmp_path, cap
     assert "${" not in (tmp_path / "run" / "config.yaml").read_text()
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_bad_strategy_is_refused_fast_without_traceback():
     proc = subprocess.run(
         [sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", "actor_rollout_ref.actor.strategy=fsdp3"],

@@ -51,6 +51,7 @@ def test_plain_names_pass(name):
     ]
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 @pytest.mark.parametrize("flags", [["--dry-run"], []])
 def test_traversal_names_write_nothing_anywhere(tmp_path, flags):
     """Run from tmp/a/b/c with the run folders at their defaults (runs/..., checkpoints/...): a traversal name

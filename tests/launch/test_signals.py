@@ -114,6 +114,7 @@ def test_a_signal_is_forwarded_and_the_launcher_exits_128_plus_it(sig, code, tmp
         _cleanup(proc.pid, torchrun, rank)
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_a_torchrun_that_ignores_the_signal_is_killed_after_the_grace_period(tmp_path):
     proc, torchrun, rank = _start(tmp_path, "ignore")
     try:
@@ -126,6 +127,7 @@ def test_a_torchrun_that_ignores_the_signal_is_killed_after_the_grace_period(tmp
         _cleanup(proc.pid, torchrun, rank)
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_a_second_signal_kills_at_once(tmp_path):
     proc, torchrun, rank = _start(tmp_path, "ignore")
     try:

@@ -90,6 +90,7 @@ def test_detect_gpus_without_a_driver(monkeypatch):
     assert detect_gpus({"CUDA_VISIBLE_DEVICES": "0,1"}).count == 0  # the variable alone is no GPU
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 @pytest.mark.skipif(detect_gpus().count > 0, reason="this machine has a GPU: the CPU fail-fast path does not apply")
 def test_cli_gpu_config_on_this_cpu_machine_fails_before_ray():
     """The real command, end to end: fsdpcfg's check passes, then the launch step stops (no verl import)."""
@@ -110,6 +111,7 @@ def test_cli_gpu_config_on_this_cpu_machine_fails_before_ray():
     assert "Traceback" not in run.stderr and "ray init" not in run.stdout
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_cli_recipe_as_is_with_verl_fails_in_the_check():
     """`python -m fsdpcfg +recipe=qwen_grpo launcher=verl`: the recipe's CPU trainer and hf rollout are errors
     that say verl needs CUDA and a rollout engine, and that launcher=native runs on CPU."""

@@ -72,6 +72,7 @@ def test_fc471_softcap_needs_eager_or_flash(tmp_path):
     assert not run(architecture.softcap_attention, f"{A}.model.path={_folder(tmp_path / 'b')}")  # no cap
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_check_and_doctor_on_the_unknown_architecture_asset(tiny_model):
     """`fsdpcfg check` reports FC470 (no traceback); the doctor stops at stage 0 naming it."""
     import subprocess

@@ -84,6 +84,7 @@ def test_check_after_the_first_run_reads_the_checkpoint(tmp_path, monkeypatch):
     assert not [f for f in findings if f.rule in ("FC690", "FC106", "FC400")]
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_run_command_refuses_before_writing_anything(tmp_path):
     """`python -m fsdpcfg +recipe=arith_grpo_sft` before the SFT: exit 1, FC690's message and fix, no traceback,
     no run folder."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from rule_helpers import REPO, run
 
 from fsdpcfg.check import check_config
@@ -33,6 +34,7 @@ def test_sft_tree_too_and_check_fails_on_it():
     assert not [f for f in check_config(compose(["+recipe=qwen_sft"])) if f.rule == "FC741"]
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_cfg_hydra_shows_the_run_folder():
     out = subprocess.run(
         [sys.executable, "-m", "fsdpcfg", "+recipe=qwen_grpo", "--cfg", "hydra"],

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from rule_helpers import errors, run, warnings
 
 from fsdpcfg import model_files
@@ -102,6 +103,7 @@ def test_fc406_table(shared_models):
     assert "Qwen3ForCausalLM" in table["vllm"]["architectures"] and table["vllm"]["version"] == "0.24.0"
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_inspection_imports_nothing_heavy(shared_models):
     """Running every FC2xx-FC7xx rule on a real model folder imports neither torch, transformers nor verl."""
     code = (

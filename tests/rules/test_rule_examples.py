@@ -41,6 +41,7 @@ NO_EXAMPLE = {
     "FC416": "needs a config.json without exactly one architecture",
     "FC420": "needs a config.json of a model that is not a causal LM (tests/rules/test_model_traps.py)",
     "FC421": "needs a model folder without weights (tests/rules/test_model_traps.py)",
+    "FC422": "needs a tokenizer whose ids pass the model's vocab_size (tests/rules/test_model_traps.py)",
 }
 
 

@@ -87,6 +87,7 @@ def test_schema_defaults_are_verls():
     assert all(k.startswith("fsdpcfg.") for k in extra if k != "engine.wrap_policy.transformer_layer_cls_to_wrap")
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_check_cli_exit_codes():
     ok = subprocess.run(
         [sys.executable, "-m", "fsdpcfg", "check", "+recipe=qwen_sft"], capture_output=True, text=True, timeout=120

@@ -47,6 +47,7 @@ def test_dry_run_writes_run_info_and_keeps_the_env_secret_out(tmp_path, monkeypa
     assert info["plan"]["world_size"] == 2
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_literal_secret_is_a_finding_in_overrides_and_in_recipe_files(tmp_path):
     found = check_overrides(["+recipe=qwen_grpo", f"+fsdpcfg.env.WANDB_API_KEY={SECRET}"])
     fc = [f for f in found if f.rule == "FC720"]
@@ -113,6 +114,7 @@ def test_audit_compares_built_with_asked(tmp_path):
         check_audit_file(tmp_path / "nowhere")
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_a_checkpoint_of_the_old_layout_is_refused_before_start_another_world_size_is_not(tmp_path):
     """The layout before torch.distributed.checkpoint (one optimizer shard per rank, no trainer_state/dcp) cannot
     be resumed: refused before the run folder or torchrun, naming the folder and the fixes. A DCP checkpoint

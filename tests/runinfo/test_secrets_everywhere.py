@@ -218,6 +218,7 @@ def test_sweep_summary_and_metrics_writers_scrub(tmp_path, monkeypatch):
 # --- every path, end to end ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_native_dry_run(tmp_path):
     secret = _secret()
     run_dir = tmp_path / "run"
@@ -237,6 +238,7 @@ def test_native_dry_run(tmp_path):
     assert {"config.yaml", "overrides.yaml", "run_info.json"} <= {f.name for f in run_dir.iterdir()}
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_export_verl_keeps_references(tmp_path):
     secret = _secret()
     out = tmp_path / "exp"
@@ -257,6 +259,7 @@ def test_export_verl_keeps_references(tmp_path):
     assert shown == secret
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_verl_dry_run_command_line(tmp_path):
     secret = _secret()
     run_dir = tmp_path / "run"

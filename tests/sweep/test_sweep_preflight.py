@@ -67,6 +67,7 @@ def test_preflight_marks_failures_and_same_config_duplicates():
     assert checks[2].duplicate_of == 1  # same resolved config, spelled differently
 
 
+@pytest.mark.slow  # end to end: a fresh Python process
 def test_invalid_sweep_starts_nothing_exits_nonzero_within_10s_and_names_the_point(tmp_path):
     t0 = time.perf_counter()
     proc = subprocess.run(

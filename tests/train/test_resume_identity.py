@@ -55,6 +55,20 @@ def _checkpoint(root: Path, trained_from: dict | None, step: int = 1) -> Path:
     return d
 
 
+def _retrained(src: Path, dest: Path) -> Path:
+    """A copy of the model folder ``src`` at ``dest`` whose weights have the same names, shapes and file size but
+    other values (one tensor moved by 1e-3): a model retrained from the same config.json."""
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(src, dest)
+    tensors = load_file(src / "model.safetensors")
+    name = sorted(tensors)[0]
+    tensors[name] = tensors[name] + 1e-3
+    save_file(tensors, dest / "model.safetensors", metadata={"format": "pt"})
+    assert (dest / "model.safetensors").stat().st_size == (src / "model.safetensors").stat().st_size
+    return dest
+
+
 def _run(tmp_path: Path, model: Path, *more: str) -> list[str]:
     return [
         "+recipe=qwen_grpo",
@@ -66,11 +80,12 @@ def _run(tmp_path: Path, model: Path, *more: str) -> list[str]:
 
 
 def test_same_architecture_other_model_is_refused_at_resume(tmp_path, tiny_model, capsys, no_torchrun):
-    qwen, arith = tiny_model("tiny-qwen2"), tiny_model("tiny-qwen2-arith")  # same config.json, other weights
+    qwen = tiny_model("tiny-qwen2")
+    other = _retrained(qwen, tmp_path / "retrained")  # same config.json, other weights
     folder = _checkpoint(tmp_path / "ckpt", identity(_typed(f"actor_rollout_ref.model.path={qwen}")))
-    assert main(_run(tmp_path, arith)) == 1 and not no_torchrun
+    assert main(_run(tmp_path, other)) == 1 and not no_torchrun
     err = capsys.readouterr().err
-    assert f"would resume {folder}, trained from {qwen}, but this run's model is {arith}" in err
+    assert f"would resume {folder}, trained from {qwen}, but this run's model is {other}" in err
     assert "weights: sha256" in err  # same files and sizes, other contents
     for fix in (
         "trainer.experiment_name",
@@ -83,14 +98,14 @@ def test_same_architecture_other_model_is_refused_at_resume(tmp_path, tiny_model
     assert main(_run(tmp_path, qwen)) == 0 and len(no_torchrun) == 1
     # resume_path: the user chose that checkpoint; another model of the same shapes is allowed, and said so
     capsys.readouterr()
-    assert main(_run(tmp_path, arith, "trainer.resume_mode=resume_path", f"trainer.resume_from_path={folder}")) == 0
+    assert main(_run(tmp_path, other, "trainer.resume_mode=resume_path", f"trainer.resume_from_path={folder}")) == 0
     assert (
-        f"note: resuming {folder} (trained from {qwen}) with actor_rollout_ref.model.path={arith}"
+        f"note: resuming {folder} (trained from {qwen}) with actor_rollout_ref.model.path={other}"
         in capsys.readouterr().out
     )
     # disable beside that checkpoint: nothing is resumed, and the run's saves would write over it: refused
     capsys.readouterr()
-    assert main(_run(tmp_path, arith, "trainer.resume_mode=disable")) == 1 and len(no_torchrun) == 2
+    assert main(_run(tmp_path, other, "trainer.resume_mode=disable")) == 1 and len(no_torchrun) == 2
     assert f"already holds {folder.name}" in capsys.readouterr().err
 
 
@@ -98,7 +113,8 @@ def test_weights_replaced_at_the_same_path_are_refused(tmp_path, tiny_model, cap
     model = tmp_path / "model"
     shutil.copytree(tiny_model("tiny-qwen2"), model)
     _checkpoint(tmp_path / "ckpt", identity(_typed(f"actor_rollout_ref.model.path={model}")))
-    shutil.copy(tiny_model("tiny-qwen2-arith") / "model.safetensors", model / "model.safetensors")
+    _retrained(tiny_model("tiny-qwen2"), tmp_path / "retrained")
+    shutil.copy(tmp_path / "retrained" / "model.safetensors", model / "model.safetensors")
     assert main(_run(tmp_path, model)) == 1 and not no_torchrun
     assert "weights: sha256" in capsys.readouterr().err
 
@@ -146,17 +162,18 @@ def test_ranks_started_directly_check_the_identity_too(tmp_path, tiny_model, mon
     from fsdpcfg.runinfo.lock import HOLDER_ENV
     from fsdpcfg.train import entry
 
-    qwen, arith = tiny_model("tiny-qwen2"), tiny_model("tiny-qwen2-arith")
+    qwen = tiny_model("tiny-qwen2")
+    other = _retrained(qwen, tmp_path / "retrained")
     _checkpoint(tmp_path / "ckpt", identity(_typed(f"actor_rollout_ref.model.path={qwen}")))
     cfg = _cfg(
-        f"actor_rollout_ref.model.path={arith}",
+        f"actor_rollout_ref.model.path={other}",
         f"fsdpcfg.run_dir={tmp_path}/run",
         f"trainer.default_local_dir={tmp_path}/ckpt",
     )
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
     monkeypatch.delenv("FSDPCFG_ERROR_FILE", raising=False)
     monkeypatch.delenv(HOLDER_ENV, raising=False)
-    with pytest.raises(ConfigError, match=f"trained from {qwen}, but this run's model is {arith}"):
+    with pytest.raises(ConfigError, match=f"trained from {qwen}, but this run's model is {other}"):
         entry._rank0_preflight(str(tmp_path / "config.yaml"))
     from fsdpcfg.runinfo import lock
 
