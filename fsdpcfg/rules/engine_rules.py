@@ -115,21 +115,52 @@ def foreign_engine_key(ctx: Context) -> Iterable[Finding]:
             continue  # verl's own tree or fsdpcfg's (kept where verl_base.prune could not tell)
         if key in verlref.fields(comp):
             continue  # a field this engine's dataclasses read without a YAML entry (fsdp_config.mixed_precision)
-        if K.classify(key) == "free" or key in K.VERL_PLUS_KEYS:
-            continue  # below a mapping verl hands to a library (override_transformer_config.*), or a + key
-
-        other = next((c for c in verlref.PPO_COMPOSITIONS if key in verlref.keys(c) or key in verlref.fields(c)), None)
+        if key in K.VERL_PLUS_KEYS:
+            continue  # a + key verl accepts
+        section = None
+        if K.classify(key) == "free":
+            # below a mapping verl hands to a library (override_transformer_config.*): free inside it, but the
+            # mapping itself must be one of this engine's sections
+            section = _known_section(key)
+            if section is None or _has(comp, section):
+                continue
+            other = next(c for c in verlref.PPO_COMPOSITIONS if _has(c, section))
+        else:
+            holders = (c for c in verlref.PPO_COMPOSITIONS if key in verlref.keys(c) or key in verlref.fields(c))
+            other = next(holders, None)
         if other is None:
             continue  # in no engine's composition: an unknown key, FC101/FC102's (a `+` key verl accepts)
-        where = f" (it is a key of verl's {other})"
+        where = (
+            f" (it is a key of verl's {other})"
+            if section is None
+            else f" ({section} is a section of verl's {other}, not of {comp})"
+        )
+        choose = next((e for e, c in verl_base.ENGINE_COMPOSITION.items() if c == other), other)
         yield ctx.finding(
             "FC113",
             [key, "model_engine"],
             f"{key} is not a key of verl's {comp} (model_engine={engine}){where}: verl rejects it "
             "as an override and ignores it in a config file",
             f"remove it, or set the engine's own key (`fsdpcfg explain {key.rsplit('.', 1)[-1]}`), or "
-            "choose the engine it belongs to (engine=fsdp2)",
+            f"choose the engine it belongs to (engine={choose})",
         )
+
+
+def _has(comp: str, key: str) -> bool:
+    """True when verl's composition ``comp`` holds ``key`` as a leaf, a section or a dataclass field."""
+    return key in verlref.keys(comp) or key in verlref.prefixes(comp) or key in verlref.fields(comp)
+
+
+def _known_section(key: str) -> str | None:
+    """The longest dotted prefix of ``key`` that some engine's composition of ``main_ppo`` holds (the free
+    mapping's place in verl's tree, ``actor_rollout_ref.actor.megatron.override_transformer_config``), or
+    ``None``."""
+    parts = key.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        prefix = ".".join(parts[:i])
+        if any(_has(c, prefix) for c in verlref.PPO_COMPOSITIONS):
+            return prefix
+    return None
 
 
 def _foreign_sft_key(ctx: Context) -> Iterable[Finding]:

@@ -39,6 +39,8 @@ REFUSED = {
     "+distillation.teacher_models.teacher_model.inference.limt_images=1": "FC102",  # a RolloutConfig there
     "+actor_rollout_ref.actor.qat.activationobserver=1": "FC102",  # actor.qat is a QATConfig (no _target_), no dict
     "+actor_rollout_ref.actor.megatron.full_determinism=true": "FC113",  # a field of Megatron's only
+    # free below override_transformer_config, but that mapping is Megatron's: FSDPActorConfig has no `megatron`
+    "+actor_rollout_ref.actor.megatron.override_transformer_config.foo_bar=1": "FC113",
     "~actor_rollout_ref.actor.profiler.tool_config": "FC100",  # rollout.profiler's oc.select list defaults
     "actor_rollout_ref.ref.fsdp_config.fsdp_size=0": "FC103",  # verl divides the world size by it
 }

@@ -87,3 +87,15 @@ def test_every_proposal_is_a_key_verl_accepts_with_the_users_value(verl_dir, val
     ops = verl_opinions_of_exports([("ppo", verl_dir, valid + [f"{k}={_text(v)}"]) for k, v in proposed.items()])
     for (k, v), op in zip(proposed.items(), ops, strict=True):
         assert op.accepted, (k, v, op.stage, op.error)
+
+
+def test_a_free_mapping_of_another_engine_is_refused_by_both(verl_dir, valid):
+    """Keys below Megatron's ``override_transformer_config`` are free (Megatron's TransformerConfig takes them),
+    but on verl's FSDP composition the whole ``megatron`` section is foreign: FC113, and verl refuses it."""
+    override = "+actor_rollout_ref.actor.megatron.override_transformer_config.foo_bar=1"
+    found = check_overrides(["+recipe=qwen_grpo", "launcher=verl", "rollout=vllm", override])
+    (f,) = [f for f in found if f.rule == "FC113"]
+    assert "is a section of verl's ppo_megatron_trainer, not of ppo_trainer" in f.message
+    assert "engine=megatron" in f.fix
+    (op,) = verl_opinions_of_exports([("ppo", verl_dir, valid + [override])])
+    assert not op.accepted, op
