@@ -118,6 +118,7 @@ def foreign_engine_key(ctx: Context) -> Iterable[Finding]:
         if key in K.VERL_PLUS_KEYS:
             continue  # a + key verl accepts
         section = None
+        other: str | None
         if K.classify(key) == "free":
             # below a mapping verl hands to a library (override_transformer_config.*): free inside it, but the
             # mapping itself must be one of this engine's sections
