@@ -108,6 +108,22 @@ def file_checksum(path: str | Path) -> str:
     return f"{value:08x}"
 
 
+#: the manifest's own CRC-32 (of its other entries as canonical JSON: sorted keys, no spaces), so that a byte
+#: changed inside it (a file name, a size, a recorded checksum) is named as the manifest's damage, not as a file's
+SELF_CHECKSUM = "manifest_crc32"
+
+
+def _own_checksum(manifest: dict[str, Any]) -> str:
+    body = {k: v for k, v in manifest.items() if k != SELF_CHECKSUM}
+    return f"{zlib.crc32(json.dumps(body, sort_keys=True, separators=(',', ':')).encode()):08x}"
+
+
+def seal(manifest: dict[str, Any]) -> dict[str, Any]:
+    """``manifest`` with :data:`SELF_CHECKSUM` added (:func:`fsdpcfg.train.checkpoint.save_checkpoint` writes it
+    so; :func:`damage` checks it). Its values must survive a JSON round trip (they are what is written)."""
+    return {**{k: v for k, v in manifest.items() if k != SELF_CHECKSUM}, SELF_CHECKSUM: _own_checksum(manifest)}
+
+
 def describe_files(folder: str | Path) -> dict[str, Any]:
     """The manifest's file entries for every file under ``folder`` (the manifest itself aside): ``files`` (paths
     relative to ``folder``, sorted), ``sizes`` (bytes), ``checksum`` (:data:`CHECKSUM`) and ``checksums``
@@ -126,13 +142,17 @@ def describe_files(folder: str | Path) -> dict[str, Any]:
 def damage(folder: str | Path) -> list[tuple[str, str]]:
     """What is wrong with checkpoint ``folder``: ``(file, why)`` pairs, empty when it is intact. The manifest must
     be readable and list trainer state (:data:`STATE_DIR`); each file it lists must exist with its recorded size
-    and CRC-32. A manifest written before checksums were recorded is held to the sizes only. Reads every listed
-    file (~0.3 s per GB from the page cache on this machine)."""
+    and CRC-32, and the manifest must match its own :data:`SELF_CHECKSUM`. A manifest written before checksums
+    were recorded is held to the sizes only. Reads every listed file (~0.3 s per GB from the page cache on this
+    machine)."""
     folder = Path(folder)
     manifest = read_manifest(folder)
     if manifest is None:
         why = "unreadable (truncated or not JSON)" if (folder / MANIFEST).is_file() else "missing"
         return [(MANIFEST, f"{why}: not a complete checkpoint of fsdpcfg's layout")]
+    recorded = manifest.get(SELF_CHECKSUM)
+    if recorded is not None and recorded != (now := _own_checksum(manifest)):
+        return [(MANIFEST, f"contents changed (crc32 {now} of its entries, it records {recorded!r})")]
     files = [f for f in manifest.get("files") or [] if isinstance(f, str)]
     sizes = manifest.get("sizes") or {}
     sums = (manifest.get("checksums") or {}) if manifest.get("checksum") == CHECKSUM else {}

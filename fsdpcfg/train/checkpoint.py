@@ -53,6 +53,7 @@ from fsdpcfg.native.ckpt_layout import (  # noqa: F401
     find_resume_folder,
     is_complete,
     prunable,
+    seal,
 )
 
 #: the config key that chooses the checkpoint folder (named in write faults).
@@ -196,7 +197,7 @@ def save_checkpoint(
         }
         if trained_from is not None:
             manifest["trained_from"] = trained_from
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        (tmp / MANIFEST).write_text(json.dumps(seal(manifest), indent=2) + "\n")
         fsync_file(tmp / MANIFEST)
         for d in {(tmp / f).parent for f in files} | {tmp}:
             fsync_folder(d)

@@ -18,6 +18,7 @@ from fsdpcfg.native.ckpt_layout import (
     export_damage,
     find_resume_folder,
     is_complete,
+    seal,
 )
 from fsdpcfg.schema.trainer import TrainerSection
 
@@ -36,7 +37,7 @@ def _ckpt(root, step, manifest=True):
         (d / name).parent.mkdir(parents=True, exist_ok=True)
         (d / name).write_bytes(data)
     if manifest:
-        (d / "MANIFEST.json").write_text(json.dumps({"step": step, "world_size": 2, **describe_files(d)}))
+        (d / "MANIFEST.json").write_text(json.dumps(seal({"step": step, "world_size": 2, **describe_files(d)})))
     return d
 
 
@@ -121,12 +122,23 @@ def test_a_damaged_export_with_intact_state_is_resumed_and_named(tmp_path, hurt)
 def test_a_manifest_without_checksums_is_held_to_sizes(tmp_path):
     d = _ckpt(tmp_path, 1)
     manifest = json.loads((d / "MANIFEST.json").read_text())
-    del manifest["checksum"], manifest["checksums"]
+    del manifest["checksum"], manifest["checksums"], manifest["manifest_crc32"]  # as an older fsdpcfg wrote it
     (d / "MANIFEST.json").write_text(json.dumps(manifest))
     _flip(d / "trainer_state/trainer.pt")
     assert damage(d) == []  # a manifest of an older fsdpcfg: sizes only
     _truncate(d / "trainer_state/trainer.pt")
     assert [f for f, _ in damage(d)] == ["trainer_state/trainer.pt"]
+
+
+def test_a_byte_changed_inside_the_manifest_is_the_manifests_damage(tmp_path):
+    d = _ckpt(tmp_path, 1)
+    text = (d / "MANIFEST.json").read_text()
+    (d / "MANIFEST.json").write_text(text.replace("__1_0.distcp", "__1_0.dis4cp", 1))  # still JSON, a name changed
+    ((f, why),) = damage(d)
+    assert f == "MANIFEST.json" and why.startswith("contents changed (crc32 ") and "it records '" in why
+    # sealed: the recorded value is what the writer computed over the other entries
+    manifest = json.loads(text)
+    assert seal(manifest) == manifest
 
 
 def test_the_run_never_starts_below_an_existing_step_folder(tmp_path):
@@ -156,3 +168,54 @@ def test_tmp_old_and_linked_folders_are_not_step_folders(tmp_path):
     assert complete_checkpoints(tmp_path) == [one]
     assert find_resume_folder(_auto(tmp_path)) == one
     assert check_resume_layout(_auto(tmp_path)) == one
+
+
+# -- property (issue 22 item 6): any damage to any file of the newest checkpoint ------------------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _hurt(p, how: str, at: float) -> None:
+    """Damage file ``p``: ``truncate`` (to a fraction ``at`` of its size), ``flip`` (one byte at ``at``),
+    ``append`` (a byte), ``zero`` (the same size, all zero bytes), ``delete``."""
+    data = bytearray(p.read_bytes())
+    i = min(int(at * len(data)), len(data) - 1)
+    if how == "truncate":
+        p.write_bytes(bytes(data[:i]))
+    elif how == "flip":
+        data[i] ^= 1 + int(at * 254)  # never 0: the byte changes
+        p.write_bytes(bytes(data))
+    elif how == "append":
+        p.write_bytes(bytes(data) + b"\0")
+    elif how == "zero":
+        p.write_bytes(b"\0" * len(data) if any(data) else b"\1" * len(data))
+    else:
+        p.unlink()
+
+
+@settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(
+    file=st.sampled_from(sorted({**STATE, **EXPORT, "MANIFEST.json": b""})),
+    how=st.sampled_from(["truncate", "flip", "append", "zero", "delete"]),
+    at=st.floats(0, 1, exclude_max=True),
+    older=st.booleans(),
+)
+def test_any_damage_to_the_newest_checkpoint_is_named_never_resumed_past(tmp_path_factory, file, how, at, older):
+    """Damage to the trainer state or the manifest stops an ``auto`` resume, naming the file (and the intact
+    older checkpoint when there is one: never a silent fall-back); damage to the Hugging Face export alone
+    resumes the newest state and is named as the export's (the run writes it again)."""
+    root = tmp_path_factory.mktemp("ckpts")
+    if older:
+        _ckpt(root, 2)
+    newest = _ckpt(root, 4)
+    _hurt(newest / file, how, at)
+    state = file == "MANIFEST.json" or file.startswith("trainer_state/")
+    if state:
+        with pytest.raises(DamagedCheckpoint) as e:
+            find_resume_folder(_auto(root))
+        assert str(newest) in e.value.message and file in e.value.message, e.value.message
+        if older:
+            assert f"trainer.resume_from_path={root / 'global_step_2'}" in e.value.fix
+    else:
+        assert find_resume_folder(_auto(root)) == newest
+        assert [f for f, _ in export_damage(newest)] == [file]
