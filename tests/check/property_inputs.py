@@ -6,8 +6,10 @@ verdict from ``fsdpcfg check`` and from ``python -m fsdpcfg ... --dry-run`` (bot
 Inputs are drawn from the real key universe (fsdpcfg's schema keys, verl 0.9.1's keys, the keys of the composed
 main recipe, every group and option) with valid, plausible, invalid and extreme values, ``~key`` deletions,
 ``+key`` additions and group choices; and hostile recipe files (alias bombs, deep nesting, huge key counts,
-binary, wrong types). ``--dry-run`` writes the run folder; every shard runs in its own working folder (four
-levels deep, so that ``..`` names stay inside it) and no value names an absolute path outside it.
+binary, wrong types, and Hydra callbacks, logging handlers and ``_target_`` values that would write a file if
+built: no input may run any of them, on either path). ``--dry-run`` writes the run folder; every shard runs in
+its own working folder (four levels deep, so that ``..`` names stay inside it) and no value names an absolute path
+outside it.
 
     python tests/check/property_inputs.py overrides|files SHARD COUNT WORKDIR
 
@@ -330,6 +332,21 @@ def _bomb(levels: int, width: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: a file or folder that exists only if some code of a recipe ran (relative: each shard works in its own folder)
+SENTINEL = "ran_code_sentinel"
+#: recipe bodies whose Hydra callbacks, logging handlers or ``_target_`` would write :data:`SENTINEL` if built
+_CODE = [
+    f"hydra:\n  callbacks:\n    c:\n      _target_: builtins.open\n      file: {SENTINEL}\n      mode: w\n",
+    f"hydra:\n  callbacks:\n    c:\n      _target_: os.mkdir\n      path: {SENTINEL}\n",
+    "hydra:\n  job_logging:\n    version: 1\n    handlers:\n      f:\n        class: logging.FileHandler\n"
+    f"        filename: {SENTINEL}\n    root:\n      handlers: [f]\n",
+    "hydra:\n  hydra_logging:\n    version: 1\n    handlers:\n      f:\n        class: logging.FileHandler\n"
+    f"        filename: {SENTINEL}\n    root:\n      handlers: [f]\n",
+    f"data:\n  x:\n    _target_: os.mkdir\n    path: {SENTINEL}\n",
+    f"trainer:\n  logger:\n    _target_: builtins.open\n    file: {SENTINEL}\n    mode: w\n",
+]
+
+
 @st.composite
 def _hostile(draw) -> tuple[str, bytes]:
     kind = draw(
@@ -346,6 +363,7 @@ def _hostile(draw) -> tuple[str, bytes]:
                 "bad_defaults",
                 "long_key",
                 "mixed",
+                "code",
             ]
         )
     )
@@ -409,6 +427,9 @@ def _hostile(draw) -> tuple[str, bytes]:
             )
         )
         header = "# @package _global_\n"
+    elif kind == "code":  # what would run code if built: neither path may build it (issue 22 items 1 and 6)
+        body = draw(st.sampled_from(_CODE))
+        header = _HEADER if draw(st.booleans()) else "# @package _global_\n"
     elif kind == "long_key":
         body = "x" * draw(st.sampled_from([1000, 1025, 5000])) + ": 1\n"
     else:
@@ -460,6 +481,8 @@ def run_shard(what: str, shard: int, count: int, workdir: Path) -> dict:
             f = folder / f"hostile{suffix}"
             f.write_bytes(data)
             tally(_verdicts([str(f)], [f"+recipe={f}"]), kind)
+            if Path(SENTINEL).exists():
+                raise Refusal(f"a recipe's code ran (it wrote {SENTINEL}): {data.decode(errors='replace')[:500]}")
 
     failure = None
     try:
