@@ -56,6 +56,23 @@ class Checked:
     verl_job: tuple[dict[str, Any] | None, str] | None = None
 
 
+@dataclass
+class Located:
+    """What a report of many inputs keeps of each composed config: the provenance that places each finding
+    (:func:`fsdpcfg.cli.check.location`) and the run kind. ~80 KB, where the composed tree is ~900 KB: a check
+    of 500 files keeps 40 MB, not 450 MB."""
+
+    provenance: Any
+    kind: str = "ppo"
+
+
+def located(composed: Any) -> Any:
+    """``composed`` reduced to its :class:`Located` part (``None`` stays ``None``)."""
+    if composed is None:
+        return None
+    return Located(composed.provenance, getattr(composed, "kind", "ppo"))
+
+
 def is_full_config(data: Any) -> bool:
     """True for a complete config (a dump of fsdpcfg's or verl's tree, PPO or SFT layout), false for a recipe
     (an overlay with a Hydra ``defaults`` list or a few sections); :func:`fsdpcfg.compose.config_file.classify`."""

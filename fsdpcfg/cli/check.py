@@ -151,14 +151,17 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
     return args
 
 
-def collect(args: argparse.Namespace) -> list[Any]:
-    """Check every input and return one :class:`~fsdpcfg.check.sources.Checked` per config.
+def collect(args: argparse.Namespace, *, keep_configs: bool = True) -> list[Any]:
+    """Check every input and return one :class:`~fsdpcfg.check.sources.Checked` per config. Without
+    ``keep_configs`` each file's composed config is reduced to what places its findings
+    (:func:`fsdpcfg.check.sources.located`) as soon as it is checked, so that memory does not grow with the
+    number of files (a pre-commit hook over a repository's YAML files).
 
     Raises:
         UsageError: files mixed with overrides, a missing file, an unparsable override.
     """
     from fsdpcfg.check import check_config, compose_for_check
-    from fsdpcfg.check.sources import Checked, check_run_script, check_yaml_file
+    from fsdpcfg.check.sources import Checked, check_run_script, check_yaml_file, located
 
     kinds = [_kind(a) for a in args.inputs]
     files = [a for a, k in zip(args.inputs, kinds, strict=True) if k != "override"]
@@ -181,20 +184,24 @@ def collect(args: argparse.Namespace) -> list[Any]:
         if composed is not None:
             findings = check_config(composed)
         return [Checked(" ".join(overrides) or "(defaults)", findings, composed)]
-    out = []
+    out: list[Any] = []
     for f, k in zip(files, kinds, strict=True):
+        start = len(out)
         if k == "yaml":
             out.append(check_yaml_file(Path(f)))
-            continue
-        try:
-            out.extend(check_run_script(Path(f), args=script_args))
-        except UsageError as e:  # no verl command in it (or it cannot be read)
-            if not getattr(args, "skip_unrelated", False) or not Path(f).is_file():
-                raise
-            from fsdpcfg.rules.inputs import not_a_config
+        else:
+            try:
+                out.extend(check_run_script(Path(f), args=script_args))
+            except UsageError as e:  # no verl command in it (or it cannot be read)
+                if not getattr(args, "skip_unrelated", False) or not Path(f).is_file():
+                    raise
+                from fsdpcfg.rules.inputs import not_a_config
 
-            why = e.message[len(f"{f}: ") :] if e.message.startswith(f"{f}: ") else e.message
-            out.append(Checked(f, [not_a_config("FC131", f, why)]))
+                why = e.message[len(f"{f}: ") :] if e.message.startswith(f"{f}: ") else e.message
+                out.append(Checked(f, [not_a_config("FC131", f, why)]))
+        if not keep_configs:
+            for r in out[start:]:
+                r.composed = located(r.composed)
     return out
 
 
@@ -212,7 +219,11 @@ def run(args: argparse.Namespace) -> int:
             for f in fixes:
                 f.write()
                 fixed += f.applied
-        results = collect(args)
+        files = [a for a in args.inputs if _kind(a) != "override"]
+        # one file's plan, or verl's opinion, reads the whole composed config; a report of many files only places
+        # each finding (the plan is shown for one input unless asked)
+        keep = len(files) <= 1 or bool(args.plan) or bool(getattr(args, "verl", False))
+        results = collect(args, keep_configs=keep)
     except ConfigError as e:
         if args.format != "json":
             raise
