@@ -102,6 +102,11 @@ def chat_problem(value: Any, *, plain_ok: bool = False) -> str | None:
     for i, m in enumerate(value):
         if not isinstance(m, dict) or "role" not in m or "content" not in m:
             return f"message {i} is {m!r:.60}, not a {{'role': ..., 'content': ...}} object"
+        if not isinstance(m["content"], (str, list)):
+            # a text chat template joins the content to strings (Qwen's: `'<|im_start|>' + message['role'] + ...
+            # + message['content']`): null or a number fails in the template when its batch comes; a list of
+            # parts is a multimodal processor's form
+            return f"message {i} has content {m['content']!r:.40} ({type(m['content']).__name__}), not a string"
     return None
 
 

@@ -352,24 +352,41 @@ def chat_templates(info: ModelInfo) -> list[tuple[str, str]]:
 
 @lru_cache(maxsize=64)
 def template_syntax_error(source: str) -> tuple[int, str] | None:
-    """``(line, message)`` of the first Jinja syntax error of ``source``, or ``None`` when it parses (kept per
-    template text: a check and the run's check parse the same template).
+    """``(line, message)`` of the first Jinja syntax error of ``source`` (an unknown filter or test included), or
+    ``None`` when it compiles (kept per template text: a check and the run's check compile the same template).
 
-    Parsed (never rendered) with the environment transformers uses for chat templates
-    (``ImmutableSandboxedEnvironment`` with ``loopcontrols``, ``trim_blocks``, ``lstrip_blocks``:
-    ``transformers/utils/chat_template_utils.py`` ``_compile_jinja_template``). jinja2 is imported here, on first
-    use, so that a config without a template does not pay for it.
+    Compiled (never rendered) with the environment transformers uses for chat templates
+    (``ImmutableSandboxedEnvironment`` with ``loopcontrols``, the ``generation`` block, ``trim_blocks``,
+    ``lstrip_blocks``: ``transformers/utils/chat_template_utils.py`` ``_compile_jinja_template``). jinja2 is
+    imported here, on first use, so that a config without a template does not pay for it.
     """
     import jinja2.ext
+    import jinja2.nodes
     import jinja2.sandbox
 
+    class Generation(jinja2.ext.Extension):
+        """``{% generation %}...{% endgeneration %}``, the block transformers' ``AssistantTracker`` adds (it marks
+        the assistant's tokens for ``return_assistant_tokens_mask``): parsed as transformers parses it."""
+
+        tags = {"generation"}
+
+        def parse(self, parser):
+            lineno = next(parser.stream).lineno
+            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+            return jinja2.nodes.CallBlock(self.call_method("_block"), [], [], body).set_lineno(lineno)
+
+        def _block(self, caller):
+            return caller()
+
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols]
+        trim_blocks=True, lstrip_blocks=True, extensions=[Generation, jinja2.ext.loopcontrols]
     )
     try:
-        env.parse(source)
+        env.from_string(source)  # compiled, as transformers does: an unknown filter or test fails here too
     except jinja2.TemplateSyntaxError as e:
         return int(e.lineno or 1), str(e.message or e)
+    except jinja2.TemplateError as e:  # TemplateAssertionError: no filter or test of that name
+        return int(getattr(e, "lineno", None) or 1), str(getattr(e, "message", None) or e)
     return None
 
 

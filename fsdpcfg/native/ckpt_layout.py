@@ -142,7 +142,8 @@ def describe_files(folder: str | Path) -> dict[str, Any]:
 def damage(folder: str | Path) -> list[tuple[str, str]]:
     """What is wrong with checkpoint ``folder``: ``(file, why)`` pairs, empty when it is intact. The manifest must
     be readable and list trainer state (:data:`STATE_DIR`); each file it lists must exist with its recorded size
-    and CRC-32, and the manifest must match its own :data:`SELF_CHECKSUM`. A manifest written before checksums
+    and CRC-32, every file of the folder must be listed, and the manifest must match its own
+    :data:`SELF_CHECKSUM`. A manifest written before checksums
     were recorded is held to the sizes only. Reads every listed file (~0.3 s per GB from the page cache on this
     machine)."""
     folder = Path(folder)
@@ -165,6 +166,11 @@ def damage(folder: str | Path) -> list[tuple[str, str]]:
             out.append((f, f"{p.stat().st_size} bytes, the manifest says {sizes[f]} (truncated or replaced)"))
         elif f in sums and (now := file_checksum(p)) != sums[f]:
             out.append((f, f"contents changed (crc32 {now}, the manifest says {sums[f]})"))
+    listed = set(files)
+    for p in sorted(folder.rglob("*")):  # the writer lists every file it wrote: one it does not list is not its
+        rel = str(p.relative_to(folder))
+        if p.is_file() and rel != MANIFEST and rel not in listed:
+            out.append((rel, "not in the manifest (added later, or the manifest lost its entry)"))
     if not any(f.startswith(f"{STATE_DIR}/") for f in files):
         out.append((STATE_DIR, "the manifest lists no trainer state"))
     return out

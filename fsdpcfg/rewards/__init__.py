@@ -112,7 +112,7 @@ def load_reward_fn(cfg_reward: Mapping[str, Any]) -> RewardFn:
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
         spec.loader.exec_module(module)
-    except Exception as e:  # the user's file: report it, not a traceback of ours
+    except (Exception, SystemExit) as e:  # the user's file: report it, not a traceback of ours (sys.exit too)
         raise ConfigError(
             f"importing the reward file failed: {type(e).__name__}: {e}",
             key=f"{key}.path",
@@ -171,7 +171,8 @@ def score(
         out = fn(data_source, solution_str, ground_truth, extra_info)
     except ConfigError:
         raise  # the built-in dispatcher's own message (an unknown data_source)
-    except Exception as e:  # the user's function: report it, not a traceback of ours
+    except (Exception, SystemExit) as e:  # the user's function: report it, not a traceback of ours; a sys.exit()
+        # in it would end the rank with torchrun's report alone
         raise ConfigError(
             f"the reward function {what} raised {type(e).__name__}: {str(e)[:300]}{_user_frame(e)} on {where} "
             f"(data_source {data_source!r}, ground truth {ground_truth!r:.80})",

@@ -12,7 +12,6 @@ import json
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from fsdpcfg.rules._common import A
 from fsdpcfg.rules.context import Context
@@ -59,31 +58,13 @@ def template_source(ctx: Context) -> tuple[str, str] | None:
 
 @lru_cache(maxsize=16)
 def syntax_error(text: str) -> str | None:
-    """The Jinja syntax error of ``text`` (``line N: message``), or ``None`` when it parses. Parsed with the tags
-    transformers adds (``loopcontrols``, ``{% generation %}``); nothing is rendered."""
-    try:
-        import jinja2
-        from jinja2 import nodes
-        from jinja2.ext import Extension
-    except ImportError:  # pragma: no cover - jinja2 comes with transformers and pydantic's tooling
-        return None
+    """The Jinja error of ``text`` (``line N: message``), or ``None`` when it compiles: one parser for every
+    template rule (:func:`fsdpcfg.model_files.template_syntax_error`: the tags and filters transformers gives a
+    chat template, an unknown filter or test included); nothing is rendered."""
+    from fsdpcfg.model_files import template_syntax_error
 
-    class Generation(Extension):
-        """``{% generation %}...{% endgeneration %}`` (transformers' assistant-mask tag), parsed as its body."""
-
-        tags = {"generation"}
-
-        def parse(self, parser: Any) -> Any:
-            lineno = next(parser.stream).lineno
-            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
-            return nodes.Scope(body, lineno=lineno)
-
-    env = jinja2.Environment(extensions=["jinja2.ext.loopcontrols", Generation])
-    try:
-        env.parse(text)
-    except jinja2.TemplateSyntaxError as e:
-        return f"line {e.lineno}: {e.message}"
-    return None
+    err = template_syntax_error(text)
+    return None if err is None else f"line {err[0]}: {err[1]}"
 
 
 @rule(

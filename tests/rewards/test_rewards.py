@@ -154,3 +154,20 @@ def test_score_takes_numbers_and_refuses_the_rest_naming_function_and_row(tmp_pa
     # the built-in dispatcher's own message passes through
     with pytest.raises(ConfigError, match="no built-in reward for data_source 'src'"):
         score(default_compute_score, "src", "", "7", None)
+
+
+def test_a_reward_that_calls_sys_exit_is_a_message_not_the_end_of_the_rank(tmp_path):
+    """``sys.exit()`` in the reward file (at import or in the call) is a ConfigError naming the function, as any
+    exception is: it would otherwise end the rank with torchrun's report alone (break-it pass, issue 22)."""
+    from fsdpcfg.rewards import reward_label, score
+
+    f = tmp_path / "rew.py"
+    f.write_text("import sys\ndef r(data_source, solution_str, ground_truth, extra_info=None):\n    sys.exit(3)\n")
+    section = {"custom_reward_function": {"path": str(f), "name": "r"}}
+    with pytest.raises(ConfigError) as e:
+        score(load_reward_fn(section), "src", "42", "7", None, label=reward_label(section), where="row 0 of t.jsonl")
+    assert e.value.message.startswith(f"the reward function r in {f} raised SystemExit: 3 (rew.py:3) on row 0")
+    bad = tmp_path / "exits.py"
+    bad.write_text("import sys\nsys.exit('no')\n")
+    with pytest.raises(ConfigError, match="importing the reward file failed: SystemExit: no"):
+        load_reward_fn({"custom_reward_function": {"path": str(bad), "name": "compute_score"}})

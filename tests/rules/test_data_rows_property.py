@@ -1,4 +1,5 @@
-"""Property (issue 22 item 6): a bad row at any position of a training file. ``fsdpcfg check`` (FC411/FC412)
+"""Property (issue 22 item 6): a bad row (a null or numeric message content too: a text chat template fails on it
+mid-run) at any position of a training file. ``fsdpcfg check`` (FC411/FC412)
 names it, with its file and row, exactly when the row lies inside the sample check reads (the first
 ``datafiles.SAMPLE_ROWS`` rows, at most ``SAMPLE_BYTES``); the run's loader (``PromptDataset``, which checks every
 row before the first step) always refuses it, naming the row. Never a traceback from either."""
@@ -31,10 +32,12 @@ FAULTS = {
     "empty list": lambda row: row.update(prompt=[]),
     "a number": lambda row: row.update(prompt=7),
     "no content": lambda row: row["prompt"][0].pop("content"),
+    "null content": lambda row: row["prompt"][0].update(content=None),
+    "number content": lambda row: row["prompt"][0].update(content=5),
     "no role": lambda row: row["prompt"][0].pop("role"),
     "message not an object": lambda row: row.update(prompt=["hello"]),
 }
-PARQUET_FAULTS = ("no prompt", "null prompt", "empty list")
+PARQUET_FAULTS = ("no prompt", "null prompt", "empty list", "no content", "null content")
 
 
 def _row(i: int) -> dict:

@@ -289,6 +289,11 @@ def test_fc417_real_templates_and_transformers_tags_parse():
     tags = "{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}{% break %}{% endfor %}"
     assert syntax_error(tags) is None
     assert syntax_error("{{ x") == "line 1: unexpected end of template, expected 'end of print statement'."
+    # compiled as transformers compiles it: a filter Jinja does not have fails there (break-it pass, issue 22)
+    assert syntax_error("{% for m in messages %}{{ m.content | nosuchfilter }}{% endfor %}") == (
+        "line 1: No filter named 'nosuchfilter'."
+    )
+    assert syntax_error("{{ messages | tojson }}{{ raise_exception('x') if false }}") is None
 
 
 # -- FC682 ---------------------------------------------------------------------------------------------------

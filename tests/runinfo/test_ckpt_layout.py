@@ -141,6 +141,21 @@ def test_a_byte_changed_inside_the_manifest_is_the_manifests_damage(tmp_path):
     assert seal(manifest) == manifest
 
 
+def test_a_state_file_the_manifest_does_not_list_is_damage(tmp_path):
+    """A manifest that lost a shard's entry (and its own checksum, as an older fsdpcfg wrote it) no longer lets
+    that shard go unchecked: every file of the folder must be listed (break-it pass, issue 22)."""
+    d = _ckpt(tmp_path, 1)
+    manifest = json.loads((d / "MANIFEST.json").read_text())
+    shard = "trainer_state/dcp/__1_0.distcp"
+    del manifest["manifest_crc32"]
+    manifest["files"].remove(shard)
+    (d / "MANIFEST.json").write_text(json.dumps(manifest))
+    _truncate(d / shard)
+    assert damage(d) == [(shard, "not in the manifest (added later, or the manifest lost its entry)")]
+    with pytest.raises(DamagedCheckpoint, match=shard):
+        find_resume_folder(_auto(tmp_path))
+
+
 def test_the_run_never_starts_below_an_existing_step_folder(tmp_path):
     one, two = _ckpt(tmp_path, 1), _ckpt(tmp_path, 2)
     # disable: it would start at step 0 and save global_step_1 and _2 over these
