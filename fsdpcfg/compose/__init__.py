@@ -16,6 +16,7 @@ from fsdpcfg.compose._compose import (
     group_fallback,
     recipe_chain,
     recipe_kind,
+    refuse_package_search_path,
     unknown_key_error,
     validate_recipe_file,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "load_yaml_config",
     "recipe_chain",
     "recipe_kind",
+    "refuse_package_search_path",
     "unknown_key_error",
     "validate_recipe_file",
 ]

@@ -217,6 +217,8 @@ def compose(
                 f"`{o.input_line}` is a sweep; a single config cannot hold it",
                 fix="run sweeps with `python -m fsdpcfg -m ...`, or give one value",
             )
+    for o in parsed:
+        refuse_package_search_path(o)
     extra_dirs = [Path(d) for d in (extra_recipe_dirs or [])]
     headerless: dict[str, Path] = {}  # a user's recipe (name -> file) without a `# @package` header
     for o in parsed:
@@ -389,6 +391,31 @@ def validate_recipe_file(f: Path) -> None:
         raise ConfigError(
             f"{f}: `defaults` must be a list (Hydra's defaults list), not a {type(data['defaults']).__name__}",
             fix="write it as a list, e.g. `defaults: [qwen_grpo, _self_]`",
+        )
+
+
+def refuse_package_search_path(o: Any) -> None:
+    """Refuse a ``hydra.searchpath`` override with a ``pkg://`` entry: Hydra imports the package to list its
+    configs (``ImportlibResourcesConfigSource``), so its code would run in ``check``, ``show`` and a dry run,
+    before anything is checked (issue 22 item 1: no code of a config runs before training starts). A folder
+    (``file://``) is read, never run.
+
+    Raises:
+        ComposeError: naming the override, the entry and the fix.
+    """
+    if o.key_or_group != "hydra.searchpath":
+        return
+    value = o.value()
+    entries = value if isinstance(value, list) else [value]
+    pkgs = [e for e in entries if isinstance(e, str) and e.strip().startswith("pkg://")]
+    if pkgs:
+        raise ComposeError(
+            f"hydra.searchpath entry {pkgs[0]}: Hydra imports that package to read its configs, so its code would "
+            "run before anything is checked",
+            key="hydra.searchpath",
+            value=value,
+            fix="give the folder that holds the package's config files instead: hydra.searchpath=[file:///path/to/it]",
+            override=o.input_line,
         )
 
 

@@ -84,6 +84,10 @@ def expand(overrides: list[str]) -> Expansion:
 
     hydra_ovr = [o for o in overrides if is_hydra_override(o)]
     task = [o for o in overrides if not is_hydra_override(o)]
+    from fsdpcfg.compose import refuse_package_search_path
+
+    for parsed in _parse(hydra_ovr, "ppo"):  # Hydra's sweeper would import a pkg:// package before any check
+        refuse_package_search_path(parsed)
     for o in task:
         if o.lstrip("+").startswith("recipe=") and o.endswith((".yaml", ".yml")):
             raise UsageError(

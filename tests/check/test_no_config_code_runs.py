@@ -230,3 +230,26 @@ def test_verls_second_opinion_does_not_instantiate_a_target_that_is_not_verls(wo
     _assert_nothing_ran(work, before, proc)
     out = proc.stdout + proc.stderr
     assert "verl's checks were not run: algorithm.kl_ctrl._target_='cfgcodemod.Marker'" in out, out[-3000:]
+
+
+def test_a_package_on_hydras_search_path_is_refused_before_hydra_imports_it(tmp_path, monkeypatch):
+    """``hydra.searchpath=[pkg://MOD]`` would make Hydra import MOD to list its configs: its code ran in check,
+    show, dry runs, sweeps and export (break-it pass, issue 22). Every path composes through the one refusal."""
+    from fsdpcfg.check import check_overrides
+    from fsdpcfg.compose import ComposeError, compose
+    from fsdpcfg.sweep import expand
+
+    pkg = tmp_path / "cfgcode_search_pkg"
+    pkg.mkdir()
+    marker = tmp_path / "imported"
+    (pkg / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ovr = "hydra.searchpath=[pkg://cfgcode_search_pkg]"
+    with pytest.raises(ComposeError) as e:
+        compose(["+recipe=arith_grpo", ovr])
+    assert e.value.key == "hydra.searchpath" and "file://" in (e.value.fix or "")
+    (f,) = [f for f in check_overrides(["+recipe=arith_grpo", ovr]) if f.severity == "error"]
+    assert f.keys == ["hydra.searchpath"] and "pkg://cfgcode_search_pkg" in f.message
+    with pytest.raises(ComposeError):
+        expand(["+recipe=arith_grpo", ovr, "data.train_batch_size=8,16"])
+    assert not marker.exists() and "cfgcode_search_pkg" not in sys.modules
