@@ -78,6 +78,7 @@ def expand(overrides: list[str]) -> Expansion:
         UsageError: an override that does not parse, a sweep type BasicSweeper does not run (intervals), a
             ``+recipe=FILE.yaml`` path (sweeps select recipes by name), or points in different config trees
             (an RL and an SFT recipe).
+        ComposeError: a ``pkg://`` entry in ``hydra.searchpath`` (:func:`fsdpcfg.compose.refuse_package_search_path`).
     """
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.errors import HydraException
