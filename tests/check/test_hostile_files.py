@@ -123,8 +123,9 @@ def test_ten_thousand_unknown_keys_are_all_reported_in_seconds(files, capsys):
     unknown = [f for f in found if f["rule"] == "FC101"]
     assert rc == 1 and len(unknown) == 10_000, len(unknown)
     # a guard against per-key work growing again (a minute once: 6 ms of did-you-mean per key), not a speed
-    # target: ~5.5 CPU s here, most of it Hydra composing the 10,000-key file, more on 2 loaded cores
-    assert took < 10.0, took
+    # target: ~5.5 CPU s here, most of it Hydra composing the 10,000-key file, 10.6 s on CI's loaded cores; a
+    # hang of the old kind is 60 s and more
+    assert took < 30.0, took
     assert sum("did you mean" in f["fix"] for f in unknown) <= 50
     assert all(f["fix"] for f in unknown)
 

@@ -157,6 +157,10 @@ def test_a_checkpoint_of_the_old_layout_is_refused_before_start_another_world_si
 
     (ck / "trainer_state" / "dcp").mkdir()
     (ck / "trainer_state" / "dcp" / ".metadata").write_bytes(b"m")
+    from fsdpcfg.native.ckpt_layout import MANIFEST, describe_files, seal
+
+    # the manifest a writer of 4 ranks leaves: every file listed, with its size and CRC-32
+    (ck / MANIFEST).write_text(json.dumps(seal({"step": 3, "world_size": 4, **describe_files(ck)})))
     from fsdpcfg.schema.trainer import TrainerSection
 
     trainer = TrainerSection(resume_mode="auto", default_local_dir=str(tmp_path / "ck"))
