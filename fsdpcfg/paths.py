@@ -154,14 +154,36 @@ def _first_json(path: Path) -> Any:
 def _earlier_run_folder(folder: Path) -> bool:
     """True when ``folder`` is a run folder an fsdpcfg without :data:`OWNED_MARK` wrote: it holds fsdpcfg's lock
     file, a ``run_info.json`` with fsdpcfg's record (``overrides`` and ``provenance``), or a ``metrics.jsonl``
-    of fsdpcfg's rows (``{"step": N, ...}``: ranks started without the launcher write no run_info.json)."""
+    of fsdpcfg's rows (``{"step": N, ...}``: ranks started without the launcher write no run_info.json) beside
+    nothing a run would write over that is not fsdpcfg's: rows of ``{"step": N}`` are what many trackers write,
+    so a folder of another tool's metrics and its own ``config.yaml`` is the user's (issue 22, D3: a run wrote
+    over that config.yaml). A run's ``config.yaml`` is a resolved config, with fsdpcfg's own ``fsdpcfg:``
+    section."""
     if _is_file(folder / LOCK_FILE):
         return True
     info = _first_json(folder / "run_info.json")
     if isinstance(info, dict) and "overrides" in info and "provenance" in info:
         return True
     row = _first_json(folder / "metrics.jsonl")
-    return isinstance(row, dict) and isinstance(row.get("step"), int)
+    if not (isinstance(row, dict) and isinstance(row.get("step"), int)):
+        return False
+    if (folder / "run_info.json").exists() or (folder / "overrides.yaml").exists():
+        return False  # not fsdpcfg's record (above), or a file of that name fsdpcfg writes only beside one
+    config = folder / "config.yaml"
+    return not config.exists() or _has_fsdpcfg_section(config)
+
+
+def _has_fsdpcfg_section(config: Path) -> bool:
+    """True when the YAML file ``config`` (its first MiB) has a top-level ``fsdpcfg:`` mapping, as every config
+    a run writes does."""
+    if not _is_file(config):
+        return False
+    try:
+        with open(config, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(1 << 20)
+    except OSError:
+        return False
+    return any(line.rstrip() == "fsdpcfg:" for line in text.splitlines())
 
 
 def foreign_entries(folder: str | os.PathLike) -> list[str]:

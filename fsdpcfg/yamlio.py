@@ -61,10 +61,39 @@ LIMITS = Limits()
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
-#: the most digits ``int()`` converts from decimal text (Python's default 4,300: CVE-2020-10735), and a plain
-#: scalar that YAML 1.1 reads as a decimal integer (OmegaConf's resolver: underscores allowed)
+#: the most decimal digits ``int()`` reads and ``str()`` writes (Python's default 4,300: CVE-2020-10735)
 _INT_DIGITS = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
-_DECIMAL = re.compile(r"[-+]?[0-9][0-9_]*")
+#: a plain scalar YAML 1.1 reads as an integer (PyYAML's resolver, which OmegaConf keeps): decimal, binary, octal,
+#: hexadecimal or sexagesimal, underscores allowed
+_YAML_INT = re.compile(
+    r"[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+"
+)
+#: the longest integer text that cannot exceed :data:`_INT_DIGITS` decimal digits (hexadecimal is the densest
+#: notation: log10(16) < 1.21 digits a character)
+_INT_SAFE_CHARS = int(_INT_DIGITS / 1.21)
+
+
+def int_digits(text: str) -> int:
+    """The decimal digits of the integer a plain YAML scalar ``text`` matching :data:`_YAML_INT` reads as (its
+    magnitude's digits, found by comparing with powers of ten: no conversion to decimal text, which is what
+    Python refuses past :data:`_INT_DIGITS`)."""
+    body = text.replace("_", "").lstrip("+-")
+    if body.startswith(("0b", "0x")):
+        value = int(body[2:], 2 if body[1] == "b" else 16)
+    elif ":" in body:  # sexagesimal: 1:30:00 is 5400
+        value = 0
+        for part in body.split(":"):
+            value = value * 60 + int(part)
+    elif len(body) > 1 and body.startswith("0"):
+        value = int(body, 8)
+    else:
+        return len(body.lstrip("0")) or 1
+    digits = int(value.bit_length() * 0.30103) + 1  # log10(2): at most one off either way
+    while digits > 1 and value < 10 ** (digits - 1):
+        digits -= 1
+    while value >= 10**digits:
+        digits += 1
+    return digits
 
 
 @functools.cache
@@ -190,9 +219,9 @@ def scan(text: str, label: str = "<yaml>", limits: Limits = LIMITS) -> None:
                             fix="keep one of them",
                         )
                     seen[ev.value] = _line(ev)
-                if not ev.style and len(ev.value) > _INT_DIGITS and _DECIMAL.fullmatch(ev.value):
-                    digits = sum(ch.isdigit() for ch in ev.value)
-                    if digits > _INT_DIGITS:  # PyYAML's int() raises ValueError: a traceback in `check FILE`
+                if not ev.style and len(ev.value) > _INT_SAFE_CHARS and _YAML_INT.fullmatch(ev.value):
+                    digits = int_digits(ev.value)
+                    if digits > _INT_DIGITS:  # int() or a later str() raises ValueError: a traceback
                         raise ConfigError(
                             f"{label}:{_line(ev)}: an integer of {digits:,} digits, more than Python converts "
                             f"({_INT_DIGITS:,}: sys.get_int_max_str_digits()); no key takes such a number",
@@ -248,8 +277,14 @@ def _load_once(text: str, label: str) -> Any:
         raise _not_yaml(label, e) from None
 
 
+#: the byte-order mark some editors write at the start of a UTF-8 file; YAML skips it, Hydra's header reader does not
+BOM = "\ufeff"
+
+
 def read_text(path: Path | str) -> str:
-    """Return the UTF-8 text of a user's YAML file, refusing a file past ``LIMITS.max_bytes`` before reading it.
+    """Return the UTF-8 text of a user's YAML file without a leading byte-order mark (:data:`BOM`: PyYAML skips
+    it, but Hydra's ``# @package`` header reader would not see a header behind it), refusing a file past
+    ``LIMITS.max_bytes`` before reading it.
 
     Raises:
         ConfigError: too large, not UTF-8 (with the byte offset), or unreadable.
@@ -265,7 +300,7 @@ def read_text(path: Path | str) -> str:
                 LIMITS.max_bytes,
                 "a config is a few kilobytes: check that this is the file you meant",
             )
-        return path.read_bytes().decode("utf-8")
+        return path.read_bytes().decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})", fix="give a YAML file") from None
     except OSError as e:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Protocol
@@ -167,13 +168,31 @@ def _parse_overrides(overrides: list[str]):
 
     for o in overrides:
         bound_override(o)
+    parser = OverridesParser.create()
     try:
-        return OverridesParser.create().parse_overrides(overrides=overrides)
+        return parser.parse_overrides(overrides=overrides)
     except OverrideParseException as e:
         raise UsageError(
             f"cannot parse the override: {_first_line(e)}",
             fix="write overrides as key=value, +new.key=value, ~key or group=option",
         ) from None
+    except ValueError:  # Hydra's int() of a number past sys.get_int_max_str_digits() (4,300 digits)
+        culprit = next((o for o in overrides if _raises(parser.parse_override, o)), None)
+        raise UsageError(
+            f"cannot parse the override{f' `{culprit[:60]}...`' if culprit else ''}: an integer of more than "
+            f"{sys.get_int_max_str_digits():,} digits, more than Python converts; no key takes such a number",
+            key=culprit.split("=", 1)[0].lstrip("+~") if culprit else None,
+            fix="write the number you meant (or quote it to make it a string)",
+        ) from None
+
+
+def _raises(fn: Any, arg: Any) -> bool:
+    """True when ``fn(arg)`` raises."""
+    try:
+        fn(arg)
+    except Exception:
+        return True
+    return False
 
 
 def compose(
@@ -233,11 +252,17 @@ def compose(
         for d in extra_dirs:
             for f in sorted(p for p in d.iterdir() if p.suffix in YAML_SUFFIXES and p.is_file()):
                 dst = tmp / "recipe" / f"{f.stem}.yaml"  # Hydra finds NAME.yaml only: a .yml recipe is linked so
-                if not dst.exists():
+                if dst.exists():
+                    continue
+                if _starts_with_bom(f):  # Hydra would not see the `# @package` header behind the mark
+                    dst.write_text(yamlio.read_text(f), encoding="utf-8")
+                else:
                     os.symlink(f.resolve(), dst)
         for name, f in headerless.items():  # a recipe's keys are top-level keys: Hydra's _global_ package
             (tmp / "recipe" / f"{name}.yaml").unlink(missing_ok=True)
-            (tmp / "recipe" / f"{name}.yaml").write_text("# @package _global_\n" + f.read_text(encoding="utf-8"))
+            (tmp / "recipe" / f"{name}.yaml").write_text(
+                "# @package _global_\n" + yamlio.read_text(f), encoding="utf-8"
+            )
         search = [f"hydra.searchpath=[file://{tmp}]"]
     for o in parsed:
         if o.key_or_group == "recipe" and isinstance(o.value(), str):
@@ -330,6 +355,15 @@ def _engine_choice(parsed, kind: str, extra_dirs: list[Path]) -> str | None:
     return None
 
 
+def _starts_with_bom(f: Path) -> bool:
+    """True when the file ``f`` starts with a UTF-8 byte-order mark (:data:`fsdpcfg.yamlio.BOM`)."""
+    try:
+        with open(f, "rb") as fh:
+            return fh.read(3) == yamlio.BOM.encode("utf-8")
+    except OSError:
+        return False
+
+
 def _needs_global_package(f: Path) -> bool:
     """True when the recipe file ``f`` (``+recipe=f``) has no ``# @package`` header: its keys are then composed
     at the top level (Hydra's ``_global_`` package, from a copy with the header) instead of under ``recipe.``.
@@ -360,7 +394,7 @@ def _needs_global_package(f: Path) -> bool:
             f"{f} is not a fsdpcfg or verl config: {info.why}",
             fix="give a recipe file, a recipe name (`fsdpcfg ls`) or a run folder's config.yaml",
         )
-    return not config_file.has_package_header(f.read_text(encoding="utf-8"))
+    return not config_file.has_package_header(yamlio.read_text(f))
 
 
 def validate_recipe_file(f: Path) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from fsdpcfg import verlref
+from fsdpcfg import verlref, yamlio
 
 #: verl config names a verl config file's defaults list may start from -> fsdpcfg's tree of that layout.
 VERL_BASES = {"ppo_trainer": "ppo", "sft_trainer_engine": "sft"}
@@ -159,8 +159,9 @@ def _key_text(key: Any) -> str:
 
 
 def has_package_header(text: str) -> bool:
-    """True when the file's header sets Hydra's package (``# @package _global_`` in its first lines)."""
-    return any(line.strip().startswith("# @package") for line in text.splitlines()[:5])
+    """True when the file's header sets Hydra's package (``# @package _global_`` in its first lines; a leading
+    byte-order mark aside)."""
+    return any(line.strip().startswith("# @package") for line in text.removeprefix(yamlio.BOM).splitlines()[:5])
 
 
 def verl_base(defaults: Any) -> str | None:

@@ -4,6 +4,7 @@ command that reads a user's YAML: ``check`` (and the pre-commit hook, ``check --
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -144,6 +145,83 @@ def test_a_yml_recipe_is_checked_shown_diffed_copied_and_run(files, capsys):
     assert rc == 0
     rc, out, _ = _cli(capsys, ["cp", "--expand", f, str(files / "flat.yaml")])
     assert rc == 0 and (files / "flat.yaml").is_file()
+
+
+@pytest.mark.parametrize("header", [HEADER, "defaults:\n  - qwen_grpo\n  - _self_\n"], ids=["header", "headerless"])
+def test_a_recipe_behind_a_byte_order_mark_reads_as_without_it(files, capsys, header):
+    """A UTF-8 byte-order mark (some Windows editors write one) is skipped by YAML but hid the ``# @package``
+    header from Hydra: ``show`` and ``diff`` refused the file while ``check`` and the run took it (issue 22, D8).
+    Every command now reads the recipe's own value."""
+    f = files / "bom.yaml"
+    f.write_bytes(b"\xef\xbb\xbf" + (header + "data:\n  train_batch_size: 8\n").encode())
+    rc, out, _ = _cli(capsys, ["check", "--no-plan", str(f)])
+    assert rc == 0 and "check passes" in out, out
+    rc, out, _ = _cli(capsys, ["show", str(f), "--key", "data.train_batch_size"])
+    assert rc == 0 and re.search(r"data\.train_batch_size +8 +recipe=bom \(bom\.yaml:\d\)", out), out
+    rc, out, _ = _cli(capsys, ["diff", str(f), "qwen_grpo"])
+    assert rc == 0 and re.search(r"data\.train_batch_size +8 +4\n", out), out
+    rc, out, _ = _cli(capsys, ["+recipe=" + str(f), "--dry-run"])
+    assert rc == 0 and "train_batch_size 8 /" in out, out
+
+
+def test_int_digits_is_the_digits_of_the_value_yaml_reads():
+    """:func:`fsdpcfg.yamlio.int_digits` against the integer PyYAML itself reads, in every YAML 1.1 notation, up to
+    and past Python's 4,300-digit limit (the true digits computed with the limit lifted)."""
+    import yaml
+
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        for text in [
+            "0",
+            "-17",
+            "1_000",
+            "0x" + "f" * 3600,
+            "0x" + "1" * 3571,
+            "-0b" + "1" * 15000,
+            "0" + "7" * 4800,
+            "07_7",
+            "1:30:00",
+            "+0x_ff",
+            "9" * 4301,
+        ]:
+            assert yamlio._YAML_INT.fullmatch(text), text
+            value = yaml.load(text, Loader=yamlio.config_loader())
+            assert isinstance(value, int) and yamlio.int_digits(text) == len(str(abs(value))), text
+    finally:
+        sys.set_int_max_str_digits(old)
+
+
+@pytest.mark.parametrize("number", ["0x" + "f" * 4000, "0b" + "1" * 15000, "0" + "7" * 5000, "9" * 4400])
+def test_an_integer_python_cannot_print_is_refused_by_every_command(files, capsys, number):
+    """An integer past ``sys.get_int_max_str_digits()`` in any YAML notation tracebacked in ``show`` and the dry
+    run once the value was printed (issue 22, D7): the file is refused where it is read, naming the line."""
+    f = files / "big.yaml"
+    f.write_text(HEADER + f"data:\n  seed: {number}\n")
+    for argv in (
+        ["check", "--no-plan", str(f)],
+        ["show", str(f)],
+        ["+recipe=" + str(f), "--dry-run"],
+        ["diff", str(f), "qwen_grpo"],
+    ):
+        rc, out, _ = _cli(capsys, argv)
+        assert rc in (1, 2) and "big.yaml:" in out and "digits, more than Python converts" in out, (argv, out[-800:])
+    assert not (files / "runs").exists()
+
+
+def test_an_integer_override_python_cannot_read_is_a_usage_error_in_every_command(files, capsys):
+    """The same number on the command line: Hydra's override parser raised ``ValueError`` (a traceback in
+    ``show``); every command now names the override."""
+    override = "data.seed=" + "9" * 4400
+    for argv in (
+        ["check", "--no-plan", "+recipe=qwen_grpo", override],
+        ["show", "+recipe=qwen_grpo", override],
+        ["+recipe=qwen_grpo", override, "--dry-run"],
+        ["diff", "qwen_grpo", "qwen_grpo", override],
+    ):
+        rc, out, _ = _cli(capsys, argv)
+        assert rc == 2 and "data.seed: cannot parse the override `data.seed=999" in out, (argv, out[-800:])
+        assert "no key takes such a number" in out
 
 
 def test_deeply_nested_override_is_a_usage_error_in_check_and_run(files, capsys):

@@ -106,6 +106,30 @@ def test_new_empty_and_own_folders_are_taken(tmp_path, no_torchrun, capsys):
     capsys.readouterr()
 
 
+def test_another_tools_metrics_beside_its_own_config_is_a_users_folder(tmp_path):
+    """``{"step": N}`` rows are what many trackers write: a folder of another tool's ``metrics.jsonl`` and its own
+    ``config.yaml`` (or ``run_info.json``) is the user's, never taken as an earlier fsdpcfg run folder, whose
+    ``config.yaml`` a run would write over (issue 22, D3). An earlier fsdpcfg's folder (metrics rows and a
+    config with the ``fsdpcfg:`` section, or metrics alone) is still taken."""
+    tool = tmp_path / "tool"
+    tool.mkdir()
+    (tool / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5}\n')
+    (tool / "config.yaml").write_text("model: mine\nlr: 0.1\n")
+    assert foreign_entries(tool) == ["config.yaml", "metrics.jsonl"]
+    with pytest.raises(FolderNotOwned):
+        claim_folder(tool, "fsdpcfg.run_dir")
+    assert (tool / "config.yaml").read_text() == "model: mine\nlr: 0.1\n" and not (tool / OWNED_MARK).exists()
+    (tool / "config.yaml").unlink()
+    (tool / "run_info.json").write_text('{"tool": "mine"}')
+    assert foreign_entries(tool) == ["metrics.jsonl", "run_info.json"]
+    ours = tmp_path / "ours"
+    ours.mkdir()
+    (ours / "metrics.jsonl").write_text('{"step": 1, "actor/pg_loss": 0.1}\n')
+    assert foreign_entries(ours) == []  # metrics alone: ranks started without the launcher
+    (ours / "config.yaml").write_text("data:\n  train_batch_size: 4\nfsdpcfg:\n  run_dir: runs/x\n")
+    assert foreign_entries(ours) == [] and claim_folder(ours, "fsdpcfg.run_dir") == ours
+
+
 def test_claim_and_foreign_entries(tmp_path):
     f = tmp_path / "f"
     assert foreign_entries(f) == [] and claim_folder(f, "fsdpcfg.run_dir") == f and (f / OWNED_MARK).is_file()
