@@ -78,10 +78,20 @@ def _type_name(v: Any) -> str:
     if isinstance(v, str):
         return "a string"
     if isinstance(v, list):
-        return "a list"
+        kinds = {_type_name(x) for x in v}
+        return f"a list of {_plural(kinds.pop())}" if len(kinds) == 1 else "a list"
     if isinstance(v, dict):
         return "a mapping"
     return type(v).__name__
+
+
+def _plural(text: str) -> str:
+    """``"a number"`` -> ``"numbers"``, ``"an integer"`` -> ``"integers"``; other texts as they are, in
+    parentheses after "values"."""
+    for article in ("a ", "an "):
+        if text.startswith(article):
+            return text[len(article) :] + "s"
+    return f"values ({text})"
 
 
 def _verl_type_ok(default: Any, v: Any) -> bool:
@@ -330,9 +340,11 @@ def _annotation_text(a: Any) -> str:
         return "null"
     if origin is Literal:
         return "one of " + ", ".join(map(str, typing.get_args(a)))
+    if origin is typing.Annotated:  # a constrained type (Beta = Annotated[float, ...]): the type it constrains
+        return _annotation_text(typing.get_args(a)[0])
     if origin is list:
         args = typing.get_args(a)
-        return f"a list of {_annotation_text(args[0])}s" if args else "a list"
+        return f"a list of {_plural(_annotation_text(args[0]))}" if args else "a list"
     if origin is dict:
         return "a mapping"
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):

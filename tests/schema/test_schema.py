@@ -237,3 +237,14 @@ def test_parse_run_config_raises_config_error():
         )
     assert e.value.key == "actor_rollout_ref.actor.strategy" and "1 more" in str(e.value)
     assert parse_run_config(_cfg()).trainer.n_gpus_per_node == 2
+
+
+def test_a_list_of_the_wrong_kind_names_both_kinds_in_words():
+    """A constrained element type (``Beta = Annotated[float, ...]``) is named by the type it constrains, in the
+    plural: the message once read "expected a list of Annotateds" (issue 22's break-it pass)."""
+    from fsdpcfg.check import check_overrides
+
+    key = "actor_rollout_ref.actor.optim.betas"
+    found = [f for f in check_overrides(["+recipe=qwen_grpo", f"{key}=['0.9','0.99']"]) if key in f.keys]
+    assert [f.message for f in found] == [f"{key}: ['0.9', '0.99'] is a list of strings; expected a list of numbers"]
+    assert not check_overrides(["+recipe=qwen_grpo", f"{key}=[0.9,0.99]"])
