@@ -272,20 +272,34 @@ def atomic_write_text(
     """Write ``text`` to ``path`` through a temporary file in the same folder, fsync it and rename it over
     ``path``, so a reader never sees half a file; the temporary file is removed when the write fails (a full
     disk leaves the old file in place, never a truncated one). With ``root``, ``path`` must lie inside it
-    (:func:`within`); ``mode`` sets the permission bits. Returns ``path``. The one atomic writer: text that may
-    hold config values goes through :func:`fsdpcfg.redact.write_private`, which scrubs it first.
+    (:func:`within`); ``mode`` sets the permission bits. Returns ``path``. The one atomic writer of text (bytes:
+    :func:`atomic_write_bytes`, which it calls): text that may hold config values goes through
+    :func:`fsdpcfg.redact.write_private`, which scrubs it first.
 
     Raises:
         PathEscape: ``path`` lies outside ``root``.
         OSError: the folder cannot be written (full, read-only, no permission); nothing is left behind.
+    """
+    return atomic_write_bytes(path, text.encode(), root=root, mode=mode)
+
+
+def atomic_write_bytes(
+    path: str | os.PathLike, data: bytes, *, root: str | os.PathLike | None = None, mode: int | None = None
+) -> Path:
+    """:func:`atomic_write_text` for bytes (a PNG, a binary file): through a temporary file in the same folder,
+    fsynced and renamed over ``path``; nothing is left behind when the write fails.
+
+    Raises:
+        PathEscape: ``path`` lies outside ``root``.
+        OSError: the folder cannot be written.
     """
     path = Path(path)
     if root is not None:
         within(root, os.path.relpath(path, root))
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with open(tmp, "w") as fh:
-            fh.write(text)
+        with open(tmp, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         if mode is not None:

@@ -1,7 +1,7 @@
 """Dispatch ``fsdpcfg SUBCOMMAND ...`` to ``fsdpcfg.cli.<subcommand>``; anything else is a run.
 
 ``python -m fsdpcfg +recipe=qwen_grpo [OVERRIDES]`` composes, validates, plans and launches a run
-(:mod:`fsdpcfg.cli.run`). ``fsdpcfg check|export|ls|show|cp|diff|schema|explain|doctor|assets ...`` run the
+(:mod:`fsdpcfg.cli.run`). ``fsdpcfg check|export|ls|show|cp|diff|schema|explain|doctor|assets|preview|plot ...`` run the
 subcommand of that name. Each subcommand module defines ``add_arguments(parser)`` and ``run(args) -> int``
 and is imported only when chosen, so ``fsdpcfg check`` stays free of torch.
 
@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "doctor": "validate a model for training and rollout, cheapest stage first",
     "assets": "build the offline assets (tiny models) the offline recipes use",
     "preview": "the first data rows as the model sees them: chat template, token counts, reward of a correct answer",
+    "plot": "learning curves of runs (reward, validation, length, entropy, grad norm, step time) as one PNG",
 }
 
 

@@ -5,6 +5,7 @@ how to continue it.
       checkpoint   checkpoints/fsdpcfg/qwen_grpo/global_step_5   (AutoModelForCausalLM.from_pretrained loads it)
       metrics      runs/fsdpcfg/qwen_grpo/metrics.jsonl
       tensorboard  tensorboard --logdir runs/fsdpcfg/qwen_grpo/tensorboard
+      curves       fsdpcfg plot runs/fsdpcfg/qwen_grpo   (a PNG of the metrics)
       reward       critic/rewards/mean 0.000 -> 0.250 (first -> last step)
       stalled      every advantage is 0 (...): steps 3-5      (fsdpcfg.runinfo.learning, when a sign held 3 steps)
       validation   val-core/openai/gsm8k/reward/mean@1 0.000 (step 0) -> 0.125 (step 5)
@@ -83,6 +84,8 @@ def closing_summary(cfg: dict[str, Any], argv: list[str]) -> str:
         lines.append(f"  metrics      {_shown(run_dir / 'metrics.jsonl')}")
     if (run_dir / "tensorboard").is_dir():
         lines.append(f"  tensorboard  tensorboard --logdir {_shown(run_dir / 'tensorboard')}")
+    if rows:
+        lines.append(f"  curves       fsdpcfg plot {shlex.quote(_shown(run_dir))}   (a PNG of the metrics)")
     key = next((k for k in PROGRESS_KEYS if train and k in train[0]), None)
     if key is not None:
         lines.append(

@@ -22,7 +22,7 @@ from typing import Any
 from fsdpcfg.errors import ConfigError, Interrupted
 from fsdpcfg.sweep.expand import expand
 from fsdpcfg.sweep.preflight import PointCheck, preflight, report_failures
-from fsdpcfg.sweep.summary import format_table, write_summary
+from fsdpcfg.sweep.summary import format_table, rank_points, write_summary
 
 #: the status of a point a sweep interrupted before it started.
 NOT_STARTED = "not started (sweep interrupted)"
@@ -41,6 +41,7 @@ def _row(c: PointCheck, status: str, error: str | None = None) -> dict[str, Any]
         "point": c.index,
         "status": status,
         "final_reward": None,
+        "val_reward": None,
         "steps": None,
         "wall_s": None,
         "run_dir": None,
@@ -188,6 +189,7 @@ def _launch_and_summarise(
                 )
             )
     rows.sort(key=lambda r: (r["point"] is None, r["point"]))
+    rank_points(rows)
     total = round(time.perf_counter() - t0, 2)
     json_path, csv_path = write_summary(
         hl.sweep_dir,

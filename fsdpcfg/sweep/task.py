@@ -49,18 +49,22 @@ def output_to(path: Path) -> Iterator[None]:
 
 
 def final_metrics(run_dir: Path) -> dict[str, Any]:
-    """``{"steps": last logged step, "final_reward": its critic/rewards/mean}`` from ``metrics.jsonl`` (``None``
-    values when nothing was logged)."""
-    path = run_dir / "metrics.jsonl"
-    rows = []
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue
-    last = rows[-1] if rows else {}
-    return {"steps": last.get("step"), "final_reward": last.get("critic/rewards/mean")}
+    """``{"steps": last logged step, "final_reward": the last training step's critic/rewards/mean, "val_reward":
+    the last validation's reward}`` from ``metrics.jsonl``
+    (:func:`fsdpcfg.runinfo.summary.read_metrics`; ``None`` values when nothing was logged). The validation
+    reward is the first ``val-core/<data_source>/reward/mean@N`` metric by name (verl's name; one data source in
+    the recipes)."""
+    from fsdpcfg.runinfo.summary import read_metrics
+
+    rows = read_metrics(run_dir / "metrics.jsonl")
+    train = [r for r in rows if "critic/rewards/mean" in r]
+    val_keys = sorted({k for r in rows for k in r if k.startswith("val-core/") and "/reward/mean@" in k})
+    val = [r for r in rows if val_keys and val_keys[0] in r]
+    return {
+        "steps": rows[-1]["step"] if rows else None,
+        "final_reward": train[-1]["critic/rewards/mean"] if train else None,
+        "val_reward": val[-1][val_keys[0]] if val else None,
+    }
 
 
 def point_config(cfg: dict[str, Any], run_dir: Path, job: int, ckpt_group: str) -> tuple[dict, Any]:
@@ -149,6 +153,7 @@ def run_point(job_cfg: Any, *, expected: dict[str, dict[str, Any]], ckpt_group: 
         "status": "failed",
         "rc": None,
         "final_reward": None,
+        "val_reward": None,
         "steps": None,
         "wall_s": None,
         "run_dir": str(run_dir),

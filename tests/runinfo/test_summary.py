@@ -39,6 +39,7 @@ def test_summary_names_files_rewards_validation_speed_and_resume(tmp_path):
     assert text.splitlines()[0].startswith("run finished: 4 step(s) in ")
     assert f"{tmp_path / 'ckpt' / 'global_step_4'}" in text
     assert f"tensorboard --logdir {tmp_path / 'run' / 'tensorboard'}" in text
+    assert f"  curves       fsdpcfg plot {tmp_path / 'run'}   (a PNG of the metrics)" in text
     assert "critic/rewards/mean 0.1 -> 0.4 (step 1 -> 4)" in text
     assert f"{val} 0.1 (step 0) -> 0.5 (step 4)" in text
     assert "median 2.5 s/step, 250 tokens/s per rank" in text
