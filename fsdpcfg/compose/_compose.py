@@ -16,7 +16,7 @@ from fsdpcfg import paths, runkind, verlref, yamlio
 from fsdpcfg.compose import _fasthydra, config_file, resolvers, tree_cache, verl_base
 from fsdpcfg.compose.composed import Composed, _first_line
 from fsdpcfg.compose.conf_tree import available_options, group_folders, groups
-from fsdpcfg.compose.provenance import Provenance
+from fsdpcfg.compose.provenance import Provenance, Source
 from fsdpcfg.errors import ConfigError, UsageError, did_you_mean
 
 _fasthydra.install()  # a compose does not deep-copy Hydra's ConfigStore (verl's stored trees)
@@ -186,6 +186,11 @@ def _parse_overrides(overrides: list[str]):
         ) from None
 
 
+def _quoted(value: str) -> str:
+    """``value`` as a quoted Hydra override value (interpolations in it stay interpolations)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def _raises(fn: Any, arg: Any) -> bool:
     """True when ``fn(arg)`` raises."""
     try:
@@ -219,14 +224,26 @@ def compose(
         ConfigError: an unknown key (with a did-you-mean given ``keys``), an unknown group option (with the
             options), a bad override, a recipe that does not exist.
     """
-    overrides = list(overrides or [])
     extra_recipe_dirs = list(extra_recipe_dirs or [])
-    for i, o in enumerate(overrides):
-        if o.startswith("+recipe=") and o.endswith(YAML_SUFFIXES):
-            f = Path(o.split("=", 1)[1]).expanduser()
-            validate_recipe_file(f)
-            overrides[i] = f"+recipe={f.stem}"
-            extra_recipe_dirs.append(f.resolve().parent)
+    given = list(overrides or [])
+    overrides = []
+    # key -> (the run's config.yaml that gave it, the override written for it)
+    given_folders: dict[str, tuple[Path, str]] = {}
+    for o in given:
+        if o.startswith("+recipe=") and o.endswith((".sh", ".bash")):  # a verl run script: `fsdpcfg import` it
+            validate_recipe_file(Path(o.split("=", 1)[1]).expanduser())
+        if not (o.startswith("+recipe=") and o.endswith(YAML_SUFFIXES)):
+            overrides.append(o)
+            continue
+        f = Path(o.split("=", 1)[1]).expanduser()
+        validate_recipe_file(f)
+        overrides.append(f"+recipe={f.stem}")
+        extra_recipe_dirs.append(f.resolve().parent)
+        # a run's config.yaml: its folders as its run was given them (the ranks' absolute ones are for that run);
+        # written right after the recipe, so the command line's own values still win
+        for key, value in config_file.given_values(yamlio.read_text(f)).items():
+            overrides.append(f"{key}={_quoted(value)}")
+            given_folders[key] = (f, overrides[-1])
     overrides = verl_base.engine_overrides(overrides)
     resolvers.register()
     parsed = _parse_overrides(overrides)
@@ -319,6 +336,10 @@ def compose(
         if o.is_add() or (o.is_force_add() and prov.source_of(key) is None):
             added.append(key)
         prov.add_override(key, text)
+    for key, (f, text) in given_folders.items():
+        src = prov.source_of(key)
+        if src is not None and src.kind == "override" and src.where == text:  # not set again on the command line
+            prov.record(key, Source("recipe", f"{f}:1 (as its run was given it)", f"recipe={f.stem}"))
     pruned = verl_base.prune(cfg, prov, comp)
     return Composed(
         cfg=cfg,
@@ -408,6 +429,8 @@ def validate_recipe_file(f: Path) -> None:
         raise UsageError(f"no such recipe file: {f}", fix="check the path, or give a recipe name (`fsdpcfg ls`)")
     if f.is_dir():
         raise UsageError(f"{f} is a folder, not a recipe file", fix="give a .yaml file in it")
+    if f.suffix in (".sh", ".bash"):
+        raise UsageError(f"{f} is a shell script, not a recipe", fix=f"turn it into one: `fsdpcfg import {f}`")
     try:
         data = yamlio.load_file(f)  # bounded: an alias bomb or deep nesting is refused here
     except ConfigError as e:

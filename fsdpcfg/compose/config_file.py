@@ -323,3 +323,46 @@ def load(path: Path) -> Any:
             "fsdpcfg.launcher", Source("file", f"{path} (a verl config: no fsdpcfg section, so launcher=verl)")
         )
     return composed
+
+
+#: the folder keys a run's ``config.yaml`` holds resolved and absolute (the ranks read them so), whose values as the
+#: user gave them it records in comments: a run started from that file (``+recipe=RUN_DIR/config.yaml``) takes
+#: them as given, so ``trainer.experiment_name=rerun`` is a new run in new folders, not the old run resumed.
+GIVEN_KEYS = ("fsdpcfg.run_dir", "trainer.default_local_dir")
+_GIVEN_PREFIX = "# fsdpcfg given: "
+
+
+def given_header(raw: dict[str, Any]) -> str:
+    """The comment lines a run's ``config.yaml`` starts with: each of :data:`GIVEN_KEYS` as the composed config
+    ``raw`` (plain containers, interpolations kept) holds it, as JSON (``# fsdpcfg given: KEY = "VALUE"``); ""
+    when ``raw`` has none of them."""
+    import json
+
+    from fsdpcfg import keypath
+
+    lines = []
+    for key in GIVEN_KEYS:
+        value = keypath.get(raw, key, None)
+        if isinstance(value, str) and value:
+            lines.append(f"{_GIVEN_PREFIX}{key} = {json.dumps(value)}\n")
+    return "".join(lines)
+
+
+def given_values(text: str) -> dict[str, str]:
+    """The values :func:`given_header` recorded at the top of a run's ``config.yaml`` (its leading comment lines),
+    ``{key: value as given}``; ``{}`` for any other file. A line that does not read back is left out."""
+    import json
+
+    out: dict[str, str] = {}
+    for line in text.removeprefix(yamlio.BOM).splitlines():
+        if not line.startswith("#"):
+            break
+        key, sep, value = line.removeprefix(_GIVEN_PREFIX).partition(" = ")
+        if line.startswith(_GIVEN_PREFIX) and sep and key in GIVEN_KEYS:
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(parsed, str):
+                out[key] = parsed
+    return out

@@ -31,19 +31,24 @@ if TYPE_CHECKING:
 ERROR_FILE = "error.txt"
 
 
-def write_run_config(cfg: dict[str, Any], folder: str | Path | None = None) -> Path:
+def write_run_config(cfg: dict[str, Any], folder: str | Path | None = None, *, composed: Any = None) -> Path:
     """Write ``cfg`` to ``<folder>/config.yaml`` (default ``fsdpcfg.run_dir``) atomically (temp file, fsync,
-    rename); return the path. Secrets are never written: see :func:`fsdpcfg.redact`.
+    rename); return the path. Secrets are never written: see :func:`fsdpcfg.redact`. With the ``composed`` config
+    the run was made from, the file starts with the run and checkpoint folders as they were given
+    (:func:`fsdpcfg.compose.config_file.given_header`, comments the ranks do not read): a run started from this
+    file with another ``trainer.experiment_name`` gets its own folders.
 
     Raises:
         WriteFault: the folder cannot be written (full, read-only, no permission).
     """
+    from fsdpcfg.compose.config_file import given_header
     from fsdpcfg.redact import redact
     from fsdpcfg.runinfo.faults import write_file_in
 
     cfg = redact(cfg)
     run_dir = Path(folder if folder is not None else cfg["fsdpcfg"]["run_dir"]).expanduser()
-    return write_file_in(run_dir, "config.yaml", yamlio.dump(cfg), "fsdpcfg.run_dir")
+    header = given_header(composed.to_container(resolve=False)) if composed is not None else ""
+    return write_file_in(run_dir, "config.yaml", header + yamlio.dump(cfg), "fsdpcfg.run_dir")
 
 
 def launch_native(
@@ -81,12 +86,12 @@ def launch_native(
         folder = dry_run_folder(run_dir, echo)
         if composed is not None:
             write_run_info(folder, composed, plan=plan, extra={**(run_info or {}), DRY_RUN_KEY: True})
-        _show_command(cfg, plan, write_run_config(cfg, folder), echo)
+        _show_command(cfg, plan, write_run_config(cfg, folder, composed=composed), echo)
         return 0
     with hold_folders(cfg, echo) as lock:
         if composed is not None:
             write_run_info(run_dir, composed, plan=plan, extra=run_info)
-        config_path = write_run_config(cfg)
+        config_path = write_run_config(cfg, composed=composed)
         cmd = _show_command(cfg, plan, config_path, echo)
         err = paths.owned(run_dir, ERROR_FILE, key="fsdpcfg.run_dir")
         err.unlink(missing_ok=True)

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fsdpcfg.check import check_overrides
 from fsdpcfg.cli.main import main
@@ -98,7 +99,9 @@ def test_new_empty_and_own_folders_are_taken(tmp_path, no_torchrun, capsys):
     (earlier / "config.yaml").write_text("old: run\n")
     for folder in (new, empty, earlier, new):  # `new` twice: the second run takes the folder it marked
         assert main([*RUN, f"fsdpcfg.run_dir={folder}", f"trainer.default_local_dir={tmp_path}/ck"]) == 0
-        assert (folder / OWNED_MARK).is_file() and (folder / "config.yaml").read_text().startswith("actor_rollout")
+        assert (folder / OWNED_MARK).is_file() and "actor_rollout_ref" in yaml.safe_load(
+            (folder / "config.yaml").read_text()
+        )
     assert len(no_torchrun) == 4
     # a dry run into a folder it took writes there, as before
     assert main([*RUN, f"fsdpcfg.run_dir={tmp_path}/dry", "--dry-run"]) == 0

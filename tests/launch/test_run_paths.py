@@ -117,3 +117,34 @@ def test_pruning_deletes_only_its_own_checkpoints_inside_the_root(tmp_path):
     (root / "global_step_5").symlink_to(outside)  # a link to a checkpoint elsewhere
     assert prunable(root, keep=1) == own[:2]
     assert prunable(root, keep=5) == [] and prunable(root, keep=0) == []
+
+
+@pytest.mark.parametrize("recipe", ["qwen_grpo", "qwen_sft"])
+def test_a_saved_config_keeps_its_folders_as_given_so_a_new_experiment_is_a_new_run(tmp_path, monkeypatch, recipe):
+    """A run's config.yaml holds the run and checkpoint folders resolved and absolute (the ranks read them so):
+    started again from it with another ``trainer.experiment_name`` it resumed the first run's checkpoints and wrote
+    into its folder (issue 23 item 5). The file now records both as they were given (comments the ranks do not
+    read), and a run from it takes them so; a folder set on the command line still wins."""
+    from fsdpcfg.cli.main import main
+    from fsdpcfg.compose import compose
+    from fsdpcfg.compose.config_file import given_values
+
+    monkeypatch.chdir(tmp_path)
+    assert main([f"+recipe={recipe}", "--dry-run"]) == 0
+    saved = tmp_path / "runs" / "fsdpcfg" / recipe / "config.yaml"
+    assert given_values(saved.read_text()) == {
+        "fsdpcfg.run_dir": "runs/${trainer.project_name}/${trainer.experiment_name}",
+        "trainer.default_local_dir": "checkpoints/${trainer.project_name}/${trainer.experiment_name}",
+    }
+    assert f"default_local_dir: {tmp_path}/checkpoints/fsdpcfg/{recipe}\n" in saved.read_text()  # for the ranks
+    again = compose([f"+recipe={saved}", "trainer.experiment_name=rerun"])
+    cfg = again.to_container()
+    assert cfg["fsdpcfg"]["run_dir"] == "runs/fsdpcfg/rerun"
+    assert cfg["trainer"]["default_local_dir"] == "checkpoints/fsdpcfg/rerun"
+    src = again.provenance.source_of("fsdpcfg.run_dir")
+    assert src.kind == "recipe" and src.where == f"{saved}:1 (as its run was given it)"
+    mine = compose([f"+recipe={saved}", f"fsdpcfg.run_dir={tmp_path / 'mine'}"]).to_container()
+    assert mine["fsdpcfg"]["run_dir"] == str(tmp_path / "mine")
+    assert mine["trainer"]["default_local_dir"] == f"checkpoints/fsdpcfg/{recipe}"  # the same run resumes
+    assert main([f"+recipe={saved}", "trainer.experiment_name=rerun", "--dry-run"]) == 0
+    assert (tmp_path / "runs" / "fsdpcfg" / "rerun" / "config.yaml").is_file()
