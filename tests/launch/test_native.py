@@ -28,7 +28,10 @@ def test_dry_run_writes_the_resolved_config_and_prints_the_command(tmp_path, cap
     cfg = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
     assert cfg["actor_rollout_ref"]["actor"]["strategy"] == "fsdp2"
     assert Path(cfg["trainer"]["default_local_dir"]).is_absolute()  # made absolute for the workers
-    assert "${" not in (tmp_path / "run" / "config.yaml").read_text()
+    text = (tmp_path / "run" / "config.yaml").read_text()
+    assert "${" not in "".join(ln for ln in text.splitlines(True) if not ln.startswith("#"))  # values resolved
+    assert text.startswith(f'# fsdpcfg given: fsdpcfg.run_dir = "{tmp_path}/run"\n')  # the folders as given
+    assert '# fsdpcfg given: trainer.default_local_dir = "ck"\n' in text
 
 
 @pytest.mark.slow  # end to end: a fresh Python process
