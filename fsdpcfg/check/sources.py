@@ -214,36 +214,14 @@ def check_run_script(
     Raises:
         UsageError: the file does not exist or runs no verl command on any path.
     """
-    from fsdpcfg.check.runscript import evaluate_variants, find_verl_commands
     from fsdpcfg.check.runscript.fork import MAX_VARIANTS
 
-    path = Path(path)
-    if not path.is_file():
-        raise UsageError(f"no such file: {path}")
-    try:
-        with open(path, newline="") as fh:  # as bash reads it: a \r at a line's end is kept
-            raw = fh.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"cannot read {path}: {e}") from None
+    read = read_run_script(path, overrides, args=args, environ=environ)
+    path, raw, text, variants, kept = Path(path), read.raw, read.text, read.variants, read.kept
     crlf = _crlf_finding(path, raw)
-    text = raw.replace("\r\n", "\n")  # read as meant, so that the rest is checked too (FC133 says what bash does)
-    variants = evaluate_variants(text, args=args, extra=overrides, environ=environ, script_path=str(path))
-    kept: list[tuple[str, Any, list]] = []
-    seen: dict[tuple, int] = {}
-    for v in variants:
-        cmds = find_verl_commands(v.evaluation)
-        if not cmds:
-            continue
-        sig = tuple(tuple((w.text, w.unknown) for w in c.overrides) + (c.entry, c.line) for c in cmds)
-        if sig in seen:  # the same commands along another path: one check, both labels
-            i = seen[sig]
-            kept[i] = (f"{kept[i][0]} | {v.label}" if kept[i][0] and v.label else "", kept[i][1], kept[i][2])
-            continue
-        seen[sig] = len(kept)
-        kept.append((v.label, v.evaluation, cmds))
     never = _never_reached(path, text, variants)
     if not kept and not never:
-        _no_verl_command(path, variants[0].evaluation)
+        no_verl_command(path, variants[0].evaluation)
     out = []
     for label, ev, cmds in kept[:MAX_VARIANTS]:
         for vc in cmds:
@@ -265,6 +243,64 @@ def check_run_script(
             )
         )
     return out
+
+
+@dataclass
+class ScriptRead:
+    """A run script read along every path the check cannot choose between (:func:`read_run_script`).
+
+    Attributes:
+        raw: the file's text as bash reads it (``\\r`` kept); ``text``: with Unix line ends (what was evaluated).
+        variants: every :class:`~fsdpcfg.check.runscript.fork.Variant` of the script.
+        kept: ``(label, evaluation, verl commands)`` per path that runs verl commands, paths that run the same
+            commands merged into one (their labels joined by `` | ``, ``""`` when the script has no choice point).
+    """
+
+    raw: str
+    text: str
+    variants: list[Any]
+    kept: list[tuple[str, Any, list[Any]]]
+
+
+def read_run_script(
+    path: Path,
+    overrides: Sequence[str] = (),
+    *,
+    args: list[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ScriptRead:
+    """Read a run script as :func:`check_run_script` does (nothing runs): evaluate it along each path and keep the
+    paths that run verl commands (``kept`` may be empty: :func:`no_verl_command` says why).
+
+    Raises:
+        UsageError: the file does not exist or cannot be read as text.
+    """
+    from fsdpcfg.check.runscript import evaluate_variants, find_verl_commands
+
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"no such file: {path}")
+    try:
+        with open(path, newline="") as fh:  # as bash reads it: a \r at a line's end is kept
+            raw = fh.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"cannot read {path}: {e}") from None
+    text = raw.replace("\r\n", "\n")  # read as meant, so that the rest is checked too (FC133 says what bash does)
+    variants = evaluate_variants(text, args=args, extra=overrides, environ=environ, script_path=str(path))
+    kept: list[tuple[str, Any, list]] = []
+    seen: dict[tuple, int] = {}
+    for v in variants:
+        cmds = find_verl_commands(v.evaluation)
+        if not cmds:
+            continue
+        sig = tuple(tuple((w.text, w.unknown) for w in c.overrides) + (c.entry, c.line) for c in cmds)
+        if sig in seen:  # the same commands along another path: one check, both labels
+            i = seen[sig]
+            kept[i] = (f"{kept[i][0]} | {v.label}" if kept[i][0] and v.label else "", kept[i][1], kept[i][2])
+            continue
+        seen[sig] = len(kept)
+        kept.append((v.label, v.evaluation, cmds))
+    return ScriptRead(raw, text, list(variants), kept)
 
 
 def _crlf_finding(path: Path, raw: str) -> Finding | None:
@@ -354,7 +390,7 @@ def _spans(vc: Any, line: int) -> bool:
     return vc.line <= line <= last
 
 
-def _no_verl_command(path: Path, ev: Any) -> None:
+def no_verl_command(path: Path, ev: Any) -> None:
     """Raise the usage error of a script that runs no verl command, saying why (a syntax error, an exit, a
     command the check cannot know)."""
     where = f" (bash's grammar stops reading it at line {ev.syntax_error_line})" if ev.syntax_error_line else ""

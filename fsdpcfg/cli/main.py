@@ -1,8 +1,8 @@
 """Dispatch ``fsdpcfg SUBCOMMAND ...`` to ``fsdpcfg.cli.<subcommand>``; anything else is a run.
 
 ``python -m fsdpcfg +recipe=qwen_grpo [OVERRIDES]`` composes, validates, plans and launches a run
-(:mod:`fsdpcfg.cli.run`). ``fsdpcfg check|export|ls|show|cp|diff|schema|explain|doctor|assets|preview|plot ...`` run the
-subcommand of that name. Each subcommand module defines ``add_arguments(parser)`` and ``run(args) -> int``
+(:mod:`fsdpcfg.cli.run`). ``fsdpcfg check|export|ls|show|cp|import|diff|schema|explain|doctor|assets|preview|plot
+...`` run the subcommand of that name. Each subcommand module defines ``add_arguments(parser)`` and ``run(args) -> int``
 and is imported only when chosen, so ``fsdpcfg check`` stays free of torch.
 
 User mistakes (:class:`fsdpcfg.errors.ConfigError`, and ``OSError`` on a path the user gave) are printed
@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import keyword
 import sys
 
-#: subcommand -> one-line help. The module ``fsdpcfg.cli.<name>`` implements it.
+#: subcommand -> one-line help. The module ``fsdpcfg.cli.<name>`` implements it (``<name>_`` for a Python keyword:
+#: ``import`` is :mod:`fsdpcfg.cli.import_`).
 COMMANDS: dict[str, str] = {
     "run": "compose, check, plan and launch a run (the default when no subcommand is given)",
     "check": "pre-flight checks and lint of a config, recipe files or a verl run script",
@@ -23,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "ls": "list recipes and every group option",
     "show": "print the resolved config with each value's provenance",
     "cp": "copy a recipe into a new child recipe",
+    "import": "turn a verl run script into a fsdpcfg recipe (read, not run)",
     "diff": "difference of two resolved configs",
     "schema": "export JSON Schema from the Pydantic models",
     "explain": "explain a config key or a rule ID",
@@ -64,10 +67,11 @@ def main(argv: list[str] | None = None) -> int:
 def _dispatch(name: str, argv: list[str]) -> int:
     from fsdpcfg.errors import ConfigError, Interrupted
 
+    module_name = f"fsdpcfg.cli.{name}_" if keyword.iskeyword(name) else f"fsdpcfg.cli.{name}"
     try:
-        module = importlib.import_module(f"fsdpcfg.cli.{name}")
+        module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
-        if e.name == f"fsdpcfg.cli.{name}":
+        if e.name == module_name:
             print(f"fsdpcfg: the `{name}` command is not available in this version", file=sys.stderr)
             return 2
         raise

@@ -493,7 +493,10 @@ def _concat(a: Word, b: Word) -> Word:
 
 
 def _is_all_elements(text: str) -> bool:
-    return text in ("$@", "${@}") or bool(re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}", text))
+    """True for an expansion of every element (``$@``, ``${@}``, ``${A[@]}``) or a slice of them (``${@:1}``,
+    ``${A[@]:1:2}``): quoted, with no element it is no word at all, as bash gives it (``f "${@:1}"`` with no
+    arguments calls ``f`` with none)."""
+    return text in ("$@", "${@}") or bool(re.fullmatch(r"\$\{(?:@|[A-Za-z_][A-Za-z0-9_]*\[@\])(?::[^}]*)?\}", text))
 
 
 def _unescape(raw: str, pattern: bool = False) -> str:

@@ -346,6 +346,7 @@ KINDS = {
     "unbraced variables in an array and an assignment": 'A=/d\nB=m\nP=$A/$B/f\nL=(k=$A/$B/x)\ncmd $P "${L[@]}"',
     "${@:1} and ${@:N}": 'set -- a b c\ncmd "${@:1}" ${@:2} "${@:2:1}" "${@: -1}"',
     "array slices": 'L=(a b c d)\ncmd "${L[@]:1}" "${L[@]:1:2}"',
+    "slices with no element are no word": 'set --\nL=()\ncmd k=1 "${@:1}" "${@:2:1}" "${L[@]:1}" "x${@:1}" "$*"',
     "${VAR:?msg} on a set variable": 'M=/models/q\ncmd m=${M:?set M} n="${M:?}"',
     "$(( )) inside ${x:-...}": 'A=2\nB=3\nX=${X:-$((A*B))}\nY=${Y:-$(((A + B) * 2))}\ncmd $X $Y "${Z:-$(( A + 1 ))}"',
     "(( )) commands": "N=8\nP=3\nif (( N % P != 0 )); then R=bad; else R=ok; fi\n(( N += 2 ))\ncmd $R $N",
