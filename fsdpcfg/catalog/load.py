@@ -6,7 +6,9 @@ A *target* is one of:
 * a recipe file anywhere (``~/runs/my_grpo.yaml``): a YAML with a ``defaults:`` list or a
   ``# @package _global_`` header, composed as ``+recipe=my_grpo`` with its folder added to the recipe
   group (the way ``fsdpcfg check FILE`` does it);
-* a full config YAML (a dumped, resolved config without a defaults list), read as it is.
+* a full config YAML (a dumped, resolved config without a defaults list), read as it is;
+* a verl run script (``run.sh``): its trainer command as ``fsdpcfg check run.sh`` composes it (read, never run),
+  each value's source the script's line (:func:`load_script`).
 
 Hydra overrides may follow a target; a ``+recipe=PATH.yaml`` override is accepted too.
 """
@@ -104,6 +106,59 @@ def split_args(tokens: list[str]) -> tuple[list[str], list[Path], Path | None]:
     return overrides, dirs, full
 
 
+#: file names read as run scripts (a file whose first line is a shell's ``#!`` is one too)
+SCRIPT_SUFFIXES = (".sh", ".bash")
+
+
+def is_script(token: str) -> bool:
+    """True when ``token`` names an existing shell script: a ``.sh``/``.bash`` file, or a file whose first line
+    is a ``#!`` naming a shell."""
+    p = Path(token).expanduser()
+    if not p.is_file():
+        return False
+    if p.suffix in SCRIPT_SUFFIXES:
+        return True
+    try:
+        with open(p, "rb") as fh:
+            first = fh.readline(200)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and any(sh in first for sh in (b"sh", b"bash"))
+
+
+def load_script(path: Path, overrides: list[str], echo=None):
+    """The :class:`fsdpcfg.compose.Composed` of a run script's trainer command, as ``fsdpcfg check`` composes
+    it (:func:`fsdpcfg.check.sources.check_run_script`; ``overrides`` stand where the script writes ``"$@"``),
+    with each value the script sets sourced to its line. A script with several trainer commands or paths gives
+    the first; ``echo`` (default: standard error) names the others and ``fsdpcfg import``, which writes one recipe
+    per command.
+
+    Raises:
+        UsageError: the script runs no verl trainer command.
+        ConfigError: the command's config cannot be composed (the check's first error, with its fix).
+    """
+    import sys
+
+    from fsdpcfg.check.sources import check_run_script
+    from fsdpcfg.errors import ConfigError
+
+    checked = check_run_script(path, overrides)
+    composed = [c for c in checked if c.composed is not None]
+    if not composed:
+        errors = [f for c in checked for f in c.findings if f.severity == "error"]
+        if errors:
+            raise ConfigError(f"{path}: {errors[0].message}", fix=errors[0].fix)
+        raise UsageError(f"{path}: no trainer command of it can be composed", fix=f"fsdpcfg check {path}")
+    if len(composed) > 1:
+        others = ", ".join(c.label for c in composed[1:])
+        say = echo or (lambda line: print(line, file=sys.stderr))
+        say(
+            f"note: {path} has {len(composed)} trainer commands or paths; this is {composed[0].label} (the others: "
+            f"{others}); `fsdpcfg import {path}` writes one recipe each"
+        )
+    return composed[0].composed
+
+
 def load(tokens: list[str]):
     """Compose (or read) the config the tokens name and return a :class:`fsdpcfg.compose.Composed`.
 
@@ -113,6 +168,19 @@ def load(tokens: list[str]):
     from fsdpcfg.check.key_advice import KEY_ADVICE
     from fsdpcfg.compose import compose, config_file
 
+    scripts = [t for t in tokens if "=" not in t and not t.startswith("~") and is_script(t)]
+    if len(scripts) > 1:
+        raise UsageError(
+            f"more than one run script given ({' '.join(scripts)})", fix="give one script, then key=value overrides"
+        )
+    if scripts:
+        rest = [t for t in tokens if t != scripts[0]]
+        if any("=" not in t and not t.startswith("~") for t in rest):
+            raise UsageError(
+                f"a run script ({scripts[0]}) and a recipe given together",
+                fix="give the script and key=value overrides, or a recipe",
+            )
+        return load_script(Path(scripts[0]), rest)
     overrides, dirs, full = split_args(tokens)
     if full is not None:
         return config_file.load(full)

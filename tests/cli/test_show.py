@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -65,3 +66,29 @@ def test_show_mistakes_exit_without_traceback(capsys):
     assert main(["show", "+recipe=qwen_grpo", "data.train_batch_sizes=3"]) == 1
     err = capsys.readouterr().err
     assert "did you mean data.train_batch_size=3?" in err and "Traceback" not in err
+
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "check" / "scripts"
+
+
+def test_show_and_diff_take_a_run_script(capsys):
+    """``fsdpcfg show run.sh`` and ``fsdpcfg diff`` read a verl run script as ``fsdpcfg check run.sh`` composes it
+    (read, not run), each value sourced to its script line; overrides after it apply (issue 24 item 3)."""
+    script = SCRIPTS / "grpo_arrays.sh"
+    line = next(i for i, t in enumerate(script.read_text().splitlines(), 1) if "data.train_batch_size=" in t)
+    assert main(["show", str(script), "--key", "data.train_batch_size"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf"data\.train_batch_size +256 +{re.escape(str(script))}:{line}\n", out), out
+    assert "launcher=verl" in out.splitlines()[0]
+    assert main(["diff", "--a", str(script), "--b", f"{script} data.train_batch_size=64"]) == 0
+    assert re.search(r"data\.train_batch_size +256 +64\n", capsys.readouterr().out)
+    assert main(["show", str(script), "qwen_grpo"]) == 2
+    assert "a run script (" in capsys.readouterr().err
+
+
+def test_show_of_a_script_with_two_trainer_commands_names_the_others(capsys):
+    script = SCRIPTS / "corpus" / "arrays_device_probe_0.sh"  # two paths: DEVICE=npu, DEVICE=gpu
+    assert main(["show", str(script), "--key", "data.train_batch_size"]) == 0
+    err = capsys.readouterr().err
+    assert f"note: {script} has 2 trainer commands or paths; this is {script}:34 [DEVICE=npu]" in err
+    assert f"(the others: {script}:34 [DEVICE=gpu]); `fsdpcfg import {script}` writes one recipe each" in err
