@@ -219,6 +219,10 @@ def run(args: argparse.Namespace) -> int:
             for f in fixes:
                 f.write()
                 fixed += f.applied
+        if getattr(args, "verl", False):
+            from fsdpcfg.check.verl_opinion import start_worker
+
+            start_worker()  # verl's import (~10 s) runs in its own process while fsdpcfg checks
         files = [a for a in args.inputs if _kind(a) != "override"]
         # one file's plan, or verl's opinion, reads the whole composed config; a report of many files only places
         # each finding (the plan is shown for one input unless asked)

@@ -76,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
     from fsdpcfg.launch.verl import require_valid
     from fsdpcfg.launch.verl_export import export_verl
 
+    if args.verl_check:
+        from fsdpcfg.check.verl_opinion import start_worker
+
+        start_worker()  # verl's import (~10 s) runs in its own process while fsdpcfg composes, checks and writes
     tokens = list(args.tokens)
     chosen = [t for t in tokens if t.lstrip("+").startswith("launcher=")]
     if any(t.split("=", 1)[1] != args.launcher for t in chosen):

@@ -24,25 +24,36 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-@pytest.mark.slow
-def test_wheel_carries_the_tree_and_check_runs_from_it(tmp_path):
+def _build_wheel(dest: Path) -> Path:
+    """``pip wheel`` of the checkout into ``dest``; returns the wheel."""
     out = _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path / "whl"),
-            str(REPO),
-        ],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dest), str(REPO)],
         timeout=300,
     )
     assert out.returncode == 0, out.stderr
-    [wheel] = list((tmp_path / "whl").glob("fsdpcfg-*.whl"))
+    [wheel] = list(dest.glob("fsdpcfg-*.whl"))
+    return wheel
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory, request) -> Path:
+    """The checkout's wheel, built once per test session (~10 s) and shared by the tests that install it; each
+    installs it into a folder of its own, so none sees another's installation. Under pytest-xdist the workers share
+    it too: the first to need it builds it under a file lock in the session's common temporary folder, the others
+    wait for it and read it (two ``pip wheel`` runs of one checkout at once would also share its ``build/`` folder).
+    """
+    if not hasattr(request.config, "workerinput"):  # no xdist worker: this session's own folder
+        return _build_wheel(tmp_path_factory.mktemp("whl"))
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent  # pytest-N/, this session's, above each worker's popen-gwK/
+    with FileLock(str(shared / "fsdpcfg-wheel.lock")):
+        built = list((shared / "fsdpcfg-wheel").glob("fsdpcfg-*.whl"))
+        return built[0] if built else _build_wheel(shared / "fsdpcfg-wheel")
+
+
+@pytest.mark.slow
+def test_wheel_carries_the_tree_and_check_runs_from_it(tmp_path, wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {
         "fsdpcfg/_tree/conf/config.yaml",
@@ -121,17 +132,10 @@ def _site_packages(python: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_installed_wheel_works_from_an_empty_folder(tmp_path):
+def test_installed_wheel_works_from_an_empty_folder(tmp_path, wheel):
     """A wheel installed into a fresh virtual environment (its dependencies reused from this one, no network) runs
     ``fsdpcfg check +recipe=qwen_grpo``, ``fsdpcfg ls`` and ``fsdpcfg schema`` from an empty folder, and carries
     the JSON Schema files (``fsdpcfg/_tree/schemas``) equal to the checkout's."""
-    out = _run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "w")]
-        + [str(REPO)],
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr
-    [wheel] = list((tmp_path / "w").glob("fsdpcfg-*.whl"))
     shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("fsdpcfg/_tree/schemas/")}
     assert shipped == {f"fsdpcfg/_tree/schemas/{p.name}" for p in (REPO / "schemas").glob("*.json")}
     assert len(shipped) == 4

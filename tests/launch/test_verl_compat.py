@@ -72,9 +72,11 @@ def _synthetic_sft() -> Composed:
 
 @pytest.fixture(scope="module")
 def opinions(tmp_path_factory):
-    """{name: (export result, verl opinion)} for every recipe plus the synthetic SFT config, one verl process."""
-    from fsdpcfg.check.verl_opinion import verl_opinions_of_exports
+    """{name: (export result, verl opinion)} for every recipe plus the synthetic SFT config, one verl process,
+    started first so that its import of verl runs while this process composes and exports."""
+    from fsdpcfg.check.verl_opinion import start_worker, verl_opinions_of_exports
 
+    start_worker()
     exports = {}
     for name in RECIPES:
         c = compose([f"+recipe={name}", *VERL_OVERRIDES[recipe_kind(name)]])

@@ -4,7 +4,9 @@
 configs, runs ``auto_set_device`` and ``validate_config`` (as ``verl.trainer.main_ppo`` does before Ray
 starts) and converts the sections its workers convert into its config dataclasses (see
 :mod:`fsdpcfg.check.verl_opinion._worker`). It costs one Python process that imports verl (~10 s), so it runs
-only when asked; many configs share one process (:func:`verl_opinions`).
+only when asked; many configs share one process (:func:`verl_opinions`), and so do the later calls of the same
+Python process: the worker stays up after its first answer (:func:`run_worker`), so a program (or a test session)
+that asks verl again does not import verl again.
 
 Reading the comparison (:func:`compare`):
 
@@ -16,11 +18,17 @@ Reading the comparison (:func:`compare`):
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
+import select
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,45 +92,188 @@ def _job(composed: Any) -> dict[str, Any]:
     }
 
 
+class _Worker:
+    """One ``python -m fsdpcfg.check.verl_opinion._worker --serve`` process: it imports verl once, then answers one
+    request (a JSON file of jobs) per line it reads on its stdin, one line per answer on its stdout (what verl
+    prints goes to the process's stderr, a file of its private folder, never into the answers). It exits when its
+    stdin closes, so it never outlives the process that started it."""
+
+    def __init__(self, python: str, env: dict[str, str]) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="fsdpcfg-verlcheck-"))
+        self.stderr_path = self.dir / "stderr.txt"
+        self.calls = 0
+        self.owner = os.getpid()
+        self.lock = threading.Lock()
+        self._buffer = b""
+        with open(self.stderr_path, "wb") as err:
+            # cwd: the private folder, so that `-m` puts no folder of the user's on the worker's sys.path
+            self.proc = subprocess.Popen(
+                [python, "-m", "fsdpcfg.check.verl_opinion._worker", "--serve"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=env,
+                cwd=self.dir,
+            )
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None and self.owner == os.getpid()
+
+    def _stderr_tail(self) -> str:
+        try:
+            text = self.stderr_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.strip().splitlines()[-15:])
+
+    def _read_line(self, deadline: float) -> bytes | None:
+        """The worker's next line, or None at its end (it exited); TimeoutError past ``deadline``."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line
+
+    def ask(self, jobs: list[dict[str, Any]], timeout: float) -> dict[str, Any]:
+        """Hand the worker ``jobs`` and return its answer; the first call also waits for verl's import."""
+        assert self.proc.stdin is not None
+        self.calls += 1
+        inp, out = self.dir / f"in-{self.calls}.json", self.dir / f"out-{self.calls}.json"
+        write_private(inp, json.dumps({"jobs": jobs}))
+        deadline = time.monotonic() + timeout
+        try:
+            try:
+                self.proc.stdin.write((json.dumps([str(inp), str(out)]) + "\n").encode())
+                self.proc.stdin.flush()
+            except BrokenPipeError:
+                pass  # it exited (verl is missing, or it crashed): its exit code says which, below
+            try:
+                line = self._read_line(deadline)
+            except TimeoutError:
+                raise RuntimeError(f"verl's validation ran past {timeout} s") from None
+            if line is None:
+                code = self.proc.wait()
+                answer = json.loads(out.read_text()) if out.is_file() else {}
+                if code == 3:
+                    raise VerlUnavailable(answer.get("error", "verl is not importable"))
+                raise RuntimeError(f"verl's validation worker failed (exit {code}):\n{self._stderr_tail()}")
+            answer = json.loads(out.read_text()) if out.is_file() else {}
+            if "results" not in answer:
+                raise RuntimeError(f"verl's validation worker failed (no answer):\n{self._stderr_tail()}")
+            return answer
+        finally:
+            inp.unlink(missing_ok=True)
+            out.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Stop the process (it holds nothing to save) and remove its folder; a forked child of the process that
+        started it leaves both to that process."""
+        if self.owner != os.getpid():
+            return
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                if pipe is not None:
+                    pipe.close()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+#: The environment variables that decide what the worker imports and what verl's checks see: ``PYTHONPATH`` (where
+#: fsdpcfg, verl and a config's modules are found), verl's own switches (``VERL_USE_EXTERNAL_MODULES``, its plugins,
+#: ModelScope), the GPUs ``auto_set_device`` looks for, Hydra's (``HYDRA_FULL_ERROR``: the error texts).
+_WORKER_ENV_PREFIXES = ("PYTHONPATH", "VERL_", "CUDA_", "HYDRA_")
+
+#: The running workers of this process, by interpreter and the variables of :data:`_WORKER_ENV_PREFIXES`: verl is
+#: imported once per such pair; a call that changed one of them gets a worker of its own. (Not the whole
+#: environment: a variable nothing of verl's config-time checks reads, as a test runner's per-test one, would start
+#: a worker for every call.)
+_WORKERS: dict[tuple[str, tuple[tuple[str, str], ...]], _Worker] = {}
+_WORKERS_LOCK = threading.Lock()
+
+
+def close_workers() -> None:
+    """Stop the workers this process started (also run at exit); the next call starts a fresh one."""
+    with _WORKERS_LOCK:
+        workers = list(_WORKERS.values())
+        _WORKERS.clear()
+    for w in workers:
+        w.close()
+
+
+atexit.register(close_workers)
+
+
+def _worker_for(python: str | None) -> tuple[tuple[str, tuple[tuple[str, str], ...]], _Worker]:
+    """This process's worker for ``python`` (default: this interpreter) and the current environment, started when
+    there is none (or it exited); with its key in :data:`_WORKERS`."""
+    python = python or sys.executable
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.REPO_DIR), os.environ.get("PYTHONPATH")])),
+    }
+    key = (python, tuple(sorted((k, v) for k, v in env.items() if k.startswith(_WORKER_ENV_PREFIXES))))
+    with _WORKERS_LOCK:
+        worker = _WORKERS.get(key)
+        if worker is None or not worker.alive():
+            if worker is not None:
+                worker.close()
+            worker = _WORKERS[key] = _Worker(python, env)
+    return key, worker
+
+
+def start_worker(python: str | None = None) -> None:
+    """Start the worker now, without waiting: it imports verl (~10 s) while the caller does its own work (composing
+    and checking the configs it will ask about), and the next :func:`run_worker` call of this process uses it. A
+    worker that cannot import verl exits; that call then raises :class:`VerlUnavailable`."""
+    _worker_for(python)
+
+
 def run_worker(
     jobs: list[dict[str, Any]], *, timeout: float = DEFAULT_TIMEOUT, python: str | None = None
 ) -> dict[str, Any]:
-    """Run :mod:`fsdpcfg.check.verl_opinion._worker` on ``jobs`` (``{"kind", "tree"}`` dicts) in one subprocess and
-    return its JSON answer (``verl_version``, ``import_seconds``, ``results``).
+    """Run :mod:`fsdpcfg.check.verl_opinion._worker` on ``jobs`` (``{"kind", "tree"}`` dicts) and return its JSON
+    answer (``verl_version``, ``import_seconds``, ``results``).
+
+    The worker is a subprocess that imports verl once and stays up for the next call of this process with the same
+    interpreter and the same variables of :data:`_WORKER_ENV_PREFIXES` (verl's import is most of a call's time:
+    ~10 s, then about a second a config);
+    a worker that failed or ran past ``timeout`` is stopped, and the next call starts a fresh one. Each job is
+    checked as in a fresh worker: the jobs of one call already share one process, and the worker keeps nothing
+    between jobs but verl's imported modules and its own unchanged default config.
 
     Raises:
         VerlUnavailable: verl cannot be imported by ``python`` (default: this interpreter).
         RuntimeError: the worker crashed or ran past ``timeout`` (its stderr tail is in the message).
     """
-    with tempfile.TemporaryDirectory(prefix="fsdpcfg-verlcheck-") as d:
-        inp, out = Path(d, "in.json"), Path(d, "out.json")
-        write_private(inp, json.dumps({"jobs": jobs}))
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.REPO_DIR), os.environ.get("PYTHONPATH")])),
-        }
+    key, worker = _worker_for(python)
+    with worker.lock:
         try:
-            proc = subprocess.run(
-                [python or sys.executable, "-m", "fsdpcfg.check.verl_opinion._worker", str(inp), str(out)],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                env=env,
-                cwd=d,
-            )
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"verl's validation ran past {timeout} s") from None
-        answer = json.loads(out.read_text()) if out.is_file() else {}
-        if proc.returncode == 3:
-            raise VerlUnavailable(answer.get("error", "verl is not importable"))
-        if proc.returncode != 0 or "results" not in answer:
-            tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-            raise RuntimeError(f"verl's validation worker failed (exit {proc.returncode}):\n{tail}")
-        return answer
+            return worker.ask(jobs, timeout)
+        except BaseException:
+            # whatever stopped the call (verl missing, a crash, the timeout, an interrupt) leaves the worker of no
+            # further use: a later call must not read this call's answer
+            with _WORKERS_LOCK:
+                if _WORKERS.get(key) is worker:
+                    del _WORKERS[key]
+            worker.close()
+            raise
 
 
 def verl_opinions(composeds: Iterable[Any], *, timeout: float = DEFAULT_TIMEOUT) -> list[VerlOpinion]:
-    """Return verl's opinion of each composed config (``fsdpcfg.compose.Composed``), all in one subprocess.
+    """Return verl's opinion of each composed config (``fsdpcfg.compose.Composed``), all in one call of the worker.
 
     Raises:
         ConfigError: a config cannot be turned into verl's tree (an unresolvable interpolation).
@@ -139,7 +290,7 @@ def verl_opinions_of_exports(
     exports: Iterable[tuple[str, str | Path, list[str]]], *, timeout: float = DEFAULT_TIMEOUT
 ) -> list[VerlOpinion]:
     """Return verl's opinion of exported configs: ``(kind, folder holding config.yaml, overrides)`` each,
-    composed the way verl's command line composes them, all in one subprocess.
+    composed the way verl's command line composes them, all in one call of the worker.
 
     Raises:
         VerlUnavailable, RuntimeError: see :func:`run_worker`.
@@ -151,7 +302,8 @@ def verl_opinions_of_exports(
 
 
 def verl_opinion(composed: Any, *, timeout: float = DEFAULT_TIMEOUT) -> VerlOpinion:
-    """Return verl's opinion of one composed config (one subprocess, ~10 s). See :func:`verl_opinions`."""
+    """Return verl's opinion of one composed config (~10 s for verl's import in the first call of a process, well
+    under a second after). See :func:`verl_opinions`."""
     return verl_opinions([composed], timeout=timeout)[0]
 
 

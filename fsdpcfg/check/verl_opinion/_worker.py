@@ -1,8 +1,9 @@
 """The subprocess side of :mod:`fsdpcfg.check.verl_opinion`: run verl 0.9.1's own config-time checks on configs.
 
-Usage (by :func:`fsdpcfg.check.verl_opinion.verl_opinions`, not by hand)::
+Usage (by :func:`fsdpcfg.check.verl_opinion.run_worker`, not by hand)::
 
-    python -m fsdpcfg.check.verl_opinion._worker IN.json OUT.json
+    python -m fsdpcfg.check.verl_opinion._worker IN.json OUT.json   # one request, then exit
+    python -m fsdpcfg.check.verl_opinion._worker --serve            # a request per stdin line (see serve)
 
 ``IN.json`` is ``{"jobs": [{"kind": "ppo"|"sft", "tree": {...}}, ...]}`` (trees as
 :func:`fsdpcfg.check.to_verl.verl_tree` builds them), or jobs ``{"kind", "config_dir", "overrides"}`` naming an
@@ -43,6 +44,7 @@ import contextlib
 import copy
 import io
 import json
+import os
 import sys
 import tempfile
 import time
@@ -414,16 +416,19 @@ def verl_checks(cfg: Any, kind: str) -> tuple[str | None, str | None, list[str]]
     return None, None, notices
 
 
-def main(argv: list[str]) -> int:
-    """Read jobs from ``argv[0]``, write one opinion per job to ``argv[1]``; exit 0 unless verl is missing."""
-    jobs = json.loads(Path(argv[0]).read_text())["jobs"]
+def _import_verl() -> tuple[Any, float, str | None]:
+    """Import verl: ``(module or None, seconds, error or None)``."""
     t0 = time.perf_counter()
     try:
-        import verl  # noqa: F401
+        import verl
     except ImportError as e:
-        Path(argv[1]).write_text(json.dumps({"error": f"verl is not importable: {e}"}))
-        return 3
-    import_s = time.perf_counter() - t0
+        return None, time.perf_counter() - t0, f"verl is not importable: {e}"
+    return verl, time.perf_counter() - t0, None
+
+
+def answer(inp: Path, out: Path, verl: Any, import_s: float) -> None:
+    """Read jobs from ``inp``, write one opinion per job (and verl's version, ``import_s``) to ``out``."""
+    jobs = json.loads(inp.read_text())["jobs"]
     results = [
         check_one(
             j.get("kind", "ppo"),
@@ -435,10 +440,43 @@ def main(argv: list[str]) -> int:
         )
         for j in jobs
     ]
-    Path(argv[1]).write_text(
+    out.write_text(
         json.dumps({"verl_version": verl.__version__, "import_seconds": round(import_s, 3), "results": results})
     )
+
+
+def main(argv: list[str]) -> int:
+    """Read jobs from ``argv[0]``, write one opinion per job to ``argv[1]``; exit 0 unless verl is missing (3).
+    With ``--serve``: :func:`serve`."""
+    if argv == ["--serve"]:
+        return serve()
+    verl, import_s, error = _import_verl()
+    if error is not None:
+        Path(argv[1]).write_text(json.dumps({"error": error}))
+        return 3
+    answer(Path(argv[0]), Path(argv[1]), verl, import_s)
     return 0
+
+
+def serve() -> int:
+    """Import verl once, then answer requests until stdin closes: each stdin line is ``["IN.json", "OUT.json"]``,
+    answered as :func:`main` answers one (``import_seconds`` is verl's import in the first answer, 0 after) and
+    acknowledged by one line on stdout once ``OUT.json`` is written. What verl and the checks print goes to stderr,
+    so the acknowledgements stay alone on stdout. Without verl: the first request's ``OUT.json`` gets the error and
+    the process exits 3."""
+    reply = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    verl, import_s, error = _import_verl()
+    for line in sys.stdin:
+        inp, out = (Path(p) for p in json.loads(line))
+        if error is not None:
+            out.write_text(json.dumps({"error": error}))
+            return 3
+        answer(inp, out, verl, import_s)
+        import_s = 0.0
+        reply.write("done\n")
+    return 3 if error is not None else 0
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """verl 0.9.1 as the oracle of issue 20 items 2 and 6, asked with its own Hydra compose of ``ppo_trainer`` and the
-overrides (then ``validate_config`` and the dataclasses), all in one subprocess:
+overrides (then ``validate_config`` and the dataclasses), all in one process (verl's worker, kept by
+:func:`fsdpcfg.check.verl_opinion.run_worker` for the whole module and started by the first fixture):
 
 * every override ``fsdpcfg check`` reports as refused when it is given with others (item 2) is refused by verl
   on its own, and the overrides it composed around are accepted by verl;
@@ -47,6 +48,9 @@ def valid(tiny_model_path):
 
 @pytest.fixture(scope="module")
 def verl_dir(tmp_path_factory):
+    from fsdpcfg.check.verl_opinion import start_worker
+
+    start_worker()  # verl's import runs while the tests compose and check their overrides
     d = tmp_path_factory.mktemp("verl_config")
     (d / "config.yaml").write_text(
         yaml.safe_dump({"defaults": ["ppo_trainer", "_self_"], "hydra": {"searchpath": [VERL_SEARCHPATH]}})

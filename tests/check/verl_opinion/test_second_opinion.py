@@ -1,4 +1,4 @@
-"""verl's own validation (one subprocess for the module) against fsdpcfg's check, on every case of
+"""verl's own validation (one call of verl's worker for the module) against fsdpcfg's check, on every case of
 ../shared/cases/ and on one config per check verl runs at config time.
 
 The rule: wherever verl rejects, fsdpcfg must reject too (verl rejects + fsdpcfg accepts = an fsdpcfg bug).
@@ -113,9 +113,11 @@ def _overrides(case: dict) -> list[str]:
 
 @pytest.fixture(scope="module")
 def verdicts():
-    """{name: (fsdpcfg findings or a composition error, verl opinion or None)}, verl asked once."""
-    from fsdpcfg.check.verl_opinion import verl_opinions
+    """{name: (fsdpcfg findings or a composition error, verl opinion or None)}, verl asked once. verl's worker
+    process is started first, so that its import of verl runs while this process composes and checks."""
+    from fsdpcfg.check.verl_opinion import start_worker, verl_opinions
 
+    start_worker()
     inputs = {c["id"]: _overrides(c) for c in _cases()}
     inputs.update({f"check: {k}": GPU + v for k, v in VERL_CHECKS.items()})
     composed, out = {}, {}
@@ -124,9 +126,10 @@ def verdicts():
             composed[name] = compose(ov)
         except ConfigError as e:  # rejected while composing (verl's own command line rejects the same override)
             out[name] = (e, None)
+    findings = {name: check_config(c) for name, c in composed.items()}
     ops = verl_opinions(composed.values())
-    for (name, c), op in zip(composed.items(), ops, strict=True):
-        out[name] = (check_config(c), op)
+    for name, op in zip(composed, ops, strict=True):
+        out[name] = (findings[name], op)
     return out
 
 
