@@ -44,12 +44,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Longest first, as measured (``tests/durations.json``; a test it does not name counts 30 s when slow, 0.5 s
-    when not), dealt round-robin into one queue per xdist worker and the queues laid end to end.
+    when not), in one queue per xdist worker, the queues laid end to end.
 
-    ``--dist worksteal`` (``scripts/test.sh``) gives worker *k* the *k*-th contiguous slice of the collection, then
-    lets an idle worker take half of another's queue: so each worker starts on its share of the long items (the
-    property shards, the training runs) and the quick ones fill the gaps, instead of one worker running the long
-    items one after another at the end (longest-processing-time-first scheduling)."""
+    ``--dist worksteal`` (``scripts/test.sh``) gives worker *k* the *k*-th contiguous slice of the collection (equal
+    numbers of tests), then lets an idle worker take half of another's queue (its tail). So the queues hold equal
+    numbers of tests: the long items are dealt first, each to the queue with the fewest seconds so far
+    (longest-processing-time-first), and the quick ones fill every queue to its length, behind them. The tests of
+    one ``@pytest.mark.xdist_group(NAME)`` (tests that share one costly module fixture, such as one training run)
+    are dealt as one item, to one queue, one after another: split over two workers, each would build the fixture."""
     import json
 
     known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
@@ -57,9 +59,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     def seconds(item: pytest.Item) -> float:
         return float(known.get(item.nodeid, _GUESS_S[item.get_closest_marker("slow") is not None]))
 
-    ordered = sorted(items, key=seconds, reverse=True)
-    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    items[:] = [item for k in range(workers) for item in ordered[k::workers]]
+    units: dict[object, list[pytest.Item]] = {}
+    for item in items:
+        group = item.get_closest_marker("xdist_group")
+        key = ("group", group.args[0] if group.args else group.kwargs.get("name")) if group else ("item", item.nodeid)
+        units.setdefault(key, []).append(item)
+    ordered = sorted(units.values(), key=lambda u: sum(seconds(i) for i in u), reverse=True)
+    workers = max(1, int(getattr(config, "workerinput", {}).get("workercount", 1)))
+    # xdist's first hand-out: worker i gets len(pending) // (workers - i) of what is left
+    sizes, left = [], len(items)
+    for i in range(workers):
+        sizes.append(left // (workers - i))
+        left -= sizes[-1]
+    queues: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    load = [0.0] * workers
+    for unit in ordered:
+        room = [k for k in range(workers) if len(queues[k]) + len(unit) <= sizes[k]]
+        k = min(room or range(workers), key=lambda w: (load[w], len(queues[w])))
+        queues[k].extend(unit)
+        load[k] += sum(seconds(i) for i in unit)
+    # a unit that did not fit where it was dealt leaves one queue long: move quick single tests to even it out
+    for k in range(workers):
+        while len(queues[k]) > sizes[k]:
+            spare = next(i for i in reversed(queues[k]) if i.get_closest_marker("xdist_group") is None)
+            queues[k].remove(spare)
+            short = min((w for w in range(workers) if len(queues[w]) < sizes[w]), key=lambda w: len(queues[w]))
+            queues[short].append(spare)
+    items[:] = [item for q in queues for item in q]
 
 
 _measured: dict[str, float] = {}
