@@ -1,4 +1,5 @@
-"""One atomic writer (:func:`fsdpcfg.paths.atomic_write_text`) and one atomic folder publish
+"""One atomic writer (:func:`fsdpcfg.paths.atomic_write_bytes`, which :func:`~fsdpcfg.paths.atomic_write_text`
+calls) and one atomic folder publish
 (:func:`fsdpcfg.paths.publish_folder`): no other module renames over a path or fsyncs a file it wrote."""
 
 import ast
@@ -12,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1] / "fsdpcfg"
 
 #: "module:function" -> why it calls os.replace/os.rename/os.fsync itself.
 ALLOWED = {
-    "paths.py:atomic_write_text": "the writer",
+    "paths.py:atomic_write_bytes": "the writer (atomic_write_text encodes and calls it)",
     "paths.py:fsync_file": "the writer's flush",
     "paths.py:fsync_folder": "the writer's flush",
     "paths.py:publish_folder": "the folder publish",
@@ -47,7 +48,7 @@ def _calls() -> set[str]:
 
 def test_no_second_atomic_writer():
     found = _calls()
-    assert sorted(found - set(ALLOWED)) == [], "write through fsdpcfg.paths.atomic_write_text / publish_folder"
+    assert sorted(found - set(ALLOWED)) == [], "write through fsdpcfg.paths.atomic_write_text (or _bytes) / publish_folder"
     assert sorted(set(ALLOWED) - found) == [], "an allowed function is gone or renamed: drop it from ALLOWED"
 
 
