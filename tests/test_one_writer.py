@@ -48,7 +48,9 @@ def _calls() -> set[str]:
 
 def test_no_second_atomic_writer():
     found = _calls()
-    assert sorted(found - set(ALLOWED)) == [], "write through fsdpcfg.paths.atomic_write_text (or _bytes) / publish_folder"
+    assert sorted(found - set(ALLOWED)) == [], (
+        "write through fsdpcfg.paths.atomic_write_text (or _bytes) / publish_folder"
+    )
     assert sorted(set(ALLOWED) - found) == [], "an allowed function is gone or renamed: drop it from ALLOWED"
 
 

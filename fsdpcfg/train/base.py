@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 import torch.distributed as dist
-import yaml
 
 from fsdpcfg import yamlio
 from fsdpcfg.errors import ConfigError
@@ -241,10 +240,10 @@ def train_rank(config_path: str, trainer_cls: type[TrainerBase], *, audit: bool 
         ConfigError: the config does not match its schema, or a setting the trainer cannot honour.
     """
     from fsdpcfg.schema import parse_config
-    from fsdpcfg.train.entry import close_process_group
+    from fsdpcfg.train.entry import close_process_group, read_resolved
 
     path = Path(config_path)
-    resolved = yaml.safe_load(path.read_text())
+    resolved = read_resolved(path)
     trainer = trainer_cls(parse_config(resolved))
     trainer.resolved = resolved
     try:

@@ -248,7 +248,7 @@ def _write_adapter(folder: Path, lora_config, weights: dict[str, torch.Tensor]) 
 
 def _test_pause_in_save(step: int) -> None:
     """Test hook: ``$FSDPCFG_TEST_SAVE_PAUSE="STEP:SECONDS"`` makes rank 0 sleep SECONDS in the save of step STEP,
-    after every shard is written and before the manifest (tests/train/test_kill_during_save.py kills it there)."""
+    after every shard is written and before the manifest (tests/train/test_resume_equivalence.py kills it there)."""
     spec = os.environ.get("FSDPCFG_TEST_SAVE_PAUSE", "")
     if spec and int(spec.split(":")[0]) == step:
         print(f"fsdpcfg: test hook: pausing {spec.split(':')[1]} s inside the save of step {step}", flush=True)

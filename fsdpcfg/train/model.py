@@ -117,7 +117,9 @@ def auto_class_for(config) -> Any:
     for auto_name, target in auto_map.items():
         if arch and arch in str(target) and hasattr(transformers, auto_name):
             return getattr(transformers, auto_name)
-    if type(config) in transformers.AutoModelForCausalLM._model_mapping.keys() or arch.endswith("ForCausalLM"):
+    # the architecture's name first: the mapping's keys() imports the configuration module of every model type
+    # transformers knows (seconds per process), which only a causal LM named otherwise needs
+    if arch.endswith("ForCausalLM") or type(config) in transformers.AutoModelForCausalLM._model_mapping.keys():
         return transformers.AutoModelForCausalLM
     raise ConfigError(
         f"model type {getattr(config, 'model_type', '?')!r} ({arch or 'no architecture'}) is not a "

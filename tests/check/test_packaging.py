@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# one worker builds the module's shared fixture (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("packaging_wheel")
+
 REPO = Path(__file__).resolve().parents[2]
 GOOD = "# @package _global_\ndefaults:\n  - qwen_grpo\n  - _self_\ndata:\n  train_batch_size: 8\n"
 BAD = (

@@ -21,6 +21,7 @@ from fsdpcfg.launch.verl import build_verl_invocation, require_valid
 from fsdpcfg.launch.verl_export import export_verl
 
 pytestmark = [
+    pytest.mark.xdist_group("verl_compat"),  # one worker: the shared fixture (tests/conftest.py)
     pytest.mark.verl,
     pytest.mark.slow,
     pytest.mark.skipif(importlib.util.find_spec("verl") is None, reason="verl 0.9.1 is not installed"),

@@ -19,6 +19,9 @@ from fsdpcfg.launch import verl_launch
 from fsdpcfg.launch.machine import GpuInfo
 from fsdpcfg.launch.verl import build_verl_invocation, env_of, launch_verl
 
+# one worker builds the module's shared fixture (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("verl_invocation")
+
 GPU = [
     "+recipe=qwen_grpo",
     "launcher=verl",

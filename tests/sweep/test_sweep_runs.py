@@ -1,7 +1,8 @@
 """The issue's sweep on the tiny model, for real: 4 points (lr x n) with Hydra's basic launcher (one after
 another) and with the joblib launcher (two at a time); each point in its own run folder with its metadata and
 start-up audit; a summary table, also as JSON and CSV. A point that fails in its workers does not stop the
-others and makes the exit code 1. Cheap settings: one training step, 8 response tokens, no TensorBoard."""
+others and makes the exit code 1. Cheap settings: one training step, 8 response tokens, no TensorBoard, no
+validation pass (a point's ``final_reward`` is its last training step's reward)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SWEEP = ["-m", "+recipe=qwen_grpo", "actor_rollout_ref.actor.optim.lr=1e-6,3e-6", "actor_rollout_ref.rollout.n=4,8"]
-CHEAP = ["trainer.total_training_steps=1", "data.max_response_length=8", "trainer.logger=[console]"]
+CHEAP = [
+    "trainer.total_training_steps=1",
+    "data.max_response_length=8",
+    "trainer.logger=[console]",
+    "trainer.val_before_train=false",
+    "trainer.test_freq=-1",
+]
 
 
 def _sweep(args: list[str], tmp_path: Path, timeout: int = 900) -> tuple[subprocess.CompletedProcess, dict]:

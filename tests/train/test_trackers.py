@@ -85,17 +85,18 @@ def test_four_sinks_written_and_resumed_into_the_same_runs(tiny_model_path, tmp_
         )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
-    run(2)
+    # one step, then a resume for a second: a resume needs a checkpoint to start from, not more steps
+    run(1)
     wandb_id = (run_dir / "wandb_run_id").read_text().strip()
     mlflow_id = (run_dir / "mlflow_run_id").read_text().strip()
-    run(3)  # resumes from global_step_2
+    run(2)  # resumes from global_step_1
     # wandb: the resumed run continues the same run id (offline runs sync later with `wandb sync`)
     assert (run_dir / "wandb_run_id").read_text().strip() == wandb_id
     offline = sorted(p.name for p in (run_dir / "wandb").glob("offline-run-*"))
     assert len(offline) == 2 and all(name.endswith(f"-{wandb_id}") for name in offline)
     # verl's file layout: {"step": N, "data": {...}} lines at $VERL_FILE_LOGGER_ROOT/<project>/<experiment>.jsonl
     rows = [json.loads(line) for line in (tmp_path / "f" / "trk" / "e1.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows] == [1, 2, 3] and "critic/rewards/mean" in rows[0]["data"]
+    assert [r["step"] for r in rows] == [1, 2] and "critic/rewards/mean" in rows[0]["data"]
     # TensorBoard: every step's scalar
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -105,12 +106,12 @@ def test_four_sinks_written_and_resumed_into_the_same_runs(tiny_model_path, tmp_
         acc.Reload()
         if "critic/rewards/mean" in acc.Tags()["scalars"]:
             steps += [e.step for e in acc.Scalars("critic/rewards/mean")]
-    assert sorted(steps) == [1, 2, 3]
-    # MLflow: one run (resumed by id) holding steps 1..3, metric names sanitised as verl does
+    assert sorted(steps) == [1, 2]
+    # MLflow: one run (resumed by id) holding steps 1..2, metric names sanitised as verl does
     from mlflow.tracking import MlflowClient
 
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
 
     assert (run_dir / "mlflow_run_id").read_text().strip() == mlflow_id
     hist = MlflowClient(env["MLFLOW_TRACKING_URI"]).get_metric_history(mlflow_id, "critic/rewards/mean")
-    assert sorted(m.step for m in hist) == [1, 2, 3]
+    assert sorted(m.step for m in hist) == [1, 2]

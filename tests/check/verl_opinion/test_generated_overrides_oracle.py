@@ -48,6 +48,7 @@ from fsdpcfg import paths
 from fsdpcfg.schema import keys as K
 
 pytestmark = [
+    pytest.mark.xdist_group("verl_generated_overrides"),  # one worker: the shared fixture (tests/conftest.py)
     pytest.mark.verl,
     pytest.mark.slow,
     pytest.mark.skipif(importlib.util.find_spec("verl") is None, reason="verl 0.9.1 is not installed"),

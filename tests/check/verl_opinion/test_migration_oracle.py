@@ -18,6 +18,7 @@ from fsdpcfg import yamlio
 from fsdpcfg.rules import legacy_keys as L
 
 pytestmark = [
+    pytest.mark.xdist_group("verl_migration_oracle"),  # one worker: the shared fixture (tests/conftest.py)
     pytest.mark.verl,
     pytest.mark.slow,
     pytest.mark.skipif(importlib.util.find_spec("verl") is None, reason="verl 0.9.1 is not installed"),

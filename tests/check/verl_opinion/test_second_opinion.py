@@ -19,6 +19,7 @@ from fsdpcfg.compose import compose
 from fsdpcfg.errors import ConfigError
 
 pytestmark = [
+    pytest.mark.xdist_group("verl_second_opinion"),  # one worker: the shared fixture (tests/conftest.py)
     pytest.mark.verl,
     pytest.mark.slow,
     pytest.mark.skipif(importlib.util.find_spec("verl") is None, reason="verl 0.9.1 is not installed"),

@@ -1,9 +1,10 @@
 """Worker of test_lora_sync.py: a LoRA actor (FSDP2, FSDP1 on 2 ranks under torchrun, or a plain PeftModel in
 one process) synchronised into a PEFT rollout replica; compares actor and replica log-probs after the first sync
 (base + adapter), after a second (adapter only, after an optimizer step) and after a third in layered mode, and
-the merged Hugging Face weights against the actor. Writes a JSON report (rank 0).
+the merged Hugging Face weights against the actor. Each strategy of a comma-separated list runs in turn (one
+process group; a fresh seed, actor and replica each). Writes a JSON report (rank 0): ``{strategy: report}``.
 
-    torchrun --nproc_per_node 2 tests/train/lora/_lora_worker.py MODEL_DIR STRATEGY ADAPTER OUT.json
+    torchrun --nproc_per_node 2 tests/train/lora/_lora_worker.py MODEL_DIR fsdp2,fsdp ADAPTER OUT.json
     python tests/train/lora/_lora_worker.py MODEL_DIR none ADAPTER OUT.json
 """
 
@@ -21,7 +22,22 @@ def _max(x: torch.Tensor) -> float:
     return float(x)
 
 
-def main(model_dir: str, strategy: str, adapter: str, out: str) -> dict:
+def main(model_dir: str, strategies: str, adapter: str, out: str) -> dict:
+    names = strategies.split(",")
+    if names != ["none"]:  # "none": a plain PeftModel in this one process, no process group
+        dist.init_process_group("gloo")
+    reports = {strategy: one_strategy(model_dir, strategy, adapter) for strategy in names}
+    if not dist.is_initialized() or dist.get_rank() == 0:
+        with open(out, "w") as fh:
+            json.dump(reports, fh)
+    if dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+    return reports
+
+
+def one_strategy(model_dir: str, strategy: str, adapter: str) -> dict:
+    """The three synchronisations and the merged weights under ``strategy``; this rank's report."""
     from fsdpcfg.train.engine.forward import batched_log_probs, response_log_probs
     from fsdpcfg.train.engine.fsdp import Precision, shard_model
     from fsdpcfg.train.lora import LoraSettings, apply_lora, iter_merged_params
@@ -29,8 +45,6 @@ def main(model_dir: str, strategy: str, adapter: str, out: str) -> dict:
     from fsdpcfg.train.model import load_model, load_tokenizer
     from fsdpcfg.train.rollout.hf import GenerationSettings
 
-    if strategy != "none":
-        dist.init_process_group("gloo")
     rank = dist.get_rank() if dist.is_initialized() else 0
     from fsdpcfg.schema.model import ModelSection
 
@@ -121,12 +135,6 @@ def main(model_dir: str, strategy: str, adapter: str, out: str) -> dict:
         "missing": [k for k in missing if not k.endswith("lm_head.weight")],
         "unexpected": list(unexpected),
     }
-    if rank == 0:
-        with open(out, "w") as fh:
-            json.dump(report, fh)
-    if dist.is_initialized():
-        dist.barrier()
-        dist.destroy_process_group()
     return report
 
 

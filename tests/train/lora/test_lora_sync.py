@@ -16,6 +16,9 @@ import pytest
 
 from fsdpcfg.launch.torchrun import torchrun_argv
 
+# one worker builds the module's shared fixture (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("lora_sync_run")
+
 WORKER = Path(__file__).with_name("_lora_worker.py")
 
 
@@ -40,15 +43,27 @@ def _check(report: dict) -> None:
     assert not report["merged"]["unexpected"], report["merged"]
 
 
-@pytest.mark.distributed
-@pytest.mark.slow
-@pytest.mark.parametrize("strategy", ["fsdp2", "fsdp"])
-def test_lora_rollout_log_probs_match_after_each_sync_2_ranks(strategy, tiny_model_path, tmp_path):
-    out = tmp_path / "report.json"
-    cmd = torchrun_argv([WORKER, tiny_model_path, strategy, "policy", out], nproc_per_node=2)
+STRATEGIES = ["fsdp2", "fsdp"]
+
+
+@pytest.fixture(scope="module")
+def reports_2_ranks(tiny_model_path, tmp_path_factory) -> dict:
+    """Both strategies' reports from one 2-rank worker run (each strategy with its own seed, actor and replica, one
+    after the other in one process group): one torchrun start for the module instead of one per strategy."""
+    out = tmp_path_factory.mktemp("lora_sync") / "report.json"
+    cmd = torchrun_argv([WORKER, tiny_model_path, ",".join(STRATEGIES), "policy", out], nproc_per_node=2)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    _check(json.loads(out.read_text()))
+    return json.loads(out.read_text())
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_lora_rollout_log_probs_match_after_each_sync_2_ranks(strategy, reports_2_ranks):
+    report = reports_2_ranks[strategy]
+    assert report["strategy"] == strategy
+    _check(report)
 
 
 @pytest.mark.slow
@@ -61,4 +76,4 @@ def test_lora_rollout_log_probs_match_after_each_sync_without_fsdp(tiny_model_pa
         timeout=400,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
-    _check(json.loads(out.read_text()))
+    _check(json.loads(out.read_text())["none"])

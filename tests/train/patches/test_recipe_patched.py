@@ -23,6 +23,10 @@ def _first_step(tmp_path: Path, option: str) -> list[dict]:
         f"patches={option}",
         "trainer.total_training_steps=1",
         "data.max_response_length=8",
+        # step 1's log-probs are compared: no validation passes around it, no TensorBoard
+        "trainer.val_before_train=false",
+        "trainer.test_freq=-1",
+        "trainer.logger=[console]",
         f"fsdpcfg.run_dir={tmp_path / option / 'run'}",
         f"trainer.default_local_dir={tmp_path / option / 'ckpt'}",
     ]

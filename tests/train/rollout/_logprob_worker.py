@@ -1,7 +1,9 @@
 """torchrun worker of test_logprob_sync.py: compare actor (sharded) and rollout replica log-probs after the
-first and the second weight synchronisation (an optimizer step in between). Writes a JSON report (rank 0).
+first and the second weight synchronisation (an optimizer step in between), for each strategy of a
+comma-separated list in turn (one process group, a fresh seed, actor and replica each). Writes a JSON report
+(rank 0): ``{strategy: report}``.
 
-    torchrun --nproc_per_node 2 tests/train/rollout/_logprob_worker.py MODEL_DIR STRATEGY OUT.json
+    torchrun --nproc_per_node 2 tests/train/rollout/_logprob_worker.py MODEL_DIR fsdp2,fsdp OUT.json
 """
 
 import json
@@ -11,13 +13,23 @@ import torch
 import torch.distributed as dist
 
 
-def main(model_dir: str, strategy: str, out: str) -> None:
+def main(model_dir: str, strategies: str, out: str) -> None:
+    dist.init_process_group("gloo")
+    reports = {strategy: one_strategy(model_dir, strategy) for strategy in strategies.split(",")}
+    if dist.get_rank() == 0:
+        with open(out, "w") as fh:
+            json.dump(reports, fh)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def one_strategy(model_dir: str, strategy: str) -> dict:
+    """The two synchronisations under ``strategy`` (``fsdp2`` or ``fsdp``); this rank's report."""
     from fsdpcfg.train.engine.forward import batched_log_probs, response_log_probs
     from fsdpcfg.train.engine.fsdp import Precision, bucketed, iter_full_params, shard_model
     from fsdpcfg.train.model import load_model, load_tokenizer
     from fsdpcfg.train.rollout.hf import GenerationSettings, HFRollout
 
-    dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(0)
     from fsdpcfg.schema.model import ModelSection
@@ -83,11 +95,7 @@ def main(model_dir: str, strategy: str, out: str) -> None:
             (-(lp * m).sum() / m.sum()).backward()
             opt.step()
             opt.zero_grad()
-    if rank == 0:
-        with open(out, "w") as fh:
-            json.dump(report, fh)
-    dist.barrier()
-    dist.destroy_process_group()
+    return report
 
 
 def _copy(model):

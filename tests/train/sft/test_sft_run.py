@@ -39,7 +39,15 @@ def _run(tmp_path: Path, *overrides: str) -> tuple[list[dict], Path]:
 @pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["fsdp2", "fsdp"])
 def test_sft_two_steps(strategy, tiny_model_path, tmp_path):
-    metrics, ckpt = _run(tmp_path, f"engine={strategy}", "trainer.total_training_steps=2")
+    # a global batch of 4 conversations, the recipe's 8 halved (a smoke run's steps need not be large), in
+    # micro-batches of 1: each rank still accumulates gradients over 2 micro-batches, as with the recipe's batch
+    metrics, ckpt = _run(
+        tmp_path,
+        f"engine={strategy}",
+        "trainer.total_training_steps=2",
+        "data.train_batch_size=4",
+        "data.micro_batch_size_per_gpu=1",
+    )
     assert [m["step"] for m in metrics] == [1, 2]
     for m in metrics:
         assert math.isfinite(m["train/loss"]) and m["train/loss"] > 0 and m["train/grad_norm"] > 0
