@@ -226,16 +226,28 @@ def _damaged(folder: Path, problems: list[tuple[str, str]], fix: str) -> Damaged
     )
 
 
+def _tracked_step(root: Path) -> int | None:
+    """The step ``latest_checkpointed_iteration.txt`` under ``root`` names (the last save that completed), or
+    ``None`` when there is no such file or it holds no step number."""
+    try:
+        text = (root / LATEST).read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
+
+
 def find_resume_folder(trainer_cfg: TrainerCfg, *, verify: bool = True) -> Path | None:
     """The checkpoint to resume from, by ``trainer.resume_mode``: ``disable`` -> none; ``auto`` -> the newest
     ``global_step_N`` folder under ``trainer.default_local_dir`` (none when there is none); ``resume_path`` ->
     ``trainer.resume_from_path``. With ``verify`` the folder is read back against its manifest (:func:`damage`):
     damage to the trainer state stops the run, naming each file and what is wrong; damage to the Hugging Face
     export alone does not (the resumed run writes it again). ``auto`` never falls back to an older checkpoint by
-    itself: the error names the newest intact one for ``resume_path``.
+    itself: the error names the newest intact one for ``resume_path``; nor when the newest is gone
+    (``latest_checkpointed_iteration.txt`` names a step whose folder is missing).
 
     Raises:
         DamagedCheckpoint: the folder's trainer state does not match its manifest (or it has none).
+        ConfigError: ``latest_checkpointed_iteration.txt`` names a step newer than every folder left.
         ConfigError: a ``resume_from_path`` that is not a ``global_step_N`` folder with a manifest.
     """
     mode = trainer_cfg.resume_mode
@@ -244,6 +256,22 @@ def find_resume_folder(trainer_cfg: TrainerCfg, *, verify: bool = True) -> Path 
     root = Path(trainer_cfg.default_local_dir)
     if mode == "auto":
         steps = step_folders(root)
+        tracked = _tracked_step(root)
+        if tracked is not None and (not steps or tracked > steps[-1][0]):
+            # the newest checkpoint the run wrote is gone (deleted or moved): resuming what is left would redo
+            # steps silently and write over nothing the user can see
+            older = steps[-1][1] if steps else None
+            raise ConfigError(
+                f"{root / LATEST} names step {tracked}, but {root / f'global_step_{tracked}'} is missing "
+                + (f"(the newest left is {older.name})" if older is not None else "(no checkpoint is left)"),
+                key="trainer.resume_mode",
+                fix=(
+                    f"put global_step_{tracked} back, or resume the older one on purpose: "
+                    f"trainer.resume_mode=resume_path trainer.resume_from_path={older}"
+                    if older is not None
+                    else f"put global_step_{tracked} back, or start over in another trainer.default_local_dir"
+                ),
+            )
         if not steps:
             return None
         newest = steps[-1][1]

@@ -109,6 +109,39 @@ def test_damaged_newest_without_an_intact_older_one_says_move_or_start_over(tmp_
     assert f"move {newest} out of {tmp_path}" in e.value.fix and "trainer.default_local_dir" in e.value.fix
 
 
+@pytest.mark.parametrize("left", [[1, 2], []], ids=["older_left", "none_left"])
+def test_a_newest_checkpoint_gone_is_named_never_resumed_past(tmp_path, left):
+    """``latest_checkpointed_iteration.txt`` names step 3 (the last save that completed) but its folder was
+    deleted or moved: ``auto`` resumed global_step_2 without a word (issue 22, break-it pass), redoing a step and
+    hiding the loss. The run now stops, naming the tracker, the missing folder and the newest left."""
+    import shutil
+
+    for step in [*left, 3]:
+        _ckpt(tmp_path, step)
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("3\n")
+    shutil.rmtree(tmp_path / "global_step_3")
+    with pytest.raises(ConfigError) as e:
+        check_resume_layout(_auto(tmp_path))
+    assert e.value.key == "trainer.resume_mode"
+    assert f"latest_checkpointed_iteration.txt names step 3, but {tmp_path / 'global_step_3'} is missing" in (
+        e.value.message
+    )
+    if left:
+        assert "(the newest left is global_step_2)" in e.value.message
+        assert f"trainer.resume_mode=resume_path trainer.resume_from_path={tmp_path / 'global_step_2'}" in e.value.fix
+    else:
+        assert "(no checkpoint is left)" in e.value.message and "another trainer.default_local_dir" in e.value.fix
+
+
+def test_a_tracker_behind_the_newest_folder_resumes_the_newest(tmp_path):
+    """A save killed after its folder was published and before the tracker was rewritten: the newest complete
+    folder is resumed (the tracker lags, nothing is lost)."""
+    _ckpt(tmp_path, 1)
+    newest = _ckpt(tmp_path, 2)
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("1\n")
+    assert check_resume_layout(_auto(tmp_path)) == newest
+
+
 @pytest.mark.parametrize("hurt", [_truncate, _flip, lambda p: p.unlink()], ids=["truncated", "flipped", "missing"])
 def test_a_damaged_export_with_intact_state_is_resumed_and_named(tmp_path, hurt):
     d = _ckpt(tmp_path, 2)
