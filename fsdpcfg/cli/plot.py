@@ -73,17 +73,19 @@ def run(args: argparse.Namespace) -> int:
     run_dirs = expand_sweeps(list(args.run_dirs))
     curves = read_curves(run_dirs)
     out = args.output
-    if out is None and len(run_dirs) == 1:
-        from fsdpcfg.paths import foreign_entries
+    if out is None:
+        from fsdpcfg.paths import OWNED_MARK, foreign_entries
 
-        if foreign_entries(run_dirs[0]):  # a folder fsdpcfg did not make: its own curves.png is not ours to replace
-            raise UsageError(
+        if len(run_dirs) == 1 and foreign_entries(run_dirs[0]):
+            raise UsageError(  # a folder fsdpcfg did not make: its files are not ours to add to or replace
                 f"{run_dirs[0]} holds files fsdpcfg did not write, so the picture is not written into it",
                 fix=f"name the file: -o {DEFAULT_NAME}",
             )
-        out = run_dirs[0] / DEFAULT_NAME
-    elif out is None:
-        out = Path(DEFAULT_NAME)
+        out = run_dirs[0] / DEFAULT_NAME if len(run_dirs) == 1 else Path(DEFAULT_NAME)
+        # a picture fsdpcfg drew in a run folder it made is redrawn; any other file of that name is the user's
+        ours = len(run_dirs) == 1 and (run_dirs[0] / OWNED_MARK).is_file()
+        if (out.exists() or out.is_symlink()) and not ours:
+            raise UsageError(f"{out} exists and is not replaced", fix=f"name another file: -o {out.stem}_2.png")
     if out.is_dir():
         raise UsageError(f"-o {out} is a folder", fix=f"name a file in it (e.g. -o {out / DEFAULT_NAME})")
     if out.suffix.lower() != ".png":

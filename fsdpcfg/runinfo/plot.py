@@ -34,6 +34,9 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("step time (s)", ("timing_s/step",)),
 )
 METRICS_FILE = "metrics.jsonl"
+#: values past this magnitude (a diverged run's 1e308) are left out of a line: matplotlib cannot lay out an axis
+#: from -1e308 to 1e308
+OFF_SCALE = 1e100
 
 
 @dataclass
@@ -48,9 +51,15 @@ class Curves:
         steps, values = [], []
         for row in self.rows:
             v = row.get(metric)
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                continue
+            try:
+                x = float(v)
+            except OverflowError:  # an integer past a float's range (a diverged or corrupt row): off the scale
+                continue
+            if math.isfinite(x) and abs(x) <= OFF_SCALE:
                 steps.append(int(row["step"]))
-                values.append(float(v))
+                values.append(x)
         return steps, values
 
     def metrics(self, names: tuple[str, ...]) -> list[str]:

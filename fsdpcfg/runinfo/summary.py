@@ -39,7 +39,7 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
     for line in path.read_text(errors="replace").splitlines():
         try:
             row = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, a number Python will not read, nesting past the stack
             continue
         if isinstance(row, dict) and isinstance(row.get("step"), int):
             rows[row["step"]] = row

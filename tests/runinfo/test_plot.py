@@ -133,3 +133,22 @@ def test_a_failed_render_leaves_no_picture_and_no_temporary_file(tmp_path, monke
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", broken)
     assert main(["plot", str(run)]) == 1
     assert sorted(p.name for p in run.iterdir()) == [OWNED_MARK, "metrics.jsonl"]
+
+
+def test_a_users_picture_is_never_replaced_and_extreme_rows_are_left_out(tmp_path, monkeypatch, capsys):
+    """Break-it pass: ``plot r1 r2`` replaced a user's ``./curves.png``; a 400-digit integer, a diverged run's
+    +-1e308 and JSON nested past the stack tracebacked. A picture fsdpcfg drew in a run folder it made is redrawn."""
+    monkeypatch.chdir(tmp_path)
+    a, b = _run(tmp_path / "a", 3, 0.1), _run(tmp_path / "b", 3, 0.2)
+    (tmp_path / "curves.png").write_text("MY PICTURE")
+    assert main(["plot", str(a), str(b)]) == 2
+    assert "curves.png exists and is not replaced" in capsys.readouterr().err
+    assert (tmp_path / "curves.png").read_text() == "MY PICTURE"
+    assert main(["plot", str(a)]) == 0 and main(["plot", str(a)]) == 0  # its own picture, drawn again
+    with open(a / "metrics.jsonl", "a") as fh:
+        fh.write(json.dumps({"step": 4, "critic/rewards/mean": 10**400}) + "\n")
+        fh.write(json.dumps({"step": 5, "critic/rewards/mean": 1e308, "actor/grad_norm": -1e308}) + "\n")
+        fh.write('{"step": 6, "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    fig, _ = draw(read_curves([a]))
+    assert _lines(fig)["training reward"]["a"][0] == [1, 2, 3]  # the rows off the scale are left out
+    assert main(["plot", str(a)]) == 0
