@@ -79,6 +79,20 @@ def complete_checkpoints(root: str | Path) -> list[Path]:
     return [p for _, p in step_folders(root) if is_complete(p)]
 
 
+def _step_entries(root: str | Path) -> list[tuple[int, Path]]:
+    """``(N, entry)`` for every entry named ``global_step_N`` directly under ``root``, folders, links and files
+    alike, by step."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = []
+    for p in root.glob("global_step_*"):
+        suffix = p.name[len("global_step_") :]
+        if suffix.isdigit():
+            found.append((int(suffix), p))
+    return sorted(found)
+
+
 def step_folders(root: str | Path) -> list[tuple[int, Path]]:
     """``(N, folder)`` for every ``global_step_N`` directory directly under ``root`` (real folders, not links;
     ``.tmp``, ``.old`` and ``.deleting`` folders aside), by step."""
@@ -256,6 +270,18 @@ def find_resume_folder(trainer_cfg: TrainerCfg, *, verify: bool = True) -> Path 
     root = Path(trainer_cfg.default_local_dir)
     if mode == "auto":
         steps = step_folders(root)
+        odd = [(n, p) for n, p in _step_entries(root) if (n, p) not in steps and (not steps or n > steps[-1][0])]
+        if odd:  # a newer step that is a link or a file: resuming the older folder would pass it silently
+            n, p = odd[-1]
+            what = "a link" if p.is_symlink() else "not a folder"
+            raise ConfigError(
+                f"{p} is {what}: fsdpcfg resumes, prunes and writes checkpoint folders in place and does not follow "
+                f"it, so an auto resume would pass step {n} by"
+                + (f" and resume {steps[-1][1].name}" if steps else " and start over"),
+                key="trainer.resume_mode",
+                fix=f"move the real global_step_{n} folder into {root} (in place of the link), or resume a folder "
+                "on purpose: trainer.resume_mode=resume_path trainer.resume_from_path=<its global_step_N>",
+            )
         tracked = _tracked_step(root)
         if tracked is not None and (not steps or tracked > steps[-1][0]):
             # the newest checkpoint the run wrote is gone (deleted or moved): resuming what is left would redo

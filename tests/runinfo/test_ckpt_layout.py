@@ -212,10 +212,13 @@ def test_tmp_old_and_linked_folders_are_not_step_folders(tmp_path):
     one = _ckpt(tmp_path, 1)
     (tmp_path / "global_step_5.tmp").mkdir()  # a save killed half-way
     (tmp_path / "global_step_6.deleting").mkdir()  # a pruning killed half-way
-    (tmp_path / "global_step_7").symlink_to(one)
     assert complete_checkpoints(tmp_path) == [one]
     assert find_resume_folder(_auto(tmp_path)) == one
     assert check_resume_layout(_auto(tmp_path)) == one
+    (tmp_path / "global_step_7").symlink_to(one)
+    assert complete_checkpoints(tmp_path) == [one]  # pruning never follows a link
+    with pytest.raises(ConfigError, match="global_step_7 is a link"):  # nor does a resume pass it silently
+        find_resume_folder(_auto(tmp_path))
 
 
 # -- property (issue 22 item 6): any damage to any file of the newest checkpoint ------------------------------
@@ -267,3 +270,21 @@ def test_any_damage_to_the_newest_checkpoint_is_named_never_resumed_past(tmp_pat
     else:
         assert find_resume_folder(_auto(root)) == newest
         assert [f for f, _ in export_damage(newest)] == [file]
+
+
+@pytest.mark.parametrize("kind", ["link", "file"])
+def test_a_newer_step_that_is_a_link_or_a_file_is_named_never_passed(tmp_path, kind):
+    """A ``global_step_4`` that is a link to its folder on another disk (or a file) beside a real ``global_step_2``:
+    ``auto`` resumed step 2 without a word (break-it pass). It now stops, naming the entry and the fix."""
+    _ckpt(tmp_path, 2)
+    elsewhere = _ckpt(tmp_path / "other_disk", 4)
+    entry = tmp_path / "global_step_4"
+    if kind == "link":
+        entry.symlink_to(elsewhere, target_is_directory=True)
+    else:
+        entry.write_text("x")
+    with pytest.raises(ConfigError) as e:
+        check_resume_layout(_auto(tmp_path))
+    assert f"{entry} is {'a link' if kind == 'link' else 'not a folder'}" in e.value.message
+    assert "would pass step 4 by and resume global_step_2" in e.value.message
+    assert "move the real global_step_4 folder into" in e.value.fix
