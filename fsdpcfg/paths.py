@@ -157,8 +157,9 @@ def _earlier_run_folder(folder: Path) -> bool:
     of fsdpcfg's rows (``{"step": N, ...}``: ranks started without the launcher write no run_info.json) beside
     nothing a run would write over that is not fsdpcfg's: rows of ``{"step": N}`` are what many trackers write,
     so a folder of another tool's metrics and its own ``config.yaml`` is the user's (issue 22, D3: a run wrote
-    over that config.yaml). A run's ``config.yaml`` is a resolved config, with fsdpcfg's own ``fsdpcfg:``
-    section."""
+    over that config.yaml), and so is one holding any name a run does not write (:data:`RUN_FOLDER_NAMES`: a
+    ``README.md``, a ``results.csv``). A run's ``config.yaml`` is a resolved config, with fsdpcfg's own
+    ``fsdpcfg:`` section."""
     if _is_file(folder / LOCK_FILE):
         return True
     info = _first_json(folder / "run_info.json")
@@ -169,8 +170,43 @@ def _earlier_run_folder(folder: Path) -> bool:
         return False
     if (folder / "run_info.json").exists() or (folder / "overrides.yaml").exists():
         return False  # not fsdpcfg's record (above), or a file of that name fsdpcfg writes only beside one
+    try:
+        names = [e.name for e in os.scandir(folder)]
+    except OSError:
+        return False
+    if any(not _a_run_writes(n) for n in names):  # a README.md, a results.csv: the folder is someone's
+        return False
     config = folder / "config.yaml"
     return not config.exists() or _has_fsdpcfg_section(config)
+
+
+#: the names a native run writes into its run folder (trackers' folders and files, logs, its picture): a folder
+#: holding anything else was not written by fsdpcfg alone
+RUN_FOLDER_NAMES = (
+    "config.yaml",
+    "metrics.jsonl",
+    "metrics.discarded.jsonl",
+    "tensorboard",
+    "error.txt",
+    "startup_audit.json",
+    "curves.png",
+    "wandb",
+    "mlruns",
+    "verl",
+    "train.log",
+    "result.json",
+    "*.jsonl",
+    "fault-rank*.log",
+    "stack-rank*.log",
+)
+
+
+def _a_run_writes(name: str) -> bool:
+    import fnmatch
+
+    return (
+        name in _BOOKKEEPING or name.startswith(WRITE_PROBE) or any(fnmatch.fnmatch(name, p) for p in RUN_FOLDER_NAMES)
+    )
 
 
 def _has_fsdpcfg_section(config: Path) -> bool:

@@ -125,11 +125,16 @@ def test_another_tools_metrics_beside_its_own_config_is_a_users_folder(tmp_path)
     (tool / "config.yaml").unlink()
     (tool / "run_info.json").write_text('{"tool": "mine"}')
     assert foreign_entries(tool) == ["metrics.jsonl", "run_info.json"]
+    (tool / "run_info.json").unlink()
+    (tool / "README.md").write_text("my notes\n")  # another tool's metrics beside files of the user's: theirs
+    assert foreign_entries(tool) == ["README.md", "metrics.jsonl"]
     ours = tmp_path / "ours"
     ours.mkdir()
     (ours / "metrics.jsonl").write_text('{"step": 1, "actor/pg_loss": 0.1}\n')
     assert foreign_entries(ours) == []  # metrics alone: ranks started without the launcher
     (ours / "config.yaml").write_text("data:\n  train_batch_size: 4\nfsdpcfg:\n  run_dir: runs/x\n")
+    (ours / "tensorboard").mkdir()
+    (ours / "stack-rank0.log").write_text("")
     assert foreign_entries(ours) == [] and claim_folder(ours, "fsdpcfg.run_dir") == ours
 
 
