@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fsdpcfg import runkind
-from fsdpcfg.errors import ConfigError
+from fsdpcfg.errors import ConfigError, UsageError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_DIR = PACKAGE_DIR.parent
@@ -300,6 +300,21 @@ def owned(folder: str | os.PathLike, *parts: str, key: str) -> Path:
     """
     claim_folder(folder, key)
     return within(folder, *parts)
+
+
+def recipe_target(dest: str | os.PathLike, name: str) -> Path:
+    """The recipe file a command that writes one (``cp``, ``import``) names with ``dest``: ``.yaml`` added when it has
+    no YAML suffix. One place for what ``cp X DEST`` and ``import S -o DEST`` take.
+
+    Raises:
+        UsageError: ``dest`` names a folder (``.``, ``..``, ``/``, ``dir/``, an existing folder); the fix names
+            ``dest/<name>.yaml``.
+    """
+    text = os.fspath(dest)
+    p = Path(text).expanduser()
+    if text.endswith(("/", os.sep)) or p.name in ("", ".", "..") or p.is_dir():
+        raise UsageError(f"{text} is a folder, not a recipe file", fix=f"name the file in it: {p / (name + '.yaml')}")
+    return p if p.suffix in (".yaml", ".yml") else p.with_name(p.name + ".yaml")
 
 
 def atomic_write_text(

@@ -55,9 +55,7 @@ def _source(recipe: str) -> tuple[str, Path, list[Path]]:
 
 
 def _dest(dest: str, src: Path, force: bool) -> Path:
-    path = Path(dest).expanduser()
-    if path.suffix not in (".yaml", ".yml"):
-        path = path.with_name(path.name + ".yaml")
+    path = paths.recipe_target(dest, f"my_{src.stem}")
     if path.exists() and not force:
         raise UsageError(f"{path} exists", fix="choose another name, or pass --force to overwrite it")
     if path.resolve() == src.resolve():

@@ -125,9 +125,9 @@ def run(args: argparse.Namespace) -> int:
     script = Path(args.script).expanduser()
     if script.suffix in (".yaml", ".yml"):
         raise UsageError(f"{script} is a YAML file, not a run script", fix="give the shell script that runs verl")
-    dest = Path(args.output).expanduser() if args.output else Path("recipes") / f"{script.stem}.yaml"
-    if dest.suffix not in (".yaml", ".yml"):
-        dest = dest.with_name(dest.name + ".yaml")
+    from fsdpcfg.paths import recipe_target
+
+    dest = recipe_target(args.output, script.stem) if args.output else Path("recipes") / f"{script.stem}.yaml"
     planned, skipped = plan(script, args.script_args, dest)
     for f, _ in planned:
         f.parent.mkdir(parents=True, exist_ok=True)

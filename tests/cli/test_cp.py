@@ -80,3 +80,21 @@ def test_cp_refuses_to_overwrite_without_force(tmp_path: Path, capsys):
     assert main(["cp", "qwen_grpo", str(dest)]) == 2
     assert "pass --force" in capsys.readouterr().err and dest.read_text() == "keep\n"
     assert main(["cp", "qwen_grpo", str(dest), "--force"]) == 0
+
+
+@pytest.mark.parametrize("dest", [".", "./.", "..", "/", "sub/", "sub"])
+@pytest.mark.parametrize("command", ["cp", "import"])
+def test_a_folder_as_the_destination_is_a_usage_error_that_writes_nothing(tmp_path, monkeypatch, capsys, dest, command):
+    """``cp qwen_grpo .`` and ``import run.sh -o .`` tracebacked (``with_name`` on an empty name) and ``cp X dir/``
+    wrote ``dir.yaml`` beside the folder (break-it pass): a folder is refused, naming the file to give."""
+
+    work = tmp_path / "work"
+    (work / "sub").mkdir(parents=True)
+    monkeypatch.chdir(work)
+    script = Path(__file__).resolve().parents[1] / "check" / "scripts" / "grpo_arrays.sh"
+    argv = ["cp", "qwen_grpo", dest] if command == "cp" else ["import", str(script), "-o", dest]
+    before = sorted(tmp_path.rglob("*"))
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{dest} is a folder, not a recipe file" in err and "-> name the file in it: " in err
+    assert "Traceback" not in err and sorted(tmp_path.rglob("*")) == before
