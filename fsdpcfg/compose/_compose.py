@@ -535,7 +535,7 @@ def _hydra_compose(
     except ConfigCompositionException as e:
         raise _composition_error(e, parsed, kind, extra_dirs, keys) from None
     except Exception as e:  # omegaconf errors raised while merging (type mismatches and the like)
-        if type(e).__module__.startswith(("omegaconf", "hydra", "yaml")) or _raised_in_hydra(e):
+        if type(e).__module__.startswith(("omegaconf", "hydra", "yaml")) or raised_in_hydra(e):
             full_key = getattr(e, "full_key", None)
             raise ComposeError(
                 f"cannot compose the config: {_first_line(e)}",
@@ -548,7 +548,7 @@ def _hydra_compose(
         GlobalHydra.instance().clear()
 
 
-def _raised_in_hydra(e: BaseException) -> bool:
+def raised_in_hydra(e: BaseException) -> bool:
     """True when the innermost frame of ``e`` is Hydra's, OmegaConf's or PyYAML's code: a plain ``ValueError``
     or ``TypeError`` they raise about the input (``defaults: [{a: [1]}]``: "Unsupported item value in defaults"),
     not a bug of fsdpcfg."""
@@ -556,7 +556,7 @@ def _raised_in_hydra(e: BaseException) -> bool:
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
     name = tb.tb_frame.f_code.co_filename if tb is not None else ""
-    return isinstance(e, (ValueError, TypeError, KeyError, AssertionError)) and any(
+    return isinstance(e, (ValueError, TypeError, KeyError, AssertionError, AttributeError)) and any(
         f"{os.sep}{pkg}{os.sep}" in name for pkg in ("hydra", "omegaconf", "yaml")
     )
 

@@ -99,8 +99,12 @@ class HydraLaunch:
                 + f"available: {', '.join(opts)} (submitit_*: pip install 'fsdpcfg[sweep]')",
             ) from None
         except Exception as e:  # ConfigCompositionException, omegaconf errors while merging
-            if not isinstance(e, ConfigCompositionException) and not type(e).__module__.startswith(
-                ("hydra", "omegaconf")
+            from fsdpcfg.compose import raised_in_hydra
+
+            # a plain AttributeError/ValueError raised inside OmegaConf's merge is about the input too
+            # (`hydra.sweeper.params={...}` on the basic sweeper: a break-it probe's traceback)
+            if not isinstance(e, ConfigCompositionException) and not (
+                type(e).__module__.startswith(("hydra", "omegaconf")) or raised_in_hydra(e)
             ):
                 raise
             raise ConfigError(

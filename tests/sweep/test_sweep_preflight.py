@@ -142,3 +142,22 @@ def test_a_second_sweep_into_a_held_sweep_folder_is_refused(tmp_path, capsys, mo
         assert f"{sweep_dir} is in use by another run: pid {first.holder.pid}" in err and not launched
     assert main(argv) == 0 and launched == ["held"]  # free again: launched, holding the folder while it runs
     assert probe(sweep_dir)[0] == "free"  # and released after
+
+
+@pytest.mark.parametrize(
+    "hydra_args",
+    [
+        ["hydra.sweeper.params={actor_rollout_ref.actor.optim.lr:'1e-5,2e-5'}"],
+        ["hydra/sweeper=basic", "+hydra.sweeper.params.x=y"],
+    ],
+)
+def test_sweeper_settings_hydra_cannot_merge_are_a_message(tmp_path, monkeypatch, capsys, hydra_args):
+    """Hydra's sweeper settings that its own merge refuses with a plain AttributeError/AssertionError tracebacked
+    (break-it pass): they are a ConfigError naming the multirun config, and nothing starts or is written."""
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["-m", "+recipe=qwen_grpo", *hydra_args, "actor_rollout_ref.actor.optim.lr=1e-5,2e-5", "--dry-run"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "fsdpcfg: error: cannot compose Hydra's multirun config" in err and "Traceback" not in err
+    assert not (tmp_path / "runs").exists()
