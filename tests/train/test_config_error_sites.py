@@ -18,7 +18,7 @@ SITES: dict[str, tuple[int, str]] = {
     "plan/_plan.py:positive_int": (1, "the plan's read of a number; FC103 ran first on a composed config"),
     "plan/_plan.py:_per_gpu": (2, "no fixed micro-batch to count (dynamic, verl); the global form"),
     "plan/_plan.py:total_training_steps": (1, "the number of prompts actually read"),
-    "native/ckpt_layout.py:find_resume_folder": (1, "the checkpoint folder on disk"),
+    "native/ckpt_layout.py:find_resume_folder": (3, "the checkpoint folders on disk (a link, a step gone, a bad path)"),
     "native/ckpt_layout.py:require_dcp_state": (1, "the checkpoint folder on disk"),
     "native/ckpt_layout.py:check_resume_layout": (1, "the step folders on disk the run would write over"),
     "train/data.py:PromptDataset.__init__": (2, "the rows read"),
