@@ -96,15 +96,7 @@ def _step_entries(root: str | Path) -> list[tuple[int, Path]]:
 def step_folders(root: str | Path) -> list[tuple[int, Path]]:
     """``(N, folder)`` for every ``global_step_N`` directory directly under ``root`` (real folders, not links;
     ``.tmp``, ``.old`` and ``.deleting`` folders aside), by step."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    found = []
-    for p in root.glob("global_step_*"):
-        suffix = p.name[len("global_step_") :]
-        if suffix.isdigit() and not p.is_symlink() and p.is_dir():
-            found.append((int(suffix), p))
-    return sorted(found)
+    return [(n, p) for n, p in _step_entries(root) if not p.is_symlink() and p.is_dir()]
 
 
 #: the checksum the manifest records for each file (``checksums``): CRC-32 (zlib), read in 4 MiB chunks. It finds
