@@ -283,10 +283,21 @@ def read_run_script(
     try:
         with open(path, newline="") as fh:  # as bash reads it: a \r at a line's end is kept
             raw = fh.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"cannot read {path}: {e}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(
+            f"cannot read {path}: not UTF-8 text (byte {e.start})",
+            fix=f"save it as UTF-8 (e.g. iconv -f latin1 -t utf-8 {path} > fixed.sh), then check that file",
+        ) from None
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror or e}", fix="check the path and its permissions") from None
     text = raw.replace("\r\n", "\n")  # read as meant, so that the rest is checked too (FC133 says what bash does)
-    variants = evaluate_variants(text, args=args, extra=overrides, environ=environ, script_path=str(path))
+    try:
+        variants = evaluate_variants(text, args=args, extra=overrides, environ=environ, script_path=str(path))
+    except RecursionError:  # expansions nested thousands deep (`${A:-${A:-...}}`): no run script is written so
+        raise UsageError(
+            f"{path}: its expansions nest too deep to read (thousands of levels)",
+            fix="flatten the nested ${...} expansions",
+        ) from None
     kept: list[tuple[str, Any, list]] = []
     seen: dict[tuple, int] = {}
     for v in variants:

@@ -71,3 +71,20 @@ def test_a_script_that_stops_before_its_trainer_fails_also_as_pre_commit_runs_it
     [f] = report["findings"]
     assert (f["rule"], f["severity"], f["line"]) == ("FC134", "error", 9)
     assert f["message"].endswith("the verl command is never reached: the script stops at line 5 before it (`exit 1`)")
+
+
+def test_a_script_nested_past_the_stack_or_not_utf8_is_a_usage_message(tmp_path, capsys):
+    """Break-it pass: ``${A:-`` nested 5,000 deep tracebacked (RecursionError) in ``check``, ``import`` and ``show``;
+    a Latin-1 script got a message without a fix. Both are usage errors naming the file and the fix."""
+    from fsdpcfg.cli.main import main
+
+    deep = tmp_path / "deep.sh"
+    deep.write_text("python3 -m verl.trainer.main_ppo data.x=" + "${A:-" * 5000 + "x" + "}" * 5000 + "\n")
+    latin = tmp_path / "latin.sh"
+    latin.write_bytes("# caf\xe9\npython3 -m verl.trainer.main_ppo data.train_batch_size=8\n".encode("latin-1"))
+    for f, words in ((deep, "its expansions nest too deep to read"), (latin, "not UTF-8 text (byte 5)")):
+        for argv in (["check", "--no-plan", str(f)], ["import", str(f), "-o", str(tmp_path / "r.yaml")]):
+            assert main(argv) == 2, argv
+            err = capsys.readouterr().err
+            assert words in err and "\n  -> " in err and "Traceback" not in err, err
+    assert not (tmp_path / "r.yaml").exists()
