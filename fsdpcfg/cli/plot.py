@@ -92,6 +92,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"-o {out}: the picture is a PNG", fix=f"name a .png file (e.g. -o {out.with_suffix('.png')})")
     fig, titles = draw(curves)
     write_png(fig, out)
-    steps = ", ".join(f"{c.label} ({len(c.rows)} steps)" for c in curves)
+    steps = ", ".join(f"{c.label} (to step {max(r['step'] for r in c.rows)})" for c in curves)  # step 0: validation
     print(f"wrote {out}: {', '.join(titles)}\n  runs: {steps}")
     return 0

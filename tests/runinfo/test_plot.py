@@ -90,7 +90,7 @@ def test_one_run_gets_its_picture_in_its_folder_several_runs_and_a_sweep_need_on
     _run(sweep / "1", 5, 0.3)  # a relative run_dir is the sweep folder's; a point never started has none
     assert main(["plot", str(sweep), "-o", str(tmp_path / "sweep.png")]) == 0
     out = capsys.readouterr().out
-    assert "runs: runs/a (5 steps), multirun/1 (5 steps)" in out  # a job folder's number alone tells little
+    assert "runs: runs/a (to step 5), multirun/1 (to step 5)" in out  # a job folder's number alone tells little
     assert sorted(p.name for p in tmp_path.iterdir()) == ["curves.png", "multirun", "runs", "sweep.png"]
 
 
